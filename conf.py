@@ -1,0 +1,75 @@
+"""Sphinx configuration of the executable migration guide.
+
+Source pages live in ``docs/``, executed examples in ``gallery/``; build with
+``sphinx-build -c . docs _build/html`` (``nox -s docs`` does exactly that).
+Configuration only: nothing heavy (torch, Lightning) is imported here, so every
+Sphinx start stays fast; the examples import what they need when they run.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+
+#: CI (and anyone who sets CI=true) re-executes every example, never reusing a cached result.
+FORCE_EXECUTION = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+project = "Lightning epoch-end migration guide"
+author = "The migration guide authors"
+copyright = "2026, the migration guide authors"
+
+extensions = [
+    "sphinx.ext.doctest",
+    "sphinx_gallery.gen_gallery",
+    "myst_nb",
+    "sphinx_design",
+    "sphinx_copybutton",
+]
+
+root_doc = "index"
+templates_path = ["docs/_templates"]
+html_static_path = ["docs/_static"]
+# sphinx-gallery writes a notebook next to each generated page; they are downloads, not source pages.
+exclude_patterns = ["_build", "**.ipynb", "jupyter_execute", "examples/*.py"]
+
+# -- Gallery: every script in gallery/ runs at every build ---------------------------------------
+sphinx_gallery_conf = {
+    "examples_dirs": ["../gallery"],
+    "gallery_dirs": ["examples"],
+    # Run every script, not only files named plot_*.
+    "filename_pattern": r"\.py$",
+    "ignore_pattern": r"(__init__|conftest)\.py$",
+    # An example that raises fails the build (after all examples ran, so every failure is reported).
+    "only_warn_on_example_error": False,
+    "abort_on_example_error": False,
+    # sphinx-gallery re-runs only examples whose own file changed; CI re-runs all of them.
+    "run_stale_examples": FORCE_EXECUTION,
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "within_subsection_order": "FileNameSortKey",
+    "matplotlib_animations": False,
+    "image_scrapers": ("matplotlib",),
+    "capture_repr": (),
+    "show_signature": False,
+}
+
+# -- MyST notebooks (myst-nb): executed at every read, and an error is an error ------------------
+nb_execution_mode = "force"
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_timeout = 600
+nb_merge_streams = True
+myst_enable_extensions = ["colon_fence"]
+
+# -- HTML -----------------------------------------------------------------------------------------
+html_theme = "furo"
+html_title = "Lightning epoch-end migration guide"
+pygments_style = "friendly"
+pygments_dark_style = "monokai"
+
+# Copy buttons copy the code, not the prompts or the output.
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+copybutton_exclude = ".linenos, .gp, .go"
