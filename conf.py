@@ -12,6 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+sys.path.insert(0, str(ROOT / "src"))  # the registry of old patterns, shared with the probes and the checker
 
 #: CI (and anyone who sets CI=true) re-executes every example, never reusing a cached result.
 FORCE_EXECUTION = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -26,6 +27,7 @@ extensions = [
     "myst_nb",
     "sphinx_design",
     "sphinx_copybutton",
+    "probe_records",
 ]
 
 root_doc = "index"

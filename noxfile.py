@@ -13,7 +13,8 @@ nox.options.sessions = ["lint", "doctest", "tests"]
 nox.options.error_on_missing_interpreters = True
 
 PYTHON = "3.11"
-SPHINX = ("sphinx-build", "-W", "--keep-going", "-c", ".")
+# -T: a failing MyST notebook shows its failing cell, not only its path
+SPHINX = ("sphinx-build", "-T", "-W", "--keep-going", "-c", ".")
 
 
 def install_build(session):

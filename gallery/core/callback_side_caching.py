@@ -94,7 +94,7 @@ reference_model = BoringModel()
 reference_model.load_state_dict(initial_weights)
 reference_means = plain_loop_epoch_means(reference_model, loader, EPOCHS)
 
-for epoch, (seen, expected) in enumerate(zip(callback.epochs, reference_means)):
+for epoch, (seen, expected) in enumerate(zip(callback.epochs, reference_means, strict=True)):
     print(f"epoch {epoch}: {seen['entries']} cached losses, mean {seen['mean_loss']:.6f} (plain loop: {expected:.6f})")
 
 # %%
@@ -104,7 +104,7 @@ for epoch, (seen, expected) in enumerate(zip(callback.epochs, reference_means)):
 # autograd graph kept alive by the cache. A callback that forgets ``.clear()`` or overwrites instead of
 # appending fails these checks -- and with them the build of this page.
 assert len(callback.epochs) == EPOCHS
-for seen, expected in zip(callback.epochs, reference_means):
+for seen, expected in zip(callback.epochs, reference_means, strict=True):
     assert seen["entries"] == trainer.num_training_batches == 4
     assert math.isclose(seen["mean_loss"], expected, rel_tol=1e-6)
     assert not seen["holds_graph"]

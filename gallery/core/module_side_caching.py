@@ -110,7 +110,7 @@ reference_model = BoringModel()
 reference_model.load_state_dict(initial_weights)
 reference_means = plain_loop_epoch_means(reference_model, loader, EPOCHS)
 
-for epoch, (seen, expected) in enumerate(zip(model.epochs, reference_means)):
+for epoch, (seen, expected) in enumerate(zip(model.epochs, reference_means, strict=True)):
     print(f"epoch {epoch}: {seen['entries']} cached losses, mean {seen['mean_loss']:.6f} (plain loop: {expected:.6f})")
 
 # %%
@@ -120,7 +120,7 @@ for epoch, (seen, expected) in enumerate(zip(model.epochs, reference_means)):
 # as the plain loop, and no autograd graph kept alive. Forgetting ``.clear()``, caching ``output["loss"]``
 # without ``.detach()``, or overwriting instead of appending fails these checks -- and the build of this page.
 assert len(model.epochs) == EPOCHS
-for seen, expected in zip(model.epochs, reference_means):
+for seen, expected in zip(model.epochs, reference_means, strict=True):
     assert seen["entries"] == trainer.num_training_batches == 4
     assert math.isclose(seen["mean_loss"], expected, rel_tol=1e-6)
     assert not seen["holds_graph"]

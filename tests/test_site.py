@@ -1,0 +1,65 @@
+"""The built site: every example page exists and shows output captured from the run."""
+
+from __future__ import annotations
+
+import html
+import re
+from importlib import metadata
+
+import pytest
+from conftest import GALLERY_SCRIPTS
+
+LIGHTNING = metadata.version("lightning")
+
+
+def script_outputs(page: str) -> list[str]:
+    """The text of every captured-output block sphinx-gallery rendered on ``page``."""
+    blocks = re.findall(r'<div class="sphx-glr-script-out[^"]*">(.*?)</div>\s*</div>', page, flags=re.S)
+    return [html.unescape(re.sub(r"<[^>]+>", "", block)) for block in blocks]
+
+
+def test_gallery_is_not_empty():
+    assert len(GALLERY_SCRIPTS) >= 3
+
+
+@pytest.mark.parametrize("script", GALLERY_SCRIPTS, ids=str)
+def test_every_example_page_shows_its_captured_output(site, script):
+    page = site.page(f"examples/{script.with_suffix('').as_posix()}")
+    outputs = script_outputs(page)
+    assert outputs, f"{script}: the page shows no captured output"
+    assert any(f"Lightning {LIGHTNING}" in out for out in outputs), f"{script}: the page does not name Lightning"
+
+
+def test_old_pattern_page_shows_what_lightning_raised(site):
+    outputs = "\n".join(script_outputs(site.page("examples/core/old_outputs_hooks")))
+    # What the build's Lightning raised for each of the three old shapes, and how many steps ran first.
+    assert "TypeError: ModuleHookWithOutputs.on_train_epoch_end() missing 1 required positional argument" in outputs
+    assert "TypeError: CallbackHookWithOutputs.on_train_epoch_end() missing 1 required positional argument" in outputs
+    assert "NotImplementedError: Support for `training_epoch_end` has been removed" in outputs
+    steps = [int(n) for n in re.findall(r"training steps taken before the failure: (\d+)", outputs)]
+    assert steps == [4, 4, 0]
+
+
+@pytest.mark.parametrize("docname", ["examples/core/callback_side_caching", "examples/core/module_side_caching"])
+def test_replacement_pages_show_per_epoch_agreement(site, docname):
+    outputs = "\n".join(script_outputs(site.page(docname)))
+    rows = re.findall(r"epoch (\d+): (\d+) cached losses, mean ([0-9.]+) \(plain loop: ([0-9.]+)\)", outputs)
+    assert [int(epoch) for epoch, *_ in rows] == [0, 1, 2]
+    for _, entries, mean, reference in rows:
+        assert int(entries) == 4
+        assert mean == reference
+
+
+def test_myst_page_was_executed(site):
+    text = html.unescape(re.sub(r"<[^>]+>", "", site.page("which-replacement")))
+    assert f"Lightning {LIGHTNING}" in text
+    rows = re.findall(r"^\s*(\d)\s+([0-9.]+)\s+([0-9.]+)\s*$", text, flags=re.M)
+    assert [int(epoch) for epoch, *_ in rows] == [0, 1]
+    assert all(a == b for _, a, b in rows)
+
+
+def test_downloads_offered_for_every_example(site):
+    downloads = {p.name for p in (site.outdir / "_downloads").rglob("*") if p.is_file()}
+    for script in GALLERY_SCRIPTS:
+        assert script.name in downloads
+        assert script.with_suffix(".ipynb").name in downloads
