@@ -1,0 +1,145 @@
+"""
+Detach what you cache in training
+=================================
+
+Lightning detaches the ``outputs`` it hands to ``on_train_batch_end``, but it never touches a list your module
+fills in ``training_step``: a tensor cached there still carries its autograd graph (``grad_fn``). This page
+trains the same module twice -- caching with and without ``.detach()`` -- and measures what the cache keeps
+alive at epoch end: graph nodes and the tensors they saved for backward.
+"""
+
+# %%
+# The module
+# ----------
+# Each step caches the loss and a per-sample confidence (the largest softmax probability), for an epoch-end
+# summary. ``detach`` chooses between the two versions.
+import lightning
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from torch.utils.data import DataLoader
+
+print(f"Lightning {lightning.__version__}")
+
+
+class CachingModel(BoringModel):
+    def __init__(self, detach):
+        super().__init__()
+        self.detach = detach
+        self.losses, self.confidences = [], []
+
+    def training_step(self, batch, batch_idx):
+        predictions = self(batch)
+        loss = self.loss(predictions)
+        confidence = predictions.softmax(dim=1).amax(dim=1)
+        if self.detach:
+            self.losses.append(loss.detach())
+            self.confidences.append(confidence.detach())
+        else:
+            self.losses.append(loss)
+            self.confidences.append(confidence)
+        return loss  # Lightning needs the loss with its graph for the backward pass
+
+    def on_train_epoch_end(self):
+        self.at_epoch_end = footprint(self.losses + self.confidences, exclude=list(self.parameters()))
+        try:
+            self.epoch_confidence = torch.cat(self.confidences).numpy()
+        except RuntimeError as err:
+            self.numpy_error = err
+        self.losses.clear()
+        self.confidences.clear()
+
+
+# %%
+# Measuring what a cache keeps alive
+# ----------------------------------
+# Walk the autograd graph from every cached tensor (``grad_fn`` and its ``next_functions``), count the
+# nodes, and add up the bytes of the tensors those nodes saved for backward (their ``_saved_*``
+# attributes). The backward pass frees the saved tensors of the branch that led to the loss; a saved tensor
+# that was already freed raises when read and is not counted. Storages are counted once each; the model's
+# own parameters are left out.
+
+
+def storage_bytes(tensors):
+    """Bytes of the distinct storages behind ``tensors`` (deduplicated by storage ``data_ptr``)."""
+    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
+    return sum(storages.values())
+
+
+def footprint(cached, exclude):
+    """Counts (tensors, requiring grad, with a ``grad_fn``, graph nodes) and bytes (saved, cached) of a cache."""
+    excluded = {p.untyped_storage().data_ptr() for p in exclude}
+    excluded |= {t.untyped_storage().data_ptr() for t in cached}
+    nodes, saved, stack = set(), [], [t.grad_fn for t in cached if t.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node is None or node in nodes:
+            continue
+        nodes.add(node)
+        stack.extend(next_node for next_node, _ in node.next_functions)
+        for name in dir(node):
+            if not name.startswith("_saved_"):
+                continue
+            try:
+                value = getattr(node, name)
+            except RuntimeError:  # freed by the backward pass
+                continue
+            if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() not in excluded:
+                saved.append(value)
+    return {
+        "tensors": len(cached),
+        "requires_grad": sum(t.requires_grad for t in cached),
+        "with_grad_fn": sum(t.grad_fn is not None for t in cached),
+        "nodes": len(nodes),
+        "saved_bytes": storage_bytes(saved),
+        "cached_bytes": storage_bytes(cached),
+    }
+
+
+def train(detach):
+    pl.seed_everything(0, verbose=False)
+    model = CachingModel(detach)
+    trainer = pl.Trainer(
+        max_epochs=1,
+        limit_val_batches=0,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model, DataLoader(RandomDataset(32, 256), batch_size=32))
+    return model
+
+
+undetached, detached = train(detach=False), train(detach=True)
+
+# %%
+# What each cache held at epoch end
+# ---------------------------------
+for label, model in (("without .detach()", undetached), ("with .detach()   ", detached)):
+    print(f"{label}: {model.at_epoch_end}")
+
+# %%
+# The symptom
+# -----------
+# Besides the memory, an undetached cache breaks any epoch-end code that leaves torch -- NumPy, scikit-learn,
+# plotting:
+print(f"{type(undetached.numpy_error).__name__}: {undetached.numpy_error}")
+
+# %%
+# The conclusion, asserted
+# ------------------------
+# Without ``.detach()`` every cached tensor requires grad and keeps a chain of graph nodes, plus the
+# tensors saved for a backward pass that will never come (the confidence branch never took part in the
+# loss). With ``.detach()`` the cache holds only its own values -- the same storages as the undetached
+# version (``.detach()`` copies nothing), without any graph.
+steps = 256 // 32
+before, after = undetached.at_epoch_end, detached.at_epoch_end
+assert before["tensors"] == after["tensors"] == 2 * steps
+assert (
+    before["requires_grad"] == before["with_grad_fn"] == 2 * steps and before["nodes"] > 0 and before["saved_bytes"] > 0
+)
+assert after["requires_grad"] == after["with_grad_fn"] == after["nodes"] == after["saved_bytes"] == 0
+assert after["cached_bytes"] == before["cached_bytes"]
+assert isinstance(undetached.numpy_error, RuntimeError) and not hasattr(detached, "numpy_error")
+assert detached.epoch_confidence.shape == (256,)

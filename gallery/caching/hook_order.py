@@ -1,0 +1,237 @@
+"""
+Hook order: when validation runs inside a training epoch
+========================================================
+
+A cache is only as good as the hook that clears it. This page records every hook Lightning calls during a
+short ``fit`` and draws the order: the validation loop runs *after* the last ``on_train_batch_end`` and
+*before* ``on_train_epoch_end``. A cache shared by training and validation is therefore cleared under
+training's feet, and with ``val_check_interval < 1.0`` validation runs several times per training epoch.
+"""
+
+# %%
+# Recording every hook
+# --------------------
+# The hook names are not typed here: they are read from Lightning's ``Callback`` class and its
+# ``LightningModule`` hook classes, and every one of them is wrapped to note its call in a shared record.
+import inspect
+
+import lightning
+import lightning.pytorch as pl
+import matplotlib.pyplot as plt
+from lightning.pytorch.core.hooks import ModelHooks
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from torch.utils.data import DataLoader
+
+print(f"Lightning {lightning.__version__}")
+
+CALLBACK_HOOKS = sorted(
+    name for name, _ in inspect.getmembers(pl.Callback, inspect.isfunction) if name.startswith("on_")
+)
+MODULE_HOOKS = sorted(name for name, _ in inspect.getmembers(ModelHooks, inspect.isfunction) if name.startswith("on_"))
+MODULE_STEPS = ["training_step", "validation_step"]
+
+
+def recording(owner, name, method, record):
+    def hook(self, *args, **kwargs):
+        record.append({"owner": owner, "hook": name})
+        return method(self, *args, **kwargs)
+
+    return hook
+
+
+def recorded_classes(record):
+    """A ``BoringModel`` and a ``Callback`` subclass whose every hook appends to ``record``."""
+    module_methods = {
+        name: recording("module", name, getattr(BoringModel, name), record) for name in MODULE_HOOKS + MODULE_STEPS
+    }
+    callback_methods = {
+        name: recording("callback", name, getattr(pl.Callback, name), record) for name in CALLBACK_HOOKS
+    }
+    return type("RecordedModel", (BoringModel,), module_methods), type(
+        "RecordedCallback", (pl.Callback,), callback_methods
+    )
+
+
+def recorded_fit(**trainer_kwargs):
+    record = []
+    model_class, callback_class = recorded_classes(record)
+    trainer = pl.Trainer(
+        max_epochs=1,
+        callbacks=[callback_class()],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        **trainer_kwargs,
+    )
+    loader = DataLoader(RandomDataset(32, 64), batch_size=8)
+    trainer.fit(model_class(), train_dataloaders=loader, val_dataloaders=loader)
+    return trainer, record
+
+
+# %%
+# One epoch: three training batches, two validation batches
+# ---------------------------------------------------------
+# The sanity check is switched off so the record shows one training epoch only.
+trainer, record = recorded_fit(limit_train_batches=3, limit_val_batches=2, num_sanity_val_steps=0)
+callback_calls = [call["hook"] for call in record if call["owner"] == "callback"]
+print(f"{len(record)} hook calls recorded; the callback hooks from the last training batch on:")
+last_train_batch_end = max(i for i, hook in enumerate(callback_calls) if hook == "on_train_batch_end")
+for position, hook in enumerate(callback_calls[last_train_batch_end:], start=last_train_batch_end):
+    print(f"  {position:3d}  {hook}")
+
+# %%
+# The recorded order, drawn
+# -------------------------
+# Each dot is one call, in the order Lightning made it; the module's hooks and the callback's hooks are
+# drawn in two colours. The training batches end, the whole validation loop runs, and only then the
+# training epoch ends.
+fit_hooks = [call for call in record if call["hook"] not in ("on_fit_start", "on_fit_end")]
+names = list(dict.fromkeys(call["hook"] for call in fit_hooks))
+fig, ax = plt.subplots(figsize=(9, 0.28 * len(names) + 1.2))
+for owner, colour in (("module", "tab:blue"), ("callback", "tab:orange")):
+    points = [(i, names.index(call["hook"])) for i, call in enumerate(fit_hooks) if call["owner"] == owner]
+    ax.scatter([x for x, _ in points], [y for _, y in points], s=18, color=colour, label=owner)
+validation = [i for i, call in enumerate(fit_hooks) if call["hook"] in ("on_validation_start", "on_validation_end")]
+ax.axvspan(min(validation) - 0.5, max(validation) + 0.5, color="tab:green", alpha=0.12, label="validation loop")
+ax.set_yticks(range(len(names)), names, fontsize=7)
+ax.invert_yaxis()
+ax.set_xlabel("call number")
+ax.set_title(f"Hook calls of fit(): 3 training batches, 2 validation batches (Lightning {lightning.__version__})")
+ax.legend(loc="lower left", fontsize=8)
+ax.grid(axis="x", alpha=0.3)
+fig.tight_layout()
+
+
+# %%
+# The order, asserted
+# -------------------
+# After the last ``on_train_batch_end`` the validation loop starts, runs its batches, ends with
+# ``on_validation_epoch_end``, and only then ``on_train_epoch_end`` is called.
+after = callback_calls[last_train_batch_end + 1 :]
+assert callback_calls.count("on_train_batch_end") == 3
+assert (
+    after.index("on_validation_epoch_start")
+    < after.index("on_validation_epoch_end")
+    < after.index("on_train_epoch_end")
+)
+assert after[: after.index("on_validation_epoch_end")].count("on_validation_batch_end") == 2
+assert "on_train_batch_end" not in after
+
+# %%
+# Consequence 1: a cache shared by training and validation
+# --------------------------------------------------------
+# A module that appends to one list in both ``training_step`` and ``validation_step`` and clears it in
+# ``on_validation_epoch_end`` finds the training batches mixed into its validation summary -- and an empty
+# cache in ``on_train_epoch_end``. Give each stage its own cache.
+
+
+class SharedCache(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.cache = []
+        self.seen = {}
+
+    def training_step(self, batch, batch_idx):
+        output = super().training_step(batch, batch_idx)
+        self.cache.append(("train", output["loss"].detach()))
+        return output
+
+    def validation_step(self, batch, batch_idx):
+        output = super().validation_step(batch, batch_idx)
+        self.cache.append(("val", output["x"].detach()))
+        return output
+
+    def on_validation_epoch_end(self):
+        self.seen["on_validation_epoch_end"] = [stage for stage, _ in self.cache]
+        self.cache.clear()
+
+    def on_train_epoch_end(self):
+        self.seen["on_train_epoch_end"] = [stage for stage, _ in self.cache]
+        self.cache.clear()
+
+
+class SeparateCaches(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.train_cache, self.val_cache = [], []
+        self.seen = {}
+
+    def training_step(self, batch, batch_idx):
+        output = super().training_step(batch, batch_idx)
+        self.train_cache.append(output["loss"].detach())
+        return output
+
+    def validation_step(self, batch, batch_idx):
+        output = super().validation_step(batch, batch_idx)
+        self.val_cache.append(output["x"].detach())
+        return output
+
+    def on_validation_epoch_end(self):
+        self.seen["on_validation_epoch_end"] = len(self.val_cache)
+        self.val_cache.clear()
+
+    def on_train_epoch_end(self):
+        self.seen["on_train_epoch_end"] = len(self.train_cache)
+        self.train_cache.clear()
+
+
+def fit(model, **trainer_kwargs):
+    trainer = pl.Trainer(
+        max_epochs=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        **trainer_kwargs,
+    )
+    loader = DataLoader(RandomDataset(32, 64), batch_size=8)
+    trainer.fit(model, train_dataloaders=loader, val_dataloaders=loader)
+    return trainer
+
+
+shared, separate = SharedCache(), SeparateCaches()
+for model in (shared, separate):
+    fit(model, limit_train_batches=3, limit_val_batches=2, num_sanity_val_steps=0)
+print(f"shared cache   -> {shared.seen}")
+print(f"separate caches -> {separate.seen}")
+assert shared.seen == {"on_validation_epoch_end": ["train"] * 3 + ["val"] * 2, "on_train_epoch_end": []}
+assert separate.seen == {"on_validation_epoch_end": 2, "on_train_epoch_end": 3}
+
+# %%
+# Consequence 2: ``val_check_interval < 1.0``
+# -------------------------------------------
+# With ``val_check_interval=0.5`` the validation loop runs twice per training epoch. A validation cache must
+# be cleared in the validation hook (``on_validation_epoch_end``): cleared there it holds exactly one
+# run's batches; cleared only in ``on_train_epoch_end`` it mixes both runs.
+
+
+class ValidationRuns(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.cleared_in_validation, self.cleared_per_epoch = [], []
+        self.run_sizes, self.epoch_sizes = [], []
+
+    def validation_step(self, batch, batch_idx):
+        output = super().validation_step(batch, batch_idx)
+        self.cleared_in_validation.append(output["x"].detach())
+        self.cleared_per_epoch.append(output["x"].detach())
+        return output
+
+    def on_validation_epoch_end(self):
+        self.run_sizes.append(len(self.cleared_in_validation))
+        self.cleared_in_validation.clear()
+
+    def on_train_epoch_end(self):
+        self.epoch_sizes.append(len(self.cleared_per_epoch))
+        self.cleared_per_epoch.clear()
+
+
+runs = ValidationRuns()
+runs_trainer = fit(runs, limit_train_batches=4, limit_val_batches=2, val_check_interval=0.5, num_sanity_val_steps=0)
+print(f"validation runs in the epoch: {len(runs.run_sizes)}")
+print(f"cache cleared in on_validation_epoch_end held {runs.run_sizes} batches per run")
+print(f"cache cleared in on_train_epoch_end held {runs.epoch_sizes} batches")
+assert len(runs.run_sizes) == 2  # validation ran twice in one training epoch
+assert runs.run_sizes == [runs_trainer.num_val_batches[0]] * 2 == [2, 2]
+assert runs.epoch_sizes == [4]
