@@ -28,6 +28,7 @@ extensions = [
     "sphinx_design",
     "sphinx_copybutton",
     "probe_records",
+    "symptom_index",
 ]
 
 root_doc = "index"
