@@ -96,11 +96,23 @@ def footprint(cached, exclude):
     }
 
 
+class OutputsSeen(pl.Callback):
+    """Notes whether the loss Lightning hands to ``on_train_batch_end`` still requires grad."""
+
+    def __init__(self):
+        self.requires_grad = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.requires_grad.append(outputs["loss"].requires_grad)
+
+
 def train(detach):
     pl.seed_everything(0, verbose=False)
     model = CachingModel(detach)
+    model.outputs_seen = OutputsSeen()
     trainer = pl.Trainer(
         max_epochs=1,
+        callbacks=[model.outputs_seen],
         limit_val_batches=0,
         logger=False,
         enable_checkpointing=False,
@@ -118,6 +130,7 @@ undetached, detached = train(detach=False), train(detach=True)
 # ---------------------------------
 for label, model in (("without .detach()", undetached), ("with .detach()   ", detached)):
     print(f"{label}: {model.at_epoch_end}")
+print(f"outputs['loss'] in on_train_batch_end requires grad: {set(undetached.outputs_seen.requires_grad)}")
 
 # %%
 # The symptom
@@ -141,5 +154,6 @@ assert (
 )
 assert after["requires_grad"] == after["with_grad_fn"] == after["nodes"] == after["saved_bytes"] == 0
 assert after["cached_bytes"] == before["cached_bytes"]
+assert undetached.outputs_seen.requires_grad == [False] * steps  # what Lightning hands the callbacks is detached
 assert isinstance(undetached.numpy_error, RuntimeError) and not hasattr(detached, "numpy_error")
 assert detached.epoch_confidence.shape == (256,)

@@ -15,6 +15,7 @@ and the difference ``self.log(..., sync_dist=True)`` makes.
 # which samples a rank saw. ``training_step`` appends them; ``on_train_epoch_end`` gathers the per-rank
 # cache length and mean across processes and logs them. Values computed in the worker processes reach the
 # main process through ``trainer.callback_metrics`` (the only logged values the launcher sends back).
+import os
 import tempfile
 import warnings
 from pathlib import Path
@@ -58,6 +59,7 @@ class ShardCachingModel(BoringModel):
             self.log(f"cache_length/rank{rank}", length)
         self.log("gathered_ndim", float(lengths.ndim))
         self.log("world_size", float(self.trainer.world_size))
+        self.log("pid", float(os.getpid()))  # which process ran this rank
         # The same per-rank value, logged without and with synchronisation.
         self.log("mean_sample", seen.mean())
         self.log("mean_sample_synced", seen.mean(), sync_dist=True)
@@ -103,12 +105,14 @@ def make_trainer(**kwargs):
 # %%
 # Two processes
 # -------------
-# ``strategy="ddp_fork"`` forks the worker processes (gloo on CPU); it works inside a Jupyter kernel too.
-# The main process takes no part in training: it waits for the workers, then receives rank 0's
-# ``callback_metrics`` and weights.
+# ``strategy="ddp_fork"`` forks the worker processes (gloo on CPU), which also works inside a Jupyter
+# kernel (the tests of this site run this page's notebook in one). The main process takes no part in
+# training: it waits for the workers, then receives rank 0's ``callback_metrics`` and trained weights.
 pl.seed_everything(0, verbose=False)
+ddp_model = ShardCachingModel()
+initial_weight = ddp_model.layer.weight.detach().clone()
 ddp_trainer = make_trainer(devices=WORLD_SIZE, strategy="ddp_fork")
-ddp_trainer.fit(ShardCachingModel())
+ddp_trainer.fit(ddp_model)
 ddp = {name: value.item() for name, value in ddp_trainer.callback_metrics.items()}
 for rank in range(WORLD_SIZE):
     print(f"rank {rank}: {ddp[f'cache_length/rank{rank}']:.0f} cached samples")
@@ -135,10 +139,12 @@ print(f"1 process: {single['cache_length/rank0']:.0f} cached samples, mean sampl
 # %%
 # What each rank saw
 # ------------------
-# Ten samples on two ranks with batch size 1: Lightning's ``DistributedSampler`` gives each rank five, so each
+# Ten samples on two ranks with batch size 1: Lightning shards the samples, each rank caches five, and each
 # rank's epoch-end hook sees half the epoch. A value logged without ``sync_dist`` is rank 0's own value;
 # ``sync_dist=True`` averages it over the ranks, which here equals the single-process value.
 assert ddp["world_size"] == WORLD_SIZE
+assert ddp["pid"] != os.getpid()  # rank 0 ran in a worker process, not in this one
+assert not ddp_model.layer.weight.equal(initial_weight)  # the workers' trained weights came back
 assert [ddp[f"cache_length/rank{rank}"] for rank in range(WORLD_SIZE)] == [5, 5]
 assert ddp["gathered_ndim"] == 1  # shape (world_size,)
 assert single_model.gathered_shape == () and single["gathered_ndim"] == 0
