@@ -1,6 +1,6 @@
 """
 Sanity-check values in the first epoch
-=======================================
+======================================
 
 Before training, ``trainer.fit`` runs a few validation batches as a sanity check (``num_sanity_val_steps``,
 2 by default), and ``on_validation_epoch_end`` runs after them too. Code that skips that call without

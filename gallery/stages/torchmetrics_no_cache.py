@@ -1,6 +1,6 @@
 """
 No cache at all: ``torchmetrics`` and ``self.log(..., on_epoch=True)``
-=====================================================================
+======================================================================
 
 Many ``validation_epoch_end`` methods only averaged a loss or computed a metric over the epoch. Neither needs a
 cache: ``self.log(name, value, on_epoch=True)`` averages a scalar over the epoch, and a ``torchmetrics`` metric
