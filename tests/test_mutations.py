@@ -7,7 +7,13 @@ import re
 import pytest
 from conftest import copy_tree, source_snapshot, sphinx_build
 
-REPLACEMENTS = ["core/callback_side_caching.py", "core/module_side_caching.py"]
+REPLACEMENTS = [
+    "core/callback_side_caching.py",
+    "core/module_side_caching.py",
+    "stages/validation_epoch_end.py",
+    "stages/test_epoch_end.py",
+    "stages/predict_epoch_end.py",
+]
 
 
 def remove_clear_calls(source: str) -> str:

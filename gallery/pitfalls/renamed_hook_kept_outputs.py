@@ -1,0 +1,137 @@
+"""
+Renamed the hook but kept ``outputs``
+=====================================
+
+A half-done migration renames ``validation_epoch_end(self, outputs)`` to ``on_validation_epoch_end`` and
+keeps the argument. Lightning calls the new hook without arguments, so Python raises ``TypeError``. By
+default the first validation run is the sanity check before training, so the error comes before any
+training step; with the sanity check turned off, a whole training epoch runs first.
+"""
+
+# %%
+# The symptom
+# -----------
+import lightning
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from torch.utils.data import DataLoader
+
+print(f"Lightning {lightning.__version__}")
+
+train_loader = DataLoader(RandomDataset(32, 32), batch_size=8)
+val_loader = DataLoader(RandomDataset(32, 16), batch_size=8)
+
+
+class SanityCheckSeen(pl.Callback):
+    """Records whether the sanity check started and whether it finished."""
+
+    def __init__(self):
+        self.started = self.finished = False
+
+    def on_sanity_check_start(self, trainer, pl_module):
+        self.started = True
+
+    def on_sanity_check_end(self, trainer, pl_module):
+        self.finished = True
+
+
+def make_trainer(**kwargs):
+    return pl.Trainer(
+        max_epochs=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        **kwargs,
+    )
+
+
+class HalfMigrated(BoringModel):
+    def on_validation_epoch_end(self, outputs):
+        self.log("val_loss", torch.stack([out["x"] for out in outputs]).mean())
+
+
+sanity = SanityCheckSeen()
+trainer = make_trainer(callbacks=[sanity])
+try:
+    trainer.fit(HalfMigrated(), train_loader, val_loader)
+except TypeError as err:
+    error = err
+    print(f"{type(err).__name__}: {err}")
+else:
+    raise AssertionError("the half-migrated hook no longer fails: this page is out of date")
+print(f"sanity check started: {sanity.started}, finished: {sanity.finished}")
+print(f"training steps taken: {trainer.global_step}")
+
+# %%
+# The error came from inside the sanity check (it started and never finished), before any training step.
+assert isinstance(error, TypeError)
+assert "outputs" in str(error)
+assert sanity.started and not sanity.finished
+assert trainer.global_step == 0
+
+# %%
+# Without the sanity check it comes later
+# ---------------------------------------
+# ``num_sanity_val_steps=0`` only moves the failure to the first real validation run, after the first
+# training epoch: four steps here, hours on a real model.
+trainer = make_trainer(num_sanity_val_steps=0)
+try:
+    trainer.fit(HalfMigrated(), train_loader, val_loader)
+except TypeError as err:
+    print(f"{type(err).__name__}: {err}")
+else:
+    raise AssertionError("the half-migrated hook no longer fails: this page is out of date")
+print(f"training steps taken: {trainer.global_step}")
+assert trainer.global_step == trainer.num_training_batches == 4
+
+# %%
+# The cause
+# ---------
+# Lightning 2.x never passes the step outputs to any epoch-end hook: ``on_validation_epoch_end`` takes
+# ``self`` only. Nothing else holds the outputs, so dropping the argument is not enough -- the values must be
+# kept while the epoch runs.
+#
+# The fix
+# -------
+# Keep the values in ``validation_step``; reduce and clear them in the argument-less hook.
+
+
+class Migrated(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.validation_step_losses = []
+        self.epoch_means = []
+
+    def validation_step(self, batch, batch_idx):
+        loss = self.step(batch)
+        self.validation_step_losses.append(loss)
+        return {"x": loss}
+
+    def on_validation_epoch_end(self):
+        mean = torch.stack(self.validation_step_losses).mean()
+        self.log("val_loss", mean)
+        self.epoch_means.append(mean.item())
+        self.validation_step_losses.clear()
+
+
+model = Migrated()
+sanity = SanityCheckSeen()
+trainer = make_trainer(callbacks=[sanity])
+trainer.fit(model, train_loader, val_loader)
+
+# After training the reference is the final model evaluated by hand: the last validation ran on these weights.
+model.eval()
+with torch.no_grad():
+    reference = torch.stack([model.step(batch) for batch in val_loader]).mean().item()
+print(f"validation means (sanity check, epoch 0): {model.epoch_means}; epoch 0 by hand: {reference:.6f}")
+print(f"training steps taken: {trainer.global_step}")
+
+# %%
+# The sanity check and the epoch each produced a mean, the last one equal to the hand-computed reference,
+# and all four training steps ran.
+assert sanity.started and sanity.finished
+assert len(model.epoch_means) == 2
+assert model.epoch_means[-1] == reference
+assert trainer.global_step == 4

@@ -1,0 +1,105 @@
+"""
+``test_epoch_end`` becomes ``on_test_epoch_end``
+================================================
+
+Lightning 2.0 removed ``test_epoch_end(self, outputs)``. Lightning only looks for it when testing starts,
+so a model that still defines it trains without complaint and fails at ``trainer.test``. The replacement
+appends in ``test_step`` and reduces in ``on_test_epoch_end(self)``; this page checks it against the test
+batches evaluated by hand.
+"""
+
+# %%
+# The old code
+# ------------
+import lightning
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from torch.utils.data import DataLoader
+
+print(f"Lightning {lightning.__version__}")
+
+
+def make_trainer():
+    return pl.Trainer(
+        max_epochs=1,
+        limit_val_batches=0,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+
+
+pl.seed_everything(5, verbose=False)
+train_loader = DataLoader(RandomDataset(32, 32), batch_size=8)
+test_loader = DataLoader(RandomDataset(32, 40), batch_size=8)
+
+
+class OldTestEpochEnd(BoringModel):
+    def test_epoch_end(self, outputs):
+        self.log("test_loss", torch.stack([out["y"] for out in outputs]).mean())
+
+
+old_model = OldTestEpochEnd()
+old_trainer = make_trainer()
+old_trainer.fit(old_model, train_loader)
+print(f"trainer.fit finished: {old_trainer.global_step} training steps")
+try:
+    old_trainer.test(old_model, test_loader, verbose=False)
+except NotImplementedError as err:
+    old_error = err
+    print(f"{type(err).__name__}: {err}")
+else:
+    raise AssertionError("test_epoch_end no longer fails: this page is out of date")
+
+# %%
+# Training ran all four steps; ``trainer.test`` then refused the model before its first test batch.
+assert old_trainer.global_step == 4
+assert isinstance(old_error, NotImplementedError)
+assert "test_epoch_end" in str(old_error)
+
+# %%
+# The replacement
+# ---------------
+
+
+class TestLossCache(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.test_step_losses = []
+        self.test_means = []
+
+    def test_step(self, batch, batch_idx):
+        loss = self.step(batch)
+        self.test_step_losses.append(loss)
+        return {"y": loss}
+
+    def on_test_epoch_end(self):
+        mean = torch.stack(self.test_step_losses).mean()
+        self.log("test_loss", mean)
+        self.test_means.append(mean.item())
+        self.test_step_losses.clear()
+
+
+model = TestLossCache()
+trainer = make_trainer()
+trainer.fit(model, train_loader)
+[results] = trainer.test(model, test_loader, verbose=False)
+
+# %%
+# The reference: the trained weights, in eval mode, under ``torch.no_grad``
+# -------------------------------------------------------------------------
+# Testing does not change the weights, so evaluating the same five batches by hand gives exactly the same
+# mean.
+model.eval()
+with torch.no_grad():
+    reference = torch.stack([model.step(batch) for batch in test_loader]).mean().item()
+print(f"on_test_epoch_end mean {model.test_means[0]:.6f} (by hand: {reference:.6f})")
+print(f"trainer.test returned {results}")
+
+# %%
+# One mean, equal to the reference, also returned by ``trainer.test``; the cache is empty afterwards.
+assert model.test_means == [reference]
+assert results["test_loss"] == reference
+assert model.test_step_losses == []
