@@ -8,6 +8,7 @@ Sphinx start stays fast; the examples import what they need when they run.
 
 import os
 import sys
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -37,6 +38,10 @@ html_static_path = ["docs/_static"]
 # sphinx-gallery writes a notebook next to each generated page; they are downloads, not source pages.
 exclude_patterns = ["_build", "**.ipynb", "jupyter_execute", "examples/*.py"]
 
+# Lightning 2.6 calls a torch.utils._pytree API that torch 2.13 deprecates; the warning says nothing about this
+# guide's subject and would otherwise appear in the output of every example page.
+warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning)
+
 # -- Gallery: every script in gallery/ runs at every build ---------------------------------------
 sphinx_gallery_conf = {
     "examples_dirs": ["../gallery"],
@@ -51,6 +56,11 @@ sphinx_gallery_conf = {
     "run_stale_examples": FORCE_EXECUTION,
     "download_all_examples": False,
     "remove_config_comments": True,
+    # Sections in reading order: the core pattern, each stage, then the pitfalls, caching, DDP and cost.
+    "subsection_order": [
+        f"../gallery/{section}"
+        for section in ("core", "stages", "pitfalls", "caching", "distributed", "performance")
+    ],
     "within_subsection_order": "FileNameSortKey",
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
