@@ -216,7 +216,7 @@ def _fill_behaviour(app: Sphinx, doctree: nodes.document) -> None:
                     "",
                     '<details class="lightning-message"><summary>'
                     f"What Lightning {html.escape(version)} said</summary>"
-                    f"<pre>{html.escape(message)}</pre></details>",
+                    f"<pre>{html.escape(message, quote=False)}</pre></details>",
                     format="html",
                 )
             )

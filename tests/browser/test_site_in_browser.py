@@ -121,7 +121,7 @@ def open_page(browser, url: str) -> list[dict]:
 
 def click(browser, element) -> None:
     """Scroll ``element`` to the middle of the window, then click it as a user would."""
-    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", element)
     element.click()
 
 
