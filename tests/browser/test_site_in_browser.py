@@ -14,6 +14,7 @@ import http.server
 import json
 import os
 import re
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -36,6 +37,13 @@ CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 SCREENSHOT_DIR = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "artifacts" / "screenshots"))
 LIGHTNING = metadata.version("lightning")
 GALLERY_PAGES = [f"examples/{script.with_suffix('').as_posix()}" for script in GALLERY_SCRIPTS]
+#: Hand-written pages: reST and MyST sources under docs/ (generated gallery pages and _ext/ left out).
+WRITTEN_PAGES = sorted(
+    path.relative_to(ROOT / "docs").with_suffix("").as_posix()
+    for path in [*(ROOT / "docs").rglob("*.rst"), *(ROOT / "docs").rglob("*.md")]
+    if not path.relative_to(ROOT / "docs").parts[0].startswith(("examples", "_", "jupyter_execute"))
+    and path.name != "sg_execution_times.rst"
+)
 WAIT = 30  # seconds: an upper bound for a page's scripts on a loaded 2-core machine, not a timing check
 
 
@@ -149,7 +157,7 @@ def fetch(browser, url: str) -> dict:
     )
 
 
-@pytest.mark.parametrize("docname", ["index", "reference/hooks", *GALLERY_PAGES])
+@pytest.mark.parametrize("docname", [*WRITTEN_PAGES, *GALLERY_PAGES])
 def test_page_loads_without_console_errors_or_broken_images(browser, base_url, docname):
     errors = open_page(browser, f"{base_url}{docname}.html")
     assert errors == [], f"{docname}: console errors {errors}"
@@ -163,6 +171,18 @@ def test_gallery_page_names_the_lightning_that_produced_it(browser, base_url, do
     open_page(browser, f"{base_url}{docname}.html")
     note = browser.find_element(By.CSS_SELECTOR, "p.lightning-version").text
     assert f"produced by Lightning {LIGHTNING}" in note
+
+
+def test_reference_row_anchor_targets_its_row(browser, base_url):
+    sys.path.insert(0, str(ROOT / "src"))
+    from lightning_migrate import registry
+
+    pattern = registry.PATTERNS[-1]  # the last row: reaching it needs the anchor, not the top of the page
+    open_page(browser, f"{base_url}reference/hooks.html#{pattern.id}")
+    row = browser.execute_script("return document.querySelector(':target').closest('tr')")
+    assert pattern.old_signature in row.text
+    in_view = "const r = arguments[0].getBoundingClientRect(); return 0 <= r.top && r.top < window.innerHeight"
+    WebDriverWait(browser, WAIT).until(lambda d: d.execute_script(in_view, row))  # scrolling may be smooth
 
 
 def visible_code(tab_set) -> str:
