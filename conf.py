@@ -10,6 +10,7 @@ import os
 import sys
 import warnings
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
@@ -30,6 +31,10 @@ extensions = [
     "sphinx_copybutton",
     "probe_records",
     "symptom_index",
+    "reference_table",
+    "gallery_version",
+    "notfound.extension",
+    "sphinxext.opengraph",
 ]
 
 root_doc = "index"
@@ -81,8 +86,32 @@ html_theme = "furo"
 html_title = "Lightning epoch-end migration guide"
 pygments_style = "friendly"
 pygments_dark_style = "monokai"
+html_css_files = ["site.css"]
+html_favicon = "docs/_static/favicon.svg"
 
 # Copy buttons copy the code, not the prompts or the output.
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
 copybutton_exclude = ".linenos, .gp, .go"
+
+# -- Publishing: where the site lives, its 404 page and its link previews ---------------------------
+#: The published address. The Pages workflow sets SITE_URL; Read the Docs sets READTHEDOCS_CANONICAL_URL.
+#: A local build assumes a sub-path, as on GitHub Pages, so the browser tests serve it the same way.
+SITE_URL = os.environ.get("SITE_URL") or os.environ.get("READTHEDOCS_CANONICAL_URL") or "http://127.0.0.1/migrate/"
+SITE_URL = SITE_URL.rstrip("/") + "/"
+html_baseurl = SITE_URL
+# The 404 page is served for any missing path, so its links must be absolute: prefix them with the site's path.
+notfound_urls_prefix = urlsplit(SITE_URL).path
+notfound_context = {
+    "title": "Page not found",
+    "body": (
+        "<h1>Page not found</h1><p>There is no page at this address. "
+        '<a href="' + urlsplit(SITE_URL).path + '">Go to the start page</a>, '
+        'or look the hook up in <a href="' + urlsplit(SITE_URL).path + 'reference/hooks.html">'
+        "the table of removed and changed hooks</a>.</p>"
+    ),
+}
+# Open Graph tags (title, description, canonical URL) for link previews; no generated images, nothing fetched.
+ogp_site_url = SITE_URL
+ogp_social_cards = {"enable": False}
+ogp_description_length = 200

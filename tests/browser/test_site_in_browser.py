@@ -1,0 +1,328 @@
+"""The built site in a real browser: headless Debian Chromium driven by Selenium, over HTTP on 127.0.0.1.
+
+The site of the ``site`` fixture (one full build per test session) is served by a local HTTP server under the
+sub-path the build was configured for (the path of its ``html_baseurl``, as on GitHub Pages), and a missing path
+gets the site's ``404.html`` with status 404, as GitHub Pages and Read the Docs do. The browser is Debian's
+``chromium`` with ``chromedriver`` (``.ci/run`` installs both); nothing here downloads a browser. Set
+``CHROMIUM`` / ``CHROMEDRIVER`` to use other binaries, and ``SCREENSHOT_DIR`` to choose where the screenshots go
+(default: ``artifacts/screenshots``).
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import re
+import sys
+import threading
+import urllib.error
+import urllib.request
+from functools import partial
+from importlib import metadata
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = Path(__file__).resolve().parents[2]
+GALLERY_SCRIPTS = sorted(p.relative_to(ROOT / "gallery") for p in (ROOT / "gallery").rglob("*.py"))
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+SCREENSHOT_DIR = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "artifacts" / "screenshots"))
+LIGHTNING = metadata.version("lightning")
+GALLERY_PAGES = [f"examples/{script.with_suffix('').as_posix()}" for script in GALLERY_SCRIPTS]
+#: Hand-written pages: reST and MyST sources under docs/ (generated gallery pages and _ext/ left out).
+WRITTEN_PAGES = sorted(
+    path.relative_to(ROOT / "docs").with_suffix("").as_posix()
+    for path in [*(ROOT / "docs").rglob("*.rst"), *(ROOT / "docs").rglob("*.md")]
+    if not path.relative_to(ROOT / "docs").parts[0].startswith(("examples", "_", "jupyter_execute"))
+    and path.name != "sg_execution_times.rst"
+)
+WAIT = 30  # seconds: an upper bound for a page's scripts on a loaded 2-core machine, not a timing check
+
+
+class SiteHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves ``directory`` under ``prefix``; anything missing gets ``404.html`` with status 404."""
+
+    prefix = "/"
+
+    def __init__(self, *args, directory: str, **kwargs):
+        super().__init__(*args, directory=directory, **kwargs)
+
+    def translate_path(self, path: str) -> str:
+        url_path = unquote(urlsplit(path).path)
+        if not url_path.startswith(self.prefix):
+            return str(Path(self.directory) / "__outside_the_site__")
+        return super().translate_path("/" + url_path[len(self.prefix) :])
+
+    def send_error(self, code, message=None, explain=None):
+        not_found = Path(self.directory) / "404.html"
+        if code != 404 or not not_found.is_file():
+            super().send_error(code, message, explain)
+            return
+        body = not_found.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def log_message(self, format, *args):  # keep pytest's output clean
+        pass
+
+
+@pytest.fixture(scope="session")
+def base_url(site):
+    """``http://127.0.0.1:<port><prefix>``: the built site, served under the path its ``html_baseurl`` names."""
+    canonical = re.search(r'<link rel="canonical" href="([^"]+)"', site.page("index"))
+    assert canonical, "index.html has no canonical link: html_baseurl is not set"
+    prefix = urlsplit(canonical.group(1)).path.removesuffix("index.html")
+    assert prefix.startswith("/") and prefix.endswith("/"), prefix
+    handler = type("Handler", (SiteHandler,), {"prefix": prefix})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(site.outdir)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}{prefix}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    """Headless Debian Chromium, with the browser console log kept for the tests to read."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1280,900",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(120)
+    yield driver
+    driver.quit()
+
+
+def open_page(browser, url: str) -> list[dict]:
+    """Load ``url`` with a fresh console; return the console entries of level SEVERE it produced."""
+    browser.get_log("browser")  # drop what earlier pages logged
+    browser.get(url)
+    WebDriverWait(browser, WAIT).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    return [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def click(browser, element) -> None:
+    """Scroll ``element`` to the middle of the window, then click it as a user would."""
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", element)
+    element.click()
+
+
+def broken_images(browser) -> list[str]:
+    return browser.execute_script(
+        "return Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)"
+    )
+
+
+def unloaded_stylesheets(browser) -> list[str]:
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll('link[rel=stylesheet]')).filter(l => !l.sheet).map(l => l.href)"
+    )
+
+
+def fetch(browser, url: str) -> dict:
+    """``fetch`` ``url`` from inside the page: ``{"status", "type", "text"}``."""
+    return browser.execute_async_script(
+        """
+        const [url, done] = arguments;
+        fetch(url).then(async r => done({status: r.status, type: r.headers.get('Content-Type'), text: await r.text()}))
+                  .catch(e => done({status: 0, type: null, text: String(e)}));
+        """,
+        url,
+    )
+
+
+@pytest.mark.parametrize("docname", [*WRITTEN_PAGES, *GALLERY_PAGES])
+def test_page_loads_without_console_errors_or_broken_images(browser, base_url, docname):
+    errors = open_page(browser, f"{base_url}{docname}.html")
+    assert errors == [], f"{docname}: console errors {errors}"
+    assert broken_images(browser) == []
+    assert unloaded_stylesheets(browser) == []
+    assert browser.find_element(By.CSS_SELECTOR, "article h1").text.strip()
+
+
+@pytest.mark.parametrize("docname", GALLERY_PAGES)
+def test_gallery_page_names_the_lightning_that_produced_it(browser, base_url, docname):
+    open_page(browser, f"{base_url}{docname}.html")
+    note = browser.find_element(By.CSS_SELECTOR, "p.lightning-version").text
+    assert f"produced by Lightning {LIGHTNING}" in note
+
+
+def test_reference_row_anchor_targets_its_row(browser, base_url):
+    sys.path.insert(0, str(ROOT / "src"))
+    from lightning_migrate import registry
+
+    pattern = registry.PATTERNS[-1]  # the last row: reaching it needs the anchor, not the top of the page
+    open_page(browser, f"{base_url}reference/hooks.html#{pattern.id}")
+    row = browser.execute_script("return document.querySelector(':target').closest('tr')")
+    assert pattern.old_signature in row.text
+    in_view = "const r = arguments[0].getBoundingClientRect(); return 0 <= r.top && r.top < window.innerHeight"
+    WebDriverWait(browser, WAIT).until(lambda d: d.execute_script(in_view, row))  # scrolling may be smooth
+
+
+def visible_code(tab_set) -> str:
+    return "\n".join(block.text for block in tab_set.find_elements(By.CSS_SELECTOR, "pre") if block.is_displayed())
+
+
+def test_new_tab_shows_the_replacement_and_syncs_across_the_page(browser, base_url):
+    assert open_page(browser, f"{base_url}index.html") == []
+    browser.execute_script("localStorage.clear(); sessionStorage.clear()")
+    browser.refresh()
+    tab_sets = browser.find_elements(By.CSS_SELECTOR, "article .sd-tab-set")
+    assert len(tab_sets) >= 2
+    for tab_set in tab_sets:  # before any click: the old code
+        assert "def on_train_epoch_end(self, trainer, pl_module, outputs)" in visible_code(
+            tab_set
+        ) or "def training_epoch_end(self, outputs)" in visible_code(tab_set)
+        assert "class EpochLossCallback" not in visible_code(tab_set)
+
+    first = tab_sets[0]
+    click(browser, first.find_element(By.CSS_SELECTOR, 'label[data-sync-id="callback"]'))
+    source = (ROOT / "gallery/core/callback_side_caching.py").read_text(encoding="utf-8")
+    for tab_set in tab_sets:  # the choice is now the callback-side replacement in every tab set
+        code = visible_code(tab_set)
+        assert "class EpochLossCallback(pl.Callback):" in code
+        assert "def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):" in code
+        assert "outputs)" not in code.replace("outputs, batch, batch_idx)", "")  # no old `outputs` signature
+        for line in code.splitlines():  # the tab shows the example's own code, line for line
+            assert line in source, line
+
+    click(browser, tab_sets[1].find_element(By.CSS_SELECTOR, 'label[data-sync-id="module"]'))
+    assert "class LossCachingModel(BoringModel):" in visible_code(tab_sets[0])
+    assert "class CacheReader(pl.Callback):" in visible_code(tab_sets[1])
+
+
+def copy_with_button(browser, block) -> str:
+    """Click the copy button of the code ``block`` (a ``div.highlight``); return what it put on the clipboard."""
+    ActionChains(browser).move_to_element(block).perform()  # the button shows on hover
+    click(browser, block.find_element(By.CSS_SELECTOR, "button.copybtn"))
+    return browser.execute_async_script(
+        "const done = arguments[0]; navigator.clipboard.readText().then(done).catch(e => done('ERROR ' + e))"
+    )
+
+
+@pytest.fixture
+def landing_page_with_clipboard(browser, base_url):
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(base_url))
+    browser.execute_cdp_cmd("Browser.grantPermissions", {"origin": origin, "permissions": ["clipboardReadWrite"]})
+    assert open_page(browser, f"{base_url}index.html") == []
+    browser.execute_script("localStorage.clear(); sessionStorage.clear()")  # no tab choice from other tests
+    browser.refresh()
+    return browser
+
+
+def test_copy_button_copies_the_code_of_the_visible_tab(landing_page_with_clipboard):
+    browser = landing_page_with_clipboard
+    block = next(b for b in browser.find_elements(By.CSS_SELECTOR, "article div.highlight") if b.is_displayed())
+    copied = copy_with_button(browser, block)
+    assert copied.startswith("class TrainingEpochEnd(BoringModel):")
+    assert copied.strip() == block.find_element(By.CSS_SELECTOR, "pre").text.strip()
+
+
+def test_copy_button_leaves_the_shell_prompts_out(landing_page_with_clipboard):
+    browser = landing_page_with_clipboard
+    block = browser.find_element(By.CSS_SELECTOR, "article div.highlight-console")
+    assert block.find_element(By.CSS_SELECTOR, "pre").text.startswith("$ python3 -m pip install")
+    copied = copy_with_button(browser, block)
+    assert copied.strip().splitlines() == ["python3 -m pip install nox==2026.10.20", "nox -s docs"]
+
+
+def search_results(browser, base_url: str, query: str) -> list[str]:
+    open_page(browser, f"{base_url}search.html?q={query}")
+    WebDriverWait(browser, WAIT).until(
+        lambda d: (
+            d.find_elements(By.CSS_SELECTOR, "#search-results ul.search li")
+            or "did not match" in d.find_element(By.ID, "search-results").text
+        )
+    )
+    links = browser.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a")
+    return [urlsplit(link.get_attribute("href")).path.removeprefix(urlsplit(base_url).path) for link in links]
+
+
+def test_search_for_training_epoch_end_finds_the_reference_and_the_examples(browser, base_url):
+    found = search_results(browser, base_url, "training_epoch_end")
+    assert "reference/hooks.html" in found
+    assert "examples/core/old_outputs_hooks.html" in found
+    assert "examples/core/module_side_caching.html" in found
+
+
+@pytest.mark.parametrize("script", GALLERY_SCRIPTS, ids=str)
+def test_download_links_return_the_script_and_the_notebook(browser, base_url, script):
+    open_page(browser, f"{base_url}examples/{script.with_suffix('').as_posix()}.html")
+    links = {
+        Path(urlsplit(a.get_attribute("href")).path).suffix: a.get_attribute("href")
+        for a in browser.find_elements(By.CSS_SELECTOR, ".sphx-glr-download a.download")
+    }
+    assert {".py", ".ipynb"} <= set(links)
+    for link in links.values():
+        assert fetch(browser, link)["status"] == 200, link
+    python = fetch(browser, links[".py"])
+    assert python["status"] == 200
+    assert python["text"] == (ROOT / "gallery" / script).read_text(encoding="utf-8")
+    notebook = fetch(browser, links[".ipynb"])
+    assert notebook["status"] == 200
+    cells = json.loads(notebook["text"])["cells"]
+    assert any('print(f"Lightning {lightning.__version__}")' in "".join(c["source"]) for c in cells)
+
+
+def test_missing_page_gets_the_styled_404_page(browser, base_url):
+    missing = f"{base_url}no/such/deep/page.html"
+    with pytest.raises(urllib.error.HTTPError) as response:
+        urllib.request.urlopen(missing, timeout=WAIT)  # noqa: S310 - our own local server
+    assert response.value.code == 404
+    errors = open_page(browser, missing)
+    assert [e for e in errors if "no/such/deep/page.html" not in e["message"]] == []
+    assert "Page not found" in browser.find_element(By.CSS_SELECTOR, "article").text
+    assert unloaded_stylesheets(browser) == []
+    assert broken_images(browser) == []
+    click(browser, browser.find_element(By.LINK_TEXT, "Go to the start page"))
+    WebDriverWait(browser, WAIT).until(lambda d: d.find_elements(By.CSS_SELECTOR, "article .sd-tab-set"))
+    assert browser.current_url.rstrip("/") == base_url.rstrip("/") or browser.current_url.endswith("index.html")
+
+
+def background_luminance(browser) -> float:
+    rgb = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
+    red, green, blue = (int(v) for v in re.findall(r"\d+", rgb)[:3])
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+
+def test_landing_page_screenshots_light_and_dark(browser, base_url):
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    luminance = {}
+    for theme in ("light", "dark"):
+        open_page(browser, f"{base_url}index.html")
+        browser.execute_script("localStorage.setItem('theme', arguments[0])", theme)
+        browser.refresh()
+        WebDriverWait(browser, WAIT).until(
+            lambda d, t=theme: d.execute_script("return document.body.dataset.theme") == t
+        )
+        luminance[theme] = background_luminance(browser)
+        path = SCREENSHOT_DIR / f"landing-{theme}.png"
+        assert browser.save_screenshot(str(path))
+        assert path.read_bytes().startswith(b"\x89PNG")
+    assert luminance["dark"] < 60 < 200 < luminance["light"]
