@@ -28,6 +28,7 @@ extensions = [
     "sphinx_design",
     "sphinx_copybutton",
     "probe_records",
+    "compat_table",
 ]
 
 root_doc = "index"
