@@ -8,7 +8,9 @@ registry pattern, and when what was recorded contradicts the changelog facts of 
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 
@@ -117,3 +119,23 @@ def test_replacement_examples_pass_on_every_2x_release(version):
     for script, ex in runs.items():
         assert ex["passed"], f"{script} failed on {version}: {ex['error']}"
         assert ex["stdout"][0] == f"Lightning {version}"
+
+
+def _page_text(site, docname: str) -> str:
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", site.page(docname))))
+
+
+def test_compatibility_page_renders_every_release_and_its_captured_text(site):
+    """The site's table comes from the data files: every release, every outcome and every captured message."""
+    text = _page_text(site, "reference/compatibility")
+    for version in VERSIONS:
+        data = _data(version)
+        assert f"{data['probes']['lightning']['distribution']} {version}" in text
+        for record in data["probes"]["records"]:
+            for warning in record["warnings"]:
+                assert re.sub(r"\s+", " ", warning["message"]) in text, f"{version}: warning text not on the page"
+            if record["error_message"] is not None:
+                first_line = record["error_message"].splitlines()[0].strip()
+                assert first_line in text, f"{version} {record['pattern']}: error text not on the page"
+        assert repr(data["equivalence"]["variants"][next(iter(data["equivalence"]["variants"]))][0]["mean"]) in text
+    assert "<strong>no</strong>" not in site.page("reference/compatibility"), "a variant differs from the old hook"

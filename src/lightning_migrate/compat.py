@@ -152,6 +152,24 @@ def collect(version: str, matrix: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def summary(result: dict[str, Any]) -> str:
+    """What the session prints: per pattern its outcome, what the old hook received, the warnings and errors."""
+    lines = [f"Lightning {result['version']} ({result['probes']['lightning']['distribution']}):"]
+    for record in result["probes"]["records"]:
+        lines.append(f"  {record['pattern']}: {record['outcome']}, hook ran {record['hook_calls']} time(s)")
+        if record["received"] is not None:
+            lines.append(f"    received: {json.dumps(record['received'])}")
+        for warning in record["warnings"]:
+            lines.append(f"    {warning['category']}: {warning['message']}")
+        if record["error_type"] is not None:
+            lines.append(f"    {record['error_type']} during {record['failed_during']}: {record['error_message']}")
+    for variant, epochs in result["equivalence"]["variants"].items():
+        lines.append(f"  per-epoch mean loss, {variant}: {[epoch['mean'] for epoch in epochs]}")
+    for ex in result.get("examples", []):
+        lines.append(f"  {ex['script']}: {'passed' if ex['passed'] else 'FAILED: ' + str(ex['error'])}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--version", required=True, help="the Lightning release declared in matrix.toml")
@@ -163,11 +181,14 @@ def main(argv: list[str] | None = None) -> int:
     result = collect(args.version, matrix)
     output = args.output or data_path(args.version)
     output.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(result, indent=1) + "\n"
+    changed = not output.is_file() or output.read_text(encoding="utf-8") != text
     tmp = output.with_suffix(output.suffix + ".tmp")
-    tmp.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(output)  # atomic: a reader never sees half a file
     failed = [ex["script"] for ex in result.get("examples", []) if not ex["passed"]]
-    print(f"wrote {output}")
+    print(summary(result))
+    print(f"wrote {output} ({'changed: commit it' if changed else 'unchanged'})")
     if failed:  # recorded in the data file, and a failure of the session: the guide claims they work here
         print(f"failed on Lightning {args.version}: {', '.join(failed)}", file=sys.stderr)
         return 1
