@@ -65,7 +65,7 @@ def _compat_matrix():
     """The declared releases (data/compat/matrix.toml), read without importing the project."""
     import tomllib
 
-    with open("data/compat/matrix.toml", "rb") as file:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "compat", "matrix.toml"), "rb") as file:
         return tomllib.load(file)
 
 
@@ -75,7 +75,7 @@ COMPAT = _compat_matrix()
 def install_lightning_release(session, entry):
     """torch's CPU wheel first, then the release's ``pins`` with torch held, then ``after`` without dependencies.
 
-    ``after`` is for pins that contradict torch 2.13's metadata (1.4.9 needs setuptools<70, torch declares
+    ``after`` is for pins that contradict torch 2.13's metadata (1.4.9 is pinned with setuptools<70, torch declares
     setuptools>=77): resolved together, pip would replace torch by an older CUDA build instead.
     """
     session.install("torch==2.13.0")
