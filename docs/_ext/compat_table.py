@@ -44,7 +44,8 @@ LABELS = {
 def outcome_label(record: dict[str, Any]) -> str:
     """The cell text of one probe record: ``works``, ``deprecated (warning)``, ``silently ignored`` or an error."""
     if record["outcome"] == "error":
-        return f"error: ``{record['error_type']}`` (during {record['failed_during']})"
+        steps = record["training_steps"]
+        return f"error: ``{record['error_type']}`` (during {record['failed_during']}, after {steps} training steps)"
     return LABELS[record["outcome"]]
 
 
