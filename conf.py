@@ -35,6 +35,7 @@ extensions = [
     "gallery_version",
     "notfound.extension",
     "sphinxext.opengraph",
+    "compat_table",
 ]
 
 root_doc = "index"

@@ -9,7 +9,7 @@ import os
 import nox
 
 nox.options.default_venv_backend = "virtualenv"  # pip finds the local CPU wheel of torch; uv does not
-nox.options.sessions = ["lint", "doctest", "tests"]
+nox.options.sessions = ["lint", "doctest", "tests", "legacy", "matrix"]
 nox.options.error_on_missing_interpreters = True
 
 PYTHON = "3.11"
@@ -58,3 +58,48 @@ def bench(session):
     """Print build figures: clean build vs bare script run, their ratio, and the no-op rebuild."""
     install_build(session)
     session.run("python", "benchmarks/build_speed.py", *session.posargs)
+
+
+# -- Old and 2.x Lightning releases: data/compat/<version>.json, rendered by docs/_ext/compat_table.py ------------
+def _compat_matrix():
+    """The declared releases (data/compat/matrix.toml), read without importing the project."""
+    import tomllib
+
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "compat", "matrix.toml"), "rb") as file:
+        return tomllib.load(file)
+
+
+COMPAT = _compat_matrix()
+
+
+def install_lightning_release(session, entry):
+    """torch's CPU wheel first, then the release's ``pins`` with torch held, then ``after`` without dependencies.
+
+    ``after`` is for pins that contradict torch 2.13's metadata (1.4.9 is pinned with setuptools<70, torch declares
+    setuptools>=77): resolved together, pip would replace torch by an older CUDA build instead.
+    """
+    session.install("torch==2.13.0")
+    session.install("torch==2.13.0", *entry["pins"])
+    if entry.get("after"):
+        session.install("--no-deps", *entry["after"])
+
+
+def record_release(session, group, version):
+    """Install ``version`` in the session's own environment and write data/compat/<version>.json."""
+    install_lightning_release(session, COMPAT[group][version])
+    src = os.path.abspath("src")  # the project's code runs from the tree: its data files are written there
+    session.run("python", "-m", "lightning_migrate.compat", "--version", version, env={"PYTHONPATH": src})
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("version", list(COMPAT["legacy"]))
+def legacy(session, version):
+    """The old patterns on 1.x: what each old hook received, Lightning's deprecation warnings, the equivalence."""
+    record_release(session, "legacy", version)
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("version", list(COMPAT["matrix"]))
+def matrix(session, version):
+    """The replacement examples and the old patterns on the declared 2.x releases (run after `legacy`)."""
+    record_release(session, "matrix", version)

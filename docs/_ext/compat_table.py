@@ -1,0 +1,226 @@
+"""Sphinx extension: the compatibility pages, rendered from the data files ``nox -s legacy`` / ``nox -s matrix`` wrote.
+
+Every cell comes from ``data/compat/<version>.json`` (written by :mod:`lightning_migrate.compat` with that release
+installed); nothing about a release's behaviour is typed here. Directives:
+
+``.. compat-table::``
+    old pattern x declared release: *works*, *deprecated (warning)*, *error: <type>* or *silently ignored*,
+    followed by the captured error and warning texts of every pattern, one drop-down per pattern.
+``.. compat-received:: <version>``
+    for each pattern of the ``:patterns:`` option (registry ids, space-separated): how often the old hook ran on
+    ``<version>``, a summary of what it received (entries, keys, values) and the deprecation warnings' text.
+``.. compat-equivalence::``
+    per-epoch mean losses of the old ``training_epoch_end(outputs)`` and of both replacements on every release,
+    and whether they are identical to the old hook on the reference release (compared here, float for float).
+``.. compat-examples::``
+    replacement example x ``[matrix]`` release: passed or failed (with the error's last line).
+
+A declared release without a data file, or a data file written under another ``matrix.toml``, is a build warning
+(an error under ``-W``) naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.application import Sphinx
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+from lightning_migrate import compat, registry
+
+logger = logging.getLogger(__name__)
+
+LABELS = {
+    "called": "works",
+    "called_with_warning": "deprecated (warning)",
+    "ignored": "silently ignored",
+}
+
+
+def outcome_label(record: dict[str, Any]) -> str:
+    """The cell text of one probe record: ``works``, ``deprecated (warning)``, ``silently ignored`` or an error."""
+    if record["outcome"] == "error":
+        steps = record["training_steps"]
+        return f"error: ``{record['error_type']}`` (during {record['failed_during']}, after {steps} training steps)"
+    return LABELS[record["outcome"]]
+
+
+def load_all(directive: SphinxDirective, warn: bool = False) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The matrix definition and the data file of every declared release that has one.
+
+    With ``warn``, a build warning names every declared release without a data file and every stale data file.
+    """
+    matrix = compat.load_matrix()
+    directive.env.note_dependency(str(compat.MATRIX_FILE))
+    data: dict[str, dict[str, Any]] = {}
+    for version in matrix["versions"]:
+        path = compat.data_path(version)
+        if not path.is_file():
+            if warn:
+                logger.warning(
+                    f"{path}: missing; run `nox -s legacy` / `nox -s matrix`", location=directive.get_location()
+                )
+            continue
+        directive.env.note_dependency(str(path))
+        item = json.loads(path.read_text(encoding="utf-8"))
+        if warn and item.get("matrix_sha256") != matrix["sha256"]:
+            logger.warning(
+                f"{path}: written under an older {compat.MATRIX_FILE.name}; re-run its nox session",
+                location=directive.get_location(),
+            )
+        data[version] = item
+    return matrix, data
+
+
+def _records(item: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {record["pattern"]: record for record in item["probes"]["records"]}
+
+
+def _indent(text: str, spaces: int) -> str:
+    pad = " " * spaces
+    return "\n".join(pad + line if line.strip() else "" for line in text.splitlines())
+
+
+def _literal(text: str, spaces: int) -> list[str]:
+    """A plain-text code block (no markup is interpreted, nothing highlighted) holding ``text``."""
+    return ["", " " * spaces + ".. code-block:: text", "", _indent(text, spaces + 3), ""]
+
+
+def _version_header(version: str, item: dict[str, Any]) -> str:
+    return f"{item['probes']['lightning']['distribution']} {version}"
+
+
+class CompatTable(SphinxDirective):
+    """``.. compat-table::`` -- old pattern x release, then the captured texts."""
+
+    def run(self) -> list[nodes.Node]:
+        matrix, data = load_all(self, warn=True)
+        versions = [v for v in matrix["versions"] if v in data]
+        lines = [".. list-table::", "   :header-rows: 1", "   :stub-columns: 1", ""]
+        lines.append("   * - Old pattern")
+        lines += [f"     - {_version_header(v, data[v])}" for v in versions]
+        for pattern in registry.PATTERNS:
+            lines.append(f"   * - ``{pattern.owner}.{pattern.old_signature}``")
+            for version in versions:
+                record = _records(data[version]).get(pattern.id)
+                lines.append(f"     - {outcome_label(record) if record else 'not probed'}")
+        lines += ["", ".. rubric:: What Lightning said", ""]
+        for pattern in registry.PATTERNS:
+            texts = []
+            for version in versions:
+                record = _records(data[version]).get(pattern.id)
+                if record is None:
+                    continue
+                if record["error_message"] is not None:
+                    texts.append((version, f"{record['error_type']}: {record['error_message']}"))
+                for warning in record["warnings"]:
+                    texts.append((version, f"{warning['category']}: {warning['message']}"))
+            if not texts:
+                continue
+            lines += [f".. dropdown:: ``{pattern.owner}.{pattern.old_signature}``", ""]
+            for version, text in texts:
+                lines.append(f"   **{_version_header(version, data[version])}**")
+                lines += _literal(text, 3)
+        return self.parse_text_to_nodes("\n".join(lines))
+
+
+class CompatReceived(SphinxDirective):
+    """``.. compat-received:: <version>`` -- what the old hooks received on one release, and the warnings."""
+
+    required_arguments = 1
+    option_spec = {"patterns": directives.unchanged_required}
+
+    def run(self) -> list[nodes.Node]:
+        _, data = load_all(self)
+        version = self.arguments[0]
+        if version not in data:
+            raise self.error(f"no data file for {version}")
+        records = _records(data[version])
+        lines: list[str] = []
+        for pattern_id in self.options["patterns"].split():
+            pattern = registry.get(pattern_id)
+            record = records[pattern_id]
+            lines += [
+                f".. rubric:: ``{pattern.owner}.{pattern.old_signature}`` on {_version_header(version, data[version])}",
+                "",
+                f"Outcome: **{outcome_label(record)}**; the hook ran {record['hook_calls']} time(s) in "
+                f"{data[version]['probes']['lightning']['distribution']} {version}; "
+                f"{record['training_steps']} training steps. Its first call received:",
+                "",
+                ".. code-block:: json",
+                "",
+                _indent(json.dumps(record["received"], indent=1), 3),
+                "",
+            ]
+            if record["warnings"]:
+                lines.append("Lightning warned:")
+                for warning in record["warnings"]:
+                    lines += _literal(f"{warning['category']}: {warning['message']}", 0)
+            else:
+                lines += ["Lightning emitted no deprecation warning.", ""]
+            if record["error_message"] is not None:
+                lines.append("Lightning raised:")
+                lines += _literal(f"{record['error_type']}: {record['error_message']}", 0)
+        return self.parse_text_to_nodes("\n".join(lines))
+
+
+class CompatEquivalence(SphinxDirective):
+    """``.. compat-equivalence::`` -- per-epoch mean loss of every variant on every release."""
+
+    def run(self) -> list[nodes.Node]:
+        matrix, data = load_all(self)
+        reference_version = matrix["reference"]
+        if reference_version not in data:
+            raise self.error(f"no data file for the reference release {reference_version}")
+        reference = data[reference_version]["equivalence"]["variants"]["old"]
+        names = {"old": "training_epoch_end(outputs)", "callback": "callback-side", "module": "module-side"}
+        lines = [".. list-table::", "   :header-rows: 1", ""]
+        epochs = len(reference)
+        lines.append("   * - Release")
+        lines.append("     - Variant")
+        lines += [f"     - epoch {epoch} mean loss" for epoch in range(epochs)]
+        lines.append(f"     - identical to the old hook on {reference_version}")
+        for version in matrix["versions"]:
+            if version not in data:
+                continue
+            for variant, values in data[version]["equivalence"]["variants"].items():
+                lines.append(f"   * - {_version_header(version, data[version])}")
+                lines.append(f"     - {names[variant]}")
+                lines += [f"     - ``{epoch['mean']!r}``" for epoch in values]
+                same = values == reference  # every batch loss of every epoch, float for float
+                lines.append(f"     - {'yes' if same else '**no**'}")
+        return self.parse_text_to_nodes("\n".join(lines))
+
+
+class CompatExamples(SphinxDirective):
+    """``.. compat-examples::`` -- replacement example x ``[matrix]`` release: passed or failed."""
+
+    def run(self) -> list[nodes.Node]:
+        matrix, data = load_all(self)
+        versions = [v for v, entry in matrix["versions"].items() if entry["group"] == "matrix" and v in data]
+        lines = [".. list-table::", "   :header-rows: 1", "", "   * - Example"]
+        lines += [f"     - {_version_header(v, data[v])}" for v in versions]
+        for script in matrix["scripts"]:
+            lines.append(f"   * - ``{script}``")
+            for version in versions:
+                runs = {ex["script"]: ex for ex in data[version].get("examples", [])}
+                ex = runs.get(script)
+                if ex is None:
+                    lines.append("     - not run")
+                elif ex["passed"]:
+                    lines.append("     - passed")
+                else:
+                    lines.append(f"     - **failed** (exit {ex['returncode']})")
+        return self.parse_text_to_nodes("\n".join(lines))
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_directive("compat-table", CompatTable)
+    app.add_directive("compat-received", CompatReceived)
+    app.add_directive("compat-equivalence", CompatEquivalence)
+    app.add_directive("compat-examples", CompatExamples)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

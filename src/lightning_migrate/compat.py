@@ -1,0 +1,199 @@
+"""Record what one Lightning release does with the old patterns and the replacements: ``data/compat/<version>.json``.
+
+Run by ``nox -s legacy`` and ``nox -s matrix`` (one session per release declared in ``data/compat/matrix.toml``),
+inside an environment where that release is installed::
+
+    python -m lightning_migrate.compat --version 1.9.5 --output data/compat/1.9.5.json
+
+The data file holds, for the installed release:
+
+``probes``
+    :func:`lightning_migrate.probes.probe_all` -- every registry pattern's outcome, error, warnings and what the
+    old hook received.
+``equivalence``
+    :func:`lightning_migrate.equivalence.run` for the variants the matrix asks for (``old-and-replacements``: the
+    old ``training_epoch_end(outputs)`` and both replacements, asserted identical in this process;
+    ``replacements``: both replacements, asserted identical to each other and -- exactly, float for float -- to
+    the old hook's values on the reference release read from its data file; ``old``: the old hook only).
+``examples``
+    for ``[matrix]`` releases: each replacement example of ``[examples] scripts`` run with this Python in an empty
+    directory -- ``passed``, the return code, what it printed and, on failure, the last line of its error output.
+``matrix_sha256``
+    SHA-256 of ``matrix.toml`` when the file was written; a different hash means the data file is stale.
+
+Nothing time-dependent is stored, so re-running on an unchanged matrix rewrites the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from lightning_migrate import equivalence, probes
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPAT_DIR = ROOT / "data" / "compat"
+MATRIX_FILE = COMPAT_DIR / "matrix.toml"
+EQUIVALENCE_MODES = {
+    "old": ("old",),
+    "old-and-replacements": ("old", "callback", "module"),
+    "replacements": ("callback", "module"),
+}
+
+
+def load_matrix(path: Path = MATRIX_FILE) -> dict[str, Any]:
+    """Parse the matrix definition.
+
+    Returns:
+        ``{"sha256": hex digest of the file, "versions": {version: {"group": "legacy"|"matrix", "pins": [...],
+        "after": [...] (installed last, without dependencies), "equivalence": mode}}, "reference": version,
+        "scripts": [path, ...]}``.
+
+    Raises:
+        ValueError: naming the file and the cause, when a section or key is missing or an equivalence mode is
+            unknown.
+    """
+    raw = path.read_bytes()
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{path}: {err}") from None
+    versions: dict[str, Any] = {}
+    for group in ("legacy", "matrix"):
+        if group not in data:
+            raise ValueError(f"{path}: missing section [{group}]")
+        for version, entry in data[group].items():
+            mode = entry.get("equivalence")
+            if mode not in EQUIVALENCE_MODES:
+                raise ValueError(f"{path}: [{group}] {version}: equivalence must be one of {list(EQUIVALENCE_MODES)}")
+            if not entry.get("pins"):
+                raise ValueError(f"{path}: [{group}] {version}: no pins")
+            versions[version] = {
+                "group": group,
+                "pins": list(entry["pins"]),
+                "after": list(entry.get("after", [])),
+                "equivalence": mode,
+            }
+    reference = data.get("equivalence", {}).get("reference")
+    if reference not in versions:
+        raise ValueError(f"{path}: [equivalence] reference {reference!r} is not a declared version")
+    return {
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "versions": versions,
+        "reference": reference,
+        "scripts": list(data.get("examples", {}).get("scripts", [])),
+    }
+
+
+def data_path(version: str) -> Path:
+    """Where the data file of ``version`` lives."""
+    return COMPAT_DIR / f"{version}.json"
+
+
+def run_example(script: Path) -> dict[str, Any]:
+    """Run one gallery script with this Python in an empty temporary directory; record whether it passed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp,
+            env=dict(os.environ, MPLBACKEND="Agg"),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]
+    return {
+        "script": script.relative_to(ROOT).as_posix(),
+        "passed": proc.returncode == 0,
+        "returncode": proc.returncode,
+        "stdout": proc.stdout.splitlines(),
+        "error": errors[-1] if proc.returncode != 0 and errors else None,
+    }
+
+
+def collect(version: str, matrix: dict[str, Any]) -> dict[str, Any]:
+    """Run probes, equivalence and (for ``[matrix]`` releases) the examples on the installed Lightning.
+
+    Raises:
+        RuntimeError: the installed Lightning is not ``version``.
+        AssertionError: the equivalence check failed (see :func:`lightning_migrate.equivalence.run`).
+    """
+    entry = matrix["versions"][version]
+    _, dist, installed = probes.import_lightning()
+    if installed != version:
+        raise RuntimeError(f"this environment has {dist} {installed}, not {version}")
+    probes._quiet_lightning()
+    result: dict[str, Any] = {"version": version, "group": entry["group"], "matrix_sha256": matrix["sha256"]}
+    result["probes"] = probes.probe_all()
+    variants = EQUIVALENCE_MODES[entry["equivalence"]]
+    eq = equivalence.run(variants)
+    if entry["equivalence"] == "replacements":
+        reference_file = data_path(matrix["reference"])
+        if not reference_file.is_file():
+            raise RuntimeError(f"{reference_file} is missing: run `nox -s legacy` before `nox -s matrix`")
+        reference = json.loads(reference_file.read_text(encoding="utf-8"))["equivalence"]["variants"]["old"]
+        for variant in variants:
+            assert eq["variants"][variant] == reference, (
+                f"{variant} on {version} differs from training_epoch_end on {matrix['reference']}:\n"
+                f"{eq['variants'][variant]}\n{reference}"
+            )
+        eq["reference"] = {"version": matrix["reference"], "variant": "old", "identical": True}
+    result["equivalence"] = eq
+    if entry["group"] == "matrix":
+        result["examples"] = [run_example(ROOT / script) for script in matrix["scripts"]]
+    return result
+
+
+def summary(result: dict[str, Any]) -> str:
+    """What the session prints: per pattern its outcome, what the old hook received, the warnings and errors."""
+    lines = [f"Lightning {result['version']} ({result['probes']['lightning']['distribution']}):"]
+    for record in result["probes"]["records"]:
+        lines.append(f"  {record['pattern']}: {record['outcome']}, hook ran {record['hook_calls']} time(s)")
+        if record["received"] is not None:
+            lines.append(f"    received: {json.dumps(record['received'])}")
+        for warning in record["warnings"]:
+            lines.append(f"    {warning['category']}: {warning['message']}")
+        if record["error_type"] is not None:
+            lines.append(f"    {record['error_type']} during {record['failed_during']}: {record['error_message']}")
+    for variant, epochs in result["equivalence"]["variants"].items():
+        lines.append(f"  per-epoch mean loss, {variant}: {[epoch['mean'] for epoch in epochs]}")
+    for ex in result.get("examples", []):
+        lines.append(f"  {ex['script']}: {'passed' if ex['passed'] else 'FAILED: ' + str(ex['error'])}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--version", required=True, help="the Lightning release declared in matrix.toml")
+    parser.add_argument("--output", type=Path, help="default: data/compat/<version>.json")
+    args = parser.parse_args(argv)
+    matrix = load_matrix()
+    if args.version not in matrix["versions"]:
+        parser.error(f"{args.version} is not declared in {MATRIX_FILE}")
+    result = collect(args.version, matrix)
+    output = args.output or data_path(args.version)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(result, indent=1) + "\n"
+    changed = not output.is_file() or output.read_text(encoding="utf-8") != text
+    tmp = output.with_suffix(output.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(output)  # atomic: a reader never sees half a file
+    failed = [ex["script"] for ex in result.get("examples", []) if not ex["passed"]]
+    print(summary(result))
+    print(f"wrote {output} ({'changed: commit it' if changed else 'unchanged'})")
+    if failed:  # recorded in the data file, and a failure of the session: the guide claims they work here
+        print(f"failed on Lightning {args.version}: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
