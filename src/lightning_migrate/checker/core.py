@@ -19,7 +19,9 @@ written.
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -305,6 +307,8 @@ def check_source(
     """
     from lightning_migrate.checker import rules as _rules  # noqa: F401 - registers every rule
 
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)  # SyntaxError for a bad cookie
+    source.decode(encoding)  # UnicodeDecodeError: not in the declared (or default UTF-8) encoding
     tree = ast.parse(source)  # raises SyntaxError / UnicodeDecodeError with a line number; libcst is slower
     if project is None:
         project = Project([], [])
