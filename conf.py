@@ -28,6 +28,7 @@ extensions = [
     "sphinx_design",
     "sphinx_copybutton",
     "probe_records",
+    "checker_rules",
 ]
 
 root_doc = "index"

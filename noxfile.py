@@ -42,6 +42,7 @@ def tests(session):
     """pytest: build the site from a copy of the tree, run every notebook, mutation-test the examples."""
     install_build(session)
     session.install("-r", "requirements-test.txt")
+    session.install(".")  # the lightning_migrate package and its lightning-migrate command
     session.run("pytest", *session.posargs)
 
 
@@ -58,3 +59,11 @@ def bench(session):
     """Print build figures: clean build vs bare script run, their ratio, and the no-op rebuild."""
     install_build(session)
     session.run("python", "benchmarks/build_speed.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def bench_checker(session):
+    """Print the checker's speed over the installed torch package next to parsing every file with libcst."""
+    install_build(session)
+    session.install(".")
+    session.run("python", "benchmarks/checker_speed.py", *session.posargs)
