@@ -239,3 +239,33 @@ def test_console_script_entry_point(tree):
     assert proc.returncode == 1, proc.stderr
     assert " LM002 " in proc.stdout
     assert textwrap.dedent(proc.stderr).strip().startswith("1 finding in 1 file")
+
+
+def test_base_re_exported_by_a_package_init_and_a_src_layout(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "src/lib/__init__.py": "from .core import Base\n",
+            "src/lib/core.py": "from pytorch_lightning.core.lightning import LightningModule as LM\n\nclass Base(LM):\n"
+            "    pass\n",
+            "scripts/train.py": "from lib import Base\n\n\nclass Mine(Base):\n"
+            "    def on_epoch_end(self):\n        pass\n",
+        },
+    )
+    code, lines, _ = run([tmp_path], capsys)
+    assert code == 1
+    assert [line.split(" ")[:2] for line in lines] == [[f"{tmp_path}/scripts/train.py:5:9:", "LM006"]]
+    assert "possible" not in lines[0]
+
+
+def test_subclass_cycle_does_not_hang(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "a.py": "from b import B\n\n\nclass A(B):\n    def training_step(self, batch, i):\n        pass\n\n"
+            "    def on_epoch_end(self):\n        pass\n",
+            "b.py": "from a import A\n\n\nclass B(A):\n    pass\n",
+        },
+    )
+    code, lines, _ = run([tmp_path], capsys)
+    assert code == 0 and lines == []

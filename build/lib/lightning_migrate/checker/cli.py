@@ -96,8 +96,12 @@ def check_file(path: Path, fix: bool, rewrite_caching: bool, select: frozenset[s
     except SyntaxError as err:
         report.error = f"{path}:{err.lineno or 0}:{err.offset or 0}: syntax error, file skipped: {err.msg}"
         return report
-    except (UnicodeDecodeError, LookupError) as err:
-        report.error = f"{path}: cannot decode (declare the encoding with a coding cookie), file skipped: {err}"
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        report.error = (
+            f"{path}:{line}: cannot decode as {err.encoding} (declare the file's encoding with a coding cookie), "
+            f"file skipped: {err.reason}"
+        )
         return report
     except ValueError as err:  # e.g. null bytes
         report.error = f"{path}: cannot parse, file skipped: {err}"

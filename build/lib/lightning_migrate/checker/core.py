@@ -19,7 +19,9 @@ written.
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +30,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from lightning_migrate import registry
-from lightning_migrate.checker.resolve import CALLBACK, MODULE, ModuleInfo, Project, module_info
+from lightning_migrate.checker.resolve import CALLBACK, MODULE, ModuleInfo, Project, dotted, module_info
 
 #: Where the site is published; a finding links to ``DOCS_URL + rule.page``.
 DOCS_URL = "https://lightning-migrate.readthedocs.io/en/latest/"
@@ -305,6 +307,8 @@ def check_source(
     """
     from lightning_migrate.checker import rules as _rules  # noqa: F401 - registers every rule
 
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)  # SyntaxError for a bad cookie
+    source.decode(encoding)  # UnicodeDecodeError: not in the declared (or default UTF-8) encoding
     tree = ast.parse(source)  # raises SyntaxError / UnicodeDecodeError with a line number; libcst is slower
     if project is None:
         project = Project([], [])
@@ -313,12 +317,14 @@ def check_source(
         if path is not None and path in project.name_of
         else module_info(tree, path.stem if path else "snippet")
     )
+    if not _has_candidates(tree, info, project, select):
+        return Result([])  # no Lightning class with a hook any rule inspects: libcst (the slow part) is skipped
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as err:  # pragma: no cover - ast accepted it; libcst lags new syntax
         location = (str(path), err.raw_line, err.raw_column, "")
         raise SyntaxError(f"libcst cannot parse this file: {err.message}", location) from err
-    wrapper = MetadataWrapper(module)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # the module is not used elsewhere
     positions = wrapper.resolve(PositionProvider)
     collector = _Collector()
     wrapper.module.visit(collector)
@@ -359,6 +365,22 @@ def check_source(
                 raise RuntimeError(f"the rewrite of {path} does not parse ({err}); file left unchanged") from err
             new_source = new_bytes
     return Result(findings, new_source)
+
+
+def _has_candidates(tree: ast.Module, info: ModuleInfo, project: Project, select: frozenset[str] | None) -> bool:
+    """Whether some class of the file (read with :mod:`ast`) defines a method a rule inspects and is, or may be,
+    a Lightning class: the only classes :func:`check_source` can report."""
+    hooks = {hook for rule in RULES.values() if select is None or rule.code in select for hook in rule.hooks}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        methods = {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        if not methods & hooks:
+            continue
+        kind = project.classify(info, [dotted(base) for base in node.bases])
+        if kind.kind is not None or (kind.unknown and "training_step" in methods):
+            return True
+    return False
 
 
 def _context(node: cst.ClassDef, info: ModuleInfo, project: Project, rewrite_caching: bool) -> ClassContext | None:

@@ -99,12 +99,11 @@ class Project:
         self.name_of: dict[Path, str] = {}
         self._infos: dict[Path, ModuleInfo | None] = {}
         for path in files:
-            parts = _relative_parts(path, roots)
-            if not parts:
-                continue
-            self.name_of[path] = ".".join(parts)
-            for start in range(len(parts)):
-                self.by_name.setdefault(".".join(parts[start:]), path)
+            package_parts = _package_parts(path)
+            self.name_of[path] = ".".join(package_parts)
+            for parts in (package_parts, _relative_parts(path, roots)):
+                for start in range(len(parts)):
+                    self.by_name.setdefault(".".join(parts[start:]), path)
 
     def info(self, path: Path, tree: ast.Module | None = None) -> ModuleInfo | None:
         """The :class:`ModuleInfo` of a file of the project (``None`` if it cannot be read or parsed)."""
@@ -168,6 +167,16 @@ class Project:
         if parts[0] in NOT_LIGHTNING_ROOTS:
             return Kind(None)
         return Kind(None, unknown=True)
+
+
+def _package_parts(path: Path) -> list[str]:
+    """The dotted name of a file as Python imports it: up through every folder holding an ``__init__.py``."""
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return parts or [path.parent.name]
 
 
 def _relative_parts(path: Path, roots: list[Path]) -> list[str]:

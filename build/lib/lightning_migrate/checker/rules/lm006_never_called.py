@@ -69,7 +69,7 @@ class CountBatches(Callback):
         hook = func.name.value
         pattern_id = PATTERNS.get((hook, ctx.kind))
         message = removed(pattern_id) if pattern_id else f"`{hook}` is not a LightningModule hook: it is never called"
-        fix = manual_fix(self.code, "never called: move the body to the stage hooks you meant")
+        fix = manual_fix(self.code, "never called: use the stage hooks")
         if ctx.kind == CALLBACK and hook in RENAMES:
             new_hook, added = RENAMES[hook]
             params = positional(func)
