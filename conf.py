@@ -36,6 +36,7 @@ extensions = [
     "notfound.extension",
     "sphinxext.opengraph",
     "compat_table",
+    "checker_rules",
 ]
 
 root_doc = "index"
@@ -64,8 +65,7 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     # Sections in reading order: the core pattern, each stage, then the pitfalls, caching, DDP and cost.
     "subsection_order": [
-        f"../gallery/{section}"
-        for section in ("core", "stages", "pitfalls", "caching", "distributed", "performance")
+        f"../gallery/{section}" for section in ("core", "stages", "pitfalls", "caching", "distributed", "performance")
     ],
     "within_subsection_order": "FileNameSortKey",
     "matplotlib_animations": False,

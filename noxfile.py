@@ -42,6 +42,7 @@ def tests(session):
     """pytest: build the site from a copy of the tree, run every notebook, mutation-test the examples."""
     install_build(session)
     session.install("-r", "requirements-test.txt")
+    session.install(".")  # the lightning_migrate package and its lightning-migrate command
     session.run("pytest", *session.posargs)
 
 
@@ -103,3 +104,11 @@ def legacy(session, version):
 def matrix(session, version):
     """The replacement examples and the old patterns on the declared 2.x releases (run after `legacy`)."""
     record_release(session, "matrix", version)
+
+
+@nox.session(python=PYTHON)
+def bench_checker(session):
+    """Print the checker's speed over the installed torch package next to parsing every file with libcst."""
+    install_build(session)
+    session.install(".")
+    session.run("python", "benchmarks/checker_speed.py", *session.posargs)

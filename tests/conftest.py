@@ -30,7 +30,7 @@ IGNORED = shutil.ignore_patterns(
     ".jupyter_cache",
     "lightning_logs",
 )
-GENERATED = ("docs/examples", "docs/sg_execution_times.rst")
+GENERATED = ("docs/examples", "docs/sg_execution_times.rst", "docs/checker/rules")
 
 
 @dataclass

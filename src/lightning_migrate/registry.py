@@ -326,6 +326,240 @@ class MyCallback(Callback):
         self.calls.append(None)
 """,
     ),
+    OldPattern(
+        id="module-on-epoch-start",
+        owner="LightningModule",
+        hook="on_epoch_start",
+        old_signature="on_epoch_start(self)",
+        new_signature="on_train_epoch_start(self)",
+        stage="train",
+        deprecated_in="1.6",
+        removed_in="1.8",
+        replacement=("Use the stage's own hook: ``on_train_epoch_start``, ``on_validation_epoch_start``, ..."),
+        example=_CORE + "module_side_caching",
+        run="fit",
+        source="""
+class LitModel(ProbeModel):
+    def on_epoch_start(self):
+        self.calls.append(None)
+""",
+    ),
+    OldPattern(
+        id="callback-on-epoch-start",
+        owner="Callback",
+        hook="on_epoch_start",
+        old_signature="on_epoch_start(self, trainer, pl_module)",
+        new_signature="on_train_epoch_start(self, trainer, pl_module)",
+        stage="train",
+        deprecated_in="1.6",
+        removed_in="1.8",
+        replacement=("Use the stage's own hook: ``on_train_epoch_start``, ``on_validation_epoch_start``, ..."),
+        example=_CORE + "callback_side_caching",
+        run="fit",
+        source="""
+class MyCallback(Callback):
+    def on_epoch_start(self, trainer, pl_module):
+        self.calls.append(None)
+""",
+    ),
+    OldPattern(
+        id="callback-on-batch-start",
+        owner="Callback",
+        hook="on_batch_start",
+        old_signature="on_batch_start(self, trainer, pl_module)",
+        new_signature="on_train_batch_start(self, trainer, pl_module, batch, batch_idx)",
+        stage="train",
+        deprecated_in="1.6",
+        removed_in="1.8",
+        replacement=(
+            "Rename to ``on_train_batch_start`` and accept ``batch, batch_idx``: "
+            "the old hook ran for training batches only."
+        ),
+        example=_CORE + "callback_side_caching",
+        run="fit",
+        source="""
+class MyCallback(Callback):
+    def on_batch_start(self, trainer, pl_module):
+        self.calls.append(None)
+""",
+    ),
+    OldPattern(
+        id="callback-on-batch-end",
+        owner="Callback",
+        hook="on_batch_end",
+        old_signature="on_batch_end(self, trainer, pl_module)",
+        new_signature="on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx)",
+        stage="train",
+        deprecated_in="1.6",
+        removed_in="1.8",
+        replacement=(
+            "Rename to ``on_train_batch_end`` and accept ``outputs, batch, batch_idx``: "
+            "the old hook ran for training batches only."
+        ),
+        example=_CORE + "callback_side_caching",
+        run="fit",
+        source="""
+class MyCallback(Callback):
+    def on_batch_end(self, trainer, pl_module):
+        self.calls.append(None)
+""",
+    ),
+    OldPattern(
+        id="module-on-train-batch-start-dataloader-idx",
+        owner="LightningModule",
+        hook="on_train_batch_start",
+        old_signature="on_train_batch_start(self, batch, batch_idx, dataloader_idx)",
+        new_signature="on_train_batch_start(self, batch, batch_idx)",
+        stage="train",
+        deprecated_in="1.5",
+        removed_in="1.7",
+        replacement=("Drop ``dataloader_idx``: training uses one (possibly combined) dataloader."),
+        example=_CORE + "module_side_caching",
+        run="fit",
+        source="""
+class LitModel(ProbeModel):
+    def on_train_batch_start(self, batch, batch_idx, dataloader_idx):
+        self.calls.append(batch_idx)
+""",
+    ),
+    OldPattern(
+        id="callback-on-train-batch-start-dataloader-idx",
+        owner="Callback",
+        hook="on_train_batch_start",
+        old_signature="on_train_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx)",
+        new_signature="on_train_batch_start(self, trainer, pl_module, batch, batch_idx)",
+        stage="train",
+        deprecated_in="1.5",
+        removed_in="1.7",
+        replacement=("Drop ``dataloader_idx``: training uses one (possibly combined) dataloader."),
+        example=_CORE + "callback_side_caching",
+        run="fit",
+        source="""
+class MyCallback(Callback):
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx):
+        self.calls.append(batch_idx)
+""",
+    ),
+    OldPattern(
+        id="module-on-validation-batch-end-dataloader-idx-required",
+        owner="LightningModule",
+        hook="on_validation_batch_end",
+        old_signature="on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0)",
+        stage="validation",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
+        ),
+        example=_CORE + "module_side_caching",
+        run="validate",
+        source="""
+class LitModel(ProbeModel):
+    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(dataloader_idx)
+""",
+    ),
+    OldPattern(
+        id="callback-on-validation-batch-end-dataloader-idx-required",
+        owner="Callback",
+        hook="on_validation_batch_end",
+        old_signature="on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0)",
+        stage="validation",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
+        ),
+        example=_CORE + "callback_side_caching",
+        run="validate",
+        source="""
+class MyCallback(Callback):
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(dataloader_idx)
+""",
+    ),
+    OldPattern(
+        id="module-on-test-batch-end-dataloader-idx-required",
+        owner="LightningModule",
+        hook="on_test_batch_end",
+        old_signature="on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0)",
+        stage="test",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
+        ),
+        example=_CORE + "module_side_caching",
+        run="test",
+        source="""
+class LitModel(ProbeModel):
+    def on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(dataloader_idx)
+""",
+    ),
+    OldPattern(
+        id="callback-on-test-batch-end-dataloader-idx-required",
+        owner="Callback",
+        hook="on_test_batch_end",
+        old_signature="on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0)",
+        stage="test",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
+        ),
+        example=_CORE + "callback_side_caching",
+        run="test",
+        source="""
+class MyCallback(Callback):
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(dataloader_idx)
+""",
+    ),
+    OldPattern(
+        id="module-on-predict-batch-end-dataloader-idx-required",
+        owner="LightningModule",
+        hook="on_predict_batch_end",
+        old_signature="on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0)",
+        stage="predict",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
+        ),
+        example=_CORE + "module_side_caching",
+        run="predict",
+        source="""
+class LitModel(ProbeModel):
+    def on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(dataloader_idx)
+""",
+    ),
+    OldPattern(
+        id="callback-on-predict-batch-end-dataloader-idx-required",
+        owner="Callback",
+        hook="on_predict_batch_end",
+        old_signature="on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0)",
+        stage="predict",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
+        ),
+        example=_CORE + "callback_side_caching",
+        run="predict",
+        source="""
+class MyCallback(Callback):
+    def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(dataloader_idx)
+""",
+    ),
 )
 
 BY_ID: dict[str, OldPattern] = {pattern.id: pattern for pattern in PATTERNS}

@@ -1,0 +1,194 @@
+"""Which classes are Lightning modules or callbacks: base classes resolved through imports and across files.
+
+Resolution reads files with :mod:`ast` (fast, no formatting kept) and follows a subclass chain through every file of
+the checked tree, parsing a file only when a chain reaches it. Nothing is imported: a base class from a package that
+is not part of the checked tree and is not Lightning cannot be resolved (it is *unknown*).
+
+Lightning's base classes are recognised by their import path (``pytorch_lightning``, ``lightning.pytorch`` or
+``lightning``, any alias): ``LightningModule`` and the demo models subclassing it are modules; ``Callback`` and
+every class imported from a ``callbacks`` package of Lightning are callbacks.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MODULE, CALLBACK = "LightningModule", "Callback"
+LIGHTNING_ROOTS = frozenset({"pytorch_lightning", "lightning"})
+#: Lightning classes that are LightningModule subclasses (``lightning.pytorch.demos``).
+LIGHTNING_MODULE_NAMES = frozenset({"LightningModule", "BoringModel", "DemoModel", "ManualOptimBoringModel"})
+#: Roots whose classes are known not to be Lightning classes (the standard library, torch, numpy).
+NOT_LIGHTNING_ROOTS = frozenset(sys.stdlib_module_names) | {"builtins", "torch", "numpy", "typing_extensions"}
+BUILTIN_BASES = frozenset({"object", "Exception", "BaseException", "dict", "list", "tuple", "set", "str", "int"})
+
+
+@dataclass
+class Kind:
+    """What a class is: ``kind`` is ``"LightningModule"``, ``"Callback"`` or ``None`` (not Lightning, or unknown);
+    ``unknown`` is true when some base could not be resolved."""
+
+    kind: str | None
+    unknown: bool = False
+
+
+@dataclass
+class ModuleInfo:
+    """The names one file binds: ``imports`` (local name -> dotted target) and ``classes`` (name -> base names)."""
+
+    name: str
+    imports: dict[str, str] = field(default_factory=dict)
+    classes: dict[str, list[str | None]] = field(default_factory=dict)
+    #: the line number of each class, to tell classes of the same name apart
+    class_lines: dict[tuple[str, int], list[str | None]] = field(default_factory=dict)
+
+
+def dotted(node: ast.expr) -> str | None:
+    """``a.b.C`` for a Name/Attribute chain (``Generic[T]`` gives ``Generic``); ``None`` for anything else."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def module_info(tree: ast.Module, name: str, is_package: bool = False) -> ModuleInfo:
+    """Collect the imports and class bases of a parsed file whose dotted module name is ``name``."""
+    info = ModuleInfo(name)
+    package = name if is_package else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    info.imports[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".")[0]
+                    info.imports[root] = root
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join([*parts, *([base] if base else [])])
+            for alias in node.names:
+                if alias.name != "*":
+                    info.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+        elif isinstance(node, ast.ClassDef):
+            bases = [dotted(base) for base in node.bases]
+            info.classes[node.name] = bases
+            info.class_lines[(node.name, node.lineno)] = bases
+    return info
+
+
+class Project:
+    """The files being checked, addressable by dotted module name, each parsed with :mod:`ast` at most once.
+
+    A file ``root/a/b.py`` answers to ``a.b`` and ``b`` (every dotted suffix of its path, so ``src/`` layouts and
+    checks of a sub-folder both resolve); ``a/__init__.py`` answers to ``a``.
+    """
+
+    def __init__(self, files: list[Path], roots: list[Path]):
+        self.by_name: dict[str, Path] = {}
+        self.name_of: dict[Path, str] = {}
+        self._infos: dict[Path, ModuleInfo | None] = {}
+        for path in files:
+            package_parts = _package_parts(path)
+            self.name_of[path] = ".".join(package_parts)
+            for parts in (package_parts, _relative_parts(path, roots)):
+                for start in range(len(parts)):
+                    self.by_name.setdefault(".".join(parts[start:]), path)
+
+    def info(self, path: Path, tree: ast.Module | None = None) -> ModuleInfo | None:
+        """The :class:`ModuleInfo` of a file of the project (``None`` if it cannot be read or parsed)."""
+        if path not in self._infos:
+            if tree is None:
+                try:
+                    tree = ast.parse(path.read_bytes())
+                except (OSError, SyntaxError, ValueError):
+                    self._infos[path] = None
+                    return None
+            name = self.name_of.get(path, path.stem)
+            self._infos[path] = module_info(tree, name, is_package=path.name == "__init__.py")
+        return self._infos[path]
+
+    def classify(self, info: ModuleInfo, bases: list[str | None], seen: frozenset = frozenset()) -> Kind:
+        """What a class with these base names, written in the file ``info``, is."""
+        unknown = False
+        for base in bases:
+            kind = self._resolve_local(info, base, seen)
+            if kind.kind is not None:
+                return Kind(kind.kind, kind.unknown)
+            unknown = unknown or kind.unknown
+        return Kind(None, unknown)
+
+    def _resolve_local(self, info: ModuleInfo, base: str | None, seen: frozenset) -> Kind:
+        if base is None:
+            return Kind(None, unknown=True)
+        head, _, rest = base.partition(".")
+        if head in info.imports:
+            target = info.imports[head] + ("." + rest if rest else "")
+            return self._resolve_qualified(target, seen)
+        if not rest and head in info.classes:
+            key = (info.name, head)
+            if key in seen:
+                return Kind(None)
+            return self.classify(info, info.classes[head], seen | {key})
+        if head in BUILTIN_BASES:
+            return Kind(None)
+        return Kind(None, unknown=True)
+
+    def _resolve_qualified(self, target: str, seen: frozenset) -> Kind:
+        parts = target.split(".")
+        if parts[0] in LIGHTNING_ROOTS:
+            if parts[-1] in LIGHTNING_MODULE_NAMES:
+                return Kind(MODULE)
+            if parts[-1] == "Callback" or "callbacks" in parts[:-1]:
+                return Kind(CALLBACK)
+            return Kind(None)
+        module_name, _, class_name = target.rpartition(".")
+        path = self.by_name.get(module_name)
+        if path is not None:
+            info = self.info(path)
+            if info is not None:
+                key = (info.name, class_name)
+                if key in seen:
+                    return Kind(None)
+                if class_name in info.classes:
+                    return self.classify(info, info.classes[class_name], seen | {key})
+                if class_name in info.imports:  # re-exported, e.g. from a package's __init__
+                    return self._resolve_qualified(info.imports[class_name], seen | {key})
+        if parts[0] in NOT_LIGHTNING_ROOTS:
+            return Kind(None)
+        return Kind(None, unknown=True)
+
+
+def _package_parts(path: Path) -> list[str]:
+    """The dotted name of a file as Python imports it: up through every folder holding an ``__init__.py``."""
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return parts or [path.parent.name]
+
+
+def _relative_parts(path: Path, roots: list[Path]) -> list[str]:
+    for root in roots:
+        try:
+            relative = path.relative_to(root)
+        except ValueError:
+            continue
+        parts = list(relative.with_suffix("").parts)
+        if root.is_file() or not parts:
+            parts = [path.stem]
+        if parts and parts[-1] == "__init__":
+            parts = parts[:-1]
+        return parts
+    return [path.stem]

@@ -1,0 +1,575 @@
+"""The old patterns: every removed or changed epoch-end / batch hook shape user code can still contain.
+
+One entry per shape. The reference table, the symptom index, the compatibility table, the probes and the
+checker rules are all derived from this list: adding a removed hook means adding one :class:`OldPattern`.
+
+Facts typed here are only those Lightning's changelog states (the version that deprecated and the version that
+removed each shape, source: the CHANGELOG.md of Lightning-AI/pytorch-lightning, ``src/lightning/pytorch``).
+What Lightning *does* with each shape today is never typed here: :mod:`lightning_migrate.probes` runs the
+``source`` snippet of each entry and records it.
+
+This module imports nothing beyond the standard library, so the checker can use it without Lightning installed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Trainer entry points a probe can run: ``fit`` trains (with validation), the others evaluate one stage.
+RUNS = ("fit", "validate", "test", "predict")
+
+
+@dataclass(frozen=True)
+class OldPattern:
+    """One old hook shape.
+
+    Attributes:
+        id: stable identifier; also the anchor of the pattern's row in the reference table (``#<id>``).
+        owner: ``"LightningModule"`` or ``"Callback"``.
+        hook: the method name as user code writes it.
+        old_signature: the old signature, as user code wrote it.
+        new_signature: what to write today (``None`` when the hook is gone and nothing replaces it one to one).
+        stage: ``"train"``, ``"validation"``, ``"test"`` or ``"predict"``.
+        deprecated_in: Lightning release that deprecated the shape (``None``: removed without deprecation).
+        removed_in: Lightning release that removed it.
+        replacement: one sentence (reStructuredText) saying what to do instead.
+        example: docname of the executed example that shows the fix.
+        run: the ``Trainer`` method that exercises the hook (one of :data:`RUNS`).
+        source: Python source of the old shape: defines ``LitModel`` (subclass of ``ProbeModel``) for a module
+            pattern or ``MyCallback`` (subclass of ``Callback``) for a callback pattern. The hook appends to
+            ``self.calls`` when Lightning calls it, so a probe can tell "called", "failed" and "never called".
+    """
+
+    id: str
+    owner: str
+    hook: str
+    old_signature: str
+    new_signature: str | None
+    stage: str
+    deprecated_in: str | None
+    removed_in: str
+    replacement: str
+    example: str
+    run: str
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.owner not in ("LightningModule", "Callback"):
+            raise ValueError(f"{self.id}: owner must be LightningModule or Callback, not {self.owner!r}")
+        if self.run not in RUNS:
+            raise ValueError(f"{self.id}: run must be one of {RUNS}, not {self.run!r}")
+        expected_class = "class LitModel(" if self.owner == "LightningModule" else "class MyCallback("
+        if expected_class not in self.source:
+            raise ValueError(f"{self.id}: source must define {expected_class.split()[1].rstrip('(')}")
+
+
+_CORE = "examples/core/"
+
+PATTERNS: tuple[OldPattern, ...] = (
+    OldPattern(
+        id="module-on-train-epoch-end-outputs",
+        owner="LightningModule",
+        hook="on_train_epoch_end",
+        old_signature="on_train_epoch_end(self, outputs)",
+        new_signature="on_train_epoch_end(self)",
+        stage="train",
+        deprecated_in="1.3",
+        removed_in="1.5",
+        replacement="Append what you need in ``training_step``; reduce and clear it in ``on_train_epoch_end(self)``.",
+        example=_CORE + "module_side_caching",
+        run="fit",
+        source="""
+class LitModel(ProbeModel):
+    def on_train_epoch_end(self, outputs):
+        self.calls.append(outputs)
+""",
+    ),
+    OldPattern(
+        id="callback-on-train-epoch-end-outputs",
+        owner="Callback",
+        hook="on_train_epoch_end",
+        old_signature="on_train_epoch_end(self, trainer, pl_module, outputs)",
+        new_signature="on_train_epoch_end(self, trainer, pl_module)",
+        stage="train",
+        deprecated_in="1.3",
+        removed_in="1.5",
+        replacement=(
+            "Append what you need in ``on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)``; "
+            "reduce and clear it in ``on_train_epoch_end(trainer, pl_module)``."
+        ),
+        example=_CORE + "callback_side_caching",
+        run="fit",
+        source="""
+class MyCallback(Callback):
+    def on_train_epoch_end(self, trainer, pl_module, outputs):
+        self.calls.append(outputs)
+""",
+    ),
+    OldPattern(
+        id="training-epoch-end",
+        owner="LightningModule",
+        hook="training_epoch_end",
+        old_signature="training_epoch_end(self, outputs)",
+        new_signature="on_train_epoch_end(self)",
+        stage="train",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement="Append what you need in ``training_step``; reduce and clear it in ``on_train_epoch_end(self)``.",
+        example=_CORE + "module_side_caching",
+        run="fit",
+        source="""
+class LitModel(ProbeModel):
+    def training_epoch_end(self, outputs):
+        self.calls.append(outputs)
+""",
+    ),
+    OldPattern(
+        id="validation-epoch-end",
+        owner="LightningModule",
+        hook="validation_epoch_end",
+        old_signature="validation_epoch_end(self, outputs)",
+        new_signature="on_validation_epoch_end(self)",
+        stage="validation",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Append what you need in ``validation_step``; reduce and clear it in ``on_validation_epoch_end(self)``."
+        ),
+        example=_CORE + "module_side_caching",
+        run="fit",
+        source="""
+class LitModel(ProbeModel):
+    def validation_epoch_end(self, outputs):
+        self.calls.append(outputs)
+""",
+    ),
+    OldPattern(
+        id="test-epoch-end",
+        owner="LightningModule",
+        hook="test_epoch_end",
+        old_signature="test_epoch_end(self, outputs)",
+        new_signature="on_test_epoch_end(self)",
+        stage="test",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement="Append what you need in ``test_step``; reduce and clear it in ``on_test_epoch_end(self)``.",
+        example=_CORE + "module_side_caching",
+        run="test",
+        source="""
+class LitModel(ProbeModel):
+    def test_epoch_end(self, outputs):
+        self.calls.append(outputs)
+""",
+    ),
+    OldPattern(
+        id="module-on-predict-epoch-end-outputs",
+        owner="LightningModule",
+        hook="on_predict_epoch_end",
+        old_signature="on_predict_epoch_end(self, results)",
+        new_signature="on_predict_epoch_end(self)",
+        stage="predict",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement="Use the list ``trainer.predict`` returns, or append in ``predict_step`` and read it at epoch end.",
+        example=_CORE + "module_side_caching",
+        run="predict",
+        source="""
+class LitModel(ProbeModel):
+    def on_predict_epoch_end(self, results):
+        self.calls.append(results)
+""",
+    ),
+    OldPattern(
+        id="callback-on-predict-epoch-end-outputs",
+        owner="Callback",
+        hook="on_predict_epoch_end",
+        old_signature="on_predict_epoch_end(self, trainer, pl_module, outputs)",
+        new_signature="on_predict_epoch_end(self, trainer, pl_module)",
+        stage="predict",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement="Collect predictions in ``on_predict_batch_end``, or read ``trainer.predict_loop.predictions``.",
+        example=_CORE + "callback_side_caching",
+        run="predict",
+        source="""
+class MyCallback(Callback):
+    def on_predict_epoch_end(self, trainer, pl_module, outputs):
+        self.calls.append(outputs)
+""",
+    ),
+    OldPattern(
+        id="training-step-end",
+        owner="LightningModule",
+        hook="training_step_end",
+        old_signature="training_step_end(self, step_output)",
+        new_signature=None,
+        stage="train",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement="Do the work at the end of ``training_step``, or in ``on_train_batch_end``.",
+        example=_CORE + "module_side_caching",
+        run="fit",
+        source="""
+class LitModel(ProbeModel):
+    def training_step_end(self, step_output):
+        self.calls.append(step_output)
+        return step_output
+""",
+    ),
+    OldPattern(
+        id="validation-step-end",
+        owner="LightningModule",
+        hook="validation_step_end",
+        old_signature="validation_step_end(self, step_output)",
+        new_signature=None,
+        stage="validation",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement="Do the work at the end of ``validation_step``, or in ``on_validation_batch_end``.",
+        example=_CORE + "module_side_caching",
+        run="fit",
+        source="""
+class LitModel(ProbeModel):
+    def validation_step_end(self, step_output):
+        self.calls.append(step_output)
+        return step_output
+""",
+    ),
+    OldPattern(
+        id="test-step-end",
+        owner="LightningModule",
+        hook="test_step_end",
+        old_signature="test_step_end(self, step_output)",
+        new_signature=None,
+        stage="test",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement="Do the work at the end of ``test_step``, or in ``on_test_batch_end``.",
+        example=_CORE + "module_side_caching",
+        run="test",
+        source="""
+class LitModel(ProbeModel):
+    def test_step_end(self, step_output):
+        self.calls.append(step_output)
+        return step_output
+""",
+    ),
+    OldPattern(
+        id="module-on-train-batch-end-dataloader-idx",
+        owner="LightningModule",
+        hook="on_train_batch_end",
+        old_signature="on_train_batch_end(self, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_train_batch_end(self, outputs, batch, batch_idx)",
+        stage="train",
+        deprecated_in="1.5",
+        removed_in="1.7",
+        replacement="Drop ``dataloader_idx``: training uses one (possibly combined) dataloader.",
+        example=_CORE + "module_side_caching",
+        run="fit",
+        source="""
+class LitModel(ProbeModel):
+    def on_train_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(outputs)
+""",
+    ),
+    OldPattern(
+        id="callback-on-train-batch-end-dataloader-idx",
+        owner="Callback",
+        hook="on_train_batch_end",
+        old_signature="on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx)",
+        stage="train",
+        deprecated_in="1.5",
+        removed_in="1.7",
+        replacement="Drop ``dataloader_idx``: training uses one (possibly combined) dataloader.",
+        example=_CORE + "callback_side_caching",
+        run="fit",
+        source="""
+class MyCallback(Callback):
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(outputs)
+""",
+    ),
+    OldPattern(
+        id="module-on-epoch-end",
+        owner="LightningModule",
+        hook="on_epoch_end",
+        old_signature="on_epoch_end(self)",
+        new_signature="on_train_epoch_end(self)",
+        stage="train",
+        deprecated_in="1.6",
+        removed_in="1.8",
+        replacement="Use the stage's own hook: ``on_train_epoch_end``, ``on_validation_epoch_end``, ...",
+        example=_CORE + "module_side_caching",
+        run="fit",
+        source="""
+class LitModel(ProbeModel):
+    def on_epoch_end(self):
+        self.calls.append(None)
+""",
+    ),
+    OldPattern(
+        id="callback-on-epoch-end",
+        owner="Callback",
+        hook="on_epoch_end",
+        old_signature="on_epoch_end(self, trainer, pl_module)",
+        new_signature="on_train_epoch_end(self, trainer, pl_module)",
+        stage="train",
+        deprecated_in="1.6",
+        removed_in="1.8",
+        replacement="Use the stage's own hook: ``on_train_epoch_end``, ``on_validation_epoch_end``, ...",
+        example=_CORE + "callback_side_caching",
+        run="fit",
+        source="""
+class MyCallback(Callback):
+    def on_epoch_end(self, trainer, pl_module):
+        self.calls.append(None)
+""",
+    ),
+    OldPattern(
+        id="module-on-epoch-start",
+        owner="LightningModule",
+        hook="on_epoch_start",
+        old_signature="on_epoch_start(self)",
+        new_signature="on_train_epoch_start(self)",
+        stage="train",
+        deprecated_in="1.6",
+        removed_in="1.8",
+        replacement=("Use the stage's own hook: ``on_train_epoch_start``, ``on_validation_epoch_start``, ..."),
+        example=_CORE + "module_side_caching",
+        run="fit",
+        source="""
+class LitModel(ProbeModel):
+    def on_epoch_start(self):
+        self.calls.append(None)
+""",
+    ),
+    OldPattern(
+        id="callback-on-epoch-start",
+        owner="Callback",
+        hook="on_epoch_start",
+        old_signature="on_epoch_start(self, trainer, pl_module)",
+        new_signature="on_train_epoch_start(self, trainer, pl_module)",
+        stage="train",
+        deprecated_in="1.6",
+        removed_in="1.8",
+        replacement=("Use the stage's own hook: ``on_train_epoch_start``, ``on_validation_epoch_start``, ..."),
+        example=_CORE + "callback_side_caching",
+        run="fit",
+        source="""
+class MyCallback(Callback):
+    def on_epoch_start(self, trainer, pl_module):
+        self.calls.append(None)
+""",
+    ),
+    OldPattern(
+        id="callback-on-batch-start",
+        owner="Callback",
+        hook="on_batch_start",
+        old_signature="on_batch_start(self, trainer, pl_module)",
+        new_signature="on_train_batch_start(self, trainer, pl_module, batch, batch_idx)",
+        stage="train",
+        deprecated_in="1.6",
+        removed_in="1.8",
+        replacement=(
+            "Rename to ``on_train_batch_start`` and accept ``batch, batch_idx``: "
+            "the old hook ran for training batches only."
+        ),
+        example=_CORE + "callback_side_caching",
+        run="fit",
+        source="""
+class MyCallback(Callback):
+    def on_batch_start(self, trainer, pl_module):
+        self.calls.append(None)
+""",
+    ),
+    OldPattern(
+        id="callback-on-batch-end",
+        owner="Callback",
+        hook="on_batch_end",
+        old_signature="on_batch_end(self, trainer, pl_module)",
+        new_signature="on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx)",
+        stage="train",
+        deprecated_in="1.6",
+        removed_in="1.8",
+        replacement=(
+            "Rename to ``on_train_batch_end`` and accept ``outputs, batch, batch_idx``: "
+            "the old hook ran for training batches only."
+        ),
+        example=_CORE + "callback_side_caching",
+        run="fit",
+        source="""
+class MyCallback(Callback):
+    def on_batch_end(self, trainer, pl_module):
+        self.calls.append(None)
+""",
+    ),
+    OldPattern(
+        id="module-on-train-batch-start-dataloader-idx",
+        owner="LightningModule",
+        hook="on_train_batch_start",
+        old_signature="on_train_batch_start(self, batch, batch_idx, dataloader_idx)",
+        new_signature="on_train_batch_start(self, batch, batch_idx)",
+        stage="train",
+        deprecated_in="1.5",
+        removed_in="1.7",
+        replacement=("Drop ``dataloader_idx``: training uses one (possibly combined) dataloader."),
+        example=_CORE + "module_side_caching",
+        run="fit",
+        source="""
+class LitModel(ProbeModel):
+    def on_train_batch_start(self, batch, batch_idx, dataloader_idx):
+        self.calls.append(batch_idx)
+""",
+    ),
+    OldPattern(
+        id="callback-on-train-batch-start-dataloader-idx",
+        owner="Callback",
+        hook="on_train_batch_start",
+        old_signature="on_train_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx)",
+        new_signature="on_train_batch_start(self, trainer, pl_module, batch, batch_idx)",
+        stage="train",
+        deprecated_in="1.5",
+        removed_in="1.7",
+        replacement=("Drop ``dataloader_idx``: training uses one (possibly combined) dataloader."),
+        example=_CORE + "callback_side_caching",
+        run="fit",
+        source="""
+class MyCallback(Callback):
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx):
+        self.calls.append(batch_idx)
+""",
+    ),
+    OldPattern(
+        id="module-on-validation-batch-end-dataloader-idx-required",
+        owner="LightningModule",
+        hook="on_validation_batch_end",
+        old_signature="on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0)",
+        stage="validation",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
+        ),
+        example=_CORE + "module_side_caching",
+        run="validate",
+        source="""
+class LitModel(ProbeModel):
+    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(dataloader_idx)
+""",
+    ),
+    OldPattern(
+        id="callback-on-validation-batch-end-dataloader-idx-required",
+        owner="Callback",
+        hook="on_validation_batch_end",
+        old_signature="on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0)",
+        stage="validation",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
+        ),
+        example=_CORE + "callback_side_caching",
+        run="validate",
+        source="""
+class MyCallback(Callback):
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(dataloader_idx)
+""",
+    ),
+    OldPattern(
+        id="module-on-test-batch-end-dataloader-idx-required",
+        owner="LightningModule",
+        hook="on_test_batch_end",
+        old_signature="on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0)",
+        stage="test",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
+        ),
+        example=_CORE + "module_side_caching",
+        run="test",
+        source="""
+class LitModel(ProbeModel):
+    def on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(dataloader_idx)
+""",
+    ),
+    OldPattern(
+        id="callback-on-test-batch-end-dataloader-idx-required",
+        owner="Callback",
+        hook="on_test_batch_end",
+        old_signature="on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0)",
+        stage="test",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
+        ),
+        example=_CORE + "callback_side_caching",
+        run="test",
+        source="""
+class MyCallback(Callback):
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(dataloader_idx)
+""",
+    ),
+    OldPattern(
+        id="module-on-predict-batch-end-dataloader-idx-required",
+        owner="LightningModule",
+        hook="on_predict_batch_end",
+        old_signature="on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0)",
+        stage="predict",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
+        ),
+        example=_CORE + "module_side_caching",
+        run="predict",
+        source="""
+class LitModel(ProbeModel):
+    def on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(dataloader_idx)
+""",
+    ),
+    OldPattern(
+        id="callback-on-predict-batch-end-dataloader-idx-required",
+        owner="Callback",
+        hook="on_predict_batch_end",
+        old_signature="on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx)",
+        new_signature="on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0)",
+        stage="predict",
+        deprecated_in=None,
+        removed_in="2.0",
+        replacement=(
+            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
+        ),
+        example=_CORE + "callback_side_caching",
+        run="predict",
+        source="""
+class MyCallback(Callback):
+    def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
+        self.calls.append(dataloader_idx)
+""",
+    ),
+)
+
+BY_ID: dict[str, OldPattern] = {pattern.id: pattern for pattern in PATTERNS}
+if len(BY_ID) != len(PATTERNS):  # pragma: no cover - guards the data above
+    raise ValueError("duplicate pattern ids in the registry")
+
+
+def get(pattern_id: str) -> OldPattern:
+    """Return the pattern with ``pattern_id``; raise ``KeyError`` naming the known ids if there is none."""
+    try:
+        return BY_ID[pattern_id]
+    except KeyError:
+        raise KeyError(f"no old pattern {pattern_id!r}; known: {', '.join(BY_ID)}") from None

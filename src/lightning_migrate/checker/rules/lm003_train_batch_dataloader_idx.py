@@ -1,0 +1,71 @@
+"""LM003: ``on_train_batch_start`` / ``on_train_batch_end`` that take ``dataloader_idx`` (or the 1.5 ``unused``)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from lightning_migrate.checker.core import (
+    CALLBACK,
+    MODULE,
+    SAFE,
+    ClassContext,
+    Finding,
+    Fix,
+    Rule,
+    body_uses,
+    drop_params,
+    expected_count,
+    manual_fix,
+    positional,
+    register,
+)
+from lightning_migrate.checker.rules._common import removed
+
+#: hook -> positional parameters of the module hook, ``self`` included
+COUNTS = {"on_train_batch_start": 3, "on_train_batch_end": 4}
+PATTERNS = {
+    ("on_train_batch_start", MODULE): "module-on-train-batch-start-dataloader-idx",
+    ("on_train_batch_start", CALLBACK): "callback-on-train-batch-start-dataloader-idx",
+    ("on_train_batch_end", MODULE): "module-on-train-batch-end-dataloader-idx",
+    ("on_train_batch_end", CALLBACK): "callback-on-train-batch-end-dataloader-idx",
+}
+
+
+@register
+class TrainBatchDataloaderIdx(Rule):
+    code = "LM003"
+    name = "train-batch-dataloader-idx"
+    title = "on_train_batch_start / on_train_batch_end with a dataloader_idx parameter"
+    hooks = frozenset(COUNTS)
+    patterns = tuple(PATTERNS.values())
+    summary = (
+        "``on_train_batch_start(self, batch, batch_idx, dataloader_idx)`` and "
+        "``on_train_batch_end(self, outputs, batch, batch_idx, dataloader_idx)`` (module or callback, "
+        "where a callback also takes ``trainer, pl_module``): any positional parameter after ``batch_idx``, "
+        "whatever its name (Lightning 1.5 called it ``unused``)."
+    )
+    fix_text = (
+        "**safe** when the body never reads the extra parameters: they are dropped. **manual** otherwise: "
+        "training has a single (possibly combined) dataloader, so the index is always 0."
+    )
+    example = """\
+import lightning as L
+
+
+class Timer(L.Callback):
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
+        pl_module.log("batch_idx", float(batch_idx))
+"""
+
+    def check(self, ctx: ClassContext, func: cst.FunctionDef):
+        expected = expected_count(ctx.kind, COUNTS[func.name.value])
+        extra = [param.name.value for param in positional(func)[expected:]]
+        if not extra:
+            return
+        pattern_id = PATTERNS[(func.name.value, ctx.kind)]
+        if any(body_uses(func, name) for name in extra):
+            fix = manual_fix(self.code, "the body reads " + ", ".join(extra))
+        else:
+            names = set(extra)
+            fix = Fix(SAFE, lambda node: drop_params(node, names), description="drop " + ", ".join(extra))
+        yield Finding(self.code, removed(pattern_id), (pattern_id,), fix=fix)

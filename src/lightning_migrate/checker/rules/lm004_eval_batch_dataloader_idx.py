@@ -1,0 +1,85 @@
+"""LM004: validation/test/predict batch hooks whose ``dataloader_idx`` has no default."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from lightning_migrate.checker.core import (
+    SAFE,
+    ClassContext,
+    Finding,
+    Fix,
+    Rule,
+    expected_count,
+    manual_fix,
+    positional,
+    register,
+)
+from lightning_migrate.checker.rules._common import removed
+
+STAGES = ("validation", "test", "predict")
+#: hook -> position of ``dataloader_idx`` in the module hook (``self`` is 0)
+POSITION = {f"on_{stage}_batch_{when}": 3 if when == "start" else 4 for stage in STAGES for when in ("start", "end")}
+
+
+def _pattern(hook: str, kind: str) -> str:
+    stage = hook.split("_")[1]
+    owner = "module" if kind == "LightningModule" else "callback"
+    return f"{owner}-on-{stage}-batch-end-dataloader-idx-required"
+
+
+@register
+class EvalBatchDataloaderIdx(Rule):
+    code = "LM004"
+    name = "eval-batch-dataloader-idx-required"
+    title = "validation, test and predict batch hooks with a required dataloader_idx"
+    hooks = frozenset(POSITION)
+    patterns = tuple(
+        _pattern(f"on_{stage}_batch_end", kind) for stage in STAGES for kind in ("LightningModule", "Callback")
+    )
+    summary = (
+        "``on_validation_batch_start/end``, ``on_test_batch_start/end`` and ``on_predict_batch_start/end`` "
+        "(module or callback) whose ``dataloader_idx`` parameter has no default value."
+    )
+    fix_text = (
+        "**safe** when ``dataloader_idx`` is the last positional parameter: it gets the default ``0``. "
+        "**manual** otherwise."
+    )
+    example = """\
+import pytorch_lightning as pl
+
+
+class LitModel(pl.LightningModule):
+    def validation_step(self, batch, batch_idx):
+        return self(batch).sum()
+
+    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
+        self.log(f"val_out_{dataloader_idx}", outputs)
+"""
+
+    def check(self, ctx: ClassContext, func: cst.FunctionDef):
+        index = expected_count(ctx.kind, POSITION[func.name.value])
+        params = positional(func)
+        if len(params) <= index or params[index].default is not None:
+            return
+        pattern_id = _pattern(func.name.value, ctx.kind)
+        name = params[index].name.value
+        if len(params) == index + 1:
+            fix = Fix(SAFE, lambda node: _default_zero(node, index), description=f"{name}=0")
+        else:
+            fix = manual_fix(self.code, f"give {name} a default")
+        yield Finding(self.code, removed(pattern_id), (pattern_id,), fix=fix)
+
+
+def _default_zero(func: cst.FunctionDef, index: int) -> cst.FunctionDef:
+    params = func.params
+    posonly = len(params.posonly_params)
+    seq = list(params.posonly_params if index < posonly else params.params)
+    at = index if index < posonly else index - posonly
+    param = seq[at]
+    space = cst.SimpleWhitespace(" " if param.annotation is not None else "")
+    seq[at] = param.with_changes(
+        default=cst.Integer("0"), equal=cst.AssignEqual(whitespace_before=space, whitespace_after=space)
+    )
+    attr = "posonly_params" if index < posonly else "params"
+    return func.with_changes(params=params.with_changes(**{attr: seq}))

@@ -1,0 +1,94 @@
+"""LM006: ``on_epoch_start/end`` and ``on_batch_start/end``: hook names Lightning no longer calls."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from lightning_migrate.checker.core import (
+    CALLBACK,
+    MODULE,
+    SAFE,
+    ClassContext,
+    Finding,
+    Fix,
+    Rule,
+    manual_fix,
+    names_in,
+    positional,
+    register,
+)
+from lightning_migrate.checker.rules._common import removed
+
+PATTERNS = {
+    ("on_epoch_start", MODULE): "module-on-epoch-start",
+    ("on_epoch_end", MODULE): "module-on-epoch-end",
+    ("on_epoch_start", CALLBACK): "callback-on-epoch-start",
+    ("on_epoch_end", CALLBACK): "callback-on-epoch-end",
+    ("on_batch_start", CALLBACK): "callback-on-batch-start",
+    ("on_batch_end", CALLBACK): "callback-on-batch-end",
+}
+#: callback hook -> (its training-only successor, the parameters the successor adds)
+RENAMES = {
+    "on_batch_start": ("on_train_batch_start", ("batch", "batch_idx")),
+    "on_batch_end": ("on_train_batch_end", ("outputs", "batch", "batch_idx")),
+}
+
+
+@register
+class NeverCalled(Rule):
+    code = "LM006"
+    name = "never-called-hooks"
+    title = "on_epoch_start, on_epoch_end, on_batch_start and on_batch_end: never called"
+    hooks = frozenset({"on_epoch_start", "on_epoch_end", "on_batch_start", "on_batch_end"})
+    patterns = tuple(PATTERNS.values())
+    summary = (
+        "``on_epoch_start``, ``on_epoch_end``, ``on_batch_start`` or ``on_batch_end`` on a ``LightningModule`` "
+        "or a ``Callback``. Lightning removed them without an error in their place: the method is simply never "
+        "called, so the code in it silently stops running."
+    )
+    fix_text = (
+        "**safe** for a callback's ``on_batch_start(self, trainer, pl_module)`` / ``on_batch_end``: renamed to "
+        "``on_train_batch_start`` / ``on_train_batch_end`` with the parameters those take (the old hooks ran for "
+        "training batches only), unless the class already defines the new hook or the body uses one of the new "
+        "parameter names. **manual** for ``on_epoch_start`` / ``on_epoch_end``: they ran at the start and end of "
+        "every training, validation and test epoch, so pick the stage hooks you meant."
+    )
+    example = """\
+from lightning.pytorch.callbacks import Callback
+
+
+class CountBatches(Callback):
+    def __init__(self):
+        self.count = 0
+
+    def on_batch_end(self, trainer, pl_module):
+        self.count += 1
+"""
+
+    def check(self, ctx: ClassContext, func: cst.FunctionDef):
+        hook = func.name.value
+        pattern_id = PATTERNS.get((hook, ctx.kind))
+        message = removed(pattern_id) if pattern_id else f"`{hook}` is not a LightningModule hook: it is never called"
+        fix = manual_fix(self.code, "never called: use the stage hooks")
+        if ctx.kind == CALLBACK and hook in RENAMES:
+            new_hook, added = RENAMES[hook]
+            params = positional(func)
+            simple = (
+                len(params) == 3
+                and not func.params.kwonly_params
+                and func.params.star_arg is cst.MaybeSentinel.DEFAULT
+                and func.params.star_kwarg is None
+            )
+            if simple and new_hook not in ctx.methods and not (names_in(func.body) & set(added)):
+                fix = Fix(SAFE, lambda node: _rename(node, new_hook, added), description=f"rename to {new_hook}")
+        yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
+
+
+def _rename(func: cst.FunctionDef, new_hook: str, added: tuple[str, ...]) -> cst.FunctionDef:
+    params = list(func.params.params)
+    last = params[-1]
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    new = [*params[:-1], last.with_changes(comma=comma)]
+    for i, name in enumerate(added):
+        new.append(cst.Param(cst.Name(name), comma=comma if i < len(added) - 1 else last.comma))
+    return func.with_changes(name=cst.Name(new_hook), params=func.params.with_changes(params=new))

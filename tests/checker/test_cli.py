@@ -1,0 +1,271 @@
+"""The command over folder trees: findings, exit codes, --diff / --fix, cross-file base classes and bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lightning_migrate.checker.cli import main
+
+BASE = """\
+import lightning.pytorch as pl
+
+
+class Base(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return batch
+"""
+CHILD = """\
+from .base import Base as Parent
+
+
+class Child(Parent):
+    def training_epoch_end(self, outputs):
+        pass
+"""
+GRANDCHILD = """\
+from project.models.child import Child
+
+
+class GrandChild(Child):
+    def validation_epoch_end(self, outputs):
+        self.n = len(outputs)
+"""
+CALLBACK = """\
+import lightning as L
+
+
+class Cb(L.Callback):
+    def on_train_epoch_end(self, trainer, pl_module, outputs):
+        pass
+"""
+CLEAN = """\
+import lightning.pytorch as pl
+
+
+class Fine(pl.LightningModule):
+    def on_train_epoch_end(self):
+        pass
+
+
+class Unrelated:
+    def training_epoch_end(self, outputs):
+        pass
+"""
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> Path:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8", newline="")
+    return root
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return write(
+        tmp_path,
+        {
+            "project/__init__.py": "",
+            "project/models/__init__.py": "",
+            "project/models/base.py": BASE,
+            "project/models/child.py": CHILD,
+            "project/grand.py": GRANDCHILD,
+            "project/callbacks.py": CALLBACK,
+            "project/clean.py": CLEAN,
+            ".venv/lib/site.py": CHILD,  # skipped folder
+        },
+    )
+
+
+def run(args: list[str], capsys) -> tuple[int, list[str], str]:
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out.splitlines(), out.err
+
+
+def test_findings_across_files_and_exit_code_1(tree, capsys):
+    code, lines, err = run(["--jobs", "1", tree / "project"], capsys)
+    assert code == 1
+    found = [line.split(" ")[0] + " " + line.split(" ")[1] for line in lines]
+    assert found == [
+        f"{tree}/project/callbacks.py:5:9: LM002",
+        f"{tree}/project/grand.py:5:9: LM001",
+        f"{tree}/project/models/child.py:5:9: LM001",
+    ]
+    assert all(line.endswith(".html") for line in lines)
+    assert "3 findings in 7 files; 2 safe fix, 0 caching rewrite, 1 manual" in err
+
+
+def test_clean_tree_exits_0(tree, capsys):
+    code, lines, err = run([tree / "project" / "clean.py", tree / "project" / "models" / "base.py"], capsys)
+    assert (code, lines) == (0, [])
+    assert "0 findings in 2 files" in err
+
+
+def test_diff_writes_nothing_and_fix_writes(tree, capsys):
+    child = tree / "project" / "models" / "child.py"
+    code, lines, _ = run(["--diff", tree / "project"], capsys)
+    assert code == 1
+    assert f"--- a/{child.as_posix()}" in lines
+    assert "-    def training_epoch_end(self, outputs):" in lines
+    assert "+    def on_train_epoch_end(self):" in lines
+    assert child.read_text() == CHILD
+
+    code, _, err = run(["--fix", tree / "project"], capsys)
+    assert code == 1
+    assert "changed 3 files" in err
+    assert child.read_text() == CHILD.replace("training_epoch_end(self, outputs)", "on_train_epoch_end(self)")
+    grand = (tree / "project" / "grand.py").read_text()
+    assert grand.count("# lightning-migrate: LM001 manual fix") == 1
+
+    # second run: the manual finding is still reported, nothing is written again
+    code, lines, err = run(["--fix", tree / "project"], capsys)
+    assert code == 1
+    assert [line.split(": ")[1].split(" ")[0] for line in lines] == ["LM001"]
+    assert "changed 0 files" in err
+    assert (tree / "project" / "grand.py").read_text() == grand
+
+
+def test_select_and_usage_errors(tree, capsys):
+    code, lines, _ = run(["--select", "LM002", tree / "project"], capsys)
+    assert code == 1 and len(lines) == 1 and " LM002 " in lines[0]
+    assert run(["--select", "LM999", tree], capsys)[0] == 2
+    assert run([], capsys)[0] == 2
+    assert run(["--no-such-flag", tree], capsys)[0] == 2
+    assert run(["--fix", "--diff", tree], capsys)[0] == 2
+    code, _, err = run([tree / "missing"], capsys)
+    assert code == 2 and "missing: no such file or folder" in err
+
+
+def test_parallel_run_matches_serial(tmp_path, capsys):
+    files = {f"pkg/m{i}.py": CALLBACK if i % 7 == 0 else CLEAN for i in range(300)}
+    write(tmp_path, files)
+    serial = run(["--jobs", "1", tmp_path], capsys)
+    parallel = run(["--jobs", "2", tmp_path], capsys)
+    assert serial[:2] == parallel[:2]
+    assert serial[0] == 1 and len(serial[1]) == len(range(0, 300, 7))
+
+
+# -- bad input ---------------------------------------------------------------------------------------------------
+
+
+def test_syntax_error_is_reported_and_the_run_goes_on(tree, capsys):
+    write(tree, {"project/broken.py": "def on_train_epoch_end(self:\n    pass\n"})
+    code, lines, err = run(["--fix", tree / "project"], capsys)
+    assert code == 2
+    assert f"{tree}/project/broken.py:1:" in err and "syntax error, file skipped" in err
+    assert len(lines) == 3  # the other files were checked (and fixed)
+    assert (tree / "project" / "broken.py").read_text() == "def on_train_epoch_end(self:\n    pass\n"
+
+
+def test_latin1_file_with_cookie_is_fixed_in_latin1(tmp_path, capsys):
+    source = "# -*- coding: latin-1 -*-\n" + CALLBACK.replace("pass", 'print("caf\u00e9")')
+    path = tmp_path / "latin.py"
+    path.write_bytes(source.encode("latin-1"))
+    code, lines, _ = run(["--fix", path], capsys)
+    assert code == 1 and len(lines) == 1
+    data = path.read_bytes()
+    assert b"caf\xe9" in data  # still latin-1, not UTF-8
+    assert data.decode("latin-1") == source.replace("pl_module, outputs)", "pl_module)")
+
+
+def test_latin1_file_without_cookie_is_reported_and_skipped(tmp_path, capsys):
+    path = tmp_path / "latin.py"
+    original = CALLBACK.replace("pass", 'print("caf\u00e9")').encode("latin-1")
+    path.write_bytes(original)
+    write(tmp_path, {"ok.py": CALLBACK})
+    code, lines, err = run(["--fix", tmp_path], capsys)
+    assert code == 2
+    assert f"{path}" in err and "cannot decode" in err
+    assert len(lines) == 1 and "ok.py" in lines[0]
+    assert path.read_bytes() == original
+
+
+def test_crlf_newlines_are_kept(tmp_path, capsys):
+    path = tmp_path / "crlf.py"
+    path.write_bytes(CALLBACK.replace("\n", "\r\n").encode())
+    assert run(["--fix", path], capsys)[0] == 1
+    data = path.read_bytes()
+    assert b"def on_train_epoch_end(self, trainer, pl_module):\r\n" in data
+    assert b"\n" not in data.replace(b"\r\n", b"")
+
+
+def test_empty_file_is_clean(tmp_path, capsys):
+    (tmp_path / "empty.py").write_bytes(b"")
+    assert run([tmp_path / "empty.py"], capsys)[0] == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")  # always true on the project's Linux CI
+def test_symlink_loops_are_reported_not_followed(tmp_path, capsys):
+    write(tmp_path, {"pkg/mod.py": CALLBACK})
+    (tmp_path / "pkg" / "loop").symlink_to(tmp_path / "pkg", target_is_directory=True)  # folder loop
+    (tmp_path / "pkg" / "self.py").symlink_to(tmp_path / "pkg" / "self.py")  # file loop
+    code, lines, err = run([tmp_path], capsys)
+    assert code == 2
+    assert len(lines) == 1 and "mod.py" in lines[0]
+    assert "self.py: cannot read" in err
+
+
+def test_fix_keeps_file_mode_and_a_symlinked_file_stays_a_link(tmp_path, capsys):
+    target = write(tmp_path, {"real/cb.py": CALLBACK}) / "real" / "cb.py"
+    target.chmod(0o640)
+    link = tmp_path / "link.py"
+    link.symlink_to(target)
+    assert run(["--fix", link], capsys)[0] == 1
+    assert link.is_symlink()
+    assert "pl_module):" in target.read_text()
+    assert target.stat().st_mode & 0o777 == 0o640
+
+
+def test_console_script_entry_point(tree):
+    """``python -m lightning_migrate.checker`` is what the ``lightning-migrate`` script runs."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "lightning_migrate.checker", str(tree / "project" / "callbacks.py")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")},
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert " LM002 " in proc.stdout
+    assert textwrap.dedent(proc.stderr).strip().startswith("1 finding in 1 file")
+
+
+def test_base_re_exported_by_a_package_init_and_a_src_layout(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "src/lib/__init__.py": "from .core import Base\n",
+            "src/lib/core.py": "from pytorch_lightning.core.lightning import LightningModule as LM\n\nclass Base(LM):\n"
+            "    pass\n",
+            "scripts/train.py": "from lib import Base\n\n\nclass Mine(Base):\n"
+            "    def on_epoch_end(self):\n        pass\n",
+        },
+    )
+    code, lines, _ = run([tmp_path], capsys)
+    assert code == 1
+    assert [line.split(" ")[:2] for line in lines] == [[f"{tmp_path}/scripts/train.py:5:9:", "LM006"]]
+    assert "possible" not in lines[0]
+
+
+def test_subclass_cycle_does_not_hang(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "a.py": "from b import B\n\n\nclass A(B):\n    def training_step(self, batch, i):\n        pass\n\n"
+            "    def on_epoch_end(self):\n        pass\n",
+            "b.py": "from a import A\n\n\nclass B(A):\n    pass\n",
+        },
+    )
+    code, lines, _ = run([tmp_path], capsys)
+    assert code == 0 and lines == []

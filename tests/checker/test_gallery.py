@@ -1,0 +1,40 @@
+"""Every gallery example is checked: old-pattern examples are flagged with exactly the expected rules, the
+replacement examples come out clean. A gallery file missing from the table fails the test, so each new example
+states what the checker must say about it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from lightning_migrate.checker import check_source
+
+ROOT = Path(__file__).resolve().parents[2]
+GALLERY = ROOT / "gallery"
+
+#: gallery file -> rule codes the checker must report (with multiplicity); empty: must be clean
+EXPECTED: dict[str, Counter[str]] = {
+    "core/old_outputs_hooks.py": Counter({"LM002": 2, "LM001": 1}),
+    "core/callback_side_caching.py": Counter(),
+    "core/module_side_caching.py": Counter(),
+}
+
+
+def gallery_files() -> list[str]:
+    return sorted(path.relative_to(GALLERY).as_posix() for path in GALLERY.rglob("*.py"))
+
+
+def test_every_gallery_file_is_in_the_table():
+    missing = sorted(set(gallery_files()) - set(EXPECTED))
+    assert not missing, f"add these gallery files to EXPECTED in {Path(__file__).name}: {missing}"
+    gone = sorted(set(EXPECTED) - set(gallery_files()))
+    assert not gone, f"these files in EXPECTED are not in the gallery any more: {gone}"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_gallery_file_findings(name):
+    findings = check_source((GALLERY / name).read_bytes(), GALLERY / name).findings
+    assert Counter(f.code for f in findings) == EXPECTED[name]
+    assert all(f.confident for f in findings)

@@ -1,0 +1,472 @@
+"""Input / expected-output pairs per rule, look-alikes that must stay untouched, and idempotence of ``--fix``."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from lightning_migrate import registry
+from lightning_migrate.checker import RULES, check_source
+
+from ._util import codes, fix
+
+URL = "https://lightning-migrate.readthedocs.io/en/latest/checker/rules/"
+
+# (name, source, expected after --fix, expected codes)
+PAIRS = [
+    (
+        "LM001 safe: outputs unused, renamed and dropped",
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def validation_epoch_end(self, outputs):  # keep me
+                self.log("x", 1.0)
+        """,
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def on_validation_epoch_end(self):  # keep me
+                self.log("x", 1.0)
+        """,
+        ["LM001"],
+    ),
+    (
+        "LM001 manual: outputs read, one marker",
+        """
+        from pytorch_lightning import LightningModule as Base
+
+        class M(Base):
+            @staticmethod
+            def helper():
+                return 1
+
+            def test_epoch_end(self, outputs):
+                self.mean = sum(outputs) / len(outputs)
+        """,
+        f"""
+        from pytorch_lightning import LightningModule as Base
+
+        class M(Base):
+            @staticmethod
+            def helper():
+                return 1
+
+            # lightning-migrate: LM001 manual fix, the body reads outputs: move to module-side caching: {URL}LM001.html
+            def test_epoch_end(self, outputs):
+                self.mean = sum(outputs) / len(outputs)
+        """,
+        ["LM001"],
+    ),
+    (
+        "LM001 manual: the class already defines the new hook",
+        """
+        import lightning as L
+
+        class M(L.LightningModule):
+            def on_train_epoch_end(self):
+                pass
+
+            def training_epoch_end(self, outputs):
+                pass
+        """,
+        f"""
+        import lightning as L
+
+        class M(L.LightningModule):
+            def on_train_epoch_end(self):
+                pass
+
+            # lightning-migrate: LM001 manual fix, merge into the existing on_train_epoch_end: {URL}LM001.html
+            def training_epoch_end(self, outputs):
+                pass
+        """,
+        ["LM001"],
+    ),
+    (
+        "LM002 safe: module outputs unused, trailing comma kept",
+        """
+        import pytorch_lightning as pl
+
+        class M(pl.LightningModule):
+            def on_train_epoch_end(
+                self,
+                outputs,
+            ):
+                print("done")
+        """,
+        """
+        import pytorch_lightning as pl
+
+        class M(pl.LightningModule):
+            def on_train_epoch_end(
+                self,
+            ):
+                print("done")
+        """,
+        ["LM002"],
+    ),
+    (
+        "LM002 manual: callback reads outputs",
+        """
+        from lightning.pytorch import Callback
+
+        class C(Callback):
+            def on_predict_epoch_end(self, trainer, pl_module, outputs):
+                self.n = len(outputs)
+        """,
+        f"""
+        from lightning.pytorch import Callback
+
+        class C(Callback):
+            # lightning-migrate: LM002 manual fix, the body reads outputs: {URL}LM002.html
+            def on_predict_epoch_end(self, trainer, pl_module, outputs):
+                self.n = len(outputs)
+        """,
+        ["LM002"],
+    ),
+    (
+        "LM003 safe: dataloader_idx dropped from a module hook",
+        """
+        from lightning.pytorch.core import LightningModule
+
+        class M(LightningModule):
+            def on_train_batch_start(self, batch, batch_idx, dataloader_idx):
+                return None
+        """,
+        """
+        from lightning.pytorch.core import LightningModule
+
+        class M(LightningModule):
+            def on_train_batch_start(self, batch, batch_idx):
+                return None
+        """,
+        ["LM003"],
+    ),
+    (
+        "LM003 safe: the 1.5 `unused` parameter dropped from a callback",
+        """
+        import pytorch_lightning as pl
+
+        class C(pl.callbacks.Callback):
+            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, unused=0):
+                pass
+        """,
+        """
+        import pytorch_lightning as pl
+
+        class C(pl.callbacks.Callback):
+            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                pass
+        """,
+        ["LM003"],
+    ),
+    (
+        "LM004 safe: a required dataloader_idx gets a default, annotation kept",
+        """
+        from lightning.pytorch.callbacks import ModelCheckpoint
+
+        class C(ModelCheckpoint):
+            def on_test_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx: int):
+                pass
+        """,
+        """
+        from lightning.pytorch.callbacks import ModelCheckpoint
+
+        class C(ModelCheckpoint):
+            def on_test_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx: int = 0):
+                pass
+        """,
+        ["LM004"],
+    ),
+    (
+        "LM005 safe: a pass-through training_step_end removed",
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return batch
+
+            def training_step_end(self, out):
+                return out
+        """,
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return batch
+        """,
+        ["LM005"],
+    ),
+    (
+        "LM005 manual: a step_end that does work",
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def validation_step_end(self, out):
+                return out.mean()
+        """,
+        f"""
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            # lightning-migrate: LM005 manual fix, move this work into the step or the batch-end hook: {URL}LM005.html
+            def validation_step_end(self, out):
+                return out.mean()
+        """,
+        ["LM005"],
+    ),
+    (
+        "LM006 safe: callback on_batch_start renamed with the new parameters",
+        """
+        import lightning
+
+        class C(lightning.pytorch.Callback):
+            def on_batch_start(self, trainer, pl_module):
+                trainer.x = 1
+        """,
+        """
+        import lightning
+
+        class C(lightning.pytorch.Callback):
+            def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+                trainer.x = 1
+        """,
+        ["LM006"],
+    ),
+    (
+        "LM006 manual: module on_epoch_end",
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def on_epoch_end(self):
+                self.count += 1
+        """,
+        f"""
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            # lightning-migrate: LM006 manual fix, never called: use the stage hooks: {URL}LM006.html
+            def on_epoch_end(self):
+                self.count += 1
+        """,
+        ["LM006"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "expected", "expected_codes"), [p[1:] for p in PAIRS], ids=[p[0] for p in PAIRS])
+def test_pair(source, expected, expected_codes):
+    assert [code for code, _, _ in codes(source)] == expected_codes
+    assert fix(source) == textwrap.dedent(expected)
+
+
+@pytest.mark.parametrize("source", [p[1] for p in PAIRS], ids=[p[0] for p in PAIRS])
+def test_fix_is_idempotent(source):
+    once = fix(source)
+    assert fix(once) == once
+
+
+def test_every_rule_has_a_pair():
+    assert {p[3][0] for p in PAIRS} == set(RULES)
+
+
+def test_rules_cover_every_registry_pattern():
+    covered = {pattern_id for rule in RULES.values() for pattern_id in rule.patterns}
+    assert covered == set(registry.BY_ID)
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_rule_example_is_flagged_and_fixed_clean(code):
+    rule = RULES[code]
+    result = check_source(rule.example.encode(), fix=True)
+    assert [f.code for f in result.findings] == [code]
+    assert result.findings[0].url == URL + f"{code}.html"
+    assert check_source(result.new_source).findings == []
+
+
+LOOK_ALIKES = {
+    "plain class": """
+        class Trainer:
+            def training_epoch_end(self, outputs):
+                return outputs
+        """,
+    "torch module": """
+        import torch
+
+        class Net(torch.nn.Module):
+            def training_step(self, batch, batch_idx):
+                return batch
+
+            def training_epoch_end(self, outputs):
+                return outputs
+        """,
+    "datamodule": """
+        import lightning.pytorch as pl
+
+        class Data(pl.LightningDataModule):
+            def on_epoch_end(self):
+                pass
+        """,
+    "today's hooks": """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def on_train_epoch_end(self):
+                pass
+
+            def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+                pass
+
+        class C(pl.Callback):
+            def on_predict_epoch_end(self, trainer, pl_module, *args, **kwargs):
+                pass
+
+            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                pass
+        """,
+    "a function, not a method": """
+        import lightning.pytorch as pl
+
+        def training_epoch_end(self, outputs):
+            return outputs
+        """,
+}
+
+
+@pytest.mark.parametrize("source", LOOK_ALIKES.values(), ids=LOOK_ALIKES.keys())
+def test_look_alikes_are_not_flagged(source):
+    assert codes(source) == []
+    assert fix(source) == textwrap.dedent(source)
+
+
+def test_unresolved_base_with_training_step_is_a_warning_never_rewritten():
+    source = """
+    from somewhere_else import Base
+
+    class M(Base):
+        def training_step(self, batch, batch_idx):
+            return batch
+
+        def training_epoch_end(self, outputs):
+            pass
+    """
+    assert codes(source) == [("LM001", 8, False)]
+    assert fix(source) == textwrap.dedent(source)
+    [finding] = check_source(textwrap.dedent(source).encode()).findings
+    assert "possible (base class not resolved)" in finding.format("m.py")
+
+
+def test_unresolved_base_without_training_step_is_not_reported():
+    assert codes("from elsewhere import Base\nclass C(Base):\n    def on_epoch_end(self):\n        pass\n") == []
+
+
+def test_local_subclass_chain_in_one_file():
+    source = """
+    import lightning.pytorch as pl
+
+    class Base(pl.LightningModule):
+        pass
+
+    class Middle(Base):
+        pass
+
+    class M(Middle):
+        def test_epoch_end(self, outputs):
+            pass
+    """
+    assert codes(source) == [("LM001", 11, True)]
+
+
+CACHING = """
+import lightning.pytorch as pl
+
+
+class M(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = None
+
+    def validation_step(self, batch, batch_idx):
+        loss = self(batch).sum()
+        return {"val_loss": loss}  # the output
+
+    def validation_epoch_end(self, outs):
+        \"\"\"Average.\"\"\"
+        self.log("val", sum(o["val_loss"] for o in outs) / len(outs))
+"""
+
+CACHED = """
+import lightning.pytorch as pl
+
+
+class M(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.validation_step_outputs = []
+        self.layer = None
+
+    def validation_step(self, batch, batch_idx):
+        loss = self(batch).sum()
+        step_output = {"val_loss": loss}
+        self.validation_step_outputs.append(step_output)
+        return step_output  # the output
+
+    def on_validation_epoch_end(self):
+        \"\"\"Average.\"\"\"
+        outs = list(self.validation_step_outputs)
+        self.validation_step_outputs.clear()
+        self.log("val", sum(o["val_loss"] for o in outs) / len(outs))
+"""
+
+
+def test_caching_rewrite_is_opt_in():
+    assert fix(CACHING) != CACHED  # default: a manual marker only
+    assert "lightning-migrate: LM001 manual fix" in fix(CACHING)
+    assert fix(CACHING, rewrite_caching=True) == CACHED
+    assert fix(CACHED, rewrite_caching=True) == CACHED
+
+
+def test_caching_rewrite_keeps_none_outputs_out():
+    source = CACHING.replace('return {"val_loss": loss}  # the output', "return loss if batch_idx else None")
+    fixed = fix(source, rewrite_caching=True)
+    assert "if step_output is not None:\n            self.validation_step_outputs.append(step_output)" in fixed
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (
+            (
+                "def validation_step(self, batch, batch_idx):",
+                "def validation_step(self, batch, batch_idx, dataloader_idx=0):",
+            ),
+            "dataloader_idx",
+        ),
+        (("        super().__init__()\n", ""), "no super().__init__()"),
+        (
+            ("loss = self(batch).sum()", "loss = self(batch).sum()\n        if loss is None:\n            return None"),
+            "two returns",
+        ),
+        (("self.layer = None", "self.validation_step_outputs = None"), "cache name taken"),
+    ],
+)
+def test_caching_rewrite_refused_when_not_provable(change, why):
+    source = CACHING.replace(*change)
+    assert source != CACHING, why
+    fixed = fix(source, rewrite_caching=True)
+    assert "validation_step_outputs.append" not in fixed, why
+    assert "lightning-migrate: LM001 manual fix" in fixed, why
+
+
+def test_training_epoch_end_is_never_rewritten_to_caching():
+    source = CACHING.replace("validation", "training")
+    fixed = fix(source, rewrite_caching=True)
+    assert "training_step_outputs" not in fixed
+    assert "lightning-migrate: LM001 manual fix" in fixed
