@@ -135,7 +135,7 @@ class LitModel(ProbeModel):
         replacement=(
             "Append what you need in ``validation_step``; reduce and clear it in ``on_validation_epoch_end(self)``."
         ),
-        example=_CORE + "module_side_caching",
+        example="examples/stages/validation_epoch_end",
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -153,7 +153,7 @@ class LitModel(ProbeModel):
         deprecated_in=None,
         removed_in="2.0",
         replacement="Append what you need in ``test_step``; reduce and clear it in ``on_test_epoch_end(self)``.",
-        example=_CORE + "module_side_caching",
+        example="examples/stages/test_epoch_end",
         run="test",
         source="""
 class LitModel(ProbeModel):
@@ -171,7 +171,7 @@ class LitModel(ProbeModel):
         deprecated_in=None,
         removed_in="2.0",
         replacement="Use the list ``trainer.predict`` returns, or append in ``predict_step`` and read it at epoch end.",
-        example=_CORE + "module_side_caching",
+        example="examples/stages/predict_epoch_end",
         run="predict",
         source="""
 class LitModel(ProbeModel):
@@ -189,7 +189,7 @@ class LitModel(ProbeModel):
         deprecated_in=None,
         removed_in="2.0",
         replacement="Collect predictions in ``on_predict_batch_end``, or read ``trainer.predict_loop.predictions``.",
-        example=_CORE + "callback_side_caching",
+        example="examples/stages/predict_epoch_end",
         run="predict",
         source="""
 class MyCallback(Callback):
@@ -207,7 +207,7 @@ class MyCallback(Callback):
         deprecated_in=None,
         removed_in="2.0",
         replacement="Do the work at the end of ``training_step``, or in ``on_train_batch_end``.",
-        example=_CORE + "module_side_caching",
+        example="examples/pitfalls/step_end_hooks_ignored",
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -226,7 +226,7 @@ class LitModel(ProbeModel):
         deprecated_in=None,
         removed_in="2.0",
         replacement="Do the work at the end of ``validation_step``, or in ``on_validation_batch_end``.",
-        example=_CORE + "module_side_caching",
+        example="examples/pitfalls/step_end_hooks_ignored",
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -245,7 +245,7 @@ class LitModel(ProbeModel):
         deprecated_in=None,
         removed_in="2.0",
         replacement="Do the work at the end of ``test_step``, or in ``on_test_batch_end``.",
-        example=_CORE + "module_side_caching",
+        example="examples/pitfalls/step_end_hooks_ignored",
         run="test",
         source="""
 class LitModel(ProbeModel):
@@ -300,7 +300,7 @@ class MyCallback(Callback):
         deprecated_in="1.6",
         removed_in="1.8",
         replacement="Use the stage's own hook: ``on_train_epoch_end``, ``on_validation_epoch_end``, ...",
-        example=_CORE + "module_side_caching",
+        example="examples/caching/hook_order",
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -318,7 +318,7 @@ class LitModel(ProbeModel):
         deprecated_in="1.6",
         removed_in="1.8",
         replacement="Use the stage's own hook: ``on_train_epoch_end``, ``on_validation_epoch_end``, ...",
-        example=_CORE + "callback_side_caching",
+        example="examples/caching/hook_order",
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -336,7 +336,7 @@ class MyCallback(Callback):
         deprecated_in="1.6",
         removed_in="1.8",
         replacement=("Use the stage's own hook: ``on_train_epoch_start``, ``on_validation_epoch_start``, ..."),
-        example=_CORE + "module_side_caching",
+        example="examples/caching/hook_order",
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -354,7 +354,7 @@ class LitModel(ProbeModel):
         deprecated_in="1.6",
         removed_in="1.8",
         replacement=("Use the stage's own hook: ``on_train_epoch_start``, ``on_validation_epoch_start``, ..."),
-        example=_CORE + "callback_side_caching",
+        example="examples/caching/hook_order",
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -375,7 +375,7 @@ class MyCallback(Callback):
             "Rename to ``on_train_batch_start`` and accept ``batch, batch_idx``: "
             "the old hook ran for training batches only."
         ),
-        example=_CORE + "callback_side_caching",
+        example="examples/caching/hook_order",
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -396,7 +396,7 @@ class MyCallback(Callback):
             "Rename to ``on_train_batch_end`` and accept ``outputs, batch, batch_idx``: "
             "the old hook ran for training batches only."
         ),
-        example=_CORE + "callback_side_caching",
+        example="examples/caching/hook_order",
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -452,7 +452,7 @@ class MyCallback(Callback):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example=_CORE + "module_side_caching",
+        example="examples/pitfalls/multiple_val_dataloaders",
         run="validate",
         source="""
 class LitModel(ProbeModel):
@@ -472,7 +472,7 @@ class LitModel(ProbeModel):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example=_CORE + "callback_side_caching",
+        example="examples/pitfalls/multiple_val_dataloaders",
         run="validate",
         source="""
 class MyCallback(Callback):
@@ -492,7 +492,7 @@ class MyCallback(Callback):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example=_CORE + "module_side_caching",
+        example="examples/pitfalls/multiple_val_dataloaders",
         run="test",
         source="""
 class LitModel(ProbeModel):
@@ -512,7 +512,7 @@ class LitModel(ProbeModel):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example=_CORE + "callback_side_caching",
+        example="examples/pitfalls/multiple_val_dataloaders",
         run="test",
         source="""
 class MyCallback(Callback):
@@ -532,7 +532,7 @@ class MyCallback(Callback):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example=_CORE + "module_side_caching",
+        example="examples/pitfalls/multiple_val_dataloaders",
         run="predict",
         source="""
 class LitModel(ProbeModel):
@@ -552,7 +552,7 @@ class LitModel(ProbeModel):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example=_CORE + "callback_side_caching",
+        example="examples/pitfalls/multiple_val_dataloaders",
         run="predict",
         source="""
 class MyCallback(Callback):
