@@ -16,6 +16,9 @@ sys.path.insert(0, str(ROOT / "src"))  # the registry of old patterns, shared wi
 
 #: CI (and anyone who sets CI=true) re-executes every example, never reusing a cached result.
 FORCE_EXECUTION = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+# The examples train toy models: one intra-op thread per process is faster than two threads contending
+# for two cores with Sphinx, the probes and the notebook kernel (measured: benchmarks/build_speed.py).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 project = "Lightning epoch-end migration guide"
 author = "The migration guide authors"
@@ -28,6 +31,7 @@ extensions = [
     "sphinx_design",
     "sphinx_copybutton",
     "probe_records",
+    "nb_prefetch",
 ]
 
 root_doc = "index"
@@ -46,8 +50,8 @@ sphinx_gallery_conf = {
     # An example that raises fails the build (after all examples ran, so every failure is reported).
     "only_warn_on_example_error": False,
     "abort_on_example_error": False,
-    # sphinx-gallery re-runs only examples whose own file changed; CI re-runs all of them.
-    "run_stale_examples": FORCE_EXECUTION,
+    # sphinx-gallery re-runs only examples whose own file changed; CI re-runs all of them (see setup below).
+    "run_stale_examples": False,
     "download_all_examples": False,
     "remove_config_comments": True,
     "within_subsection_order": "FileNameSortKey",
@@ -58,7 +62,9 @@ sphinx_gallery_conf = {
 }
 
 # -- MyST notebooks (myst-nb): executed at every read, and an error is an error ------------------
-nb_execution_mode = "force"
+# nb_prefetch (docs/_ext) executes every notebook the build will read -- all of them in CI -- beside the
+# examples, into the jupyter-cache that "cache" mode reads: same executions as "force", on the second core.
+nb_execution_mode = "cache"
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_execution_timeout = 600
@@ -75,3 +81,15 @@ pygments_dark_style = "monokai"
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
 copybutton_exclude = ".linenos, .gp, .go"
+
+
+def _force_gallery_execution(app):
+    app.config.sphinx_gallery_conf["run_stale_examples"] = True
+
+
+def setup(app):
+    """CI re-runs every example. The switch is made at builder-inited, after the HTML builder hashed the
+    configuration: a CI build and a local build then share one configuration hash, so a local rebuild after
+    a CI build in the same build directory does not rewrite every page."""
+    if FORCE_EXECUTION:  # before sphinx-gallery's own builder-inited handler (priority 500) runs the examples
+        app.connect("builder-inited", _force_gallery_execution, priority=100)
