@@ -150,7 +150,7 @@ def main() -> int:
     edit, edit_cpu, output = timed(sphinx_command(args.sphinx_args), tree, base_env, "rebuild after an edit")
     after = md5_stamps(tree)
     rerun = sorted(name for name, stamp in after.items() if before.get(name) != stamp)
-    summary = re.search(r"executed \d+ out of \d+ files", output)
+    summary = re.search(r"executed \d+ out of \d+ files?", output)
     print(f"  edited {edited.relative_to(tree)}: rebuild {edit:6.1f} s wall {edit_cpu:6.1f} s CPU, re-ran {rerun}")
     print(f"    sphinx-gallery: {summary.group(0) if summary else '?'}")
     print(f"end: {load()}")

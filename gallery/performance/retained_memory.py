@@ -184,6 +184,13 @@ APPROACHES = {
     "torchmetrics MeanMetric": MetricMean,
 }
 SHAPES = {"loss only": False, "loss + logits": True}
+#: Line styles: equal curves (the scalar caches, and in the loss-only model the old contract) stay visible.
+STYLES = {
+    "old contract (1.x outputs)": {"marker": "o", "markersize": 9, "linewidth": 3},
+    "module-side cache": {"marker": "s", "markersize": 6, "linestyle": "--"},
+    "callback-side cache": {"marker": "^", "markersize": 4, "linestyle": ":"},
+    "torchmetrics MeanMetric": {"marker": "D", "markersize": 4},
+}
 
 # %%
 # Real epochs with a Trainer
@@ -321,11 +328,11 @@ for (shape, name), measured in direct.items():
 figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True, layout="constrained")
 for ax, shape in zip(axes, SHAPES, strict=True):
     for name in APPROACHES:
-        ax.loglog(CHECKPOINTS, [direct[shape, name][n][0] for n in CHECKPOINTS], marker="o", label=name)
+        ax.loglog(CHECKPOINTS, [direct[shape, name][n][0] for n in CHECKPOINTS], label=name, **STYLES[name])
     ax.set(title=f"training_step returns {shape}", xlabel="steps in the epoch")
     ax.grid(True, which="major", alpha=0.3)
 axes[0].set_ylabel("tensor bytes retained at epoch end")
-axes[1].legend()
+figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=4)
 plt.show()
 
 # %%
@@ -376,7 +383,7 @@ rss_per_step = {name: measured[CHECKPOINTS[-1]][1] / CHECKPOINTS[-1] for name, m
 
 figure, ax = plt.subplots(figsize=(6, 4.2), layout="constrained")
 for name, measured in rss.items():
-    ax.semilogx(CHECKPOINTS, [measured[n][1] / 2**20 for n in CHECKPOINTS], marker="o", label=name)
+    ax.semilogx(CHECKPOINTS, [measured[n][1] / 2**20 for n in CHECKPOINTS], label=name, **STYLES[name])
 ax.set(title="training_step returns loss + logits", xlabel="steps in the epoch", ylabel="process RSS growth (MB)")
 ax.grid(True, alpha=0.3)
 ax.legend()
