@@ -87,9 +87,25 @@ def _force_gallery_execution(app):
     app.config.sphinx_gallery_conf["run_stale_examples"] = True
 
 
+def _hold_matplotlib(app, config):
+    if "matplotlib" not in sys.modules:
+        sys.modules["matplotlib"] = None  # `import matplotlib` raises ImportError, which sphinx-gallery ignores
+
+
+def _release_matplotlib(app, config):
+    if "matplotlib" in sys.modules and sys.modules["matplotlib"] is None:
+        del sys.modules["matplotlib"]
+
+
 def setup(app):
     """CI re-runs every example. The switch is made at builder-inited, after the HTML builder hashed the
     configuration: a CI build and a local build then share one configuration hash, so a local rebuild after
-    a CI build in the same build directory does not rewrite every page."""
+    a CI build in the same build directory does not rewrite every page.
+
+    sphinx-gallery imports matplotlib.pyplot while filling its defaults (config-inited, priority 10) at every
+    Sphinx start, whether or not an example will run; its ``reset_modules`` imports it again, on Agg, before
+    each example it runs. Holding the import back around that handler saves a no-op rebuild that import."""
     if FORCE_EXECUTION:  # before sphinx-gallery's own builder-inited handler (priority 500) runs the examples
         app.connect("builder-inited", _force_gallery_execution, priority=100)
+    app.connect("config-inited", _hold_matplotlib, priority=9)
+    app.connect("config-inited", _release_matplotlib, priority=11)
