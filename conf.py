@@ -18,6 +18,9 @@ sys.path.insert(0, str(ROOT / "src"))  # the registry of old patterns, shared wi
 
 #: CI (and anyone who sets CI=true) re-executes every example, never reusing a cached result.
 FORCE_EXECUTION = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+# The examples train toy models: one intra-op thread per process is faster than two threads contending
+# for two cores with Sphinx, the probes and the notebook kernel (measured: benchmarks/build_speed.py).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 project = "Lightning epoch-end migration guide"
 author = "The migration guide authors"
@@ -37,6 +40,7 @@ extensions = [
     "sphinxext.opengraph",
     "compat_table",
     "checker_rules",
+    "nb_prefetch",
 ]
 
 root_doc = "index"
@@ -59,8 +63,8 @@ sphinx_gallery_conf = {
     # An example that raises fails the build (after all examples ran, so every failure is reported).
     "only_warn_on_example_error": False,
     "abort_on_example_error": False,
-    # sphinx-gallery re-runs only examples whose own file changed; CI re-runs all of them.
-    "run_stale_examples": FORCE_EXECUTION,
+    # sphinx-gallery re-runs only examples whose own file changed; CI re-runs all of them (see setup below).
+    "run_stale_examples": False,
     "download_all_examples": False,
     "remove_config_comments": True,
     # Sections in reading order: the core pattern, each stage, then the pitfalls, caching, DDP and cost.
@@ -75,7 +79,9 @@ sphinx_gallery_conf = {
 }
 
 # -- MyST notebooks (myst-nb): executed at every read, and an error is an error ------------------
-nb_execution_mode = "force"
+# nb_prefetch (docs/_ext) executes every notebook the build will read -- all of them in CI -- beside the
+# examples, into the jupyter-cache that "cache" mode reads: same executions as "force", on the second core.
+nb_execution_mode = "cache"
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_execution_timeout = 600
@@ -116,3 +122,31 @@ notfound_context = {
 ogp_site_url = SITE_URL
 ogp_social_cards = {"enable": False}
 ogp_description_length = 200
+
+
+def _force_gallery_execution(app):
+    app.config.sphinx_gallery_conf["run_stale_examples"] = True
+
+
+def _hold_matplotlib(app, config):
+    if "matplotlib" not in sys.modules:
+        sys.modules["matplotlib"] = None  # `import matplotlib` raises ImportError, which sphinx-gallery ignores
+
+
+def _release_matplotlib(app, config):
+    if "matplotlib" in sys.modules and sys.modules["matplotlib"] is None:
+        del sys.modules["matplotlib"]
+
+
+def setup(app):
+    """CI re-runs every example. The switch is made at builder-inited, after the HTML builder hashed the
+    configuration: a CI build and a local build then share one configuration hash, so a local rebuild after
+    a CI build in the same build directory does not rewrite every page.
+
+    sphinx-gallery imports matplotlib.pyplot while filling its defaults (config-inited, priority 10) at every
+    Sphinx start, whether or not an example will run; its ``reset_modules`` imports it again, on Agg, before
+    each example it runs. Holding the import back around that handler saves a no-op rebuild that import."""
+    if FORCE_EXECUTION:  # before sphinx-gallery's own builder-inited handler (priority 500) runs the examples
+        app.connect("builder-inited", _force_gallery_execution, priority=100)
+    app.connect("config-inited", _hold_matplotlib, priority=9)
+    app.connect("config-inited", _release_matplotlib, priority=11)

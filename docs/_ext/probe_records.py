@@ -6,7 +6,11 @@ with :func:`records`; nothing on the site states Lightning's behaviour without g
 
 The result is reused by later builds in the same build directory only when nothing it depends on changed (the
 registry, the probes, the installed Lightning and torch) and the build is not a CI build (``CI=true`` always
-re-runs the probes).
+re-runs the probes: in CI they count as executing examples).
+
+The probe process starts at ``builder-inited`` before sphinx-gallery executes the examples in the Sphinx process
+and is waited for at ``env-before-read-docs``, so on a multi-core machine the two run side by side instead of one
+after the other (the probes' own Lightning import alone is seconds of CPU).
 """
 
 from __future__ import annotations
@@ -48,23 +52,33 @@ def cache_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def run_probes(output: Path) -> None:
-    """Run every probe in a subprocess and write its JSON to ``output``.
+def start_probes(output: Path) -> subprocess.Popen:
+    """Start running every probe in a subprocess that writes its JSON to ``output``; :func:`finish_probes` waits."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+    return subprocess.Popen(
+        [sys.executable, "-m", "lightning_migrate.probes", "--output", str(output)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+
+
+def finish_probes(proc: subprocess.Popen) -> None:
+    """Wait for the probe process started by :func:`start_probes`.
 
     Raises:
         ExtensionError: the probe process failed; the message carries the end of its output.
     """
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
-    proc = subprocess.run(
-        [sys.executable, "-m", "lightning_migrate.probes", "--output", str(output)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    out, _ = proc.communicate()
     if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
+        tail = "\n".join(out.splitlines()[-30:])
         raise ExtensionError(f"the Lightning probes failed (src/lightning_migrate/probes.py):\n{tail}")
+
+
+def run_probes(output: Path) -> None:
+    """Run every probe in a subprocess and write its JSON to ``output`` (:func:`start_probes`, then wait)."""
+    finish_probes(start_probes(output))
 
 
 def _on_builder_inited(app: Sphinx) -> None:
@@ -72,8 +86,15 @@ def _on_builder_inited(app: Sphinx) -> None:
     force = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
     if force or not output.exists():
         logger.info("running the Lightning probes (src/lightning_migrate/probes.py) ...")
-        run_probes(output)
+        app._probe_process = start_probes(output)  # type: ignore[attr-defined]
     app.env.probe_records_path = str(output)  # type: ignore[attr-defined]
+
+
+def _on_env_before_read_docs(app: Sphinx, env: Any, docnames: list[str]) -> None:
+    proc = getattr(app, "_probe_process", None)
+    if proc is not None:
+        app._probe_process = None  # type: ignore[attr-defined]
+        finish_probes(proc)
 
 
 def records(app: Sphinx) -> dict[str, Any]:
@@ -82,6 +103,7 @@ def records(app: Sphinx) -> dict[str, Any]:
     Raises:
         ExtensionError: the probes have not run in this build (the extension is not enabled).
     """
+    _on_env_before_read_docs(app, app.env, [])  # the probe process, if still running, must have finished
     path = getattr(app.env, "probe_records_path", None)
     if path is None:
         raise ExtensionError("probe_records is not enabled in conf.py")
@@ -101,5 +123,7 @@ def record(app: Sphinx, pattern_id: str) -> dict[str, Any]:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.connect("builder-inited", _on_builder_inited)
+    # Before sphinx-gallery's builder-inited handler (priority 500) executes the examples: both run at once.
+    app.connect("builder-inited", _on_builder_inited, priority=400)
+    app.connect("env-before-read-docs", _on_env_before_read_docs)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,44 @@
+"""The memory page and the scaling note on the built site: plots drawn, figures printed, note linked."""
+
+from __future__ import annotations
+
+import html
+import re
+import struct
+
+from test_site import script_outputs
+
+PAGE = "examples/performance/retained_memory"
+OLD = "old contract (1.x outputs)"
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height of a PNG from its IHDR chunk; fails the test on anything that is not a PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_memory_page_shows_its_plots(site):
+    page = site.page(PAGE)
+    images = re.findall(r'<img[^>]+src="([^"]*sphx_glr_retained_memory_\d{3}\.png)"', page)
+    assert len(set(images)) == 2, images  # retained bytes; process RSS
+    for src in set(images):
+        width, height = png_size((site.outdir / "examples" / "performance" / src).resolve().read_bytes())
+        assert width >= 400 and height >= 200
+
+
+def test_memory_page_prints_the_measured_table_and_the_1m_step_computation(site):
+    outputs = "\n".join(script_outputs(site.page(PAGE)))
+    rows = dict(re.findall(r"^loss \+ logits\s+(old contract \(1\.x outputs\)|callback-side cache)\s+([\d,\s]+)bytes$",
+                           outputs, flags=re.M))  # fmt: skip
+    old, callback = ([int(n.replace(",", "")) for n in rows[key].split()] for key in (OLD, "callback-side cache"))
+    assert len(old) == len(callback) == 5
+    assert all(o >= 100 * c for o, c in zip(old[2:], callback[2:], strict=True))  # >= 1,000 steps
+    assert re.search(r"old contract: 1,000,000 x \(4 \+ 4 x 256 x 1000\) bytes = [\d,]+ GB", outputs)
+
+
+def test_scaling_note_points_to_the_measurements(site):
+    page = site.page("explanation/retained-memory")
+    assert 'href="../examples/performance/retained_memory.html"' in page
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "A 1M-step epoch on a large model" in text
