@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from conftest import ROOT, copy_tree, sphinx_build
+from conftest import ROOT
 from test_site import script_outputs
 
 #: A printed error or warning line, as the symptom index defines it (independent copy of its rule).
@@ -148,16 +148,3 @@ def test_symptom_index_links_resolve(site):
     assert hrefs
     for href in hrefs:
         assert (page_dir / href.split("#")[0]).resolve().is_file(), href
-
-
-def test_symptom_index_fails_the_build_on_a_missing_page(tmp_path):
-    tree = copy_tree(tmp_path / "tree")
-    registry_path = tree / "src" / "lightning_migrate" / "registry.py"
-    source = registry_path.read_text(encoding="utf-8")
-    broken = source.replace('example=_CORE + "module_side_caching"', 'example="examples/core/no_such_page"', 1)
-    assert broken != source
-    registry_path.write_text(broken, encoding="utf-8")
-    build = sphinx_build(tree, "html", "-D", "sphinx_gallery_conf.filename_pattern=^$")
-    assert build.returncode != 0
-    assert "symptom index links to pages that are not in the build" in build.output
-    assert "examples/core/no_such_page" in build.output

@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 PACKAGE = SRC / "lightning_migrate"
+REGISTRY_FILE = Path("src") / "lightning_migrate" / "registry.py"
 
 
 def _installed(name: str) -> str:
@@ -95,6 +96,24 @@ def _on_env_before_read_docs(app: Sphinx, env: Any, docnames: list[str]) -> None
     if proc is not None:
         app._probe_process = None  # type: ignore[attr-defined]
         finish_probes(proc)
+    check_example_links(env.found_docs)
+
+
+def check_example_links(found_docs: set[str]) -> None:
+    """Every registry pattern links an example page of this site: the reference table, the symptom index and the
+    checker's findings send readers there.
+
+    Raises:
+        ExtensionError: naming each pattern whose ``example`` is not a document of the site, and registry.py.
+    """
+    from lightning_migrate import registry
+
+    broken = [f"  {p.id}: {p.example!r}" for p in registry.PATTERNS if p.example not in found_docs]
+    if broken:
+        raise ExtensionError(
+            "these old patterns link an example that is not a document of this site "
+            f"(fix `example` in {REGISTRY_FILE}):\n" + "\n".join(broken)
+        )
 
 
 def records(app: Sphinx) -> dict[str, Any]:

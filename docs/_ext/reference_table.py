@@ -11,8 +11,8 @@ Usage (in a reST page)::
     .. old-hooks-table::
 
 Each row has the pattern id as its HTML anchor (``reference/hooks.html#<id>``) and as a label
-``old-hook-<id>`` for ``:ref:`` from other pages. A row whose example docname is not a document of the site
-stops the build with an :class:`~sphinx.errors.ExtensionError` naming the pattern, the example and the registry.
+``old-hook-<id>`` for ``:ref:`` from other pages. Every row links its pattern's example page: ``probe_records``
+stops the build, naming the pattern and the registry, when one is not a document of the site.
 """
 
 from __future__ import annotations
@@ -150,12 +150,7 @@ class OldHooksTable(SphinxDirective):
         return row
 
     def _pattern_row(self, pattern: registry.OldPattern) -> nodes.row:
-        example = pattern.example
-        if example not in self.env.found_docs:
-            raise ExtensionError(
-                f"{self.get_location()}: old-hooks-table: pattern {pattern.id!r} links the example {example!r}, "
-                f"which is not a document of this site (fix its `example` in {REGISTRY_FILE})"
-            )
+        example = pattern.example  # probe_records checked that it is a document of this site
         # The old shape: an anchor + label, the owner and the signature.
         target = nodes.target("", "", ids=[pattern.id], names=[f"old-hook-{pattern.id}"])
         self.state.document.note_explicit_target(target)
