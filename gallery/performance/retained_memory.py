@@ -33,7 +33,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-print(f"Lightning {lightning.__version__}, torchmetrics {torchmetrics.__version__}, torch {torch.__version__}")
+print(f"Lightning {lightning.__version__}")
+print(f"torchmetrics {torchmetrics.__version__}, torch {torch.__version__}")
 
 FEATURES, CLASSES, BATCH = 32, 10, 64
 
