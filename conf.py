@@ -74,6 +74,8 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
+    # matplotlib's own reset, then keep gc.collect() (run before every example) off Sphinx's and torch's objects.
+    "reset_modules": ("matplotlib", "gallery_gc.freeze_build_objects"),
     "capture_repr": (),
     "show_signature": False,
 }
