@@ -121,8 +121,13 @@ def _check_chunk(paths, fix, rewrite_caching, select):
 
 
 def run_checks(files, project, *, fix=False, rewrite_caching=False, select=None, jobs=None) -> list[FileReport]:
-    """Check ``files`` in ``jobs`` processes (default: one per core; 1: in this process); reports in file order."""
-    jobs = jobs or os.cpu_count() or 1
+    """Check ``files`` in ``jobs`` processes (default and at most: one per core; 1: in this process).
+
+    Reports come back in file order.
+    """
+    cores = os.cpu_count() or 1
+    # More workers than cores only adds processes (and memory): never start more than one per core or per chunk.
+    jobs = max(1, min(jobs or cores, cores, -(-len(files) // CHUNK)))
     if jobs == 1 or len(files) < 2 * CHUNK:
         _init_worker(project)
         return [check_file(path, fix, rewrite_caching, select) for path in files]
@@ -176,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also rewrite validation/test_epoch_end to module-side caching where provably equivalent",
     )
     parser.add_argument("--select", help="comma-separated rule codes to run (default: all)")
-    parser.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: one per core)")
+    parser.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (at most one per core)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no summary line")
     parser.add_argument("--list-rules", action="store_true", help="print the rules and exit")
     return parser
