@@ -269,3 +269,56 @@ def test_subclass_cycle_does_not_hang(tmp_path, capsys):
     )
     code, lines, _ = run([tmp_path], capsys)
     assert code == 0 and lines == []
+
+
+CALLED_ELSEWHERE = """\
+import lightning.pytorch as pl
+
+
+class M(pl.LightningModule):
+    def test_epoch_end(self, outputs):
+        self.done = True
+
+    def on_train_end(self):
+        self.test_epoch_end(None)
+"""
+
+
+def test_a_hook_called_by_name_is_not_renamed_safely(tmp_path, capsys):
+    path = tmp_path / "m.py"
+    path.write_text(CALLED_ELSEWHERE, encoding="utf-8")
+    assert main(["--fix", str(path)]) == 1
+    fixed = path.read_text(encoding="utf-8")
+    # Renaming would leave `self.test_epoch_end(None)` calling nothing: only the marker comment is added.
+    assert "def test_epoch_end(self, outputs):" in fixed
+    assert "# lightning-migrate: LM001 manual fix, `test_epoch_end` is called in this file" in fixed
+    assert "[safe fix]" not in capsys.readouterr().out
+
+
+def test_a_read_only_file_is_reported_and_left_unchanged(tmp_path, capsys):
+    path = tmp_path / "ro.py"
+    path.write_text(CALLED_ELSEWHERE.replace("self.test_epoch_end(None)", "pass"), encoding="utf-8")
+    before = path.read_bytes()
+    path.chmod(0o444)
+    assert main(["--fix", str(path)]) == 2
+    assert path.read_bytes() == before
+    assert "read-only" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX-only")
+def test_a_fifo_is_reported_not_read(tmp_path, capsys):
+    os.mkfifo(tmp_path / "pipe.py")
+    assert main([str(tmp_path)]) == 2
+    assert "pipe.py: cannot read: not a regular file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("jobs", ["-3", "0", "100000"])
+def test_any_job_count_runs_within_the_cores(tmp_path, jobs):
+    (tmp_path / "m.py").write_text(CALLED_ELSEWHERE, encoding="utf-8")
+    assert main(["--jobs", jobs, str(tmp_path)]) == 1
+
+
+def test_an_empty_select_is_a_usage_error(tmp_path, capsys):
+    (tmp_path / "m.py").write_text(CALLED_ELSEWHERE, encoding="utf-8")
+    assert main(["--select", ",", str(tmp_path)]) == 2
+    assert "--select names no rule" in capsys.readouterr().err

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import os
+import stat
 import sys
 import tempfile
 from collections import Counter
@@ -51,8 +53,12 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[str]]:
     def add(path: Path) -> None:
         try:
             real = path.resolve(strict=True)
+            regular = stat.S_ISREG(real.stat().st_mode)
         except (OSError, RuntimeError) as err:
             errors.append(f"{path}: cannot read: {err.strerror if isinstance(err, OSError) else err}")
+            return
+        if not regular:  # a FIFO or a device would block the read, or never end
+            errors.append(f"{path}: cannot read: not a regular file")
             return
         if real not in seen:
             seen.add(real)
@@ -142,6 +148,8 @@ def write_atomic(path: Path, data: bytes) -> None:
     """Replace ``path``'s content with ``data`` atomically (temporary file in the same folder, then rename),
     keeping its permission bits; a symlink is resolved so the link stays a link."""
     target = path.resolve()
+    if not target.stat().st_mode & 0o222:
+        raise PermissionError(errno.EACCES, "the file is read-only; not rewritten", str(path))
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -206,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     select = None
     if args.select:
         select = frozenset(code.strip().upper() for code in args.select.split(",") if code.strip())
+        if not select:
+            print("lightning-migrate: error: --select names no rule", file=sys.stderr)
+            return 2
         unknown = sorted(select - set(RULES))
         if unknown:
             print(f"lightning-migrate: error: unknown rule code(s): {', '.join(unknown)}", file=sys.stderr)

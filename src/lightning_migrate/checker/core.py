@@ -52,6 +52,8 @@ class Fix:
     apply: Callable[[cst.CSTNode], cst.CSTNode | cst.RemovalSentinel]
     on_class: bool = False
     description: str = ""
+    #: The edit renames, removes or narrows the method: code that calls it by name must change with it.
+    changes_callers: bool = True
 
 
 @dataclass
@@ -329,6 +331,9 @@ def check_source(
     collector = _Collector()
     wrapper.module.visit(collector)
 
+    # Names the file uses (calls, attribute reads): a method one of them names is not renamed or removed safely.
+    referenced = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    referenced |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     findings: list[Finding] = []
     func_fixes: dict[int, list[Fix]] = {}
     class_fixes: dict[int, list[Fix]] = {}
@@ -341,6 +346,14 @@ def check_source(
                 if select is not None and rule.code not in select:
                     continue
                 for finding in rule.check(ctx, func):
+                    if (
+                        finding.fix is not None
+                        and finding.fix.tier == SAFE
+                        and finding.fix.changes_callers
+                        and func.name.value in referenced
+                    ):
+                        what = f"`{func.name.value}` is called in this file: change its callers too"
+                        finding.fix = manual_fix(rule.code, what)
                     start = positions[func.name].start
                     finding.line, finding.col = start.line, start.column + 1
                     finding.confident = ctx.confident

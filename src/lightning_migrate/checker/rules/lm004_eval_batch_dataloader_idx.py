@@ -65,7 +65,7 @@ class LitModel(pl.LightningModule):
         pattern_id = _pattern(func.name.value, ctx.kind)
         name = params[index].name.value
         if len(params) == index + 1:
-            fix = Fix(SAFE, lambda node: _default_zero(node, index), description=f"{name}=0")
+            fix = Fix(SAFE, lambda node: _default_zero(node, index), description=f"{name}=0", changes_callers=False)
         else:
             fix = manual_fix(self.code, f"give {name} a default")
         yield Finding(self.code, removed(pattern_id), (pattern_id,), fix=fix)
