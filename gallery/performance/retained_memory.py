@@ -372,19 +372,19 @@ assert per_step["loss + logits", "old contract (1.x outputs)"] == logits_bytes +
 # %%
 # The same caches in process RSS
 # ------------------------------
-# RSS growth while each cache filled (MB). It is coarser than the byte count -- the allocator hands out
+# RSS growth while each cache filled (MiB, 2**20 bytes). It is coarser than the byte count -- the allocator hands out
 # memory in pages and reuses what earlier work freed -- but it counts what a cache really costs the process:
 # each cached scalar is a whole tensor object around its 4 bytes of data.
 rss = {name: direct["loss + logits", name] for name in APPROACHES}
 print(f"{'approach':<27}" + "".join(f"{n:>10,}" for n in CHECKPOINTS) + "   steps")
 for name, measured in rss.items():
-    print(f"{name:<27}" + "".join(f"{measured[n][1] / 2**20:>10.2f}" for n in CHECKPOINTS) + "   MB RSS growth")
+    print(f"{name:<27}" + "".join(f"{measured[n][1] / 2**20:>10.2f}" for n in CHECKPOINTS) + "   MiB RSS growth")
 rss_per_step = {name: measured[CHECKPOINTS[-1]][1] / CHECKPOINTS[-1] for name, measured in rss.items()}
 
 figure, ax = plt.subplots(figsize=(6, 4.2), layout="constrained")
 for name, measured in rss.items():
     ax.semilogx(CHECKPOINTS, [measured[n][1] / 2**20 for n in CHECKPOINTS], label=name, **STYLES[name])
-ax.set(title="training_step returns loss + logits", xlabel="steps in the epoch", ylabel="process RSS growth (MB)")
+ax.set(title="training_step returns loss + logits", xlabel="steps in the epoch", ylabel="process RSS growth (MiB)")
 ax.grid(True, alpha=0.3)
 ax.legend()
 plt.show()
@@ -420,7 +420,7 @@ print(
     f"{bytes_per_logit:.0f} x {BIG_BATCH} x {BIG_CLASSES}) bytes = {old_total / 1e9:,.0f} GB of tensor data"
 )
 print(
-    f"scalar cache: {STEPS:,} x {per_step['loss + logits', 'callback-side cache']:.0f} bytes = "
+    f"callback-side scalar cache: {STEPS:,} x {per_step['loss + logits', 'callback-side cache']:.0f} bytes = "
     f"{scalar_total / 1e6:.0f} MB of tensor data, about {scalar_rss / 1e6:.0f} MB of RSS at the measured overhead"
 )
 metric_bytes = direct["loss + logits", "torchmetrics MeanMetric"][CHECKPOINTS[-1]][0]
