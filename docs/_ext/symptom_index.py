@@ -51,7 +51,7 @@ class Symptom:
     Attributes:
         text: ``"ErrorType: message"`` exactly as printed or recorded.
         target: docname of the page with the fix (e.g. ``examples/core/module_side_caching``).
-        source: where the text was seen: ``"probe <pattern id>"`` or the generated page's path.
+        source: where this build saw the text, in words for the reader (the old signature it ran, or the example).
     """
 
     text: str
@@ -107,7 +107,7 @@ def ignored_hooks(app: Sphinx) -> list[Symptom]:
         if record["outcome"] == "ignored":
             pattern = registry.get(record["pattern"])
             text = f"{pattern.owner}.{pattern.old_signature} is never called"
-            found.append(Symptom(text, pattern.example, f"probe {pattern.id}"))
+            found.append(Symptom(text, pattern.example, "this build ran it: Lightning never called it"))
     return _unique(found)
 
 
@@ -122,21 +122,22 @@ def collect(app: Sphinx) -> tuple[list[Symptom], list[Symptom]]:
     probed: list[Symptom] = []
     for record in probe_records.records(app)["records"]:
         try:
-            target = registry.get(record["pattern"]).example
+            pattern = registry.get(record["pattern"])
         except KeyError as err:
             raise SymptomIndexError(f"symptom index: {err.args[0]}") from None
+        target, source = pattern.example, f"seen when this build ran {pattern.owner}.{pattern.old_signature}"
         texts = []
         if record.get("error_type"):
             texts.append(f"{record['error_type']}: {record['error_message']}")
         texts.extend(f"{w['category']}: {w['message']}" for w in record.get("warnings") or [])
-        probed.extend(Symptom(text, target, f"probe {record['pattern']}") for text in texts)
+        probed.extend(Symptom(text, target, source) for text in texts)
 
     printed: list[Symptom] = []
     srcdir = Path(app.srcdir)
     for page in gallery_pages(app):
         docname = page.relative_to(srcdir).with_suffix("").as_posix()
         for text in symptom_lines(page.read_text(encoding="utf-8")):
-            printed.append(Symptom(text, docname, page.relative_to(srcdir).as_posix()))
+            printed.append(Symptom(text, docname, "printed by that example in this build"))
     return _unique(probed), _unique(printed)
 
 
@@ -183,7 +184,7 @@ class SymptomIndexDirective(SphinxDirective):
             )
             xref += nodes.inline(text=symptom.target)
             para += xref
-            para += nodes.Text(f" (seen in {symptom.source})")
+            para += nodes.Text(f" ({symptom.source})")
             item += para
             listing += item
         if not symptoms:
