@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from lightning_migrate import registry
 from lightning_migrate.checker.core import (
     SAFE,
     ClassContext,
@@ -68,7 +69,14 @@ class LitModel(pl.LightningModule):
             fix = Fix(SAFE, lambda node: _default_zero(node, index), description=f"{name}=0", changes_callers=False)
         else:
             fix = manual_fix(self.code, f"give {name} a default")
-        yield Finding(self.code, removed(pattern_id), (pattern_id,), fix=fix)
+        message = removed(pattern_id)
+        if func.name.value.endswith("_start"):  # the registry records the `_end` hook; the rule covers both
+            pattern = registry.get(pattern_id)
+            message = (
+                f"`{func.name.value}` with a required `{name}` was removed in Lightning {pattern.removed_in}: "
+                f"give `{name}` a default (0), as for `{pattern.hook}`"
+            )
+        yield Finding(self.code, message, (pattern_id,), fix=fix)
 
 
 def _default_zero(func: cst.FunctionDef, index: int) -> cst.FunctionDef:
