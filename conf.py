@@ -8,7 +8,6 @@ Sphinx start stays fast; the examples import what they need when they run.
 
 import os
 import sys
-import warnings
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -29,6 +28,7 @@ copyright = "2026, the migration guide authors"
 extensions = [
     "sphinx.ext.doctest",
     "sphinx_gallery.gen_gallery",
+    "example_workers",  # right after sphinx-gallery: starts the preloaded forkserver while Sphinx starts up
     "myst_nb",
     "sphinx_design",
     "sphinx_copybutton",
@@ -49,10 +49,6 @@ html_static_path = ["docs/_static"]
 # sphinx-gallery writes a notebook next to each generated page; they are downloads, not source pages.
 exclude_patterns = ["_build", "**.ipynb", "jupyter_execute", "examples/*.py"]
 
-# Lightning 2.6 calls a torch.utils._pytree API that torch 2.13 deprecates; the warning says nothing about this
-# guide's subject and would otherwise appear in the output of every example page.
-warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning)
-
 # -- Gallery: every script in gallery/ runs at every build ---------------------------------------
 sphinx_gallery_conf = {
     "examples_dirs": ["../gallery"],
@@ -66,6 +62,8 @@ sphinx_gallery_conf = {
     # sphinx-gallery re-runs only examples whose own file changed; CI re-runs all of them (see setup below).
     "run_stale_examples": False,
     "download_all_examples": False,
+    # No sg_execution_times pages: they are timings of one build, not guide content (and 8 more pages to write).
+    "write_computation_times": False,
     "remove_config_comments": True,
     # Sections in reading order: the core pattern, each stage, then the pitfalls, caching, DDP and cost.
     "subsection_order": [
@@ -74,8 +72,10 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
-    # matplotlib's own reset, then keep gc.collect() (run before every example) off Sphinx's and torch's objects.
-    "reset_modules": ("matplotlib", "gallery_gc.freeze_build_objects"),
+    # Examples run side by side in processes forked from one that imported Lightning (docs/_ext/example_workers.py,
+    # example_preload.py): two on this project's 2-core machine, up to four where there are more cores.
+    "parallel": max(2, min(4, len(os.sched_getaffinity(0)))),
+    "reset_modules": ("matplotlib",),
     "capture_repr": (),
     "show_signature": False,
 }

@@ -108,7 +108,8 @@ def _on_env_before_read_docs(app: Sphinx, env: Any, docnames: list[str]) -> None
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    # Before sphinx-gallery's builder-inited handler (priority 500) executes the examples.
-    app.connect("builder-inited", _on_builder_inited, priority=450)
+    # Before the probes (priority 400), whose start waits for the forkserver's imports, and before
+    # sphinx-gallery's builder-inited handler (priority 500) executes the examples: the kernel starts first.
+    app.connect("builder-inited", _on_builder_inited, priority=350)
     app.connect("env-before-read-docs", _on_env_before_read_docs)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

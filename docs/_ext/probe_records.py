@@ -1,29 +1,31 @@
 """Sphinx extension: run the registry's probes on the Lightning the build uses, once per build.
 
-At ``builder-inited`` this runs ``python -m lightning_migrate.probes`` in a fresh process (so Lightning is never
-imported into Sphinx itself) and keeps the JSON next to the build's doctrees. Other extensions read the records
-with :func:`records`; nothing on the site states Lightning's behaviour without going through them.
+At ``builder-inited`` this runs ``lightning_migrate.probes`` in a separate process (so Lightning is never
+imported into Sphinx itself, and no example has run in the process that probes it) and keeps the JSON next to
+the build's doctrees. Other extensions read the records with :func:`records`; nothing on the site states
+Lightning's behaviour without going through them.
 
 The result is reused by later builds in the same build directory only when nothing it depends on changed (the
 registry, the probes, the installed Lightning and torch) and the build is not a CI build (``CI=true`` always
 re-runs the probes: in CI they count as executing examples).
 
-The probe process starts at ``builder-inited`` before sphinx-gallery executes the examples in the Sphinx process
-and is waited for at ``env-before-read-docs``, so on a multi-core machine the two run side by side instead of one
-after the other (the probes' own Lightning import alone is seconds of CPU).
+The probe process starts at ``builder-inited`` before sphinx-gallery executes the examples and is waited for at
+``env-before-read-docs``, so on a multi-core machine the two run side by side instead of one after the other.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing.process
 import os
-import subprocess
 import sys
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from example_workers import forkserver_context, start_forkserver
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
@@ -53,32 +55,66 @@ def cache_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def start_probes(output: Path) -> subprocess.Popen:
-    """Start running every probe in a subprocess that writes its JSON to ``output``; :func:`finish_probes` waits."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
-    return subprocess.Popen(
-        [sys.executable, "-m", "lightning_migrate.probes", "--output", str(output)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
+def _probe_process_main(output: str, log: str) -> None:
+    """Body of the probe process: run every probe, its standard output and error going to the file ``log``.
+
+    It runs at a lower scheduling priority (``os.nice``): the examples come first, and the probes, needed only
+    when Sphinx starts reading pages, use what the examples leave of the machine's cores.
+    """
+    os.nice(10)
+    descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(descriptor, 1)
+    os.dup2(descriptor, 2)
+    from lightning_migrate import probes
+
+    code = probes.main(["--output", output])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    raise SystemExit(code)
+
+
+@dataclass
+class ProbeRun:
+    """A running probe process (:func:`start_probes`) and the file its output goes to."""
+
+    process: multiprocessing.process.BaseProcess
+    log: Path
+
+
+def start_probes(output: Path) -> ProbeRun:
+    """Start running every probe in a separate process that writes its JSON to ``output``.
+
+    The process is forked from the build's forkserver (``example_workers``), which has imported Lightning and
+    run nothing: each probe sees Lightning as a fresh process would, without paying for its import again.
+    :func:`finish_probes` waits for it.
+    """
+    start_forkserver()
+    log = output.with_suffix(".log")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    process = forkserver_context().Process(
+        target=_probe_process_main, args=(str(output), str(log)), name="lightning probes"
     )
+    process.start()
+    return ProbeRun(process, log)
 
 
-def finish_probes(proc: subprocess.Popen) -> None:
+def finish_probes(run: ProbeRun) -> None:
     """Wait for the probe process started by :func:`start_probes`.
 
     Raises:
         ExtensionError: the probe process failed; the message carries the end of its output.
     """
-    out, _ = proc.communicate()
-    if proc.returncode != 0:
-        tail = "\n".join(out.splitlines()[-30:])
-        raise ExtensionError(f"the Lightning probes failed (src/lightning_migrate/probes.py):\n{tail}")
+    run.process.join()
+    if run.process.exitcode != 0:
+        text = run.log.read_text(encoding="utf-8", errors="replace") if run.log.exists() else ""
+        tail = "\n".join(text.splitlines()[-30:])
+        raise ExtensionError(
+            f"the Lightning probes failed (src/lightning_migrate/probes.py, exit code {run.process.exitcode}):\n{tail}"
+        )
 
 
 def run_probes(output: Path) -> None:
-    """Run every probe in a subprocess and write its JSON to ``output`` (:func:`start_probes`, then wait)."""
+    """Run every probe in a separate process and write its JSON to ``output`` (:func:`start_probes`, then wait)."""
     finish_probes(start_probes(output))
 
 
