@@ -13,8 +13,8 @@ nox.options.sessions = ["lint", "doctest", "tests", "legacy", "matrix"]
 nox.options.error_on_missing_interpreters = True
 
 PYTHON = "3.11"
-# -T: a failing MyST notebook shows its failing cell, not only its path
-SPHINX = ("sphinx-build", "-T", "-W", "--keep-going", "-c", ".")
+# -T: a failing MyST notebook shows its failing cell, not only its path; -j auto: read and write pages on every core
+SPHINX = ("sphinx-build", "-T", "-W", "--keep-going", "-j", "auto", "-c", ".")
 
 
 def install_build(session):

@@ -87,7 +87,7 @@ def timed(command: list[str], cwd: Path, env: dict[str, str], label: str) -> tup
 
 
 def sphinx_command(extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "sphinx", "-T", "-W", "--keep-going", "-c", ".", "-b", "html", "docs",
+    return [sys.executable, "-m", "sphinx", "-T", "-W", "--keep-going", "-j", "auto", "-c", ".", "-b", "html", "docs",
             "_build/html", *extra]  # fmt: skip
 
 

@@ -65,7 +65,7 @@ def sphinx_build(tree: Path, builder: str = "html", *args: str) -> Build:
     """Build ``tree``'s site with ``builder``; return the :class:`Build` (never raises on a failed build)."""
     outdir = tree / "_build" / builder
     env = dict(os.environ, CI="true", PYTHONHASHSEED="0")
-    command = [sys.executable, "-m", "sphinx", "-T", "-W", "--keep-going", "-b", builder, "-c", "."]
+    command = [sys.executable, "-m", "sphinx", "-T", "-W", "--keep-going", "-j", "auto", "-b", builder, "-c", "."]
     proc = subprocess.run(
         [*command, "docs", str(outdir), *args],
         cwd=tree,
