@@ -12,8 +12,9 @@ lands on this page and from there on the example that fixes it:
   the example that printed it.
 
 Nothing here is typed by hand: every text comes from a run of this build. sphinx-gallery executes the examples
-at ``builder-inited``, before any page is read, so the generated pages exist when the directive runs; the
-pages holding the directive are re-read at every build (``env-get-outdated``) so they never show stale output.
+at ``builder-inited``, before any page is read, so the generated pages exist when the directive runs. A page
+holding the directive depends on every generated example page and on the probe records file
+(``env.note_dependency``): Sphinx re-reads it whenever one of them was rewritten, and only then.
 
 A link to a page that does not exist fails the build: the directive raises :class:`SymptomIndexError` when a
 target is not a source page of the build, and ``build-finished`` raises it when a linked HTML file was not
@@ -155,6 +156,7 @@ class SymptomIndexDirective(SphinxDirective):
         ignored = ignored_hooks(self.env.app)
         for page in gallery_pages(self.env.app):
             self.env.note_dependency(str(page))
+        self.env.note_dependency(self.env.probe_records_path)  # type: ignore[attr-defined]
         missing = [s for s in probed + printed + ignored if s.target not in self.env.found_docs]
         if missing:
             listing = "\n".join(f"  {s.target} (from {s.source}): {s.text[:80]}" for s in missing)
@@ -210,11 +212,6 @@ def _merge(app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
     env.symptom_index_targets.update(getattr(other, "symptom_index_targets", {}))
 
 
-def _always_reread(app: Sphinx, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
-    """Re-read the index pages at every build: the examples' output and the probe records may have changed."""
-    return sorted(getattr(env, "symptom_index_docs", set()) - removed)
-
-
 def _check_built(app: Sphinx, exception: BaseException | None) -> None:
     """Fail the build when a linked page has no HTML file (html builders only)."""
     if exception is not None or app.builder.format != "html":
@@ -233,6 +230,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("env-before-read-docs", _init_env)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
-    app.connect("env-get-outdated", _always_reread)
     app.connect("build-finished", _check_built)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}
