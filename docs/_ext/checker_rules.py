@@ -20,6 +20,7 @@ not 1 then 0, or when the example still has findings after ``--fix``: the page c
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import shlex
@@ -237,9 +238,27 @@ class CheckerCommand(SphinxDirective):
         return [block]
 
 
+def _checker_sources_key() -> str:
+    """Hash of the checker's sources: the rule pages' text depends on nothing else."""
+    digest = hashlib.sha256()
+    for path in sorted((SRC / "lightning_migrate" / "checker").rglob("*.py")):
+        digest.update(path.relative_to(SRC).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def _write_pages(app: Sphinx) -> None:
-    """Write one ``checker/rules/<CODE>.rst`` per rule (only when its text changed) and drop stale ones."""
+    """Write one ``checker/rules/<CODE>.rst`` per rule (only when its text changed) and drop stale ones.
+
+    A stamp file beside the pages records the hash of the checker's sources they were written from and their
+    names; while it matches and every page exists, the pages are current and the checker (and libcst) is not
+    even imported.
+    """
     folder = Path(app.srcdir) / RULES_DIR
+    stamp, key = folder / ".sources-sha256", _checker_sources_key()
+    if stamp.is_file():
+        recorded_key, *names = stamp.read_text(encoding="utf-8").split()
+        if recorded_key == key and all((folder / name).is_file() for name in names):
+            return
     folder.mkdir(parents=True, exist_ok=True)
     wanted = {}
     for rule in _rules().values():
@@ -255,6 +274,7 @@ def _write_pages(app: Sphinx) -> None:
     for path in folder.glob("*.rst"):
         if path.name not in wanted:
             path.unlink()
+    stamp.write_text("\n".join([key, *wanted]) + "\n", encoding="utf-8")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
