@@ -72,9 +72,6 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
-    # Examples run side by side in processes forked from one that imported Lightning (docs/_ext/example_workers.py,
-    # example_preload.py): two on this project's 2-core machine, up to four where there are more cores.
-    "parallel": max(2, min(4, len(os.sched_getaffinity(0)))),
     "reset_modules": ("matplotlib",),
     "capture_repr": (),
     "show_signature": False,
@@ -124,6 +121,12 @@ notfound_context = {
 ogp_site_url = SITE_URL
 ogp_social_cards = {"enable": False}
 ogp_description_length = 200
+
+
+# Examples of a section run side by side in processes forked from one that imported Lightning once
+# (docs/_ext/example_workers.py turns sphinx-gallery's `parallel` on when examples run): two on this project's
+# 2-core machine, up to four where there are more cores.
+example_processes = max(2, min(4, len(os.sched_getaffinity(0))))
 
 
 def _force_gallery_execution(app):

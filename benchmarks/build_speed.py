@@ -23,6 +23,7 @@ or the edit re-ran the wrong examples -- speed is reported, never a reason to fa
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import re
 import resource
@@ -72,14 +73,38 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(command: list[str], cwd: Path, env: dict[str, str], label: str) -> tuple[float, float, str]:
-    """Run ``command``; return (wall seconds, CPU seconds of it and its children, combined output).
+def adopt_orphans() -> None:
+    """Make this process the reaper of its orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``).
 
+    A build leaves processes whose parent exits before them (the forkserver, loky's and multiprocessing's
+    resource trackers). Adopted and reaped here (:func:`reap_orphans`), their CPU time is counted by
+    :func:`children_cpu` like the rest of the build's.
+    """
+    pr_set_child_subreaper = 36  # <linux/prctl.h>
+    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0) != 0:
+        sys.exit(f"prctl(PR_SET_CHILD_SUBREAPER) failed: {os.strerror(ctypes.get_errno())}")
+
+
+def reap_orphans() -> None:
+    """Wait for every remaining descendant adopted by :func:`adopt_orphans`."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str], label: str) -> tuple[float, float, str]:
+    """Run ``command``; return (wall seconds, CPU seconds of it and all its descendants, combined output).
+
+    The wall time ends when ``command`` exits; the CPU time also counts descendants that outlive it.
     Exits with the tail of the output if the command fails.
     """
     cpu, start = children_cpu(), time.perf_counter()
     proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    seconds, cpu = time.perf_counter() - start, children_cpu() - cpu
+    seconds = time.perf_counter() - start
+    reap_orphans()
+    cpu = children_cpu() - cpu
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
         sys.exit(f"{label} failed (exit {proc.returncode}) in {cwd}:\n{tail}")
@@ -108,6 +133,7 @@ def main() -> int:
     parser.add_argument("sphinx_args", nargs="*", help="extra sphinx-build arguments (after --), e.g. -j 2")
     args = parser.parse_args()
 
+    adopt_orphans()
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="build-speed-"))
     workdir.mkdir(parents=True, exist_ok=True)
     # Both sides get the same environment; OMP_NUM_THREADS=1 is what conf.py sets for builds (unless set).

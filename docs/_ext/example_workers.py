@@ -85,13 +85,29 @@ def stale_examples(app: Sphinx) -> list[Path]:
     return stale
 
 
+def _choose_parallel(app: Sphinx) -> None:
+    """Turn sphinx-gallery's ``parallel`` on for this build only if it executes examples.
+
+    With ``parallel`` on, sphinx-gallery hands every example to the workers, including those it will not run,
+    so a no-op rebuild would start the forkserver for nothing. The switch is made at ``builder-inited``
+    (before sphinx-gallery's handler, priority 500), after Sphinx hashed the configuration: a build that runs
+    examples and one that does not share one configuration and never rewrite each other's pages.
+    """
+    stale = app._example_workers_stale  # type: ignore[attr-defined]
+    app.config.sphinx_gallery_conf["parallel"] = app.config.example_processes if stale else False
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     """Configure loky and the forkserver; start it now if this build will execute examples.
 
     Must come after ``sphinx_gallery.gen_gallery`` in ``extensions`` (it reads ``sphinx_gallery_conf``).
+    The configuration value ``example_processes`` is how many examples run at once.
     """
+    app.add_config_value("example_processes", 2, "", types=frozenset({int}))
     set_loky_start_method("forkserver", force=True)
     multiprocessing.set_forkserver_preload([PRELOAD])
-    if stale_examples(app):
+    app._example_workers_stale = stale_examples(app)  # type: ignore[attr-defined]
+    if app._example_workers_stale:  # type: ignore[attr-defined]
         start_forkserver()
+    app.connect("builder-inited", _choose_parallel, priority=200)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
