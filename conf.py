@@ -15,8 +15,10 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 sys.path.insert(0, str(ROOT / "src"))  # the registry of old patterns, shared with the probes and the checker
 
+from build_mode import forced_execution  # noqa: E402 - docs/_ext is on sys.path from here
+
 #: CI (and anyone who sets CI=true) re-executes every example, never reusing a cached result.
-FORCE_EXECUTION = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+FORCE_EXECUTION = forced_execution()
 # The examples train toy models: one intra-op thread per process is faster than two threads contending
 # for two cores with Sphinx, the probes and the notebook kernel (measured: benchmarks/build_speed.py).
 os.environ.setdefault("OMP_NUM_THREADS", "1")

@@ -130,7 +130,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2, help="plain/clean pairs to run (minimum is kept)")
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it (default: a temp dir)")
-    parser.add_argument("sphinx_args", nargs="*", help="extra sphinx-build arguments (after --), e.g. -j 2")
+    parser.add_argument("sphinx_args", nargs="*", help="extra sphinx-build arguments (after --), e.g. -j 1")
     args = parser.parse_args()
 
     adopt_orphans()

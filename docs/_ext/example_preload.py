@@ -8,8 +8,8 @@ once per process -- and with nothing run yet: no example has touched Lightning's
 Importing it also:
 
 - selects matplotlib's Agg backend (what sphinx-gallery uses for a build) before pyplot is imported;
-- ignores the one warning that says nothing about this guide (:data:`IGNORED_WARNINGS`), which would
-  otherwise appear in the output of every example page;
+- ignores the one warning that says nothing about this guide -- Lightning 2.6 calls a ``torch.utils._pytree``
+  API that torch 2.13 deprecates, on every fit -- which would otherwise appear in the output of every example;
 - collects once and moves every object that exists then into the permanent generation (``gc.freeze``,
   https://docs.python.org/3/library/gc.html#gc.freeze): sphinx-gallery calls ``gc.collect()`` before each
   example, and without the freeze each of those collections walks all of torch and Lightning again (a quarter
@@ -25,13 +25,8 @@ import warnings
 
 import matplotlib
 
-#: ``(message regex, category)`` pairs ignored in every example: Lightning 2.6 calls a ``torch.utils._pytree``
-#: API that torch 2.13 deprecates, on every fit.
-IGNORED_WARNINGS = ((r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning),)
-
 matplotlib.use("agg")
-for _message, _category in IGNORED_WARNINGS:
-    warnings.filterwarnings("ignore", message=_message, category=_category)
+warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning)
 
 import lightning.pytorch  # noqa: E402, F401 - imported by every example and by the probes
 import matplotlib.pyplot  # noqa: E402, F401

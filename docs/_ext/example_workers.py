@@ -26,11 +26,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from build_mode import forced_execution
 from joblib.externals.loky.backend.context import set_start_method as set_loky_start_method
 from sphinx.application import Sphinx
-from sphinx.util import logging
-
-logger = logging.getLogger(__name__)
 
 #: The module the forkserver imports before it forks a worker (``docs/_ext/example_preload.py``).
 PRELOAD = "example_preload"
@@ -70,7 +68,7 @@ def stale_examples(app: Sphinx) -> list[Path]:
     """
     from sphinx_gallery.utils import get_md5sum
 
-    force = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+    force = forced_execution()
     conf = app.config.sphinx_gallery_conf
     srcdir = Path(app.srcdir)
     stale = []

@@ -14,11 +14,11 @@ one, so a CI build executes every notebook afresh. A failed execution fails the 
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 from typing import Any
 
+from build_mode import forced_execution
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
@@ -86,7 +86,7 @@ def _on_builder_inited(app: Sphinx) -> None:
 
     create_myst_config(app)
     create_mystnb_config(app)
-    force = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+    force = forced_execution()
     errors: dict[str, str] = {}
     threads = []
     for path in _notebook_sources(app, force):

@@ -25,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from build_mode import forced_execution
 from example_workers import forkserver_context, start_forkserver
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
@@ -120,8 +121,7 @@ def run_probes(output: Path) -> None:
 
 def _on_builder_inited(app: Sphinx) -> None:
     output = Path(app.doctreedir) / f"probe-records-{cache_key()}.json"
-    force = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-    if force or not output.exists():
+    if forced_execution() or not output.exists():
         logger.info("running the Lightning probes (src/lightning_migrate/probes.py) ...")
         app._probe_process = start_probes(output)  # type: ignore[attr-defined]
     app.env.probe_records_path = str(output)  # type: ignore[attr-defined]
