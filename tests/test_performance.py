@@ -42,3 +42,35 @@ def test_scaling_note_points_to_the_measurements(site):
     assert 'href="../examples/performance/retained_memory.html"' in page
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     assert "A 1M-step epoch on a large model" in text
+
+
+TIME_PAGE = "examples/performance/time_per_epoch"
+APPROACHES = [OLD, "module-side cache", "callback-side cache", "torchmetrics MeanMetric"]
+
+
+def test_time_page_prints_one_ratio_per_approach_and_shape(site):
+    outputs = "\n".join(script_outputs(site.page(TIME_PAGE)))
+    for shape in ("loss only", "loss + logits"):
+        table = re.search(rf"^{re.escape(shape)}: no cache (\d+) ms per epoch of 100 steps\n((?:    .+\n?){{4}})",
+                          outputs, flags=re.M)  # fmt: skip
+        assert table, f"no timing table for {shape!r}"
+        assert int(table[1]) > 0
+        ratios = re.findall(r"^    (.+?)\s+(\d+\.\d\d) x$", table[2], flags=re.M)
+        assert [name for name, _ in ratios] == APPROACHES
+        assert all(float(ratio) > 0 for _, ratio in ratios)
+
+
+def test_time_page_shows_every_approach_computing_the_same_epoch_mean(site):
+    outputs = "\n".join(script_outputs(site.page(TIME_PAGE)))
+    means = re.findall(r"^(loss only|loss \+ logits)\s+(.+?)\s+epoch mean loss (\d+\.\d+)$", outputs, flags=re.M)
+    assert sorted((shape, name) for shape, name, _ in means) == sorted(
+        (shape, name) for shape in ("loss only", "loss + logits") for name in APPROACHES
+    )
+    for shape in ("loss only", "loss + logits"):
+        values = {float(mean) for s, _, mean in means if s == shape}
+        assert max(values) - min(values) <= 1e-5 * max(values)
+
+
+def test_memory_and_time_pages_link_each_other(site):
+    assert 'href="time_per_epoch.html' in site.page(PAGE)
+    assert 'href="retained_memory.html' in site.page(TIME_PAGE)

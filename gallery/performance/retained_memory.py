@@ -5,7 +5,7 @@ Retained memory at epoch end
 Lightning 1.x kept the dictionary every ``training_step`` returned until the epoch ended, so that
 ``training_epoch_end(outputs)`` could receive it. This page measures how many bytes that contract holds at
 epoch end, next to module-side caching, callback-side caching and a torchmetrics metric, for epochs of 100 to
-10,000 steps -- and how much time each approach adds to an epoch.
+10,000 steps. What each approach costs in time is measured on :doc:`time_per_epoch`.
 """
 
 # %%
@@ -20,7 +20,6 @@ epoch end, next to module-side caching, callback-side caching and a torchmetrics
 # below checks the two properties that matter for memory: the kept loss is detached, and it is a copy.
 import ctypes
 import gc
-import time
 
 import lightning
 import lightning.pytorch as pl
@@ -197,27 +196,18 @@ STYLES = {
 # Real epochs with a Trainer
 # --------------------------
 # Every approach (and the no-cache baseline) trains real one-epoch fits of 20 and 100 steps on the
-# installed Lightning. The time of each epoch (``on_train_epoch_start`` to ``on_train_epoch_end``) is the
-# best of two rounds, taken in the same process, rounds interleaved across approaches.
-
-
-class EpochTimer(pl.Callback):
-    def on_train_epoch_start(self, trainer, pl_module):
-        self.start = time.perf_counter()
-
-    def on_train_epoch_end(self, trainer, pl_module):
-        self.seconds = time.perf_counter() - self.start
+# installed Lightning, and records what it holds at the end of each.
 
 
 def fit(approach_cls, returns_logits, steps):
-    """One epoch of ``steps`` batches; returns ``(approach, seconds for the epoch, model)``."""
+    """One epoch of ``steps`` batches; returns ``(approach, model)``."""
     torch.manual_seed(0)
-    approach, timer = approach_cls(), EpochTimer()
+    approach = approach_cls()
     model = Classifier(returns_logits, caches_loss=approach.module_caches)
     data = TensorDataset(torch.randn(steps * BATCH, FEATURES), torch.randint(CLASSES, (steps * BATCH,)))
     trainer = pl.Trainer(
         max_epochs=1,
-        callbacks=[timer, approach],
+        callbacks=[approach],
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
@@ -225,22 +215,18 @@ def fit(approach_cls, returns_logits, steps):
     )
     trainer.fit(model, DataLoader(data, batch_size=BATCH))
     assert trainer.global_step == steps
-    return approach, timer.seconds, model
+    return approach, model
 
 
-TRAINER_STEPS, TIMED_STEPS = (20, 100), 100
+TRAINER_STEPS = (20, 100)
 trainer_bytes = {}  # (shape, approach, steps) -> retained bytes at epoch end
-epoch_seconds = {}  # (shape, approach) -> best epoch time
-for round_ in range(2):
-    for shape, returns_logits in SHAPES.items():
-        for name, approach_cls in {"no cache": NoCache, **APPROACHES}.items():
-            for steps in TRAINER_STEPS if round_ == 0 else (TIMED_STEPS,):
-                approach, seconds, model = fit(approach_cls, returns_logits, steps)
-                trainer_bytes[shape, name, steps] = approach.retained
-                if steps == TIMED_STEPS:
-                    epoch_seconds[shape, name] = min(seconds, epoch_seconds.get((shape, name), float("inf")))
-                if approach.module_caches:  # the module cleared its cache after the callback measured it
-                    assert model.step_losses == []
+for shape, returns_logits in SHAPES.items():
+    for name, approach_cls in {"no cache": NoCache, **APPROACHES}.items():
+        for steps in TRAINER_STEPS:
+            approach, model = fit(approach_cls, returns_logits, steps)
+            trainer_bytes[shape, name, steps] = approach.retained
+            if approach.module_caches:  # the module cleared its cache after the callback measured it
+                assert model.step_losses == []
 
 # %%
 # Is the dictionary Lightning hands to ``on_train_batch_end`` really a detached copy of the loss, as the
@@ -391,17 +377,6 @@ ax.legend()
 plt.show()
 assert rss_per_step["old contract (1.x outputs)"] > 10 * rss_per_step["torchmetrics MeanMetric"]
 assert rss_per_step["old contract (1.x outputs)"] > rss_per_step["callback-side cache"]
-
-# %%
-# Time per epoch
-# --------------
-# The best of two real epochs of 100 steps per approach, as a ratio to the no-cache baseline of the same
-# shape measured in the same run. They are printed, not asserted, because they depend on the machine's load.
-for shape in SHAPES:
-    base = epoch_seconds[shape, "no cache"]
-    print(f"{shape}: no cache {base * 1000:.0f} ms per epoch of {TIMED_STEPS} steps")
-    for name in APPROACHES:
-        print(f"    {name:<27} {epoch_seconds[shape, name] / base:5.2f} x")
 
 # %%
 # A 1M-step epoch on a large model

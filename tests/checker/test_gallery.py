@@ -39,6 +39,7 @@ EXPECTED: dict[str, Counter[str]] = {
     "caching/big_step_outputs.py": Counter(),
     "distributed/ddp_per_rank_caches.py": Counter(),
     "performance/retained_memory.py": Counter(),
+    "performance/time_per_epoch.py": Counter(),
 }
 
 

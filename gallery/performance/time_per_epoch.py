@@ -1,0 +1,187 @@
+"""
+Time per epoch of each approach
+===============================
+
+Keeping every batch's outputs costs memory (:doc:`retained_memory`); does any way of computing an epoch-end
+value cost time? This page trains the same epochs with the old contract, module-side caching, callback-side
+caching and a torchmetrics metric, next to a baseline that keeps nothing, and reports each epoch's time as a
+ratio to that baseline, measured in the same run. It also checks the premise of the migration: all four
+compute the same epoch mean.
+"""
+
+# %%
+# The model and the approaches
+# ----------------------------
+# The linear classifier of the memory page, in its two shapes: ``training_step`` returns only the loss, or
+# the loss and the per-sample logits (batch x classes, detached). Each approach computes the epoch's mean
+# loss at epoch end, the way the other pages of this guide show it.
+import time
+
+import lightning
+import lightning.pytorch as pl
+import torch
+import torchmetrics
+from torch import nn
+from torch.nn import functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+print(f"Lightning {lightning.__version__}")
+print(f"torchmetrics {torchmetrics.__version__}, torch {torch.__version__}")
+
+FEATURES, CLASSES, BATCH, STEPS = 32, 10, 64, 100
+
+
+class Classifier(pl.LightningModule):
+    def __init__(self, returns_logits, caches_loss=False):
+        super().__init__()
+        self.layer = nn.Linear(FEATURES, CLASSES)
+        self.returns_logits, self.caches_loss = returns_logits, caches_loss
+        self.step_losses = []  # the module-side cache
+
+    def training_step(self, batch, batch_idx):
+        features, labels = batch
+        logits = self.layer(features)
+        loss = F.cross_entropy(logits, labels)
+        if self.caches_loss:
+            self.step_losses.append(loss.detach())
+        return {"loss": loss, "logits": logits.detach()} if self.returns_logits else {"loss": loss}
+
+    def on_train_epoch_end(self):
+        if self.caches_loss:
+            self.epoch_mean = torch.stack(self.step_losses).mean().item()
+            self.step_losses.clear()
+        self.epoch_ended = time.perf_counter()  # the end of the timed epoch (see below)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+class NoCache(pl.Callback):
+    """The baseline: keeps nothing and computes nothing."""
+
+    module_caches = False
+
+
+class OldContract(NoCache):
+    """What Lightning 1.x kept for ``training_epoch_end``: every batch's ``outputs``, until the epoch ends."""
+
+    def __init__(self):
+        self.outputs = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.outputs.append(outputs)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self.epoch_mean = torch.stack([out["loss"] for out in self.outputs]).mean().item()
+        self.outputs.clear()
+
+
+class ModuleCache(NoCache):
+    """Module-side caching: the module appends in ``training_step`` and reduces in ``on_train_epoch_end``."""
+
+    module_caches = True
+
+
+class CallbackCache(NoCache):
+    """Callback-side caching: a detached scalar appended in ``on_train_batch_end``."""
+
+    def __init__(self):
+        self.losses = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.losses.append(outputs["loss"].detach())
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self.epoch_mean = torch.stack(self.losses).mean().item()
+        self.losses.clear()
+
+
+class MetricMean(NoCache):
+    """torchmetrics: ``MeanMetric`` accumulates a running sum and weight; nothing per step is kept."""
+
+    def __init__(self):
+        self.mean = torchmetrics.MeanMetric()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.mean.update(outputs["loss"])
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self.epoch_mean = self.mean.compute().item()
+        self.mean.reset()
+
+
+APPROACHES = {
+    "no cache": NoCache,
+    "old contract (1.x outputs)": OldContract,
+    "module-side cache": ModuleCache,
+    "callback-side cache": CallbackCache,
+    "torchmetrics MeanMetric": MetricMean,
+}
+SHAPES = {"loss only": False, "loss + logits": True}
+
+# %%
+# Timed epochs
+# ------------
+# One epoch of ``STEPS`` batches per fit, timed from the callback hook ``on_train_epoch_start`` to the end of
+# the module's ``on_train_epoch_end``, which Lightning calls after the callbacks' ``on_train_epoch_end``
+# (``fit_loop.py``): the time includes every approach's epoch-end reduction. After one untimed warm-up fit,
+# each approach runs three times, in rounds that alternate the order of the approaches, so that none always
+# runs first; the fastest of its three epochs counts, as ``timeit`` takes the best of its repeats.
+
+
+class EpochStart(pl.Callback):
+    def on_train_epoch_start(self, trainer, pl_module):
+        self.time = time.perf_counter()
+
+
+def fit(approach_cls, returns_logits):
+    """One seeded epoch of ``STEPS`` batches; returns ``(seconds for the epoch, epoch mean loss or None)``."""
+    torch.manual_seed(0)
+    approach, start = approach_cls(), EpochStart()
+    model = Classifier(returns_logits, caches_loss=approach.module_caches)
+    data = TensorDataset(torch.randn(STEPS * BATCH, FEATURES), torch.randint(CLASSES, (STEPS * BATCH,)))
+    trainer = pl.Trainer(
+        max_epochs=1,
+        callbacks=[start, approach],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model, DataLoader(data, batch_size=BATCH))
+    assert trainer.global_step == STEPS
+    return model.epoch_ended - start.time, getattr(model if approach.module_caches else approach, "epoch_mean", None)
+
+
+for returns_logits in SHAPES.values():  # warm-up, not timed: the first fits of a process are slower
+    fit(NoCache, returns_logits)
+seconds, epoch_means = {}, {}  # (shape, approach) -> best epoch time; -> epoch mean loss
+for round_ in range(3):
+    order = list(APPROACHES) if round_ % 2 == 0 else list(reversed(APPROACHES))
+    for shape, returns_logits in SHAPES.items():
+        for name in order:
+            elapsed, epoch_means[shape, name] = fit(APPROACHES[name], returns_logits)
+            seconds[shape, name] = min(elapsed, seconds.get((shape, name), float("inf")))
+
+# %%
+# Same result
+# -----------
+# Every approach computed the mean loss of the same seeded epoch; they agree to float32 rounding (the metric
+# sums step by step, the others stack and reduce once).
+for shape in SHAPES:
+    reference = epoch_means[shape, "old contract (1.x outputs)"]
+    for name in list(APPROACHES)[1:]:
+        print(f"{shape:<14} {name:<27} epoch mean loss {epoch_means[shape, name]:.6f}")
+        assert abs(epoch_means[shape, name] - reference) <= 1e-5 * abs(reference), (shape, name)
+
+# %%
+# Time per epoch, as a ratio to the baseline
+# ------------------------------------------
+# The ratios are printed, not asserted: they depend on the load of the machine that built this page. A
+# ratio near 1 means the approach's work is small next to a training step, which is the case for all four
+# on this toy model; the memory each keeps is a different story (:doc:`retained_memory`).
+for shape in SHAPES:
+    base = seconds[shape, "no cache"]
+    print(f"{shape}: no cache {base * 1000:.0f} ms per epoch of {STEPS} steps")
+    for name in list(APPROACHES)[1:]:
+        print(f"    {name:<27} {seconds[shape, name] / base:5.2f} x")
