@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from build_mode import forced_execution
-from joblib.externals.loky.backend.context import set_start_method as set_loky_start_method
 from sphinx.application import Sphinx
 
 #: The module the forkserver imports before it forks a worker (``docs/_ext/example_preload.py``).
@@ -93,16 +92,20 @@ def _choose_parallel(app: Sphinx) -> None:
     """
     stale = app._example_workers_stale  # type: ignore[attr-defined]
     app.config.sphinx_gallery_conf["parallel"] = app.config.example_processes if stale else False
+    if stale:  # joblib (0.1 s to import) only when its workers will be used
+        from joblib.externals.loky.backend.context import set_start_method as set_loky_start_method
+
+        set_loky_start_method("forkserver", force=True)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    """Configure loky and the forkserver; start it now if this build will execute examples.
+    """Configure the forkserver, and start it now if this build will execute examples (loky is configured at
+    ``builder-inited``, in builds that use it).
 
     Must come after ``sphinx_gallery.gen_gallery`` in ``extensions`` (it reads ``sphinx_gallery_conf``).
     The configuration value ``example_processes`` is how many examples run at once.
     """
     app.add_config_value("example_processes", 2, "", types=frozenset({int}))
-    set_loky_start_method("forkserver", force=True)
     multiprocessing.set_forkserver_preload([PRELOAD])
     app._example_workers_stale = stale_examples(app)  # type: ignore[attr-defined]
     if app._example_workers_stale:  # type: ignore[attr-defined]
