@@ -31,6 +31,7 @@ extensions = [
     "sphinx.ext.doctest",
     "sphinx_gallery.gen_gallery",
     "example_workers",  # right after sphinx-gallery: starts the preloaded forkserver while Sphinx starts up
+    "gallery_code_links",  # skips sphinx-gallery's code-link pass: this site has no API docs to link to
     "myst_nb",
     "sphinx_design",
     "sphinx_copybutton",
@@ -39,10 +40,11 @@ extensions = [
     "reference_table",
     "gallery_version",
     "notfound.extension",
-    "sphinxext.opengraph",
+    "link_previews",  # sphinxext-opengraph, loaded without matplotlib (social cards are off)
     "compat_table",
     "checker_rules",
     "nb_prefetch",
+    "quick_exit",  # the process exits without a last garbage collection over the finished build
 ]
 
 root_doc = "index"
