@@ -51,11 +51,12 @@ APPROACHES = [OLD, "module-side cache", "callback-side cache", "torchmetrics Mea
 def test_time_page_prints_one_ratio_per_approach_and_shape(site):
     outputs = "\n".join(script_outputs(site.page(TIME_PAGE)))
     for shape in ("loss only", "loss + logits"):
-        table = re.search(rf"^{re.escape(shape)}: no cache (\d+) ms per epoch of 100 steps\n((?:    .+\n?){{4}})",
+        table = re.search(rf"^{re.escape(shape)}: no cache (\d+) ms of CPU per epoch of 100 steps "
+                          rf"\(its slowest epoch took (\d+\.\d\d) x its fastest\)\n((?:    .+\n?){{4}})",
                           outputs, flags=re.M)  # fmt: skip
         assert table, f"no timing table for {shape!r}"
-        assert int(table[1]) > 0
-        ratios = re.findall(r"^    (.+?)\s+(\d+\.\d\d) x$", table[2], flags=re.M)
+        assert int(table[1]) > 0 and float(table[2]) >= 1
+        ratios = re.findall(r"^    (.+?)\s+(\d+\.\d\d) x$", table[3], flags=re.M)
         assert [name for name, _ in ratios] == APPROACHES
         assert all(float(ratio) > 0 for _, ratio in ratios)
 
@@ -69,6 +70,13 @@ def test_time_page_shows_every_approach_computing_the_same_epoch_mean(site):
     for shape in ("loss only", "loss + logits"):
         values = {float(mean) for s, _, mean in means if s == shape}
         assert max(values) - min(values) <= 1e-5 * max(values)
+
+
+def test_time_page_plots_the_ratios(site):
+    images = re.findall(r'<img[^>]+src="([^"]*sphx_glr_time_per_epoch_\d{3}\.png)"', site.page(TIME_PAGE))
+    assert len(set(images)) == 1, images
+    width, height = png_size((site.outdir / "examples" / "performance" / images[0]).resolve().read_bytes())
+    assert width >= 400 and height >= 150
 
 
 def test_memory_and_time_pages_link_each_other(site):
