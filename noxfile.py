@@ -11,6 +11,9 @@ import nox
 nox.options.default_venv_backend = "virtualenv"  # pip finds the local CPU wheel of torch; uv does not
 nox.options.sessions = ["lint", "doctest", "tests", "legacy", "matrix"]
 nox.options.error_on_missing_interpreters = True
+# A second `nox -s docs` reuses its environment (pip only checks the pins), so a rebuild stays a rebuild: a new
+# environment would make Sphinx rewrite every page. A fresh clone, as in CI, still gets new environments.
+nox.options.reuse_venv = "yes"
 
 PYTHON = "3.11"
 # -T: a failing MyST notebook shows its failing cell, not only its path; -j auto: read and write pages on every core

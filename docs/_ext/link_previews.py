@@ -41,7 +41,8 @@ def _check_social_cards(app: Sphinx, config: Any) -> None:
     if cards.get("enable", True):
         raise ExtensionError(
             "link_previews loads sphinxext-opengraph without matplotlib, so it cannot draw social cards: "
-            "set ogp_social_cards = {'enable': False} in conf.py, or list sphinxext.opengraph in extensions"
+            "set ogp_social_cards = {'enable': False} in conf.py, or list sphinxext.opengraph in extensions "
+            "instead of link_previews"
         )
 
 
