@@ -32,6 +32,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "example_workers",  # right after sphinx-gallery: starts the preloaded forkserver while Sphinx starts up
     "gallery_code_links",  # skips sphinx-gallery's code-link pass: this site has no API docs to link to
+    "gallery_orphans",  # removes the generated pages of deleted or renamed gallery scripts
     "myst_nb",
     "sphinx_design",
     "sphinx_copybutton",
