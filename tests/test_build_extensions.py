@@ -53,19 +53,23 @@ def test_link_previews_refuses_social_cards_it_cannot_draw():
     link_previews._check_social_cards(None, SimpleNamespace(ogp_social_cards={"enable": False}))
 
 
-def test_quick_exit_freezes_the_collector_once_at_exit_after_the_build():
+def test_gc_settings_raise_the_thresholds_and_freeze_the_collector_once_at_exit():
     out = run_python(
         """
         import atexit, gc
-        atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0))  # runs after quick_exit's
-        import quick_exit
+        atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > frozen))  # runs after gc_settings'
+        from unittest import mock
+        import gc_settings
+        gc_settings.setup(mock.Mock())
+        frozen = gc.get_freeze_count()
+        print("thresholds:", gc.get_threshold(), "| frozen at setup:", frozen > 0)
         before = atexit._ncallbacks()
-        quick_exit._register_freeze_at_exit(None, None)
-        quick_exit._register_freeze_at_exit(None, None)  # a second build-finished registers nothing more
-        print("handlers added:", atexit._ncallbacks() - before, "| frozen before exit:", gc.get_freeze_count())
+        gc_settings._register_freeze_at_exit(None, None)
+        gc_settings._register_freeze_at_exit(None, None)  # a second build-finished registers nothing more
+        print("handlers added:", atexit._ncallbacks() - before)
         """
     )
-    assert out == "handlers added: 1 | frozen before exit: 0\nfrozen at exit: True\n"
+    assert out == ("thresholds: (200000, 30, 30) | frozen at setup: True\nhandlers added: 1\nfrozen at exit: True\n")
 
 
 def test_notebook_kernels_run_in_a_lowered_session():
