@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 sys.path.insert(0, str(ROOT / "src"))  # the registry of old patterns, shared with the probes and the checker
 
-from build_mode import forced_execution  # noqa: E402 - docs/_ext is on sys.path from here
+import without_matplotlib  # noqa: E402 - docs/_ext is on sys.path from here
+from build_mode import forced_execution  # noqa: E402
 
 #: CI (and anyone who sets CI=true) re-executes every example, never reusing a cached result.
 FORCE_EXECUTION = forced_execution()
@@ -139,13 +140,11 @@ def _force_gallery_execution(app):
 
 
 def _hold_matplotlib(app, config):
-    if "matplotlib" not in sys.modules:
-        sys.modules["matplotlib"] = None  # `import matplotlib` raises ImportError, which sphinx-gallery ignores
+    without_matplotlib.hold()  # `import matplotlib` raises ImportError, which sphinx-gallery ignores
 
 
 def _release_matplotlib(app, config):
-    if "matplotlib" in sys.modules and sys.modules["matplotlib"] is None:
-        del sys.modules["matplotlib"]
+    without_matplotlib.release()
 
 
 def setup(app):

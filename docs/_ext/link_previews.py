@@ -16,24 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import io
-import sys
 from typing import Any
 
+import without_matplotlib
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
-
-
-@contextlib.contextmanager
-def _matplotlib_unavailable():
-    """``import matplotlib`` raises ImportError inside the block, unless matplotlib was imported already."""
-    held = "matplotlib" not in sys.modules
-    if held:
-        sys.modules["matplotlib"] = None  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        if held and sys.modules.get("matplotlib", ...) is None:
-            del sys.modules["matplotlib"]
 
 
 def _check_social_cards(app: Sphinx, config: Any) -> None:
@@ -47,7 +34,7 @@ def _check_social_cards(app: Sphinx, config: Any) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    with _matplotlib_unavailable(), contextlib.redirect_stdout(io.StringIO()):
+    with without_matplotlib.unavailable(), contextlib.redirect_stdout(io.StringIO()):
         import sphinxext.opengraph  # noqa: F401 - imported here, without matplotlib; set up just below
     app.setup_extension("sphinxext.opengraph")
     app.connect("config-inited", _check_social_cards)
