@@ -17,8 +17,9 @@ first, so that last collection skips them. Registered last, it runs before the h
 (``atexit`` runs them in reverse order): the ones that flush and close -- :mod:`logging`'s,
 :mod:`multiprocessing`'s, ``weakref.finalize``'s -- still run afterwards, as usual. The only thing skipped is
 the ``__del__`` of objects in cycles, at exit; Sphinx closes the files it writes itself. Several builds in one
-process (``sphinx.cmd.build.build_main`` called again and again) keep their memory collected as usual, only
-less often: nothing is frozen at exit before the process exits.
+process (``sphinx.cmd.build.build_main`` called again and again) freeze only at the first one's start, what was
+imported by then, and nothing at exit before the process exits: the later builds' memory is collected as
+usual, only less often.
 
 Processes started from Sphinx by fork (its ``-j`` readers and writers) inherit these settings; the examples do
 not: they run in processes forked from the separate forkserver (``example_workers``).
@@ -35,7 +36,7 @@ from sphinx.application import Sphinx
 #: Generation thresholds while Sphinx runs (CPython's default is ``(700, 10, 10)``).
 THRESHOLDS = (200_000, 30, 30)
 
-_registered = False
+_started = _registered = False
 
 
 def _register_freeze_at_exit(app: Sphinx, exception: BaseException | None) -> None:
@@ -46,7 +47,10 @@ def _register_freeze_at_exit(app: Sphinx, exception: BaseException | None) -> No
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    gc.freeze()
+    global _started
+    if not _started:  # the imports of the first build only: a later build's objects stay collectable
+        gc.freeze()
+        _started = True
     gc.set_threshold(*THRESHOLDS)
     app.connect("build-finished", _register_freeze_at_exit)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
