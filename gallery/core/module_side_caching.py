@@ -12,13 +12,18 @@ that the cache holds exactly what the old ``outputs`` list held.
 # The module
 # ----------
 # ``training_step`` appends the detached loss: a cached tensor that still requires grad would keep the
-# batch's whole autograd graph alive until the epoch ends.
+# batch's whole autograd graph alive until the epoch ends. ``on_train_epoch_end`` reduces, logs and clears.
+import csv
 import math
+import tempfile
+from pathlib import Path
 
 import lightning
 import lightning.pytorch as pl
 import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
@@ -28,7 +33,6 @@ class LossCachingModel(BoringModel):
     def __init__(self):
         super().__init__()
         self.training_step_losses = []  # this epoch's cache
-        self.epochs = []  # one summary per epoch
 
     def training_step(self, batch, batch_idx):
         output = super().training_step(batch, batch_idx)
@@ -36,21 +40,18 @@ class LossCachingModel(BoringModel):
         return output
 
     def on_train_epoch_end(self):
-        self.epochs.append(
-            {
-                "entries": len(self.training_step_losses),
-                "mean_loss": torch.stack(self.training_step_losses).mean().item(),
-                "holds_graph": any(loss.requires_grad for loss in self.training_step_losses),
-            }
-        )
+        self.log("train_loss_epoch_mean", torch.stack(self.training_step_losses).mean())
         self.training_step_losses.clear()
 
 
 # %%
-# A callback that reads the module's cache
-# ----------------------------------------
-# Lightning calls a callback's ``on_train_epoch_end`` before the module's, so the callback sees the full
-# cache; the module clears it afterwards.
+# Callbacks that read the module's cache
+# --------------------------------------
+# A plain callback's ``on_train_epoch_end`` runs **before** the module's, so it sees the full cache. Lightning
+# runs the monitoring callbacks -- ``ModelCheckpoint``, ``EarlyStopping`` and their subclasses -- **after** the
+# module's hook, once the module has logged its value: by then the cache is cleared. A monitoring callback
+# reads what the module logged (``trainer.callback_metrics``), never the cache. Both callbacks below record
+# how many cached losses they found; the run shows the order.
 
 
 class CacheReader(pl.Callback):
@@ -61,10 +62,21 @@ class CacheReader(pl.Callback):
         self.entries_seen.append(len(pl_module.training_step_losses))
 
 
+class CheckpointReadingTheCache(ModelCheckpoint):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.entries_seen = []
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self.entries_seen.append(len(pl_module.training_step_losses))
+        super().on_train_epoch_end(trainer, pl_module)
+
+
 # %%
 # Train
 # -----
-# Three epochs of four batches each, seeded. A copy of the initial weights is kept for the reference below.
+# Three epochs of four batches each, seeded. A copy of the initial weights is kept for the reference below, and
+# Lightning's ``CSVLogger`` records what the module logs: the checks stand beside the recipe, not in it.
 EPOCHS = 3
 torch.manual_seed(7)
 loader = DataLoader(RandomDataset(32, 32), batch_size=8)
@@ -72,12 +84,16 @@ model = LossCachingModel()
 initial_weights = {name: value.clone() for name, value in model.state_dict().items()}
 
 reader = CacheReader()
+checkpoint = CheckpointReadingTheCache(
+    dirpath=tempfile.mkdtemp(), monitor="train_loss_epoch_mean", save_on_train_epoch_end=True
+)
+logger = CSVLogger(tempfile.mkdtemp(), name="", version="")  # keeps every logged value, for the check below
 trainer = pl.Trainer(
     max_epochs=EPOCHS,
     limit_val_batches=0,
-    callbacks=[reader],
-    logger=False,
-    enable_checkpointing=False,
+    callbacks=[reader, checkpoint],
+    logger=logger,
+    log_every_n_steps=1,
     enable_progress_bar=False,
     enable_model_summary=False,
 )
@@ -110,19 +126,26 @@ reference_model = BoringModel()
 reference_model.load_state_dict(initial_weights)
 reference_means = plain_loop_epoch_means(reference_model, loader, EPOCHS)
 
-for epoch, (seen, expected) in enumerate(zip(model.epochs, reference_means, strict=True)):
-    print(f"epoch {epoch}: {seen['entries']} cached losses, mean {seen['mean_loss']:.6f} (plain loop: {expected:.6f})")
+with open(Path(logger.log_dir, "metrics.csv"), newline="") as file:
+    logged = [float(row["train_loss_epoch_mean"]) for row in csv.DictReader(file) if row["train_loss_epoch_mean"]]
+for epoch, (seen, expected) in enumerate(zip(logged, reference_means, strict=True)):
+    print(f"epoch {epoch}: logged mean {seen:.6f} (plain loop: {expected:.6f})")
+print(f"cached losses found by the plain callback: {reader.entries_seen}")
+print(f"cached losses found by the ModelCheckpoint subclass: {checkpoint.entries_seen}")
+print(f"ModelCheckpoint's best score: {checkpoint.best_model_score.item():.6f}")
 
 # %%
 # What the cache delivered
 # ------------------------
-# For every epoch: one entry per training batch (seen by the module and by the callback), the same mean loss
-# as the plain loop, and no autograd graph kept alive. Forgetting ``.clear()``, caching ``output["loss"]``
-# without ``.detach()``, or overwriting instead of appending fails these checks -- and the build of this page.
-assert len(model.epochs) == EPOCHS
-for seen, expected in zip(model.epochs, reference_means, strict=True):
-    assert seen["entries"] == trainer.num_training_batches == 4
-    assert math.isclose(seen["mean_loss"], expected, rel_tol=1e-6)
-    assert not seen["holds_graph"]
-assert reader.entries_seen == [4] * EPOCHS
+# One logged mean per epoch, equal to the plain loop's; the plain callback found the full cache (one entry per
+# batch) and the ``ModelCheckpoint`` subclass an empty one, while the value it monitors is the best logged mean.
+# Forgetting ``.clear()``, caching ``output["loss"]`` without ``.detach()``, or overwriting instead of appending
+# fails the checks of the :doc:`scenario matrix </reference/scenarios>`, which runs this same class in every
+# configuration it applies to.
+assert len(logged) == EPOCHS
+for seen, expected in zip(logged, reference_means, strict=True):
+    assert math.isclose(seen, expected, rel_tol=1e-6)
+assert reader.entries_seen == [trainer.num_training_batches] * EPOCHS == [4] * EPOCHS
+assert checkpoint.entries_seen == [0] * EPOCHS
+assert math.isclose(checkpoint.best_model_score.item(), min(reference_means), rel_tol=1e-6)
 assert model.training_step_losses == []
