@@ -46,6 +46,7 @@ extensions = [
     "link_previews",  # sphinxext-opengraph, loaded without matplotlib (social cards are off)
     "compat_table",
     "checker_rules",
+    "scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
     "nb_prefetch",
 ]
 

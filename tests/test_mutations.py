@@ -26,16 +26,9 @@ def overwrite_instead_of_append(source: str) -> str:
     return re.sub(r"(self\.\w+)\.append\((.*)\)$", r"\1 = [\2]", source, flags=re.M)
 
 
-def keep_graph(source: str) -> str:
-    """Cache the loss tensor itself instead of a detached copy."""
-    return source.replace('output["loss"].detach()', 'output["loss"]')
-
-
 MUTATIONS = {
     "clear-removed": (remove_clear_calls, REPLACEMENTS),
     "overwrite-instead-of-append": (overwrite_instead_of_append, REPLACEMENTS),
-    # Lightning hands on_train_batch_end an already detached loss, so only the module-side cache can hold a graph.
-    "graph-kept": (keep_graph, ["core/module_side_caching.py"]),
 }
 
 

@@ -612,14 +612,19 @@ def run_matrix(
 
 
 def failures(document: dict[str, Any]) -> list[str]:
-    """One line per cell whose outcome is not the declared one: ``recipe × scenario: expected X, got Y: detail``."""
+    """One line per cell whose outcome is not the declared one.
+
+    Each reads ``recipe × scenario: expected X, got Y: detail [page]``, ``page`` being the recipe's gallery page
+    (with the line, for an exception raised there).
+    """
+    pages = {recipe["id"]: recipe["page"] for recipe in document["recipes"]}
     lines = []
     for cell in document["cells"]:
         if cell["outcome"] != cell["expected"]:
-            where = f" [{cell['where']}]" if cell.get("where") else ""
+            where = cell.get("where") or pages[cell["recipe"]]
             lines.append(
                 f"{cell['recipe']} × {cell['scenario']}: expected {cell['expected']}, "
-                f"got {cell['outcome']}: {cell['detail']}{where}"
+                f"got {cell['outcome']}: {cell['detail']} [{where}]"
             )
     return lines
 
