@@ -180,7 +180,10 @@ class ScenarioMatrix(SphinxDirective):
 
 
 def _docname(page: str) -> str:
-    """``gallery/core/x.py`` -> ``examples/core/x``: where sphinx-gallery puts the page of a gallery script."""
+    """The docname of a recipe's page: ``gallery/core/x.py`` -> ``examples/core/x`` (where sphinx-gallery puts a
+    gallery script's page), ``docs/x.md`` -> ``x``."""
+    if page.startswith("docs/"):
+        return str(Path(page).relative_to("docs").with_suffix(""))
     return "examples/" + page.removeprefix("gallery/").removesuffix(".py")
 
 

@@ -169,8 +169,29 @@ def load_matrix(path: Path = MATRIX_FILE) -> tuple[list[Scenario], list[Recipe]]
 
 
 # -- Taking a recipe from its page ------------------------------------------------------------------------------
+def page_source(page: Path) -> str:
+    """The Python source of a page: a gallery script as it is; for a MyST notebook (``.md``), its ``code-cell``
+    blocks, every other line blanked so that line numbers stay the page's own."""
+    text = page.read_text(encoding="utf-8")
+    if page.suffix != ".md":
+        return text
+    lines, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("```{code-cell}"):
+            inside = True
+            lines.append("")
+        elif inside and line.startswith("```"):
+            inside = False
+            lines.append("")
+        else:
+            lines.append(line if inside else "")
+    return "\n".join(lines) + "\n"
+
+
 def page_definitions(page: Path, names: tuple[str, ...], base: type) -> dict[str, Any]:
     """The namespace of ``page``'s imports and its top-level definitions ``names``, with ``BoringModel`` = ``base``.
+
+    ``page`` is a gallery script or a MyST notebook (:func:`page_source`).
 
     The statements are compiled from the page's own source with its file name, so a traceback names the page and
     the line the reader sees. Nothing else of the page runs (not its training, not its checks).
@@ -178,8 +199,7 @@ def page_definitions(page: Path, names: tuple[str, ...], base: type) -> dict[str
     Raises:
         MatrixError: ``page`` does not define one of ``names`` at top level.
     """
-    source = page.read_text(encoding="utf-8")
-    tree = ast.parse(source, filename=str(page))
+    tree = ast.parse(page_source(page), filename=str(page))
     namespace: dict[str, Any] = {"__name__": f"recipe_page_{page.stem}", "__file__": str(page)}
     imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     exec(compile(ast.Module(body=imports, type_ignores=[]), str(page), "exec"), namespace)
