@@ -43,7 +43,8 @@ def test_old_pattern_page_shows_what_lightning_raised(site):
 def test_myst_page_was_executed(site):
     text = html.unescape(re.sub(r"<[^>]+>", "", site.page("which-replacement")))
     assert f"Lightning {LIGHTNING}" in text
-    rows = re.findall(r"^(Trainer defaults|accumulate_grad_batches=3)\s+(\d)\s+([0-9.]+)\s+([0-9.]+)\s", text, flags=re.M)
+    row = r"^(Trainer defaults|accumulate_grad_batches=3)\s+(\d)\s+([0-9.]+)\s+([0-9.]+)\s"
+    rows = re.findall(row, text, flags=re.M)
     assert [(name, int(epoch)) for name, epoch, *_ in rows] == [
         ("Trainer defaults", 0),
         ("Trainer defaults", 1),
