@@ -1,0 +1,183 @@
+"""
+``outputs["loss"]`` under gradient accumulation
+===============================================
+
+With ``accumulate_grad_batches=N`` Lightning divides each step's loss by ``N`` before the backward pass, and the
+loss it hands to ``on_train_batch_end`` is that divided value. A callback that caches ``outputs["loss"]`` as it
+comes reports an epoch mean ``N`` times too small. This page measures the factor batch by batch -- a last
+accumulation window shorter than ``N`` included -- and shows the fix holding.
+"""
+
+# %%
+# The naive callback
+# ------------------
+# It caches ``outputs["loss"]`` and logs the epoch mean, as it would without accumulation.
+import csv
+import math
+import tempfile
+from pathlib import Path
+
+import lightning
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.loggers import CSVLogger
+from torch.utils.data import DataLoader
+
+print(f"Lightning {lightning.__version__}")
+
+
+class NaiveEpochLossCallback(pl.Callback):
+    def __init__(self):
+        self.batch_losses = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.batch_losses.append(outputs["loss"].detach())
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        pl_module.log("train_loss_epoch_mean", torch.stack(self.batch_losses).mean())
+        self.batch_losses.clear()
+
+
+# %%
+# The checks beside it
+# --------------------
+# Two small callbacks record what the page compares, without touching the recipe: the weights and the batch
+# each training step is computed with (for a loss computed by hand with plain PyTorch), and the value of
+# ``outputs["loss"]`` each ``on_train_batch_end`` receives.
+
+
+class StepInputs(pl.Callback):
+    def __init__(self):
+        self.steps = []  # (epoch, batch_idx, batch, weights before the step)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        weights = {name: value.detach().clone() for name, value in pl_module.state_dict().items()}
+        self.steps.append((trainer.current_epoch, batch_idx, batch.clone(), weights))
+
+
+class OutputsLoss(pl.Callback):
+    def __init__(self):
+        self.values, self.requires_grad = [], []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.values.append(outputs["loss"].item())
+        self.requires_grad.append(outputs["loss"].requires_grad)
+
+
+def loss_by_hand(weights, batch):
+    """BoringModel's loss written out: a linear layer, then the mean squared error against ones."""
+    with torch.no_grad():
+        predictions = batch @ weights["layer.weight"].T + weights["layer.bias"]
+        return ((predictions - 1) ** 2).mean().item()
+
+
+def epoch_means_by_hand(steps):
+    """The mean of each epoch's per-batch losses, as the old ``outputs`` list held them."""
+    per_epoch = {}
+    for epoch, _, batch, weights in steps:
+        per_epoch.setdefault(epoch, []).append(loss_by_hand(weights, batch))
+    return [sum(losses) / len(losses) for _, losses in sorted(per_epoch.items())]
+
+
+def logged_values(logger, name):
+    with open(Path(logger.log_dir, "metrics.csv"), newline="") as file:
+        return [float(row[name]) for row in csv.DictReader(file) if row.get(name)]
+
+
+def train(recipe):
+    """Two epochs of 5 batches with ``accumulate_grad_batches=3``; returns the checks' records and the log."""
+    torch.manual_seed(3)
+    inputs, seen = StepInputs(), OutputsLoss()
+    logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
+    trainer = pl.Trainer(
+        max_epochs=EPOCHS,
+        accumulate_grad_batches=ACCUMULATE,
+        limit_val_batches=0,
+        callbacks=[recipe, inputs, seen],
+        logger=logger,
+        log_every_n_steps=1,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(BoringModel(), DataLoader(RandomDataset(32, 40), batch_size=8))
+    return trainer, inputs, seen, logged_values(logger, "train_loss_epoch_mean")
+
+
+# %%
+# The symptom
+# -----------
+# Five batches per epoch and ``accumulate_grad_batches=3``: the windows are batches 0-2 and 3-4, the second one
+# short.
+EPOCHS, ACCUMULATE = 2, 3
+trainer, inputs, seen, naive_logged = train(NaiveEpochLossCallback())
+by_hand = [loss_by_hand(weights, batch) for _, _, batch, weights in inputs.steps]
+ratios = [hand / value for hand, value in zip(by_hand, seen.values, strict=True)]
+naive_reference = epoch_means_by_hand(inputs.steps)
+print(f"batches per epoch: {trainer.num_training_batches}, optimizer steps: {trainer.global_step}")
+for (epoch, batch_idx, _, _), hand, value, ratio in zip(inputs.steps, by_hand, seen.values, ratios, strict=True):
+    print(f"epoch {epoch} batch {batch_idx}: loss {hand:.6f}, outputs['loss'] {value:.6f}, ratio {ratio:.6f}")
+for epoch, (logged, expected) in enumerate(zip(naive_logged, naive_reference, strict=True)):
+    print(
+        f"epoch {epoch}: naive callback logged {logged:.6f}, the loss's mean is {expected:.6f}"
+        f" ({expected / logged:.6f} times as much)"
+    )
+print(f"outputs['loss'] requires grad: {set(seen.requires_grad)}")
+
+# %%
+# Every ``outputs["loss"]`` is the step's loss divided by 3 -- in the short last window too, where only two
+# batches accumulate -- and so is the naive callback's epoch mean.
+assert trainer.num_training_batches == 5 and trainer.global_step == 2 * EPOCHS  # windows 0-2 and 3-4 per epoch
+assert all(math.isclose(ratio, ACCUMULATE, rel_tol=1e-5) for ratio in ratios)
+assert len(naive_logged) == EPOCHS
+for logged, expected in zip(naive_logged, naive_reference, strict=True):
+    assert math.isclose(expected / logged, ACCUMULATE, rel_tol=1e-5)
+assert seen.requires_grad == [False] * 5 * EPOCHS
+
+# %%
+# The cause
+# ---------
+# Gradient accumulation sums the gradients of ``N`` backward passes before one optimizer step; dividing each loss
+# by ``N`` makes that sum the gradient of the window's mean loss. Lightning divides by
+# ``trainer.accumulate_grad_batches`` whatever the window's length, and ``outputs["loss"]`` is a detached copy of
+# the divided loss (it does not require grad).
+#
+# The fix
+# -------
+# Multiply back by ``trainer.accumulate_grad_batches``, as the
+# :doc:`callback-side recipe </examples/core/callback_side_caching>` does (which also skips empty ``outputs``,
+# see :doc:`/examples/pitfalls/empty_outputs`).
+
+
+class EpochLossCallback(pl.Callback):
+    def __init__(self):
+        self.batch_losses = []  # this epoch's cache
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if not outputs:  # the step returned None, or nothing under manual optimization
+            return
+        self.batch_losses.append(outputs["loss"].detach() * trainer.accumulate_grad_batches)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        if self.batch_losses:
+            pl_module.log("train_loss_epoch_mean", torch.stack(self.batch_losses).mean())
+            self.batch_losses.clear()
+
+
+fixed = EpochLossCallback()
+trainer, inputs, seen, fixed_logged = train(fixed)
+reference = epoch_means_by_hand(inputs.steps)
+for epoch, (logged, expected) in enumerate(zip(fixed_logged, reference, strict=True)):
+    print(f"epoch {epoch}: fixed callback logged {logged:.6f}, the loss's mean is {expected:.6f}")
+
+# %%
+# What the fix delivers
+# ---------------------
+# One mean per epoch, equal to the mean of the losses computed by hand, and an empty cache at the end. The
+# :doc:`scenario matrix </reference/scenarios>` runs the callback-side recipe with ``accumulate_grad_batches=3``
+# over 5 batches.
+assert len(fixed_logged) == EPOCHS
+for logged, expected in zip(fixed_logged, reference, strict=True):
+    assert math.isclose(logged, expected, rel_tol=1e-5)
+assert fixed.batch_losses == []

@@ -1,0 +1,229 @@
+"""
+Empty ``outputs``: a skipped batch and manual optimization
+==========================================================
+
+A ``training_step`` may return ``None`` to skip a batch, and under manual optimization it may return nothing at
+all. For those batches ``on_train_batch_end`` receives an empty ``outputs``, and a callback that reads
+``outputs["loss"]`` stops the training with a ``KeyError``. This page shows what the callback receives in each
+case -- manual optimization that returns the loss included -- and the fix: skip the empty ``outputs``.
+"""
+
+# %%
+# Three modules a user writes
+# ---------------------------
+# One skips batch 1 by returning ``None``; two optimize manually, one returning the loss, one returning nothing.
+import csv
+import math
+import tempfile
+from pathlib import Path
+
+import lightning
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.loggers import CSVLogger
+from torch.utils.data import DataLoader
+
+print(f"Lightning {lightning.__version__}")
+
+
+class SkipsBatchOne(BoringModel):
+    def training_step(self, batch, batch_idx):
+        if batch_idx == 1:  # e.g. a batch with no valid sample
+            return None
+        return super().training_step(batch, batch_idx)
+
+
+class ManualOptimization(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+
+    def training_step(self, batch, batch_idx):
+        optimizer = self.optimizers()
+        loss = self.step(batch)
+        optimizer.zero_grad()
+        self.manual_backward(loss)
+        optimizer.step()
+        return loss
+
+
+class ManualReturnsNothing(ManualOptimization):
+    def training_step(self, batch, batch_idx):
+        super().training_step(batch, batch_idx)
+
+
+# %%
+# The naive callback and the checks beside it
+# -------------------------------------------
+# The callback caches ``outputs["loss"]``. Beside it, two small callbacks record what the page compares: what
+# each ``on_train_batch_end`` receives, and the weights and batch each step is computed with (for a loss
+# computed by hand with plain PyTorch). They come first in the list, so they see a batch before the naive
+# callback fails on it.
+
+
+class NaiveEpochLossCallback(pl.Callback):
+    def __init__(self):
+        self.batch_losses = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.batch_losses.append(outputs["loss"].detach())
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        pl_module.log("train_loss_epoch_mean", torch.stack(self.batch_losses).mean())
+        self.batch_losses.clear()
+
+
+class OutputsSeen(pl.Callback):
+    def __init__(self):
+        self.outputs = []  # (batch_idx, outputs)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.outputs.append((batch_idx, outputs))
+
+
+class StepInputs(pl.Callback):
+    def __init__(self):
+        self.steps = []  # (epoch, batch_idx, batch, weights before the step)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        weights = {name: value.detach().clone() for name, value in pl_module.state_dict().items()}
+        self.steps.append((trainer.current_epoch, batch_idx, batch.clone(), weights))
+
+
+def loss_by_hand(weights, batch):
+    """BoringModel's loss written out: a linear layer, then the mean squared error against ones."""
+    with torch.no_grad():
+        predictions = batch @ weights["layer.weight"].T + weights["layer.bias"]
+        return ((predictions - 1) ** 2).mean().item()
+
+
+def train(module, recipe, epochs=2):
+    """Fit ``module`` on 4 batches per epoch; returns the checks' records and the logged epoch means."""
+    torch.manual_seed(5)
+    seen, inputs = OutputsSeen(), StepInputs()
+    logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
+    trainer = pl.Trainer(
+        max_epochs=epochs,
+        limit_val_batches=0,
+        callbacks=[seen, inputs, recipe],
+        logger=logger,
+        log_every_n_steps=1,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    error = None
+    try:
+        trainer.fit(module, DataLoader(RandomDataset(32, 32), batch_size=8))
+    except Exception as err:  # the page prints what Lightning or Python raised
+        error = err
+    return seen, inputs, logged_values(logger, "train_loss_epoch_mean"), error
+
+
+def logged_values(logger, name):
+    """Every value of ``name`` the ``CSVLogger`` wrote (none when nothing was logged)."""
+    metrics = Path(logger.log_dir, "metrics.csv")
+    if not metrics.exists():
+        return []
+    with open(metrics, newline="") as file:
+        return [float(row[name]) for row in csv.DictReader(file) if row.get(name)]
+
+
+# %%
+# The symptom
+# -----------
+# The skipped batch and manual optimization that returns nothing each stop the training.
+symptoms = {}
+for module in (SkipsBatchOne(), ManualReturnsNothing()):
+    seen, _, _, error = train(module, NaiveEpochLossCallback())
+    symptoms[type(module).__name__] = seen, error
+    print(f"{type(module).__name__}: {type(error).__name__}: {error}")
+    print(f"  outputs received before the failure: {seen.outputs}")
+
+# %%
+# Both are ``KeyError: 'loss'``, raised at the first batch whose ``outputs`` is empty: batch 1 for the skipped
+# batch, batch 0 under manual optimization returning nothing.
+for name, failing_batch in (("SkipsBatchOne", 1), ("ManualReturnsNothing", 0)):
+    seen, error = symptoms[name]
+    assert isinstance(error, KeyError) and error.args == ("loss",)
+    assert seen.outputs[-1] == (failing_batch, {})
+    assert all(outputs for batch_idx, outputs in seen.outputs[:-1])
+
+# %%
+# The cause
+# ---------
+# Under automatic optimization Lightning builds ``outputs`` from what ``training_step`` returned; a step that
+# returns ``None`` has no loss, no backward pass and no optimizer step, and ``outputs`` is ``{}``. Under manual
+# optimization ``outputs`` is what the step returned, its ``"loss"`` detached -- nothing gives ``{}``, a loss
+# gives ``{"loss": ...}``, the loss itself, detached:
+seen, inputs, _, error = train(ManualOptimization(), NaiveEpochLossCallback())
+manual_outputs = [outputs for _, outputs in seen.outputs]
+by_hand = [loss_by_hand(weights, batch) for _, _, batch, weights in inputs.steps]
+print(f"manual optimization returning the loss: {manual_outputs[:2]} ...")
+print(f"keys: {sorted({key for outputs in manual_outputs for key in outputs})}")
+ratios = [outputs["loss"].item() / hand for outputs, hand in zip(manual_outputs, by_hand, strict=True)]
+print(f"outputs['loss'] / loss by hand: {[round(ratio, 6) for ratio in ratios]}")
+assert error is None and len(manual_outputs) == len(by_hand) == 8
+assert all(list(outputs) == ["loss"] and not outputs["loss"].requires_grad for outputs in manual_outputs)
+assert all(math.isclose(ratio, 1, rel_tol=1e-6) for ratio in ratios)
+
+# %%
+# The fix
+# -------
+# Skip empty ``outputs``: a batch that returned no loss has no loss to average. An epoch without a single loss
+# logs nothing instead of failing in ``torch.stack``. This is the
+# :doc:`callback-side recipe </examples/core/callback_side_caching>`, which also undoes the scaling of
+# :doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`.
+
+
+class EpochLossCallback(pl.Callback):
+    def __init__(self):
+        self.batch_losses = []  # this epoch's cache
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if not outputs:  # the step returned None, or nothing under manual optimization
+            return
+        self.batch_losses.append(outputs["loss"].detach() * trainer.accumulate_grad_batches)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        if self.batch_losses:
+            pl_module.log("train_loss_epoch_mean", torch.stack(self.batch_losses).mean())
+            self.batch_losses.clear()
+
+
+# %%
+# The reference is the mean, per epoch, of the losses computed by hand for the batches that returned a loss.
+
+
+def epoch_means_by_hand(steps, returned_loss):
+    per_epoch = {}
+    for epoch, batch_idx, batch, weights in steps:
+        if returned_loss(batch_idx):
+            per_epoch.setdefault(epoch, []).append(loss_by_hand(weights, batch))
+    return [sum(losses) / len(losses) for _, losses in sorted(per_epoch.items())]
+
+
+results = {}
+for module, returned_loss in (
+    (SkipsBatchOne(), lambda batch_idx: batch_idx != 1),
+    (ManualOptimization(), lambda batch_idx: True),
+    (ManualReturnsNothing(), lambda batch_idx: False),
+):
+    recipe = EpochLossCallback()
+    seen, inputs, logged, error = train(module, recipe)
+    reference = epoch_means_by_hand(inputs.steps, returned_loss)
+    results[type(module).__name__] = logged, reference, error, recipe
+    print(f"{type(module).__name__}: logged {logged}, by hand {reference}, error: {error}")
+
+# %%
+# What the fix delivers
+# ---------------------
+# No error; one mean per epoch over the batches that returned a loss, equal to the mean by hand; nothing logged
+# when no step returned a loss; an empty cache at the end.
+for logged, reference, error, recipe in results.values():
+    assert error is None and recipe.batch_losses == []
+    assert len(logged) == len(reference)
+    assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(logged, reference, strict=True))
+assert len(results["SkipsBatchOne"][0]) == len(results["ManualOptimization"][0]) == 2
+assert results["ManualReturnsNothing"][0] == []
