@@ -5,7 +5,9 @@ Per-rank caches under DDP
 With several processes (DDP), each rank runs its own copy of the module and its own cache: the epoch-end
 hook of a rank sees only the batches of that rank's shard. This page trains on 2 CPU processes with
 Lightning's ``ddp_fork`` strategy and shows the per-rank cache lengths, what ``self.all_gather`` returns,
-and the difference ``self.log(..., sync_dist=True)`` makes.
+and the difference ``self.log(..., sync_dist=True)`` makes. Then it validates on 21 samples, which do not
+divide by 2: the distributed sampler repeats a sample, a gathered cache counts it twice, and the recipe at
+the end de-duplicates it.
 """
 
 # %%
@@ -15,6 +17,7 @@ and the difference ``self.log(..., sync_dist=True)`` makes.
 # which samples a rank saw. ``training_step`` appends them; ``on_train_epoch_end`` gathers the per-rank
 # cache length and mean across processes and logs them. Values computed in the worker processes reach the
 # main process through ``trainer.callback_metrics`` (the only logged values the launcher sends back).
+import math
 import os
 import tempfile
 import warnings
@@ -23,7 +26,7 @@ from pathlib import Path
 import lightning
 import lightning.pytorch as pl
 import torch
-from lightning.pytorch.demos.boring_classes import BoringModel
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from torch.utils.data import DataLoader, Dataset
 
 print(f"Lightning {lightning.__version__}")
@@ -35,8 +38,11 @@ WORLD_SIZE = 2
 class IndexDataset(Dataset):
     """Sample ``i`` is a 32-vector filled with ``float(i)``."""
 
+    def __init__(self, samples=SAMPLES):
+        self.samples = samples
+
     def __len__(self):
-        return SAMPLES
+        return self.samples
 
     def __getitem__(self, index):
         return torch.full((32,), float(index))
@@ -88,17 +94,16 @@ class WarningRecorder(pl.Callback):
 
 
 def make_trainer(**kwargs):
+    options = {"max_epochs": 1, "limit_val_batches": 0, **kwargs}
     return pl.Trainer(
         callbacks=[WarningRecorder()],
         accelerator="cpu",
-        max_epochs=1,
-        limit_val_batches=0,
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
         default_root_dir=tempfile.mkdtemp(),
-        **kwargs,
+        **options,
     )
 
 
@@ -153,3 +158,140 @@ assert ddp["mean_sample"] != single["mean_sample"]
 assert ddp["mean_sample_synced"] == single["mean_sample"] == (SAMPLES - 1) / 2
 assert unsynced_warning.startswith("PossibleUserWarning")
 assert not any("'mean_sample_synced'" in line for line in rank0_warnings)
+
+
+# %%
+# A dataset that does not divide by 2
+# -----------------------------------
+# Validation over 21 samples on 2 ranks. Lightning gives each rank a ``DistributedSampler``, which makes every
+# rank draw the same number of samples: it lists the dataset's indices, appends the first ones again up to a
+# multiple of the world size (here one: sample 0), and hands rank ``r`` every second index starting at ``r``.
+# Each rank caches 11 per-sample losses, so a cache gathered with ``self.all_gather`` holds 22 -- sample 0
+# twice. The module below is what a migration often writes: gather the per-sample losses and take their
+# mean. It also gathers which samples it saw (sample ``i`` is filled with ``i``), so the page can show the
+# repeat.
+VAL_SAMPLES = 21
+val_loader = DataLoader(IndexDataset(VAL_SAMPLES), batch_size=8)
+train_loader = DataLoader(RandomDataset(32, 42), batch_size=8)
+
+
+def per_sample_loss(model, batch):
+    """BoringModel's loss (mean squared error against ones) of each sample of ``batch``: shape ``(batch,)``."""
+    predictions = model(batch)
+    return torch.nn.functional.mse_loss(predictions, torch.ones_like(predictions), reduction="none").mean(dim=1)
+
+
+class GatheredMean(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.sample_losses = []
+        self.sample_ids = []  # for this page only: which samples the rank saw
+
+    def validation_step(self, batch, batch_idx):
+        self.sample_losses.append(per_sample_loss(self, batch).detach())
+        self.sample_ids.append(batch[:, 0])
+
+    def on_validation_epoch_end(self):
+        losses = self.all_gather(torch.cat(self.sample_losses))  # shape (world_size, samples per rank)
+        ids = self.all_gather(torch.cat(self.sample_ids))
+        self.log("val_loss_all_gathered", losses.mean(), sync_dist=True)
+        self.log("gathered_samples", float(losses.numel()), sync_dist=True)
+        self.log("distinct_samples", float(ids.unique().numel()), sync_dist=True)
+        self.log("rank1_last_sample", ids[1, -1], sync_dist=True)
+        in_sampler_order = ids.T.reshape(-1)  # column by column: rank 0, rank 1, rank 0, ...
+        self.log(
+            "first_21_in_dataset_order", float(in_sampler_order[:VAL_SAMPLES].equal(torch.arange(21.0))), sync_dist=True
+        )
+        self.sample_losses.clear()
+        self.sample_ids.clear()
+
+
+def dataset_mean_loss(model, dataset):
+    """The mean loss over every sample of ``dataset`` once, computed by hand with ``model``'s weights."""
+    model.eval()
+    with torch.no_grad():
+        return per_sample_loss(model, torch.stack([dataset[i] for i in range(len(dataset))])).mean().item()
+
+
+pl.seed_everything(0, verbose=False)
+naive_model = GatheredMean()
+naive_trainer = make_trainer(devices=WORLD_SIZE, strategy="ddp_fork", max_epochs=2, limit_val_batches=None)
+naive_trainer.fit(naive_model, train_loader, val_loader)
+naive = {name: value.item() for name, value in naive_trainer.callback_metrics.items()}
+true_mean = dataset_mean_loss(naive_model, val_loader.dataset)  # the workers' trained weights came back
+with torch.no_grad():
+    sample_0_loss = per_sample_loss(naive_model, val_loader.dataset[0][None]).item()
+print(f"gathered losses: {naive['gathered_samples']:.0f} for {VAL_SAMPLES} samples")
+print(f"distinct samples among them: {naive['distinct_samples']:.0f}")
+print(f"last sample of rank 1: {naive['rank1_last_sample']:.0f}")
+print(f"mean of the gathered cache: {naive['val_loss_all_gathered']:.6f}; over the dataset: {true_mean:.6f}")
+
+# %%
+# The gathered mean is off: it is the dataset's mean with sample 0 counted a second time.
+assert naive["gathered_samples"] == 22 and naive["distinct_samples"] == VAL_SAMPLES
+assert naive["rank1_last_sample"] == 0  # the padding: sample 0 again
+doubled = (true_mean * VAL_SAMPLES + sample_0_loss) / (VAL_SAMPLES + 1)
+assert math.isclose(naive["val_loss_all_gathered"], doubled, rel_tol=1e-5)
+assert not math.isclose(naive["val_loss_all_gathered"], true_mean, rel_tol=1e-3)
+assert naive["first_21_in_dataset_order"] == 1.0
+
+# %%
+# The recipe: gather, put back in the sampler's order, keep ``len(dataset)``
+# --------------------------------------------------------------------------
+# ``all_gather`` stacks the ranks' caches: row ``r`` is rank ``r``'s losses, in the order its batches ran.
+# Reading the rows column by column (``gathered.T.reshape(-1)``) restores the sampler's list of indices -- the
+# dataset's order here, a shuffled order if the sampler shuffled -- and the repeated samples are its tail, so the
+# first ``len(dataset)`` values are every sample exactly once. The dataset comes from
+# ``self.trainer.val_dataloaders`` (one loader, or a list of them: the cache is keyed by ``dataloader_idx``).
+# Every rank computes the same mean; ``sync_dist=True`` averages identical values, as Lightning recommends for
+# epoch-level values under DDP. With one process ``all_gather`` adds no dimension and nothing is cut.
+# The cache must hold whole batches in order, one validation run at a time -- as ``validation_step`` fills it.
+
+
+class DatasetMeanValidationLoss(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.sample_losses = {}  # dataloader_idx -> per-sample losses of this rank, in batch order
+
+    def validation_step(self, batch, batch_idx, dataloader_idx=0):
+        predictions = self(batch)
+        losses = torch.nn.functional.mse_loss(predictions, torch.ones_like(predictions), reduction="none")
+        self.sample_losses.setdefault(dataloader_idx, []).append(losses.mean(dim=1).detach())
+
+    def on_validation_epoch_end(self):
+        loaders = self.trainer.val_dataloaders
+        loaders = loaders if isinstance(loaders, (list, tuple)) else [loaders]
+        for idx, losses in sorted(self.sample_losses.items()):
+            gathered = self.all_gather(torch.cat(losses)).reshape(self.trainer.world_size, -1)
+            every_sample_once = gathered.T.reshape(-1)[: len(loaders[idx].dataset)]
+            self.log(f"val_loss_{idx}", every_sample_once.mean(), sync_dist=True, add_dataloader_idx=False)
+        self.sample_losses.clear()
+
+
+pl.seed_everything(0, verbose=False)
+recipe_model = DatasetMeanValidationLoss()
+recipe_trainer = make_trainer(devices=WORLD_SIZE, strategy="ddp_fork", max_epochs=2, limit_val_batches=None)
+recipe_trainer.fit(recipe_model, train_loader, val_loader)
+recipe_value = recipe_trainer.callback_metrics["val_loss_0"].item()
+recipe_true_mean = dataset_mean_loss(recipe_model, val_loader.dataset)
+print(f"recipe, 2 processes: {recipe_value:.6f}; over the dataset by hand: {recipe_true_mean:.6f}")
+
+# %%
+# One process, the same class: nothing is padded, nothing is cut.
+single_recipe_model = DatasetMeanValidationLoss()
+single_recipe_trainer = make_trainer(devices=1, max_epochs=2, limit_val_batches=None)
+single_recipe_trainer.fit(single_recipe_model, train_loader, val_loader)
+single_recipe_value = single_recipe_trainer.callback_metrics["val_loss_0"].item()
+single_true_mean = dataset_mean_loss(single_recipe_model, val_loader.dataset)
+print(f"recipe, 1 process: {single_recipe_value:.6f}; over the dataset by hand: {single_true_mean:.6f}")
+
+# %%
+# What the recipe delivered
+# -------------------------
+# With 2 processes and with 1, the logged value is the mean over the 21 samples, each once, at the weights of the
+# last validation run. The :doc:`scenario matrix </reference/scenarios>` runs this same class with the sanity
+# check, several validation runs per epoch, two validation dataloaders, ``trainer.validate()`` and DDP over 21
+# validation samples, against a mean computed from the dataset without Lightning.
+assert math.isclose(recipe_value, recipe_true_mean, rel_tol=1e-5)
+assert math.isclose(single_recipe_value, single_true_mean, rel_tol=1e-5)
+assert recipe_model.sample_losses == {} and single_recipe_model.sample_losses == {}
