@@ -1,0 +1,227 @@
+"""
+Monitoring callbacks find the module's cache cleared
+====================================================
+
+At the end of a training epoch Lightning runs the monitoring callbacks -- ``ModelCheckpoint``, ``EarlyStopping``
+and their subclasses -- after the module's ``on_train_epoch_end``, so that they can monitor a value the module
+logs there. A subclass that reads the module's cache finds it already cleared. This page records the order from a
+run, shows the failure, and the two reads that hold: the logged value, or a plain callback.
+"""
+
+# %%
+# The module-side recipe
+# ----------------------
+# As on :doc:`/examples/core/module_side_caching`: ``training_step`` caches the detached loss,
+# ``on_train_epoch_end`` logs the mean and clears the cache.
+import csv
+import math
+import tempfile
+from pathlib import Path
+
+import lightning
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.loggers import CSVLogger
+from torch.utils.data import DataLoader
+
+print(f"Lightning {lightning.__version__}")
+
+
+class LossCachingModel(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.training_step_losses = []  # this epoch's cache
+
+    def training_step(self, batch, batch_idx):
+        output = super().training_step(batch, batch_idx)
+        self.training_step_losses.append(output["loss"].detach())
+        return output
+
+    def on_train_epoch_end(self):
+        self.log("train_loss_epoch_mean", torch.stack(self.training_step_losses).mean())
+        self.training_step_losses.clear()
+
+
+# %%
+# Who runs when
+# -------------
+# Small recorders note, at each epoch end, who runs and how many cached losses it finds: the module, a plain
+# callback, a ``ModelCheckpoint`` subclass and an ``EarlyStopping`` subclass. The plain callback is last in the
+# ``callbacks`` list.
+
+
+class RecordingModel(LossCachingModel):
+    def __init__(self, calls):
+        super().__init__()
+        self.calls = calls
+
+    def on_train_epoch_end(self):
+        self.calls.append(("LightningModule", len(self.training_step_losses)))
+        super().on_train_epoch_end()
+
+
+def recorder(base):
+    """A subclass of the callback class ``base`` that notes its ``on_train_epoch_end`` in ``calls``."""
+
+    class Recorder(base):
+        def __init__(self, calls, **kwargs):
+            super().__init__(**kwargs)
+            self.calls = calls
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            self.calls.append((base.__name__, len(pl_module.training_step_losses)))
+            super().on_train_epoch_end(trainer, pl_module)
+
+    return Recorder
+
+
+def make_trainer(callbacks, epochs=2, logger=False):
+    return pl.Trainer(
+        max_epochs=epochs,
+        limit_val_batches=0,
+        callbacks=callbacks,
+        logger=logger,
+        log_every_n_steps=1,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+
+
+loader = DataLoader(RandomDataset(32, 32), batch_size=8)
+calls = []
+monitor = "train_loss_epoch_mean"
+make_trainer(
+    [
+        recorder(ModelCheckpoint)(calls, dirpath=tempfile.mkdtemp(), monitor=monitor, save_on_train_epoch_end=True),
+        recorder(EarlyStopping)(calls, monitor=monitor, check_on_train_epoch_end=True),
+        recorder(pl.Callback)(calls),
+    ]
+).fit(RecordingModel(calls), loader)
+for epoch in range(2):
+    print(f"epoch {epoch}: (who ran, cached losses found) {calls[4 * epoch : 4 * epoch + 4]}")
+
+# %%
+# In each epoch the plain callback runs first and finds the four cached losses; the module runs next, logs and
+# clears; ``EarlyStopping`` and ``ModelCheckpoint`` run last and find the cache empty.
+order = [name for name, _ in calls[:4]]
+found = dict(calls[:4])
+assert calls[:4] == calls[4:] and len(calls) == 8
+assert order[:2] == ["Callback", "LightningModule"]
+assert set(order[2:]) == {"ModelCheckpoint", "EarlyStopping"}
+assert found == {"Callback": 4, "LightningModule": 4, "ModelCheckpoint": 0, "EarlyStopping": 0}
+
+# %%
+# The symptom
+# -----------
+# A ``ModelCheckpoint`` subclass that computes its own score from the cache trains through a whole epoch and
+# then fails in ``torch.stack``.
+
+
+class CheckpointScoringTheCache(ModelCheckpoint):
+    def on_train_epoch_end(self, trainer, pl_module):
+        self.cache_mean = torch.stack(pl_module.training_step_losses).mean()
+        super().on_train_epoch_end(trainer, pl_module)
+
+
+trainer = make_trainer([CheckpointScoringTheCache(dirpath=tempfile.mkdtemp(), monitor=monitor)])
+try:
+    trainer.fit(LossCachingModel(), loader)
+except RuntimeError as err:
+    error = err
+    print(f"{type(err).__name__}: {err}")
+else:
+    raise AssertionError("the subclass found a full cache: this page is out of date")
+print(f"optimizer steps before the failure: {trainer.global_step} (batches per epoch: {trainer.num_training_batches})")
+assert "non-empty" in str(error) and trainer.global_step == trainer.num_training_batches == 4
+
+# %%
+# The cause
+# ---------
+# ``ModelCheckpoint`` and ``EarlyStopping`` monitor a value the module may log in its own ``on_train_epoch_end``,
+# so Lightning calls them after it -- and their subclasses with them -- while every other callback runs before
+# it. By the time a monitoring callback runs, the module has cleared its cache for the next epoch.
+#
+# The fix
+# -------
+# A monitoring callback reads the value the module **logged**: ``monitor=`` for Lightning's own logic, and
+# ``trainer.callback_metrics`` in a subclass's own code. A callback that needs the cache itself is a plain
+# ``Callback``, which runs before the module and finds the cache full.
+
+
+class CheckpointReadingTheLoggedValue(ModelCheckpoint):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.epoch_means = []
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self.epoch_means.append(trainer.callback_metrics[self.monitor].item())
+        super().on_train_epoch_end(trainer, pl_module)
+
+
+class CacheMeanCallback(pl.Callback):
+    def on_train_epoch_end(self, trainer, pl_module):
+        pl_module.log("callback_epoch_mean", torch.stack(pl_module.training_step_losses).mean())
+
+
+# %%
+# The checks beside the fix
+# -------------------------
+# A small callback records the weights and the batch each training step is computed with, for the reference: the
+# mean of each epoch's losses computed by hand with plain PyTorch. ``CSVLogger`` keeps what was logged.
+
+
+class StepInputs(pl.Callback):
+    def __init__(self):
+        self.steps = []  # (epoch, batch, weights before the step)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        weights = {name: value.detach().clone() for name, value in pl_module.state_dict().items()}
+        self.steps.append((trainer.current_epoch, batch.clone(), weights))
+
+
+def loss_by_hand(weights, batch):
+    """BoringModel's loss written out: a linear layer, then the mean squared error against ones."""
+    with torch.no_grad():
+        predictions = batch @ weights["layer.weight"].T + weights["layer.bias"]
+        return ((predictions - 1) ** 2).mean().item()
+
+
+EPOCHS = 3
+torch.manual_seed(11)
+inputs = StepInputs()
+checkpoint = CheckpointReadingTheLoggedValue(dirpath=tempfile.mkdtemp(), monitor=monitor, save_on_train_epoch_end=True)
+early_stopping = EarlyStopping(monitor="callback_epoch_mean", patience=EPOCHS, check_on_train_epoch_end=True)
+logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
+model = LossCachingModel()
+make_trainer([checkpoint, early_stopping, CacheMeanCallback(), inputs], EPOCHS, logger).fit(model, loader)
+
+per_epoch = {}
+for epoch, batch, weights in inputs.steps:
+    per_epoch.setdefault(epoch, []).append(loss_by_hand(weights, batch))
+reference = [sum(losses) / len(losses) for _, losses in sorted(per_epoch.items())]
+with open(Path(logger.log_dir, "metrics.csv"), newline="") as file:
+    rows = list(csv.DictReader(file))
+module_logged = [float(row[monitor]) for row in rows if row[monitor]]
+callback_logged = [float(row["callback_epoch_mean"]) for row in rows if row["callback_epoch_mean"]]
+for epoch, expected in enumerate(reference):
+    print(
+        f"epoch {epoch}: by hand {expected:.6f}; module logged {module_logged[epoch]:.6f}; "
+        f"ModelCheckpoint subclass read {checkpoint.epoch_means[epoch]:.6f}; "
+        f"plain callback logged {callback_logged[epoch]:.6f}"
+    )
+print(f"ModelCheckpoint best score: {checkpoint.best_model_score.item():.6f}")
+print(f"EarlyStopping best score (monitoring the plain callback's value): {early_stopping.best_score.item():.6f}")
+
+# %%
+# What the fix delivers
+# ---------------------
+# The subclass reads, every epoch, the mean the module logged; the plain callback computes the same mean from
+# the full cache; both equal the mean by hand, and both monitoring callbacks' best scores are the best epoch's.
+for values in (module_logged, checkpoint.epoch_means, callback_logged):
+    assert len(values) == EPOCHS
+    assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(values, reference, strict=True))
+assert math.isclose(checkpoint.best_model_score.item(), min(reference), rel_tol=1e-6)
+assert math.isclose(early_stopping.best_score.item(), min(reference), rel_tol=1e-6)
+assert model.training_step_losses == []
