@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MATRIX_FILE = ROOT / "data" / "scenarios.toml"
 #: The matrix's own Trainer arguments, under every scenario's: observers only, nothing that changes training.
 TRAINER_BASE = {"max_epochs": 2, "enable_progress_bar": False, "enable_model_summary": False}
-DATA_DEFAULTS = {"train": 40, "val": [24], "test": 24, "predict": 20, "batch_size": 8}
+DATA_DEFAULTS = {"train": 40, "val": [24], "test": 24, "predict": 20, "batch_size": 8, "shuffle": False}
 STAGE_RUNS = {"train": "fit", "validation": ("fit", "validate"), "test": "test", "predict": "predict"}
 #: Relative tolerance of a comparison: the recipe and the ground truth sum float32 values in their own order.
 REL_TOL = 1e-5
@@ -412,11 +412,15 @@ def ground_truth(recipe: Recipe, scenario: Scenario, record: dict, datasets: dic
         loader = DataLoader(datasets["predict"], batch_size=batch_size)
         return [[torch.cat([_loss_per_sample(weights, batch)[1] for batch in loader])] for weights in record["predict"]]
     loaders = datasets["val"] if recipe.stage == "validation" else [datasets["test"]]
+    limit = scenario.trainer.get("limit_val_batches" if recipe.stage == "validation" else "limit_test_batches")
+    if limit is not None and not isinstance(limit, int):
+        raise MatrixError(f"[scenario.{scenario.id}]: the ground truth supports an integer batch limit only")
     values = []
     for weights in record[recipe.stage]:
         per_loader = []
         for dataset in loaders:
-            per_batch = [_loss_per_sample(weights, batch)[0] for batch in DataLoader(dataset, batch_size=batch_size)]
+            batches = list(DataLoader(dataset, batch_size=batch_size))[:limit]
+            per_batch = [_loss_per_sample(weights, batch)[0] for batch in batches]
             per_loader.append(_reduce(per_batch, recipe.weighting))
         values.append(per_loader)
     return values
@@ -497,7 +501,9 @@ def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str,
             "predict": RandomDataset(32, data["predict"]),
         }
         loader = {
-            key: DataLoader(value, batch_size=data["batch_size"]) for key, value in datasets.items() if key != "val"
+            key: DataLoader(value, batch_size=data["batch_size"], shuffle=key == "train" and data["shuffle"])
+            for key, value in datasets.items()
+            if key != "val"
         }
         val_loaders = [DataLoader(d, batch_size=data["batch_size"]) for d in datasets["val"]]
         model = namespace[recipe.module]()
