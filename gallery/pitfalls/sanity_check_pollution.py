@@ -13,10 +13,17 @@ sanity check's value from the untrained model. This page counts exactly what eac
 # --------------------------
 # Four validation batches whose "loss" is scripted as 1, 2, 3, 4 (the mean of one full run is 2.5). The sanity
 # check sees the first two.
+import copy
+import csv
+import math
+import tempfile
+from pathlib import Path
+
 import lightning
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
@@ -112,27 +119,121 @@ assert tracker.best_values == [1.5]  # the sanity check's value "beat" the real 
 #
 # The fix
 # -------
-# Always clear the cache, and guard only what must not see the sanity check.
+# Always clear the cache, and guard only what must not see the sanity check: here the logged mean and a
+# best-so-far value. The recipe below is the whole module; the checks follow it.
 
 
-class Guarded(Scripted):
+class Guarded(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.validation_step_losses = []  # this validation run's cache
+        self.best_val_loss = math.inf
+
+    def validation_step(self, batch, batch_idx):
+        loss = self.step(batch)
+        self.validation_step_losses.append(loss)
+        return loss
+
     def on_validation_epoch_end(self):
-        self.epoch_end_calls += 1
-        entries, mean = len(self.cache), torch.stack(self.cache).mean().item()
-        self.cache.clear()
+        mean = torch.stack(self.validation_step_losses).mean()
+        self.validation_step_losses.clear()  # the sanity check's values too
         if self.trainer.sanity_checking:
             return
-        self.epoch_means.append((entries, mean))
-        self.track_best(mean)
+        self.best_val_loss = min(self.best_val_loss, mean.item())
+        self.log("val_loss", mean)
+        self.log("best_val_loss", self.best_val_loss)
 
-
-guarded = fit(Guarded())
 
 # %%
-# Two calls of the hook, six validation steps in all, but epoch 0's mean uses its own 4 batches, and the
-# tracker recorded exactly one value.
-assert guarded.epoch_end_calls == 2
-assert guarded.validation_steps == 6
-assert guarded.epoch_means == [(4, 2.5)]
-assert guarded.best_values == [2.5]
-assert guarded.cache == []
+# The checks beside it: a callback keeps the weights of every validation run and the cache's length when each
+# run starts; Lightning's ``CSVLogger`` keeps what the module logs. Three epochs, the default sanity check.
+
+
+class ValidationObserver(pl.Callback):
+    def __init__(self):
+        self.runs = []  # (sanity check?, weights, cached losses left over at the start)
+
+    def on_validation_epoch_start(self, trainer, pl_module):
+        weights = copy.deepcopy(pl_module.state_dict())
+        self.runs.append((trainer.sanity_checking, weights, len(pl_module.validation_step_losses)))
+
+
+def mean_loss(weights, batches):
+    """The mean of per-batch losses of ``batches`` with ``weights``, computed by hand (no Lightning)."""
+    reference = BoringModel()
+    reference.load_state_dict(weights)
+    reference.eval()
+    with torch.no_grad():
+        return torch.stack([reference.step(batch) for batch in batches]).mean().item()
+
+
+def logged(logger, name):
+    with open(Path(logger.log_dir, "metrics.csv"), newline="") as file:
+        return [float(row[name]) for row in csv.DictReader(file) if row.get(name)]
+
+
+pl.seed_everything(0, verbose=False)
+observer = ValidationObserver()
+logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
+trainer = pl.Trainer(
+    max_epochs=3,
+    callbacks=[observer],
+    logger=logger,
+    log_every_n_steps=1,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+)
+guarded = Guarded()
+trainer.fit(guarded, train_loader, val_loader)
+
+sanity_batches = list(val_loader)[: trainer.num_sanity_val_steps]
+expected = [mean_loss(weights, val_loader) for sanity, weights, _ in observer.runs if not sanity]
+sanity_weights = observer.runs[0][1]
+print(f"validation runs (sanity check?, cached losses at the start): {[(r[0], r[2]) for r in observer.runs]}")
+print(f"logged val_loss {logged(logger, 'val_loss')}; by hand {expected}")
+print(f"sanity check's mean, by hand: {mean_loss(sanity_weights, sanity_batches):.6f}")
+print(f"best_val_loss logged {logged(logger, 'best_val_loss')}")
+
+# %%
+# The sanity check ran (first), every real run started from an empty cache, each logged mean equals the
+# hand-computed one over its own 4 batches, and the best value is the best real epoch's.
+assert [run[0] for run in observer.runs] == [True, False, False, False]
+assert [run[2] for run in observer.runs] == [0, 0, 0, 0]
+assert len(logged(logger, "val_loss")) == 3
+for seen, want in zip(logged(logger, "val_loss"), expected, strict=True):
+    assert math.isclose(seen, want, rel_tol=1e-6)
+assert math.isclose(logged(logger, "best_val_loss")[-1], min(expected), rel_tol=1e-6)
+assert not any(math.isclose(v, mean_loss(sanity_weights, sanity_batches)) for v in logged(logger, "val_loss"))
+assert guarded.validation_step_losses == []
+
+# %%
+# Why not ``global_step == 0``
+# ----------------------------
+# A guard written as ``self.trainer.global_step == 0`` skips the sanity check of a fresh ``fit`` too -- and
+# also every validation that runs before the first optimizer step: ``trainer.validate()`` on its own, or before
+# ``fit``. Those runs then log nothing.
+
+
+class GlobalStepGuard(Guarded):
+    def on_validation_epoch_end(self):
+        mean = torch.stack(self.validation_step_losses).mean()
+        self.validation_step_losses.clear()
+        if self.trainer.global_step == 0:  # the mistake
+            return
+        self.log("val_loss", mean)
+
+
+for model in (GlobalStepGuard(), Guarded()):
+    validate_trainer = pl.Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False)
+    [metrics] = validate_trainer.validate(model, val_loader, verbose=False)
+    print(f"{type(model).__name__}, trainer.validate(): metrics returned {metrics}")
+    if isinstance(model, GlobalStepGuard):
+        assert metrics == {}
+    else:
+        assert math.isclose(metrics["val_loss"], mean_loss(model.state_dict(), val_loader), rel_tol=1e-6)
+
+# %%
+# The :doc:`scenario matrix </reference/scenarios>` runs ``Guarded`` with the default sanity check,
+# ``trainer.validate()`` on its own and before ``fit``, several validation runs per epoch and monitoring
+# callbacks, against means computed from the data without Lightning.
