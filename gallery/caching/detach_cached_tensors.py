@@ -2,8 +2,9 @@
 Detach what you cache in training
 =================================
 
-Lightning detaches the ``outputs`` it hands to ``on_train_batch_end``, but it never touches a list your module
-fills in ``training_step``: a tensor cached there still carries its autograd graph (``grad_fn``). This page
+Lightning detaches ``outputs["loss"]`` before it hands ``outputs`` to ``on_train_batch_end`` -- that key only --
+and it never touches a list your module fills in ``training_step``: a tensor cached there still carries its
+autograd graph (``grad_fn``). This page
 trains the same module twice -- caching with and without ``.detach()`` -- and measures what the cache keeps
 alive at epoch end: graph nodes and the tensors they saved for backward.
 """
@@ -12,7 +13,7 @@ alive at epoch end: graph nodes and the tensors they saved for backward.
 # The module
 # ----------
 # Each step caches the loss and a per-sample confidence (the largest softmax probability), for an epoch-end
-# summary. ``detach`` chooses between the two versions.
+# summary, and returns both. ``detach`` chooses between the two versions.
 import lightning
 import lightning.pytorch as pl
 import torch
@@ -38,7 +39,7 @@ class CachingModel(BoringModel):
         else:
             self.losses.append(loss)
             self.confidences.append(confidence)
-        return loss  # Lightning needs the loss with its graph for the backward pass
+        return {"loss": loss, "confidence": confidence}  # Lightning needs the loss's graph for the backward pass
 
     def on_train_epoch_end(self):
         self.at_epoch_end = footprint(self.losses + self.confidences, exclude=list(self.parameters()))
@@ -97,13 +98,13 @@ def footprint(cached, exclude):
 
 
 class OutputsSeen(pl.Callback):
-    """Notes whether the loss Lightning hands to ``on_train_batch_end`` still requires grad."""
+    """Notes, key by key, whether the ``outputs`` Lightning hands to ``on_train_batch_end`` still require grad."""
 
     def __init__(self):
         self.requires_grad = []
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        self.requires_grad.append(outputs["loss"].requires_grad)
+        self.requires_grad.append({key: value.requires_grad for key, value in outputs.items()})
 
 
 def train(detach):
@@ -130,7 +131,7 @@ undetached, detached = train(detach=False), train(detach=True)
 # ---------------------------------
 for label, model in (("without .detach()", undetached), ("with .detach()   ", detached)):
     print(f"{label}: {model.at_epoch_end}")
-print(f"outputs['loss'] in on_train_batch_end requires grad: {set(undetached.outputs_seen.requires_grad)}")
+print(f"outputs in on_train_batch_end, requires grad: {undetached.outputs_seen.requires_grad[0]}")
 
 # %%
 # The symptom
@@ -145,7 +146,9 @@ print(f"{type(undetached.numpy_error).__name__}: {undetached.numpy_error}")
 # Without ``.detach()`` every cached tensor requires grad and keeps a chain of graph nodes, plus the
 # tensors saved for a backward pass that will never come (the confidence branch never took part in the
 # loss). With ``.detach()`` the cache holds only its own values -- the same storages as the undetached
-# version (``.detach()`` copies nothing), without any graph.
+# version (``.detach()`` copies nothing), without any graph. Of the ``outputs`` Lightning hands the callbacks, it
+# detached the loss, not the confidence: a callback that caches the confidence needs ``.detach()`` too
+# (:doc:`/examples/caching/outputs_keep_graph`).
 steps = 256 // 32
 before, after = undetached.at_epoch_end, detached.at_epoch_end
 assert before["tensors"] == after["tensors"] == 2 * steps
@@ -154,6 +157,6 @@ assert (
 )
 assert after["requires_grad"] == after["with_grad_fn"] == after["nodes"] == after["saved_bytes"] == 0
 assert after["cached_bytes"] == before["cached_bytes"]
-assert undetached.outputs_seen.requires_grad == [False] * steps  # what Lightning hands the callbacks is detached
+assert undetached.outputs_seen.requires_grad == [{"loss": False, "confidence": True}] * steps
 assert isinstance(undetached.numpy_error, RuntimeError) and not hasattr(detached, "numpy_error")
 assert detached.epoch_confidence.shape == (256,)
