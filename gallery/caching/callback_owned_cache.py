@@ -4,80 +4,141 @@ A callback that owns its cache, and the sanity check
 
 A callback can keep its own cache: append in ``on_validation_batch_end``, reduce and clear in
 ``on_validation_epoch_end``. Before training, ``fit`` runs a *sanity check* -- a short validation loop of
-``num_sanity_val_steps`` batches -- which calls the same hooks. This page counts the appends with and without
-skipping the sanity check (``trainer.sanity_checking``).
+``num_sanity_val_steps`` batches -- which calls the same hooks. This page counts what a callback sees with and
+without skipping the sanity check (``trainer.sanity_checking``), then checks the recipe against losses computed
+by hand.
 """
 
 # %%
-# The callback
-# ------------
-# Every validation run leaves one summary: how many batches the cache held. ``skip_sanity`` makes the
-# callback ignore the sanity-check run.
+# What the hooks see
+# ------------------
+# A callback that only counts: how many validation batches each validation run passed to
+# ``on_validation_batch_end``, and whether the run was the sanity check.
+import copy
+import csv
+import math
+import tempfile
+from pathlib import Path
+
 import lightning
 import lightning.pytorch as pl
+import torch
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
 
+loader = DataLoader(RandomDataset(32, 64), batch_size=8)  # training and validation alike
 
-class ValidationCache(pl.Callback):
-    def __init__(self, skip_sanity):
-        self.skip_sanity = skip_sanity
-        self.cache = []
-        self.appends = 0
-        self.runs = []  # one entry per validation run: (sanity check?, cached batches)
+
+class RunCounter(pl.Callback):
+    def __init__(self):
+        self.batches = 0
+        self.runs = []  # one entry per validation run: (sanity check?, batches)
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
-        if self.skip_sanity and trainer.sanity_checking:
-            return
-        self.cache.append(outputs["x"].detach())
-        self.appends += 1
+        self.batches += 1
 
     def on_validation_epoch_end(self, trainer, pl_module):
-        if self.skip_sanity and trainer.sanity_checking:
-            return
-        self.runs.append((trainer.sanity_checking, len(self.cache)))
-        self.cache.clear()
+        self.runs.append((trainer.sanity_checking, self.batches))
+        self.batches = 0
 
 
-def fit(callback):
+def fit(callbacks, logger=False, max_epochs=1):
     trainer = pl.Trainer(
-        max_epochs=1,
+        max_epochs=max_epochs,
         limit_train_batches=4,
         limit_val_batches=3,
         num_sanity_val_steps=2,
-        callbacks=[callback],
-        logger=False,
+        callbacks=callbacks,
+        logger=logger,
+        log_every_n_steps=1,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
     )
-    loader = DataLoader(RandomDataset(32, 64), batch_size=8)
     trainer.fit(BoringModel(), train_dataloaders=loader, val_dataloaders=loader)
     return trainer
 
 
 # %%
-# With the sanity check counted
-# -----------------------------
-# ``num_sanity_val_steps=2``, ``limit_val_batches=3``: the callback appends for the 2 sanity batches, then
-# for the 3 batches of the real validation run. A metric reduced at the end of the sanity run (a "best
-# score", an early-stopping reference) comes from 2 batches of an untrained model.
-counted = ValidationCache(skip_sanity=False)
-trainer = fit(counted)
-print(f"appends: {counted.appends}; runs (sanity check?, cached batches): {counted.runs}")
-assert counted.appends == trainer.num_sanity_val_steps + trainer.num_val_batches[0] == 2 + 3
-assert counted.runs == [(True, 2), (False, 3)]
+# ``num_sanity_val_steps=2``, ``limit_val_batches=3``: the hooks run for the 2 sanity batches, then for the 3
+# batches of the real validation run. A cache filled in every call and reduced at the end of the sanity run
+# (a "best score", an early-stopping reference) holds 2 batches of an untrained model.
+counter = RunCounter()
+trainer = fit([counter])
+print(f"validation runs (sanity check?, batches): {counter.runs}")
+assert counter.runs == [(True, trainer.num_sanity_val_steps), (False, trainer.num_val_batches[0])]
+assert counter.runs == [(True, 2), (False, 3)]
 
 # %%
-# Skipping the sanity check
-# -------------------------
-# Returning early while ``trainer.sanity_checking`` is true leaves one run with the 3 real batches. (Or
-# pass ``num_sanity_val_steps=0`` to the ``Trainer``, giving up the early check of the validation code.)
-skipping = ValidationCache(skip_sanity=True)
-trainer = fit(skipping)
-print(f"appends: {skipping.appends}; runs (sanity check?, cached batches): {skipping.runs}")
-assert skipping.appends == trainer.num_val_batches[0] == 3
-assert skipping.runs == [(False, 3)]
-assert skipping.cache == [] and counted.cache == []
+# The callback
+# ------------
+# Return early while ``trainer.sanity_checking`` is true, in both hooks: the sanity batches are never cached,
+# and nothing is reduced for them. The cache is keyed by ``dataloader_idx`` (several validation dataloaders
+# reach the same hooks) and emptied in ``on_validation_epoch_end`` -- the hook that ends every validation run,
+# inside ``fit`` or in ``trainer.validate()``. (Or pass ``num_sanity_val_steps=0`` to the ``Trainer``, giving
+# up the early check of the validation code.)
+
+
+class ValidationCache(pl.Callback):
+    def __init__(self):
+        self.losses = {}  # dataloader_idx -> this validation run's losses
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        if trainer.sanity_checking:
+            return
+        self.losses.setdefault(dataloader_idx, []).append(outputs["x"].detach())
+
+    def on_validation_epoch_end(self, trainer, pl_module):
+        if trainer.sanity_checking:
+            return
+        for idx, losses in sorted(self.losses.items()):
+            pl_module.log(f"val_loss_{idx}", torch.stack(losses).mean(), add_dataloader_idx=False)
+        self.losses.clear()
+
+
+# %%
+# The checks beside it
+# --------------------
+# Two epochs. A callback keeps the weights of every real validation run; Lightning's ``CSVLogger`` keeps what
+# the recipe logs. The reference evaluates the same 3 batches with those weights, without Lightning.
+
+
+class WeightSnapshots(pl.Callback):
+    def __init__(self):
+        self.snapshots = []
+
+    def on_validation_epoch_start(self, trainer, pl_module):
+        if not trainer.sanity_checking:
+            self.snapshots.append(copy.deepcopy(pl_module.state_dict()))
+
+
+def mean_loss(weights, batches):
+    reference = BoringModel()
+    reference.load_state_dict(weights)
+    reference.eval()
+    with torch.no_grad():
+        return torch.stack([reference.step(batch) for batch in batches]).mean().item()
+
+
+pl.seed_everything(0, verbose=False)
+cache, snapshots = ValidationCache(), WeightSnapshots()
+logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
+trainer = fit([cache, snapshots], logger=logger, max_epochs=2)
+val_batches = list(loader)[: trainer.num_val_batches[0]]
+with open(Path(logger.log_dir, "metrics.csv"), newline="") as file:
+    logged = [float(row["val_loss_0"]) for row in csv.DictReader(file) if row["val_loss_0"]]
+expected = [mean_loss(weights, val_batches) for weights in snapshots.snapshots]
+print(f"logged val_loss_0: {logged}; by hand: {expected}")
+
+# %%
+# One value per real validation run -- none for the sanity check -- each equal to the hand-computed mean of
+# its 3 batches, and an empty cache afterwards. The :doc:`scenario matrix </reference/scenarios>` runs this
+# same class with the default sanity check, ``trainer.validate()`` on its own and around ``fit``, two
+# validation runs per epoch and two validation dataloaders.
+assert len(logged) == len(expected) == 2
+for seen, want in zip(logged, expected, strict=True):
+    assert math.isclose(seen, want, rel_tol=1e-6)
+assert cache.losses == {}
