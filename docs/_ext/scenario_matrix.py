@@ -39,7 +39,7 @@ from lightning_migrate import scenarios
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = "scenario-matrix.json"
-SYMBOLS = {"holds": "holds", "differs": "differs", "raises": "raises", "not applicable": "--"}
+SYMBOLS = {"holds": "✓", "differs": "≠", "raises": "✗", "not applicable": "·"}
 
 
 def _installed(name: str) -> str:
@@ -115,14 +115,6 @@ def matrix_results(app: Sphinx) -> dict[str, Any]:
     return json.loads(Path(app.env.scenario_matrix_results).read_text(encoding="utf-8"))  # type: ignore[attr-defined]
 
 
-def _cell_text(cell: dict[str, Any]) -> str:
-    if cell["outcome"] == "differs" and cell.get("relative_error") is not None:
-        return f"differs ({cell['relative_error']:.2%})"
-    if cell["outcome"] == "raises":
-        return f"raises ``{cell['detail'].split(':')[0]}``"
-    return SYMBOLS[cell["outcome"]]
-
-
 class ScenarioMatrix(SphinxDirective):
     """``.. scenario-matrix::``: the grid, the cells that do not hold, and the cells that do not apply."""
 
@@ -133,24 +125,30 @@ class ScenarioMatrix(SphinxDirective):
         recipes = {r["id"]: r for r in document["recipes"]}
         cells = {(c["recipe"], c["scenario"]): c for c in document["cells"]}
         counts = {o: sum(c["outcome"] == o for c in document["cells"]) for o in scenarios.OUTCOMES}
+        numbers = {scenario["id"]: number for number, scenario in enumerate(document["scenarios"], 1)}
         lines = [
             f"Run on Lightning {document['lightning']} (torch {document['torch']}) by this build: "
             f"{len(document['cells'])} cells in {document['seconds']:.1f} s -- {counts['holds']} hold, "
             f"{counts['differs']} differ, {counts['raises']} raise, {counts['not applicable']} do not apply.",
             "",
-            ".. list-table:: Recipe (column) in scenario (row)",
+            ".. rubric:: Scenarios",
+            "",
+        ]
+        lines += [f"{numbers[s['id']]}. {s['title']}" for s in document["scenarios"]]
+        lines += [
+            "",
+            ".. list-table:: Recipe (row) in scenario (column): "
+            + ", ".join(f"{symbol} {outcome}" for outcome, symbol in SYMBOLS.items()),
             "   :header-rows: 1",
             "   :stub-columns: 1",
             "   :class: scenario-matrix",
             "",
-            "   * - Scenario",
+            "   * - Recipe",
         ]
-        for recipe in recipes.values():
-            lines.append(f"     - :doc:`{recipe['title']} </{_docname(recipe['page'])}>`")
-        for scenario in document["scenarios"]:
-            lines.append(f"   * - {scenario['title']}")
-            for rid in recipes:
-                lines.append(f"     - {_cell_text(cells[(rid, scenario['id'])])}")
+        lines += [f"     - {numbers[s['id']]}" for s in document["scenarios"]]
+        for rid, recipe in recipes.items():
+            lines.append(f"   * - :doc:`{recipe['title']} </{_docname(recipe['page'])}>`")
+            lines += [f"     - {SYMBOLS[cells[(rid, s['id'])]['outcome']]}" for s in document["scenarios"]]
         titles = {s["id"]: s["title"] for s in document["scenarios"]}
         not_holding = [c for c in document["cells"] if c["outcome"] in ("differs", "raises")]
         lines += ["", ".. rubric:: Where a recipe does not hold, and the variant that does", ""]
@@ -159,8 +157,10 @@ class ScenarioMatrix(SphinxDirective):
         for cell in not_holding:
             recipe = recipes[cell["recipe"]]
             expectation = recipe["expect"].get(cell["scenario"], {})
-            lines.append(f"- **{recipe['title']}** in *{titles[cell['scenario']]}* {cell['outcome']}:")
-            lines += ["", "  .. code-block:: text", "", f"     {cell['detail']}", ""]
+            number = numbers[cell["scenario"]]
+            lines.append(f"- **{recipe['title']}** in *{number}. {titles[cell['scenario']]}* {cell['outcome']}:")
+            lines += ["", "  .. code-block:: text", ""]
+            lines += [f"     {line}" for line in cell["detail"].splitlines()] + [""]
             if expectation.get("reason"):
                 see = f" Use :doc:`/{expectation['see']}`." if expectation.get("see") else ""
                 lines.append(f"  {expectation['reason']}{see}")
