@@ -5,23 +5,32 @@ No cache at all: ``torchmetrics`` and ``self.log(..., on_epoch=True)``
 Many ``validation_epoch_end`` methods only averaged a loss or computed a metric over the epoch. Neither needs a
 cache: ``self.log(name, value, on_epoch=True)`` averages a scalar over the epoch, and a ``torchmetrics`` metric
 object updated in every step and logged with ``on_epoch=True`` is computed at epoch end and reset by
-Lightning. This page checks both epoch values against the batches evaluated by hand, and that the metric
-started each epoch empty.
+Lightning. ``self.log`` weights each batch by its size; a ``MeanMetric`` fed one mean per batch must be given
+that size as its weight, or a smaller last batch counts as much as a full one. This page checks both epoch
+values against every validation sample evaluated by hand, on a validation set whose last batch is smaller, and
+that the metric started each epoch empty.
 """
 
 # %%
 # The module
 # ----------
-# ``MeanMetric`` accumulates a running sum and weight; ``self.log`` is given the metric object itself, not
-# its value, so Lightning calls ``compute()`` at epoch end and ``reset()`` afterwards. The loss is also logged
-# as a plain scalar. Every batch has the same size, so the mean of the batch means is the epoch mean.
+# ``MeanMetric`` accumulates a weighted sum and the sum of the weights; ``self.log`` is given the metric object
+# itself, not its value, so Lightning calls ``compute()`` at epoch end and ``reset()`` afterwards. Each update
+# carries the batch's sample count as its weight. The loss is also logged as a plain scalar, which Lightning
+# averages weighted by the batch size it finds in ``batch``. The reset at the start of each validation run keeps
+# ``trainer.validate()`` before ``trainer.fit()`` working (:ref:`see below <validate-before-fit>`).
 import copy
+import csv
+import math
+import tempfile
+from pathlib import Path
 
 import lightning
 import lightning.pytorch as pl
 import torch
 import torchmetrics
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
@@ -31,56 +40,80 @@ class MetricModel(BoringModel):
     def __init__(self):
         super().__init__()
         self.val_mean_loss = torchmetrics.MeanMetric()
-        self.updates_at_epoch_start = []
 
     def on_validation_epoch_start(self):
-        self.updates_at_epoch_start.append(self.val_mean_loss.update_count)
+        self.val_mean_loss.reset()  # fresh states, made in this run's grad mode
 
     def validation_step(self, batch, batch_idx):
-        loss = self.step(batch)
-        self.val_mean_loss.update(loss)
+        loss = self.step(batch)  # the mean over the batch's samples
+        self.val_mean_loss.update(loss, weight=len(batch))
         self.log("val_metric", self.val_mean_loss, on_step=False, on_epoch=True)
         self.log("val_scalar", loss, on_step=False, on_epoch=True)
 
 
 # %%
-# A callback records what was logged at the end of each validation run, and a copy of the weights validated.
+# Train, with the checks beside the module
+# ----------------------------------------
+# 20 validation samples in batches of 8: the last batch holds 4. Lightning's ``CSVLogger`` keeps what the module
+# logs; a small callback keeps a copy of the weights each validation run used, reads the metric's
+# ``update_count`` when each run starts and ends, and notes whether the run is in inference mode.
 
 
-class Recorder(pl.Callback):
+class MetricObserver(pl.Callback):
     def __init__(self):
-        self.logged = []
         self.snapshots = []
+        self.updates_at_start = []
         self.updates_at_end = []
+        self.inference_mode = []
 
     def on_validation_epoch_start(self, trainer, pl_module):
         self.snapshots.append(copy.deepcopy(pl_module.state_dict()))
+        self.inference_mode.append(torch.is_inference_mode_enabled())
+        self.updates_at_start.append(pl_module.val_mean_loss.update_count)
 
     def on_validation_end(self, trainer, pl_module):
-        metrics = trainer.callback_metrics
-        self.logged.append((metrics["val_metric"].item(), metrics["val_scalar"].item()))
         self.updates_at_end.append(pl_module.val_mean_loss.update_count)
 
 
+EPOCHS = 3
 pl.seed_everything(2, verbose=False)
 train_loader = DataLoader(RandomDataset(32, 32), batch_size=8)
-val_loader = DataLoader(RandomDataset(32, 24), batch_size=8)
-recorder = Recorder()
+val_dataset = RandomDataset(32, 20)
+val_loader = DataLoader(val_dataset, batch_size=8)
+
+
+def fit(model, callbacks=(), validate_first=False):
+    """Train ``model`` (after ``trainer.validate`` if ``validate_first``); return the (val_metric, val_scalar)
+    pairs it logged, one per validation run."""
+    logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
+    trainer = pl.Trainer(
+        max_epochs=EPOCHS,
+        num_sanity_val_steps=0,
+        callbacks=list(callbacks),
+        logger=logger,
+        log_every_n_steps=1,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    if validate_first:
+        trainer.validate(model, val_loader, verbose=False)
+    trainer.fit(model, train_loader, val_loader)
+    with open(Path(logger.log_dir, "metrics.csv"), newline="") as file:
+        rows = [row for row in csv.DictReader(file) if row["val_metric"]]
+    return [(float(row["val_metric"]), float(row["val_scalar"])) for row in rows]
+
+
+observer = MetricObserver()
 model = MetricModel()
-trainer = pl.Trainer(
-    max_epochs=3,
-    num_sanity_val_steps=0,
-    callbacks=[recorder],
-    logger=False,
-    enable_checkpointing=False,
-    enable_progress_bar=False,
-    enable_model_summary=False,
-)
-trainer.fit(model, train_loader, val_loader)
+logged = fit(model, [observer])
+print(f"validation batch sizes: {[len(batch) for batch in val_loader]}")
 
 # %%
-# The reference: each validated set of weights, evaluated by hand
+# The reference: every validation sample once, evaluated by hand
 # ---------------------------------------------------------------
+# Each validated set of weights, in eval mode under ``torch.no_grad``, applied to one sample at a time: the epoch
+# value is the mean over the 20 samples, whatever the batching.
 
 
 def reference_mean(state_dict):
@@ -88,26 +121,116 @@ def reference_mean(state_dict):
     reference.load_state_dict(state_dict)
     reference.eval()
     with torch.no_grad():
-        return torch.stack([reference.step(batch) for batch in val_loader]).mean().item()
+        return torch.stack([reference.step(sample) for sample in DataLoader(val_dataset, batch_size=1)]).mean().item()
 
 
-reference_means = [reference_mean(state) for state in recorder.snapshots]
-for epoch, ((metric, scalar), expected) in enumerate(zip(recorder.logged, reference_means, strict=True)):
+reference_means = [reference_mean(state) for state in observer.snapshots]
+for epoch, ((metric, scalar), expected) in enumerate(zip(logged, reference_means, strict=True)):
     print(f"epoch {epoch}: MeanMetric {metric:.6f}, self.log scalar {scalar:.6f} (by hand: {expected:.6f})")
-print(f"MeanMetric.update_count at each validation epoch start: {model.updates_at_epoch_start}")
-print(f"MeanMetric.update_count at each validation end: {recorder.updates_at_end}")
+print(f"MeanMetric.update_count at each validation epoch start: {observer.updates_at_start}")
+print(f"MeanMetric.update_count at each validation end: {observer.updates_at_end}")
 
 # %%
 # What Lightning did for us
 # -------------------------
 # Both epoch values equal the reference (compared with a relative tolerance of 1e-6: the metric and the
 # logger accumulate sums in their own order, and bitwise equality is not something they promise). The metric
-# had seen three updates when each validation run ended and none when the next one began: Lightning reset it.
-# Had it not, epochs 1 and 2 would average over the earlier epochs' batches too and miss the reference.
-assert len(recorder.logged) == 3
-for (metric, scalar), expected in zip(recorder.logged, reference_means, strict=True):
-    assert abs(metric - expected) <= 1e-6 * expected
-    assert abs(scalar - expected) <= 1e-6 * expected
-assert model.updates_at_epoch_start == [0, 0, 0]
-assert recorder.updates_at_end == [len(val_loader)] * 3 == [3, 3, 3]
+# had seen three updates when each validation run ended and none when the next one began (the callback reads it
+# before the module's own reset): Lightning reset it.
+assert [len(batch) for batch in val_loader] == [8, 8, 4]
+assert len(logged) == EPOCHS
+for (metric, scalar), expected in zip(logged, reference_means, strict=True):
+    assert math.isclose(metric, expected, rel_tol=1e-6)
+    assert math.isclose(scalar, expected, rel_tol=1e-6)
+assert observer.updates_at_start == [0] * EPOCHS
+assert observer.updates_at_end == [len(val_loader)] * EPOCHS == [3, 3, 3]
 assert model.val_mean_loss.update_count == 0
+
+# %%
+# Without the weight
+# ------------------
+# ``MeanMetric.update(loss)`` weights every batch 1: the metric becomes the mean of the three batch means, and
+# the last batch's 4 samples count as much as 8. The same training, without the weight:
+
+
+class UnweightedMetricModel(MetricModel):
+    def validation_step(self, batch, batch_idx):
+        loss = self.step(batch)
+        self.val_mean_loss.update(loss)  # every batch weighted 1
+        self.log("val_metric", self.val_mean_loss, on_step=False, on_epoch=True)
+        self.log("val_scalar", loss, on_step=False, on_epoch=True)
+
+
+unweighted_observer = MetricObserver()
+unweighted = fit(UnweightedMetricModel(), [unweighted_observer])
+
+
+def batch_means_mean(state_dict):
+    reference = BoringModel()
+    reference.load_state_dict(state_dict)
+    reference.eval()
+    with torch.no_grad():
+        return torch.stack([reference.step(batch) for batch in val_loader]).mean().item()
+
+
+for epoch, ((metric, scalar), state) in enumerate(zip(unweighted, unweighted_observer.snapshots, strict=True)):
+    gap = abs(metric - scalar) / scalar
+    print(f"epoch {epoch}: MeanMetric {metric:.6f} (mean of batch means: {batch_means_mean(state):.6f}), ", end="")
+    print(f"self.log scalar {scalar:.6f}, relative gap {gap:.2%}")
+
+# %%
+# The unweighted metric is the mean of batch means, not the dataset mean that ``self.log`` gives: the two
+# disagree in every epoch. The :doc:`scenario matrix </reference/scenarios>` runs ``MetricModel`` (with the
+# weight) in every configuration it declares; with an uneven last batch both of its values match the mean over
+# every sample.
+for (metric, scalar), state in zip(unweighted, unweighted_observer.snapshots, strict=True):
+    assert math.isclose(metric, batch_means_mean(state), rel_tol=1e-6)
+    assert math.isclose(scalar, reference_mean(state), rel_tol=1e-6)
+    assert not math.isclose(metric, scalar, rel_tol=1e-4)
+
+# %%
+# .. _validate-before-fit:
+#
+# ``trainer.validate()`` before ``trainer.fit()``
+# -----------------------------------------------
+# ``trainer.validate()`` runs under ``torch.inference_mode``, validation inside ``trainer.fit()`` under
+# ``torch.no_grad``. The states Lightning's ``reset()`` leaves at the end of ``trainer.validate()`` are made in
+# inference mode, and the next validation run inside ``fit`` cannot update them in place. The module without its
+# own reset at the start of each run:
+
+
+class NoResetAtStart(MetricModel):
+    def on_validation_epoch_start(self):
+        pass  # MetricModel without its reset
+
+
+without_reset = NoResetAtStart()
+try:
+    fit(without_reset, validate_first=True)
+except RuntimeError as err:
+    inference_error = err
+    print(f"{type(err).__name__}: {err}")
+else:
+    raise AssertionError("trainer.validate() then fit no longer fails without the reset: this page is out of date")
+print(f"the metric's state is an inference tensor: {without_reset.val_mean_loss.mean_value.is_inference()}")
+
+# %%
+# ``MetricModel`` itself, in the same order: one value for ``trainer.validate()``, then one per epoch, each equal
+# to the mean over every sample.
+validate_observer = MetricObserver()
+validated_then_fit = fit(MetricModel(), [validate_observer], validate_first=True)
+validate_references = [reference_mean(state) for state in validate_observer.snapshots]
+for run, ((metric, scalar), expected) in enumerate(zip(validated_then_fit, validate_references, strict=True)):
+    print(f"run {run}: MeanMetric {metric:.6f}, self.log scalar {scalar:.6f} (by hand: {expected:.6f})")
+print(f"inference mode in each validation run: {validate_observer.inference_mode}")
+
+# %%
+# The reset costs nothing (the metric is empty at that point) and makes both values hold after a
+# ``trainer.validate()``, where the module without it stopped at the first validation run inside ``fit``.
+assert "inference tensor" in str(inference_error)
+assert without_reset.val_mean_loss.mean_value.is_inference()
+assert validate_observer.inference_mode == [True] + [False] * EPOCHS
+assert len(validated_then_fit) == 1 + EPOCHS
+for (metric, scalar), expected in zip(validated_then_fit, validate_references, strict=True):
+    assert math.isclose(metric, expected, rel_tol=1e-6)
+    assert math.isclose(scalar, expected, rel_tol=1e-6)
