@@ -70,8 +70,7 @@ assert old_trainer.global_step == 0
 # The replacement
 # ---------------
 # ``validation_step`` appends the loss; ``on_validation_epoch_end`` reduces, logs and clears. Lightning runs
-# validation without autograd (``Trainer(inference_mode=True)``, the default), so the cached tensors hold no
-# graph and need no ``.detach()``.
+# validation with autograd off (checked below), so the cached tensors hold no graph and need no ``.detach()``.
 
 
 class ValidationLossCache(BoringModel):
@@ -92,20 +91,22 @@ class ValidationLossCache(BoringModel):
 # %%
 # The checks stand beside the recipe: Lightning's ``CSVLogger`` keeps every value the module logs, and a small
 # callback keeps a copy of the weights each time validation starts (they change between validation runs), so
-# the reference below evaluates exactly the weights Lightning validated. It also notes whether the last cached
-# loss carries an autograd graph.
+# the reference below evaluates exactly the weights Lightning validated. It also notes whether autograd was on
+# and whether the last cached loss requires grad.
 
 
 class ValidationObserver(pl.Callback):
     def __init__(self):
         self.snapshots = []
         self.cached_with_graph = []
+        self.grad_enabled = []
 
     def on_validation_epoch_start(self, trainer, pl_module):
         self.snapshots.append(copy.deepcopy(pl_module.state_dict()))
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
         self.cached_with_graph.append(pl_module.validation_step_losses[-1].requires_grad)
+        self.grad_enabled.append(torch.is_grad_enabled())
 
 
 observer = ValidationObserver()
@@ -136,14 +137,15 @@ reference_means = [reference_mean(state, val_loader) for state in observer.snaps
 for epoch, (mean, expected) in enumerate(zip(logged, reference_means, strict=True)):
     print(f"epoch {epoch}: on_validation_epoch_end mean {mean:.6f} (by hand: {expected:.6f})")
 print(f"cached losses that required grad: {sum(observer.cached_with_graph)} of {len(observer.cached_with_graph)}")
+print(f"validation batches run with autograd on: {sum(observer.grad_enabled)} of {len(observer.grad_enabled)}")
 
 # %%
-# One logged mean per epoch, equal to the reference; ``trainer.callback_metrics`` holds the last one; no cached
-# loss carried a graph; the cache is empty after every epoch.
+# One logged mean per epoch, equal to the reference; ``trainer.callback_metrics`` holds the last one; autograd was
+# off in every validation batch and no cached loss required grad; the cache is empty after every epoch.
 assert len(logged) == 2
 assert logged == reference_means
 assert trainer.callback_metrics["val_loss"].item() == reference_means[-1]
-assert observer.cached_with_graph == [False] * 2 * len(val_loader)
+assert observer.cached_with_graph == observer.grad_enabled == [False] * 2 * len(val_loader)
 assert model.validation_step_losses == []
 
 # %%
