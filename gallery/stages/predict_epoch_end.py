@@ -6,7 +6,9 @@ Lightning 1.x passed the predictions of the whole epoch to ``on_predict_epoch_en
 ``outputs`` on a callback); Lightning 2.0 calls both hooks without them. The predictions are still there:
 ``trainer.predict`` returns them, a callback can read ``trainer.predict_loop.predictions`` at epoch end, and a
 module can collect its own in ``predict_step``. This page shows the old hooks failing and checks all three
-replacements against the model applied by hand.
+replacements against the model applied by hand -- then runs ``trainer.predict(return_predictions=False)``,
+where Lightning keeps no predictions: only the module's own cache and a ``BasePredictionWriter`` callback
+still have them.
 """
 
 # %%
@@ -16,6 +18,7 @@ replacements against the model applied by hand.
 import lightning
 import lightning.pytorch as pl
 import torch
+from lightning.pytorch.callbacks import BasePredictionWriter
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from torch.utils.data import DataLoader
 
@@ -125,3 +128,57 @@ assert reference.shape == (20, 2)
 for predictions in candidates.values():
     assert torch.equal(predictions, reference)
 assert model.predict_step_outputs == []
+
+# %%
+# ``return_predictions=False``
+# ----------------------------
+# Large prediction runs often pass ``return_predictions=False`` so that Lightning does not keep every batch's
+# output. Then ``trainer.predict`` returns ``None`` and ``trainer.predict_loop.predictions`` stays empty: the
+# callback that reads it fails in ``torch.cat``.
+reader_trainer = make_trainer([PredictionsReader()])
+try:
+    reader_trainer.predict(model, predict_loader, return_predictions=False)
+except ValueError as err:
+    reader_error = err
+    print(f"{type(err).__name__}: {err}")
+else:
+    raise AssertionError("PredictionsReader no longer fails without return_predictions: this page is out of date")
+kept = reader_trainer.predict_loop.predictions
+print(f"trainer.predict_loop.predictions after {len(predict_loader)} batches: {kept}")
+
+# %%
+# A callback that needs the predictions in any case subclasses Lightning's ``BasePredictionWriter`` with
+# ``write_interval="epoch"``: Lightning keeps the predictions for it and hands them to ``write_on_epoch_end``
+# (one list per dataloader), whatever ``return_predictions`` says. The module's own cache does not depend on it
+# either.
+
+
+class PredictionsWriter(BasePredictionWriter):
+    def __init__(self):
+        super().__init__(write_interval="epoch")
+
+    def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices):
+        self.all_predictions = torch.cat(predictions)  # or write them to disk
+
+
+writer = PredictionsWriter()
+quiet_model = PredictionCache()
+quiet_model.load_state_dict(model.state_dict())
+not_returned = make_trainer([writer]).predict(quiet_model, predict_loader, return_predictions=False)
+print(f"trainer.predict returned {not_returned}")
+kept_elsewhere = {"BasePredictionWriter": writer.all_predictions, "module": quiet_model.all_predictions}
+for name, predictions in kept_elsewhere.items():
+    print(f"return_predictions=False, {name}: equal to the reference: {torch.equal(predictions, reference)}")
+
+# %%
+# Without ``return_predictions`` the return value is ``None`` and the predict loop's list is empty; the writer
+# and the module's cache hold exactly the reference. The :doc:`scenario matrix </reference/scenarios>` runs
+# ``PredictionCache`` with and without ``return_predictions`` and with a smaller last batch (``torch.cat``, not
+# ``torch.stack``, joins batches of different sizes).
+assert not_returned is None
+assert kept == []
+assert reader_trainer.predict_loop.batch_progress.total.completed == len(predict_loader)
+assert "non-empty" in str(reader_error)
+assert torch.equal(writer.all_predictions, reference)
+assert torch.equal(quiet_model.all_predictions, reference)
+assert quiet_model.predict_step_outputs == []
