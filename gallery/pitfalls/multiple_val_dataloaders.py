@@ -139,6 +139,7 @@ def reference_mean(state_dict, loader):
 reference_means = [
     {idx: reference_mean(state, loader) for idx, loader in enumerate(val_loaders)} for state in observer.snapshots
 ]
+assert len(logged) == len(reference_means) == 2, "one logged row per validation run"
 calls = len(observer.cache_sizes)
 print(f"on_validation_epoch_end calls: {calls}; cached losses per loader at each call: {observer.cache_sizes}")
 for run, (means, expected) in enumerate(zip(logged, reference_means, strict=True)):

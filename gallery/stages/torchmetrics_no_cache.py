@@ -125,6 +125,7 @@ def reference_mean(state_dict):
 
 
 reference_means = [reference_mean(state) for state in observer.snapshots]
+assert len(logged) == len(reference_means) == EPOCHS, "one logged pair per validation run"
 for epoch, ((metric, scalar), expected) in enumerate(zip(logged, reference_means, strict=True)):
     print(f"epoch {epoch}: MeanMetric {metric:.6f}, self.log scalar {scalar:.6f} (by hand: {expected:.6f})")
 print(f"MeanMetric.update_count at each validation epoch start: {observer.updates_at_start}")
@@ -138,7 +139,6 @@ print(f"MeanMetric.update_count at each validation end: {observer.updates_at_end
 # had seen three updates when each validation run ended and none when the next one began (the callback reads it
 # before the module's own reset): Lightning reset it.
 assert [len(batch) for batch in val_loader] == [8, 8, 4]
-assert len(logged) == EPOCHS
 for (metric, scalar), expected in zip(logged, reference_means, strict=True):
     assert math.isclose(metric, expected, rel_tol=1e-6)
     assert math.isclose(scalar, expected, rel_tol=1e-6)

@@ -134,6 +134,7 @@ def reference_mean(state_dict, loader):
 
 
 reference_means = [reference_mean(state, val_loader) for state in observer.snapshots]
+assert len(logged) == len(reference_means) == 2, "one logged mean per validation run"
 for epoch, (mean, expected) in enumerate(zip(logged, reference_means, strict=True)):
     print(f"epoch {epoch}: on_validation_epoch_end mean {mean:.6f} (by hand: {expected:.6f})")
 print(f"cached losses that required grad: {sum(observer.cached_with_graph)} of {len(observer.cached_with_graph)}")
@@ -142,7 +143,6 @@ print(f"validation batches run with autograd on: {sum(observer.grad_enabled)} of
 # %%
 # One logged mean per epoch, equal to the reference; ``trainer.callback_metrics`` holds the last one; autograd was
 # off in every validation batch and no cached loss required grad; the cache is empty after every epoch.
-assert len(logged) == 2
 assert logged == reference_means
 assert trainer.callback_metrics["val_loss"].item() == reference_means[-1]
 assert observer.cached_with_graph == observer.grad_enabled == [False] * 2 * len(val_loader)
