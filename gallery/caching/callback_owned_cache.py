@@ -45,8 +45,9 @@ class RunCounter(pl.Callback):
         self.batches = 0
 
 
-def fit(callbacks, logger=False, max_epochs=1):
+def fit(callbacks, logger=False, max_epochs=1, **kwargs):
     trainer = pl.Trainer(
+        **kwargs,
         max_epochs=max_epochs,
         limit_train_batches=4,
         limit_val_batches=3,
@@ -78,7 +79,8 @@ assert counter.runs == [(True, 2), (False, 3)]
 # Return early while ``trainer.sanity_checking`` is true, in both hooks: the sanity batches are never cached,
 # and nothing is reduced for them. The cache is keyed by ``dataloader_idx`` (several validation dataloaders
 # reach the same hooks) and emptied in ``on_validation_epoch_end`` -- the hook that ends every validation run,
-# inside ``fit`` or in ``trainer.validate()``. (Or pass ``num_sanity_val_steps=0`` to the ``Trainer``, giving
+# inside ``fit`` or in ``trainer.validate()`` (a cache cleared in ``on_train_epoch_end`` is not: see the end of
+# this page, and :doc:`hook_order`). (Or pass ``num_sanity_val_steps=0`` to the ``Trainer``, giving
 # up the early check of the validation code.)
 
 
@@ -142,3 +144,36 @@ assert len(logged) == len(expected) == 2
 for seen, want in zip(logged, expected, strict=True):
     assert math.isclose(seen, want, rel_tol=1e-6)
 assert cache.losses == {}
+
+# %%
+# Clearing in the wrong hook
+# --------------------------
+# The same callback clearing in ``on_train_epoch_end`` instead: with ``val_check_interval=0.5`` validation runs
+# twice in the epoch, and the second run reduces its own 3 batches together with the first run's 3.
+
+
+class ClearsAtTrainEpochEnd(ValidationCache):
+    def on_validation_epoch_end(self, trainer, pl_module):
+        if trainer.sanity_checking:
+            return
+        for idx, losses in sorted(self.losses.items()):
+            pl_module.log(f"val_loss_{idx}", torch.stack(losses).mean(), add_dataloader_idx=False)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self.losses.clear()
+
+
+pl.seed_everything(0, verbose=False)
+wrong, snapshots = ClearsAtTrainEpochEnd(), WeightSnapshots()
+logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
+trainer = fit([wrong, snapshots], logger=logger, val_check_interval=0.5)
+with open(Path(logger.log_dir, "metrics.csv"), newline="") as file:
+    wrong_logged = [float(row["val_loss_0"]) for row in csv.DictReader(file) if row["val_loss_0"]]
+own_runs = [mean_loss(weights, val_batches) for weights in snapshots.snapshots]
+both_runs = (own_runs[0] + own_runs[1]) / 2  # 3 batches each: the mean over all 6
+print(f"clearing in on_train_epoch_end, val_check_interval=0.5: logged {wrong_logged}")
+print(f"each run's own mean by hand: {own_runs}; the two runs' 6 batches together: {both_runs}")
+assert len(wrong_logged) == 2
+assert math.isclose(wrong_logged[0], own_runs[0], rel_tol=1e-6)
+assert math.isclose(wrong_logged[1], both_runs, rel_tol=1e-6)
+assert not math.isclose(wrong_logged[1], own_runs[1], rel_tol=1e-4)

@@ -90,8 +90,11 @@ print(f"logged val_loss: {metrics['val_loss']:.6f}")
 # again.
 model.eval()
 with torch.no_grad():
-    sample_losses = torch.cat([((model(batch) - 1) ** 2).mean(dim=1) for batch in val_loader])
+    predictions = torch.cat([model(batch) for batch in val_loader])
+    sample_losses = ((predictions - 1) ** 2).mean(dim=1)
     batch_means = torch.stack([model.step(batch) for batch in val_loader])
+print(f"torch.cat of the predictions: shape {tuple(predictions.shape)}")
+print(f"torch.stack of the batch means: shape {tuple(batch_means.shape)}")
 sizes = torch.tensor(batch_sizes, dtype=torch.float32)
 mean_of_means = batch_means.mean().item()
 weighted = ((batch_means * sizes).sum() / sizes.sum()).item()
@@ -102,7 +105,7 @@ print(f"mean of batch means {mean_of_means:.6f}, weighted by batch size {weighte
 # The recipe logs the mean over the 10 samples; the unweighted mean of batch means is another number. The
 # :doc:`scenario matrix </reference/scenarios>` runs ``PredictionCache`` with an uneven last batch, the sanity
 # check, several validation runs and ``trainer.validate()``, against the mean over the dataset's samples.
-assert sample_losses.shape == (10,)
+assert predictions.shape == (10, 2) and batch_means.shape == (3,)
 assert abs(metrics["val_loss"] - sample_mean) <= 1e-6 * sample_mean
 assert abs(weighted - sample_mean) <= 1e-6 * sample_mean
 assert abs(mean_of_means - sample_mean) > 1e-3 * sample_mean

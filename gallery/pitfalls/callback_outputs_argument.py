@@ -149,7 +149,7 @@ for _ in range(2):
     reference_means.append(torch.stack(losses).mean().item())
 
 for epoch, (mean, expected) in enumerate(zip(logged, reference_means, strict=True)):
-    print(f"epoch {epoch}: logged mean {mean:.6f} (plain loop: {expected:.6f})")
+    print(f"epoch {epoch}: callback mean {mean:.6f} (plain loop: {expected:.6f})")
 
 # %%
 # One logged mean per epoch over both batches, equal to the plain loop's; the cache is empty afterwards. The
