@@ -182,7 +182,11 @@ for epoch, ((metric, scalar), state) in enumerate(zip(unweighted, unweighted_obs
 # The unweighted metric is the mean of batch means, not the dataset mean that ``self.log`` gives: the two
 # disagree in every epoch. The :doc:`scenario matrix </reference/scenarios>` runs ``MetricModel`` (with the
 # weight) in every configuration it declares; with an uneven last batch both of its values match the mean over
-# every sample.
+# every sample. Two configurations need a variant: several validation dataloaders, where Lightning refuses a
+# ``validation_step`` without ``dataloader_idx`` (:doc:`/examples/pitfalls/multiple_val_dataloaders`), and DDP,
+# where ``MeanMetric`` sums every rank's shard -- the distributed sampler repeats a sample to fill the last one,
+# so it counts twice -- and ``self.log`` without ``sync_dist=True`` logs rank 0's own mean
+# (:doc:`/examples/distributed/ddp_per_rank_caches`).
 for (metric, scalar), state in zip(unweighted, unweighted_observer.snapshots, strict=True):
     assert math.isclose(metric, batch_means_mean(state), rel_tol=1e-6)
     assert math.isclose(scalar, reference_mean(state), rel_tol=1e-6)
