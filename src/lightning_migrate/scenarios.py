@@ -453,6 +453,8 @@ def _compare(seen: list, expected: list) -> tuple[str, str, float]:
     worst = 0.0
     where = ""
     for run, (got, want) in enumerate(zip(seen, expected, strict=True)):
+        if len(got) != len(want):
+            return "differs", f"run {run}: {len(got)} values logged per run, {len(want)} expected", math.inf
         for index, (a, b) in enumerate(zip(got, want, strict=True)):
             if isinstance(b, torch.Tensor):
                 if not isinstance(a, torch.Tensor) or a.shape != b.shape:
@@ -554,7 +556,8 @@ def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str,
         expected = ground_truth(recipe, scenario, record, datasets)
         if recipe.weighting == "predictions":
             attribute = recipe.metric[0].removeprefix("attribute:")
-            seen = [[getattr(model, attribute)]] if hasattr(model, attribute) else []
+            owners = [owner for owner in (model, *callbacks) if hasattr(owner, attribute)]
+            seen = [[getattr(owners[0], attribute)]] if owners else []
         else:
             seen = _logged(log_file, names)
         outcome, detail, error = _compare(seen, expected)
