@@ -140,6 +140,8 @@ print(f"logged val_loss_0: {logged}; by hand: {expected}")
 # its 3 batches, and an empty cache afterwards. The :doc:`scenario matrix </reference/scenarios>` runs this
 # same class with the default sanity check, ``trainer.validate()`` on its own and around ``fit``, two
 # validation runs per epoch and two validation dataloaders.
+# Under DDP each rank's cache holds only its own shard, so the value logged is rank 0's own
+# (:doc:`/examples/distributed/ddp_per_rank_caches` shows the variant that gathers).
 assert len(logged) == len(expected) == 2
 for seen, want in zip(logged, expected, strict=True):
     assert math.isclose(seen, want, rel_tol=1e-6)
