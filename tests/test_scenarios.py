@@ -82,6 +82,45 @@ MUTATIONS = {
         sub(r"torch\.cat\(self\.predict_step_outputs\)", "torch.stack(self.predict_step_outputs)"),
         {"uneven_last_batch"},
     ),
+    "global-step-as-sanity-guard": (
+        "pitfalls/sanity_check_pollution.py",
+        "sanity_guarded",
+        sub(r"if self\.trainer\.sanity_checking:", "if self.global_step == 0:"),
+        {"validate_only", "validate_then_fit"},
+    ),
+    "ignores-dataloader-idx": (
+        "pitfalls/multiple_val_dataloaders.py",
+        "per_loader",
+        sub(r"self\.validation_step_losses\[dataloader_idx\]\.append", "self.validation_step_losses[0].append"),
+        {"two_val_dataloaders"},
+    ),
+    "padded-sample-counted-twice": (
+        "distributed/ddp_per_rank_caches.py",
+        "ddp_dataset_mean",
+        sub(r"\[: len\(loaders\[idx\]\.dataset\)\]", ""),
+        {"ddp_odd_dataset"},
+    ),
+    "callback-cache-cleared-at-train-epoch-end": (
+        "caching/callback_owned_cache.py",
+        "callback_owned_validation",
+        sub(
+            r"def on_validation_epoch_end\(self, trainer, pl_module\):",
+            "def on_train_epoch_end(self, trainer, pl_module):",
+        ),
+        {"val_twice_per_epoch", "validate_only"},
+    ),
+    "metric-weights-batches-equally": (
+        "stages/torchmetrics_no_cache.py",
+        "torchmetrics",
+        sub(r", weight=len\(batch\)", ""),
+        {"uneven_last_batch"},
+    ),
+    "metric-states-not-reset": (
+        "stages/torchmetrics_no_cache.py",
+        "torchmetrics",
+        sub(r"self\.val_mean_loss\.reset\(\).*$", "pass"),
+        {"validate_then_fit"},
+    ),
 }
 
 
