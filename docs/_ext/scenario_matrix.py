@@ -130,11 +130,7 @@ class ScenarioMatrix(SphinxDirective):
             f"Run on Lightning {document['lightning']} (torch {document['torch']}) by this build: "
             f"{len(document['cells'])} cells in {document['seconds']:.1f} s -- {counts['holds']} hold, "
             f"{counts['differs']} differ, {counts['raises']} raise, {counts['not applicable']} do not apply.",
-            "",
-            ".. rubric:: Scenarios",
-            "",
         ]
-        lines += [f"{numbers[s['id']]}. {s['title']}" for s in document["scenarios"]]
         lines += [
             "",
             ".. list-table:: Recipe (row) in scenario (column): "
@@ -149,6 +145,8 @@ class ScenarioMatrix(SphinxDirective):
         for rid, recipe in recipes.items():
             lines.append(f"   * - :doc:`{recipe['title']} </{_docname(recipe['page'])}>`")
             lines += [f"     - {SYMBOLS[cells[(rid, s['id'])]['outcome']]}" for s in document["scenarios"]]
+        lines += ["", ".. rubric:: Scenarios", ""]
+        lines += [f"{numbers[s['id']]}. {s['title']}" for s in document["scenarios"]]
         titles = {s["id"]: s["title"] for s in document["scenarios"]}
         not_holding = [c for c in document["cells"] if c["outcome"] in ("differs", "raises")]
         lines += ["", ".. rubric:: Where a recipe does not hold, and the variant that does", ""]
