@@ -204,3 +204,29 @@ def test_ground_truth_weightings_differ_on_an_uneven_last_batch():
     per_batch = [torch.tensor([1.0, 1.0, 1.0, 1.0]), torch.tensor([3.0])]
     assert scenarios._reduce(per_batch, "batch") == 2.0  # (1 + 3) / 2: each batch's mean counts once
     assert scenarios._reduce(per_batch, "sample") == pytest.approx(1.4)  # 7 / 5: each sample counts once
+
+
+def test_results_are_rerun_when_a_recipe_page_changes(tmp_path):
+    """The build re-uses the matrix's results only while nothing they depend on changed: editing a recipe's page
+    (or the matrix file) changes the key the extension stores beside the results."""
+    from conftest import copy_tree
+
+    tree = copy_tree(tmp_path / "tree")
+    script = (
+        "import sys; sys.path[:0] = ['docs/_ext', 'src']; import scenario_matrix; print(scenario_matrix.inputs_key())"
+    )
+
+    def key() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", script], cwd=tree, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    before = key()
+    assert key() == before
+    page = tree / "gallery" / "core" / "module_side_caching.py"
+    page.write_text(page.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    after_page = key()
+    assert after_page != before
+    matrix = tree / "data" / "scenarios.toml"
+    matrix.write_text(matrix.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    assert key() not in (before, after_page)
