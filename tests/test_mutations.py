@@ -49,6 +49,9 @@ def test_mutated_replacement_fails_the_build(tmp_path, name):
     for script in scripts:
         assert script.split("/")[-1] in build.output, f"the failure does not name {script}"
     assert "AssertionError" in build.output
+    # The scenario matrix runs the same mutated classes: the build's error names recipe, scenario and page.
+    for script in scripts:
+        assert re.search(rf"^\s*\w+ × \w+: expected holds, got .*\[gallery/{re.escape(script)}", build.output, re.M)
     assert source_snapshot(tree) == before, "the failed build changed the source tree"
 
 
