@@ -40,7 +40,9 @@ class EpochEndParameters(Rule):
     summary = (
         "``on_train_epoch_end``, ``on_validation_epoch_end``, ``on_test_epoch_end`` or ``on_predict_epoch_end`` "
         "declaring a parameter beyond ``self`` on a ``LightningModule``, or beyond ``self, trainer, pl_module`` "
-        "on a ``Callback`` -- typically the ``outputs`` of Lightning 1.x. ``*args`` and ``**kwargs`` are accepted."
+        "on a ``Callback`` -- typically the ``outputs`` of Lightning 1.x -- that has no default value. A parameter "
+        "with a default (``unused=None``) is not a finding: Lightning calls the hook without it, so it works. "
+        "``*args`` and ``**kwargs`` are accepted."
     )
     fix_text = (
         "**safe** when the body never reads the extra parameters: they are dropped. **manual** otherwise: a marker "
@@ -58,9 +60,12 @@ class PrintEpoch(Callback):
 
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         expected = expected_count(ctx.kind, 1)
-        extra = [param.name.value for param in positional(func)[expected:]]
-        extra += [param.name.value for param in func.params.kwonly_params]
-        if not extra or len(positional(func)) < expected:
+        if len(positional(func)) < expected:
+            return
+        # Lightning calls the hook without the extra arguments: one with a default value works as it is.
+        extra = [param.name.value for param in positional(func)[expected:] if param.default is None]
+        extra += [param.name.value for param in func.params.kwonly_params if param.default is None]
+        if not extra:
             return
         hook = func.name.value
         pattern_id = PATTERNS.get((hook, ctx.kind))

@@ -42,7 +42,8 @@ class TrainBatchDataloaderIdx(Rule):
         "``on_train_batch_start(self, batch, batch_idx, dataloader_idx)`` and "
         "``on_train_batch_end(self, outputs, batch, batch_idx, dataloader_idx)`` (module or callback, "
         "where a callback also takes ``trainer, pl_module``): any positional parameter after ``batch_idx``, "
-        "whatever its name (Lightning 1.5 called it ``unused``)."
+        "whatever its name (Lightning 1.5 called it ``unused``), that has no default value. One with a default "
+        "(``unused=0``) is not a finding: Lightning calls the hook without it, so it works."
     )
     fix_text = (
         "**safe** when the body never reads the extra parameters: they are dropped. **manual** otherwise: "
@@ -59,7 +60,8 @@ class Timer(L.Callback):
 
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         expected = expected_count(ctx.kind, COUNTS[func.name.value])
-        extra = [param.name.value for param in positional(func)[expected:]]
+        # Lightning calls the hook without the extra arguments: one with a default value works as it is.
+        extra = [param.name.value for param in positional(func)[expected:] if param.default is None]
         if not extra:
             return
         pattern_id = PATTERNS[(func.name.value, ctx.kind)]
