@@ -3,11 +3,16 @@ our own words as an input and what the checker must make of it."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from lightning_migrate.checker import check_source
+from lightning_migrate.checker.cli import main
 
 from ._util import codes, fix
 
@@ -68,3 +73,260 @@ def test_only_the_parameter_without_a_default_is_dropped():
     """
     assert [code for code, _, _ in codes(source)] == ["LM002"]
     assert "def on_train_epoch_end(self, trainer, pl_module, unused=None):" in fix(source)
+
+
+# -- the command over small projects -------------------------------------------------------------------------------
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(content), encoding="utf-8", newline="")
+    return root
+
+
+def run(args, capsys) -> tuple[int, list[str], str]:
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out.splitlines(), out.err
+
+
+MODEL = """
+    import lightning.pytorch as pl
+
+    class Model(pl.LightningModule):
+        def training_step(self, batch, batch_idx):
+            return batch
+
+        def training_epoch_end(self, outputs):
+            self.done = True
+    """
+
+
+def test_a_call_in_another_file_makes_the_rename_manual(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/model.py": MODEL,
+            "pkg/loop.py": """
+                def finish(trainer):
+                    trainer.model.training_epoch_end([])
+                """,
+        },
+    )
+    code, lines, _ = run(["--fix", tmp_path / "pkg"], capsys)
+    assert code == 1
+    fixed = (tmp_path / "pkg" / "model.py").read_text()
+    assert "def training_epoch_end(self, outputs):" in fixed  # not renamed: loop.py would call nothing
+    assert f"manual fix, `training_epoch_end` (or a dropped keyword) is used at {tmp_path}/pkg/loop.py:3" in fixed
+    assert "[safe fix]" not in lines[0]
+
+
+def test_a_dropped_parameter_passed_by_keyword_elsewhere_makes_the_drop_manual(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "cb.py": """
+                from pytorch_lightning import Callback
+
+                class Report(Callback):
+                    def on_train_epoch_end(self, trainer, pl_module, log_dict):
+                        pass
+                """,
+            "run.py": """
+                def report_all(callbacks, trainer, module, logs):
+                    for cb in callbacks:
+                        getattr(cb, "on_" + "train_epoch_end")(trainer, module, log_dict=logs)
+                """,
+        },
+    )
+    code, _, _ = run(["--fix", tmp_path], capsys)
+    assert code == 1
+    assert "def on_train_epoch_end(self, trainer, pl_module, log_dict):" in (tmp_path / "cb.py").read_text()
+
+
+def test_no_caller_anywhere_keeps_the_fix_safe(tmp_path, capsys):
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/model.py": MODEL, "pkg/other.py": "x = 'training_epoch_ends'\n"})
+    code, lines, _ = run(["--fix", tmp_path], capsys)
+    assert code == 1 and "[safe fix]" in lines[0]
+    assert "def on_train_epoch_end(self):" in (tmp_path / "pkg" / "model.py").read_text()
+
+
+# -- --diff is a patch that applies ----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_diff_applies_with_git_even_without_a_final_newline(tmp_path, capsys, monkeypatch):
+    last_line_hook = textwrap.dedent(MODEL).rstrip("\n")  # the file ends inside the hook, with no newline
+    write(tmp_path, {"a.py": last_line_hook, "b.py": MODEL.replace("training_epoch_end", "validation_epoch_end")})
+    assert not (tmp_path / "a.py").read_bytes().endswith(b"\n")
+    monkeypatch.chdir(tmp_path)
+    code, lines, _ = run(["--diff", "a.py", "b.py"], capsys)
+    assert code == 1
+    patch = "\n".join(line for line in lines if not line.startswith(("a.py:", "b.py:"))) + "\n"
+    assert "\\ No newline at end of file" in patch
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "fix.patch").write_text(patch, encoding="utf-8")
+    proc = subprocess.run([*git, "apply", "--check", "fix.patch"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr + patch
+    subprocess.run([*git, "apply", "fix.patch"], check=True)
+    assert (tmp_path / "a.py").read_text().endswith("def on_train_epoch_end(self):\n        self.done = True")
+    assert main(["a.py", "b.py"]) == 0  # applied, nothing left
+
+
+def test_diff_findings_and_patch_lines_do_not_mix(tmp_path, capsys, monkeypatch):
+    write(tmp_path, {"a.py": textwrap.dedent(MODEL).rstrip("\n"), "b.py": MODEL})
+    monkeypatch.chdir(tmp_path)
+    _, lines, _ = run(["--diff", "a.py", "b.py"], capsys)
+    after = lines.index("\\ No newline at end of file") + 1
+    assert lines[after].startswith(("b.py:", "--- a/b.py"))
+
+
+# -- unresolved bases: a note, never a failure ------------------------------------------------------------------------
+
+PLAIN_TORCH = """
+    from .layers import Backbone
+
+    class Classifier(Backbone):
+        def training_step(self, batch):
+            return batch
+
+        def validation_epoch_end(self, outputs):
+            return sum(outputs)
+    """
+
+
+def test_a_possibly_lightning_class_is_not_reported_by_default_and_never_fails(tmp_path, capsys):
+    write(tmp_path, {"m.py": PLAIN_TORCH})
+    code, lines, err = run([tmp_path], capsys)
+    assert (code, lines) == (0, [])
+    code, lines, err = run(["--notes", tmp_path], capsys)
+    assert code == 0
+    assert len(lines) == 1 and "note: possible (base class not resolved)" in lines[0]
+    assert "0 findings" in err
+
+
+# -- a run on single files resolves across the project root -----------------------------------------------------------
+
+
+def test_a_single_file_sees_bases_and_callers_across_its_project(tmp_path, capsys, monkeypatch):
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "[project]\nname = 'x'\n",
+            "src/app/__init__.py": "",
+            "src/app/base.py": "import pytorch_lightning as pl\n\nclass Base(pl.LightningModule):\n    pass\n",
+            "src/app/models/child.py": """
+                from app.base import Base
+
+                class Child(Base):
+                    def test_epoch_end(self, outputs):
+                        pass
+                """,
+            "scripts/eval.py": "def run(m):\n    m.test_epoch_end([])\n",
+        },
+    )
+    monkeypatch.chdir(tmp_path / "src" / "app" / "models")
+    code, lines, _ = run(["child.py"], capsys)  # what pre-commit does: file names only
+    assert code == 1
+    assert [line.split(" ")[:2] for line in lines] == [["child.py:5:9:", "LM001"]]
+    assert "[safe fix]" not in lines[0]  # scripts/eval.py calls it
+    assert "possible" not in lines[0]
+
+
+# -- smaller items -------------------------------------------------------------------------------------------------
+
+
+def test_a_file_that_does_not_parse_exits_2_even_without_hook_like_text(tmp_path, capsys):
+    write(tmp_path, {"bad.py": "def f(:\n    pass\n", "ok.py": MODEL})
+    code, lines, err = run([tmp_path], capsys)
+    assert code == 2
+    assert f"{tmp_path}/bad.py:1:" in err and "syntax error" in err
+    assert len(lines) == 1  # ok.py still checked
+
+
+def test_staticmethod_hooks_are_counted_without_self():
+    source = """
+    from pytorch_lightning import Callback
+
+    class C(Callback):
+        @staticmethod
+        def on_validation_epoch_end(trainer, pl_module, outputs):
+            pass
+
+        @staticmethod
+        def on_train_epoch_end(trainer, pl_module):
+            pass
+    """
+    assert [(code, line) for code, line, _ in codes(source)] == [("LM002", 6)]
+
+
+def test_an_attribute_with_the_parameter_name_is_not_a_read():
+    source = """
+    import lightning.pytorch as pl
+
+    class M(pl.LightningModule):
+        def validation_epoch_end(self, outputs):
+            self.outputs = self.eval()
+    """
+    assert "def on_validation_epoch_end(self):" in fix(source)
+
+
+def test_the_message_quotes_the_users_own_signature():
+    source = """
+    import lightning.pytorch as pl
+
+    class M(pl.LightningModule):
+        def validation_epoch_end(self, outs: list) -> None:
+            pass
+    """
+    [finding] = check_source(textwrap.dedent(source).encode()).findings
+    assert finding.message.startswith("`validation_epoch_end(self, outs: list)`")
+
+
+# -- what linter users expect --------------------------------------------------------------------------------------
+
+
+def test_noqa_on_the_def_line_silences_the_rule(tmp_path, capsys):
+    source = MODEL.replace(
+        "def training_epoch_end(self, outputs):", "def training_epoch_end(self, outputs):  # noqa: LM001"
+    )
+    write(tmp_path, {"m.py": source, "n.py": MODEL.replace("outputs):", "outputs):  # noqa: LM005")})
+    code, lines, _ = run(["--fix", tmp_path], capsys)
+    assert code == 1
+    assert [line.split(":")[0] for line in lines] == [f"{tmp_path}/n.py"]
+    assert (tmp_path / "m.py").read_text() == textwrap.dedent(source)
+
+
+def test_ignore_and_select(tmp_path, capsys):
+    write(tmp_path, {"m.py": MODEL})
+    assert run(["--ignore", "LM001", tmp_path], capsys)[0] == 0
+    assert run(["--select", "LM001,LM002", "--ignore", "LM002", tmp_path], capsys)[0] == 1
+    code, _, err = run(["--ignore", "LM999", tmp_path], capsys)
+    assert code == 2 and "LM999" in err
+
+
+def test_json_output(tmp_path, capsys):
+    write(tmp_path, {"m.py": MODEL})
+    code, lines, _ = run(["--output-format", "json", tmp_path], capsys)
+    assert code == 1
+    [record] = json.loads("\n".join(lines))
+    assert record["code"] == "LM001" and record["line"] == 8 and record["column"] == 9
+    assert record["filename"] == f"{tmp_path}/m.py" and record["fix"] == "safe" and record["note"] is False
+    assert record["url"].endswith("checker/rules/LM001.html")
+
+
+def test_github_output(tmp_path, capsys):
+    write(tmp_path, {"m.py": MODEL})
+    code, lines, _ = run(["--output-format", "github", tmp_path], capsys)
+    assert code == 1
+    assert lines[0].startswith(f"::error file={tmp_path}/m.py,line=8,col=9,title=LM001::`training_epoch_end(")
+
+
+def test_summary_counts_files_with_findings(tmp_path, capsys):
+    write(tmp_path, {"a.py": MODEL, "b.py": MODEL, "c.py": "x = 1\n"})
+    _, _, err = run([tmp_path], capsys)
+    assert "2 findings in 2 files (3 files checked)" in err

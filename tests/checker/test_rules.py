@@ -151,7 +151,7 @@ PAIRS = [
         import pytorch_lightning as pl
 
         class C(pl.callbacks.Callback):
-            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, unused=0):
+            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, unused):
                 pass
         """,
         """
@@ -346,7 +346,7 @@ def test_look_alikes_are_not_flagged(source):
     assert fix(source) == textwrap.dedent(source)
 
 
-def test_unresolved_base_with_training_step_is_a_warning_never_rewritten():
+def test_unresolved_base_with_training_step_is_a_note_never_rewritten():
     source = """
     from somewhere_else import Base
 
@@ -357,10 +357,12 @@ def test_unresolved_base_with_training_step_is_a_warning_never_rewritten():
         def training_epoch_end(self, outputs):
             pass
     """
-    assert codes(source) == [("LM001", 8, False)]
+    assert codes(source) == []  # not by default
+    assert codes(source, notes=True) == [("LM001", 8, False)]
     assert fix(source) == textwrap.dedent(source)
-    [finding] = check_source(textwrap.dedent(source).encode()).findings
-    assert "possible (base class not resolved)" in finding.format("m.py")
+    [finding] = check_source(textwrap.dedent(source).encode(), notes=True).findings
+    assert finding.note and finding.fix is None
+    assert "note: possible (base class not resolved)" in finding.format("m.py")
 
 
 def test_unresolved_base_without_training_step_is_not_reported():

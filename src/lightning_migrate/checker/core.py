@@ -30,7 +30,15 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from lightning_migrate import registry
-from lightning_migrate.checker.resolve import CALLBACK, MODULE, ModuleInfo, Project, dotted, module_info
+from lightning_migrate.checker.resolve import (
+    CALLBACK,
+    MODULE,
+    ModuleInfo,
+    Project,
+    dotted,
+    module_info,
+    references_in,
+)
 
 #: Where the site is published; a finding links to ``DOCS_URL + rule.page``.
 DOCS_URL = "https://lightning-migrate.readthedocs.io/en/latest/"
@@ -54,6 +62,8 @@ class Fix:
     description: str = ""
     #: The edit renames, removes or narrows the method: code that calls it by name must change with it.
     changes_callers: bool = True
+    #: Parameters the edit removes: a call passing one of them by keyword would break.
+    dropped: tuple[str, ...] = ()
 
 
 @dataclass
@@ -67,6 +77,9 @@ class Finding:
     col: int = 0
     #: ``False`` when the class's base could not be resolved and it was taken for a module by its ``training_step``
     confident: bool = True
+    #: informational only (a default value that hides an old shape, or a class not known to be Lightning's): shown
+    #: with ``--notes``, never fixed, never counted in the exit code
+    note: bool = False
     tier: str | None = None
     fix: Fix | None = field(default=None, repr=False, compare=False)
 
@@ -76,7 +89,8 @@ class Finding:
 
     def format(self, path: str) -> str:
         """``path:line:col: CODE message (tier) url``: the format of compilers, ruff and flake8."""
-        prefix = "" if self.confident else "possible (base class not resolved): "
+        prefix = "note: " if self.note else ""
+        prefix += "" if self.confident else "possible (base class not resolved): "
         tier = f" [{self.tier} fix]" if self.tier in (SAFE, REWRITE) else ""
         return f"{path}:{self.line}:{self.col}: {self.code} {prefix}{self.message}{tier} {self.url}"
 
@@ -148,9 +162,20 @@ def rules_for(hook: str, kind: str) -> list[Rule]:
 # -- helpers the rules share -------------------------------------------------------------------------------------
 
 
+#: Stands for the ``self`` a ``@staticmethod`` does not declare (Lightning calls it with the same arguments).
+_NO_SELF = cst.Param(cst.Name("self"))
+
+
+def is_static(func: cst.FunctionDef) -> bool:
+    """Whether ``func`` is decorated with ``@staticmethod`` (it takes no ``self``)."""
+    return any(_cst_dotted(dec.decorator) in ("staticmethod", "builtins.staticmethod") for dec in func.decorators)
+
+
 def positional(func: cst.FunctionDef) -> list[cst.Param]:
-    """The positional parameters (positional-only first), ``self`` included."""
-    return [*func.params.posonly_params, *func.params.params]
+    """The positional parameters (positional-only first), ``self`` included: for a ``@staticmethod``, a stand-in
+    ``self`` comes first, so position ``i`` is the same argument as in a method."""
+    params = [*func.params.posonly_params, *func.params.params]
+    return [_NO_SELF, *params] if is_static(func) else params
 
 
 def named_params(func: cst.FunctionDef) -> list[cst.Param]:
@@ -169,10 +194,34 @@ class _Names(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
 
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)  # `self.outputs`: `self` is a name, `outputs` is an attribute, not a variable
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)  # `f(outputs=x)`: the keyword is not a variable
+        return False
+
 
 def names_in(node: cst.CSTNode) -> set[str]:
-    """Every identifier in ``node`` (loads, stores, attribute heads and the rest: a superset of the uses)."""
+    """Every variable name in ``node`` (loads, stores and the rest: a superset of the uses); attribute names
+    (``self.outputs``) and call keywords (``f(outputs=1)``) are not variables and are left out."""
     visitor = _Names()
+    node.visit(visitor)
+    return visitor.names
+
+
+class _Identifiers(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def identifiers_in(node: cst.CSTNode) -> set[str]:
+    """Every identifier in ``node``, attribute names and keywords included (is a name free for new code?)."""
+    visitor = _Identifiers()
     node.visit(visitor)
     return visitor.names
 
@@ -293,6 +342,7 @@ def check_source(
     fix: bool = False,
     rewrite_caching: bool = False,
     select: frozenset[str] | None = None,
+    notes: bool = False,
 ) -> Result:
     """Check one file's bytes; with ``fix``, also return the rewritten bytes (same encoding and newlines).
 
@@ -302,6 +352,8 @@ def check_source(
         project: the checked tree; ``None`` checks the source alone.
         fix: apply the ``safe`` and ``manual`` tiers (and ``rewrite`` when ``rewrite_caching``).
         select: only these rule codes (default: all).
+        notes: also return the informational findings (``Finding.note``): classes whose base could not be resolved,
+            and old shapes made harmless by a default value. They never carry a fix.
 
     Raises:
         SyntaxError: the source does not parse (``lineno`` set).
@@ -331,9 +383,7 @@ def check_source(
     collector = _Collector()
     wrapper.module.visit(collector)
 
-    # Names the file uses (calls, attribute reads): a method one of them names is not renamed or removed safely.
-    referenced = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    referenced |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    lines = source.splitlines()
     findings: list[Finding] = []
     func_fixes: dict[int, list[Fix]] = {}
     class_fixes: dict[int, list[Fix]] = {}
@@ -346,18 +396,19 @@ def check_source(
                 if select is not None and rule.code not in select:
                     continue
                 for finding in rule.check(ctx, func):
-                    if (
-                        finding.fix is not None
-                        and finding.fix.tier == SAFE
-                        and finding.fix.changes_callers
-                        and func.name.value in referenced
-                    ):
-                        what = f"`{func.name.value}` is called in this file: change its callers too"
-                        finding.fix = manual_fix(rule.code, what)
                     start = positions[func.name].start
                     finding.line, finding.col = start.line, start.column + 1
+                    if _noqa(lines, finding.line, finding.code):
+                        continue
+                    if finding.fix is not None and finding.fix.tier == SAFE and finding.fix.changes_callers:
+                        caller = _caller(tree, path, project, func.name.value, finding.fix.dropped)
+                        if caller is not None:
+                            finding.fix = manual_fix(rule.code, f"{caller}: change the callers too")
                     finding.confident = ctx.confident
-                    if finding.fix is not None and ctx.confident:
+                    finding.note = finding.note or not ctx.confident
+                    if finding.note and not notes:
+                        continue
+                    if finding.fix is not None and not finding.note:
                         if finding.fix.tier == REWRITE and not rewrite_caching:
                             continue
                         finding.tier = finding.fix.tier
@@ -378,6 +429,39 @@ def check_source(
                 raise RuntimeError(f"the rewrite of {path} does not parse ({err}); file left unchanged") from err
             new_source = new_bytes
     return Result(findings, new_source)
+
+
+#: ``# noqa`` (every code) or ``# noqa: LM001, LM002`` on a line, as flake8 and ruff read it.
+NOQA = re.compile(rb"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+
+
+def _noqa(lines: list[bytes], line: int, code: str) -> bool:
+    """Whether line ``line`` (1-based) of the file silences ``code``."""
+    if not 0 < line <= len(lines):
+        return False
+    match = NOQA.search(lines[line - 1])
+    if match is None:
+        return False
+    listed = match.group("codes")
+    return listed is None or code.encode() in {c.strip().upper() for c in listed.split(b",")}
+
+
+def _caller(tree: ast.Module, path: Path | None, project: Project, name: str, dropped: tuple[str, ...]) -> str | None:
+    """Where code calls the method ``name`` (or passes one of ``dropped`` by keyword): this file first, then every
+    other file of the project; ``None`` when nothing does, so a rename or a dropped parameter cannot break a call."""
+    here = references_in(tree, {name}, set(dropped))
+    if here:
+        line, what, used = here[0]
+        return (
+            f"`{used}` is used at line {line} of this file"
+            if what != "keyword"
+            else (f"a call passes `{used}=` at line {line} of this file")
+        )
+    if path is None or path not in project.name_of:
+        return None
+    for ref in project.references(name, dropped, exclude=path):
+        return f"`{name}` (or a dropped keyword) is used at {ref.path}:{ref.line}"
+    return None
 
 
 def _has_candidates(tree: ast.Module, info: ModuleInfo, project: Project, select: frozenset[str] | None) -> bool:

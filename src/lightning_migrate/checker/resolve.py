@@ -43,6 +43,8 @@ class ModuleInfo:
     classes: dict[str, list[str | None]] = field(default_factory=dict)
     #: the line number of each class, to tell classes of the same name apart
     class_lines: dict[tuple[str, int], list[str | None]] = field(default_factory=dict)
+    #: dotted modules of ``from M import *``, in file order: a name bound nowhere else may come from one of them
+    star_imports: list[str] = field(default_factory=list)
 
 
 def dotted(node: ast.expr) -> str | None:
@@ -78,7 +80,9 @@ def module_info(tree: ast.Module, name: str, is_package: bool = False) -> Module
                 parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
                 base = ".".join([*parts, *([base] if base else [])])
             for alias in node.names:
-                if alias.name != "*":
+                if alias.name == "*":
+                    info.star_imports.append(base)
+                else:
                     info.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
         elif isinstance(node, ast.ClassDef):
             bases = [dotted(base) for base in node.bases]
@@ -98,6 +102,7 @@ class Project:
         self.by_name: dict[str, Path] = {}
         self.name_of: dict[Path, str] = {}
         self._infos: dict[Path, ModuleInfo | None] = {}
+        self._bytes: dict[Path, bytes] = {}
         for path in files:
             package_parts = _package_parts(path)
             self.name_of[path] = ".".join(package_parts)
@@ -128,6 +133,30 @@ class Project:
             unknown = unknown or kind.unknown
         return Kind(None, unknown)
 
+    def references(self, name: str, keywords: tuple[str, ...], exclude: Path | None) -> list[Reference]:
+        """Uses of the method ``name`` (and calls passing one of ``keywords``) in the project's files other than
+        ``exclude``. Files are first searched as bytes, so only those mentioning a name are parsed."""
+        needles = [name.encode(), *(keyword.encode() for keyword in keywords)]
+        found: list[Reference] = []
+        for path in self.name_of:
+            if path == exclude:
+                continue
+            data = self._bytes.get(path)
+            if data is None:
+                try:
+                    data = path.read_bytes()
+                except OSError:
+                    data = b""
+                self._bytes[path] = data
+            if not any(needle in data for needle in needles):
+                continue
+            try:
+                tree = ast.parse(data)
+            except (SyntaxError, ValueError):
+                continue
+            found.extend(Reference(path, line, what) for line, what, _ in references_in(tree, {name}, set(keywords)))
+        return found
+
     def _resolve_local(self, info: ModuleInfo, base: str | None, seen: frozenset) -> Kind:
         if base is None:
             return Kind(None, unknown=True)
@@ -140,9 +169,24 @@ class Project:
             if key in seen:
                 return Kind(None)
             return self.classify(info, info.classes[head], seen | {key})
+        if not rest and info.star_imports:
+            return self._resolve_star(info, head, seen)
         if head in BUILTIN_BASES:
             return Kind(None)
         return Kind(None, unknown=True)
+
+    def _resolve_star(self, info: ModuleInfo, name: str, seen: frozenset) -> Kind:
+        """``name`` through the ``from M import *`` of ``info``: the first module that binds it decides (Python's
+        last-import-wins is not modelled; two star imports binding one name are rare)."""
+        unknown = False
+        for module in info.star_imports:
+            kind = self._resolve_qualified(f"{module}.{name}", seen | {(info.name, "*" + name)})
+            if kind.kind is not None:
+                return kind
+            unknown = unknown or kind.unknown
+        if name in BUILTIN_BASES:
+            return Kind(None)
+        return Kind(None, unknown=unknown)
 
     def _resolve_qualified(self, target: str, seen: frozenset) -> Kind:
         parts = target.split(".")
@@ -164,6 +208,14 @@ class Project:
                     return self.classify(info, info.classes[class_name], seen | {key})
                 if class_name in info.imports:  # re-exported, e.g. from a package's __init__
                     return self._resolve_qualified(info.imports[class_name], seen | {key})
+                if info.star_imports:  # re-exported with ``from .module import *``
+                    star = (info.name, "*" + class_name)
+                    if star in seen:
+                        return Kind(None)
+                    kind = self._resolve_star(info, class_name, seen)
+                    if kind.kind is not None or kind.unknown:
+                        return kind
+                    return Kind(None)
         if parts[0] in NOT_LIGHTNING_ROOTS:
             return Kind(None)
         return Kind(None, unknown=True)
@@ -192,3 +244,59 @@ def _relative_parts(path: Path, roots: list[Path]) -> list[str]:
             parts = parts[:-1]
         return parts
     return [path.stem]
+
+
+#: Files whose folder is a project's root, as ruff and mypy look for it (the nearest one up from a checked file).
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+
+
+def project_root(path: Path) -> Path | None:
+    """The nearest folder at or above ``path`` (a file's folder, or a folder) holding one of :data:`ROOT_MARKERS`;
+    ``None`` when there is none up to the file system's root."""
+    folder = path if path.is_dir() else path.parent
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A use of a name somewhere in the project: ``path``:``line`` and what it is (``attribute``, ``name``,
+    ``keyword`` or ``string``)."""
+
+    path: Path
+    line: int
+    what: str
+
+
+class _References(ast.NodeVisitor):
+    def __init__(self, names: set[str], keywords: set[str]):
+        self.names, self.keywords = names, keywords
+        self.found: list[tuple[int, str, str]] = []
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in self.names:
+            self.found.append((node.lineno, "attribute", node.attr))
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in self.names:
+            self.found.append((node.lineno, "name", node.id))
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        if node.arg in self.keywords:
+            self.found.append((node.value.lineno, "keyword", node.arg))
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and node.value in self.names:  # getattr(obj, "name"), hasattr, ...
+            self.found.append((node.lineno, "string", node.value))
+
+
+def references_in(tree: ast.AST, names: set[str], keywords: set[str] = frozenset()) -> list[tuple[int, str, str]]:
+    """``(line, kind, name)`` of every use of ``names`` in ``tree`` (attribute, bare name or string constant) and
+    every call keyword in ``keywords``; a ``def`` of the name is not a use."""
+    visitor = _References(set(names), set(keywords))
+    visitor.visit(tree)
+    return visitor.found

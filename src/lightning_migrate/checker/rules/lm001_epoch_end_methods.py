@@ -13,9 +13,9 @@ from lightning_migrate.checker.core import (
     Fix,
     Rule,
     body_uses,
+    identifiers_in,
     manual_fix,
     named_params,
-    names_in,
     positional,
     register,
     with_name,
@@ -74,14 +74,16 @@ class LitModel(pl.LightningModule):
 
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         new_hook, step, cache, pattern_id = HOOKS[func.name.value]
-        message = removed(pattern_id)
+        message = removed(pattern_id, func)
         params = [param.name.value for param in named_params(func)[1:]]
         used = [name for name in params if body_uses(func, name)]
         if new_hook in ctx.methods:
             fix = manual_fix(self.code, f"merge into the existing {new_hook}")
             message += f" (the class already defines `{new_hook}`: merge by hand)"
         elif not used and func.params.star_arg is cst.MaybeSentinel.DEFAULT and func.params.star_kwarg is None:
-            fix = Fix(SAFE, with_name(new_hook, set(params)), description=f"rename to {new_hook}(self)")
+            fix = Fix(
+                SAFE, with_name(new_hook, set(params)), description=f"rename to {new_hook}(self)", dropped=tuple(params)
+            )
         else:
             fix = None
             if ctx.rewrite_caching and cache is not None:
@@ -160,11 +162,11 @@ def _caching_fix(ctx: ClassContext, func: cst.FunctionDef, new_hook: str, step_n
         return None  # a dataloader_idx: Lightning 1.x passed one list per dataloader
     if _final_return(step) is None or not any(_is_super_init(s) for s in init.body.body):
         return None
-    if cache in names_in(ctx.node):
+    if cache in identifiers_in(ctx.node):
         return None
     outputs_name = hook_params[1].name.value
     variable = "step_output"
-    while variable in names_in(step):
+    while variable in identifiers_in(step):
         variable += "_"
     literal = isinstance(_final_return(step).value, (cst.Dict, cst.List, cst.Tuple))
 

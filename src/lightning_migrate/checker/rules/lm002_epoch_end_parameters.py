@@ -65,18 +65,25 @@ class PrintEpoch(Callback):
         # Lightning calls the hook without the extra arguments: one with a default value works as it is.
         extra = [param.name.value for param in positional(func)[expected:] if param.default is None]
         extra += [param.name.value for param in func.params.kwonly_params if param.default is None]
-        if not extra:
-            return
         hook = func.name.value
+        if not extra:
+            defaulted = [p.name.value for p in [*positional(func)[expected:], *func.params.kwonly_params]]
+            read = [name for name in defaulted if body_uses(func, name)]
+            if read:  # it works, but the body reads a value Lightning never passes: always the default
+                message = f"`{hook}` is called without `{', '.join(read)}`: the body always sees the default value"
+                yield Finding(self.code, message, (), note=True)
+            return
         pattern_id = PATTERNS.get((hook, ctx.kind))
         takes = "self" if ctx.kind == MODULE else "self, trainer, pl_module"
         message = f"`{hook}` takes only `{takes}`; `{', '.join(extra)}` is never passed"
         if pattern_id is not None:
-            message = removed(pattern_id)
+            message = removed(pattern_id, func)
         if any(body_uses(func, name) for name in extra):
             fix = manual_fix(self.code, "the body reads " + ", ".join(extra))
         else:
-            fix = Fix(SAFE, lambda node: _drop(node, set(extra)), description="drop " + ", ".join(extra))
+            fix = Fix(
+                SAFE, lambda node: _drop(node, set(extra)), description="drop " + ", ".join(extra), dropped=tuple(extra)
+            )
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
 
 

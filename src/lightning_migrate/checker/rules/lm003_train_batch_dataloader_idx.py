@@ -68,6 +68,11 @@ class Timer(L.Callback):
         if any(body_uses(func, name) for name in extra):
             fix = manual_fix(self.code, "the body reads " + ", ".join(extra))
         else:
-            names = set(extra)
-            fix = Fix(SAFE, lambda node: drop_params(node, names), description="drop " + ", ".join(extra))
-        yield Finding(self.code, removed(pattern_id), (pattern_id,), fix=fix)
+            names = tuple(extra)
+            fix = Fix(
+                SAFE,
+                lambda node: drop_params(node, set(names)),
+                description="drop " + ", ".join(extra),
+                dropped=tuple(extra),
+            )
+        yield Finding(self.code, removed(pattern_id, func), (pattern_id,), fix=fix)

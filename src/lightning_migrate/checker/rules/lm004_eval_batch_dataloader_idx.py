@@ -12,6 +12,7 @@ from lightning_migrate.checker.core import (
     Fix,
     Rule,
     expected_count,
+    is_static,
     manual_fix,
     positional,
     register,
@@ -65,11 +66,11 @@ class LitModel(pl.LightningModule):
             return
         pattern_id = _pattern(func.name.value, ctx.kind)
         name = params[index].name.value
-        if len(params) == index + 1:
+        if len(params) == index + 1 and not is_static(func):
             fix = Fix(SAFE, lambda node: _default_zero(node, index), description=f"{name}=0", changes_callers=False)
         else:
             fix = manual_fix(self.code, f"give {name} a default")
-        message = removed(pattern_id)
+        message = removed(pattern_id, func)
         if func.name.value.endswith("_start"):  # the registry records the `_end` hook; the rule covers both
             pattern = registry.get(pattern_id)
             message = (

@@ -56,7 +56,7 @@ class LitModel(pl.LightningModule):
             fix = Fix(SAFE, lambda node: cst.RemovalSentinel.REMOVE, description="remove the method")
         else:
             fix = manual_fix(self.code, "move this work into the step or the batch-end hook")
-        yield Finding(self.code, removed(pattern_id), (pattern_id,), fix=fix)
+        yield Finding(self.code, removed(pattern_id, func), (pattern_id,), fix=fix)
 
 
 def _returns_its_input(func: cst.FunctionDef) -> bool:

@@ -68,7 +68,9 @@ class CountBatches(Callback):
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         hook = func.name.value
         pattern_id = PATTERNS.get((hook, ctx.kind))
-        message = removed(pattern_id) if pattern_id else f"`{hook}` is not a LightningModule hook: it is never called"
+        message = (
+            removed(pattern_id, func) if pattern_id else f"`{hook}` is not a LightningModule hook: it is never called"
+        )
         fix = manual_fix(self.code, "never called: use the stage hooks")
         if ctx.kind == CALLBACK and hook in RENAMES:
             new_hook, added = RENAMES[hook]
