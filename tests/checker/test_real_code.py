@@ -330,3 +330,44 @@ def test_summary_counts_files_with_findings(tmp_path, capsys):
     write(tmp_path, {"a.py": MODEL, "b.py": MODEL, "c.py": "x = 1\n"})
     _, _, err = run([tmp_path], capsys)
     assert "2 findings in 2 files (3 files checked)" in err
+
+
+# -- star re-exports -------------------------------------------------------------------------------------------------
+
+
+def test_a_base_behind_a_star_re_export_is_resolved(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "lib/__init__.py": "",
+            "lib/observables/__init__.py": "from .observable import *\nfrom .others import *\n",
+            "lib/observables/others.py": "class Unrelated:\n    pass\n",
+            "lib/observables/observable.py": """
+                from pytorch_lightning.callbacks import Callback
+
+                class Observable(Callback):
+                    pass
+                """,
+            "lib/metrics.py": """
+                from lib.observables import Observable
+
+                class Accuracy(Observable):
+                    def on_train_epoch_end(self, trainer, pl_module, outputs):
+                        pass
+                """,
+            "lib/star_here.py": """
+                from pytorch_lightning.callbacks import *
+
+                class Timer(Callback):
+                    def on_batch_end(self, trainer, pl_module):
+                        pass
+                """,
+        },
+    )
+    code, lines, _ = run([tmp_path], capsys)
+    assert code == 1
+    assert [line.split(" ")[:2] for line in lines] == [
+        [f"{tmp_path}/lib/metrics.py:5:9:", "LM002"],
+        [f"{tmp_path}/lib/star_here.py:5:9:", "LM006"],
+    ]
+    assert not any("possible" in line for line in lines)
