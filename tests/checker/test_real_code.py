@@ -371,3 +371,39 @@ def test_a_base_behind_a_star_re_export_is_resolved(tmp_path, capsys):
         [f"{tmp_path}/lib/star_here.py:5:9:", "LM006"],
     ]
     assert not any("possible" in line for line in lines)
+
+
+# -- names Lightning never calls -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "nearest"),
+    [
+        (
+            "import lightning.pytorch as pl\n\nclass M(pl.LightningModule):\n"
+            "    def on_training_epoch_end(self):\n        pass\n",
+            "on_train_epoch_end",
+        ),
+        (
+            "from pytorch_lightning import Callback\n\nclass C(Callback):\n"
+            "    def on_val_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):\n        pass\n",
+            "on_validation_batch_end",
+        ),
+    ],
+)
+def test_a_misspelt_hook_is_reported_with_the_nearest_real_name(source, nearest):
+    [finding] = check_source(source.encode()).findings
+    assert finding.code == "LM007" and finding.line == 4
+    assert finding.message.endswith(f"did you mean `{nearest}`?")
+
+
+def test_a_hook_like_method_the_project_calls_is_not_reported(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "m.py": "import lightning.pytorch as pl\n\nclass M(pl.LightningModule):\n"
+            "    def on_custom_epoch_end(self):\n        pass\n",
+            "n.py": "def f(m):\n    m.on_custom_epoch_end()\n",
+        },
+    )
+    assert run([tmp_path], capsys)[:2] == (0, [])

@@ -136,6 +136,15 @@ class Rule:
     def page(self) -> str:
         return f"checker/rules/{self.code}.html"
 
+    #: reported only when nothing in the project uses the method's name (the hook is dead code unless called)
+    never_called: bool = False
+    #: ``--fix`` cleans the rule's example; ``False`` for a rule that only ever marks (no rewrite keeps behaviour)
+    fixable: bool = True
+
+    def matches(self, name: str, kind: str) -> bool:
+        """Whether the rule inspects methods called ``name`` beyond :attr:`hooks` (a rule over a name pattern)."""
+        return False
+
     def check(self, ctx: ClassContext, func: cst.FunctionDef) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -156,7 +165,8 @@ def register(cls: type[Rule]) -> type[Rule]:
 
 
 def rules_for(hook: str, kind: str) -> list[Rule]:
-    return [rule for rule in RULES.values() if hook in rule.hooks and kind in rule.owners]
+    """The rules that inspect a method ``hook`` of a class of ``kind``."""
+    return [rule for rule in RULES.values() if kind in rule.owners and (hook in rule.hooks or rule.matches(hook, kind))]
 
 
 # -- helpers the rules share -------------------------------------------------------------------------------------
@@ -395,6 +405,8 @@ def check_source(
             for rule in rules_for(func.name.value, ctx.kind):
                 if select is not None and rule.code not in select:
                     continue
+                if rule.never_called and _caller(tree, path, project, func.name.value, ()) is not None:
+                    continue
                 for finding in rule.check(ctx, func):
                     start = positions[func.name].start
                     finding.line, finding.col = start.line, start.column + 1
@@ -468,11 +480,14 @@ def _has_candidates(tree: ast.Module, info: ModuleInfo, project: Project, select
     """Whether some class of the file (read with :mod:`ast`) defines a method a rule inspects and is, or may be,
     a Lightning class: the only classes :func:`check_source` can report."""
     hooks = {hook for rule in RULES.values() if select is None or rule.code in select for hook in rule.hooks}
+    patterned = [rule for rule in RULES.values() if not rule.hooks and (select is None or rule.code in select)]
     for node in ast.walk(tree):
         if not isinstance(node, ast.ClassDef):
             continue
         methods = {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        if not methods & hooks:
+        if not methods & hooks and not any(
+            rule.matches(name, kind) for rule in patterned for name in methods for kind in (MODULE, CALLBACK)
+        ):
             continue
         kind = project.classify(info, [dotted(base) for base in node.bases])
         if kind.kind is not None or (kind.unknown and "training_step" in methods):
