@@ -103,6 +103,7 @@ class Project:
         self.name_of: dict[Path, str] = {}
         self._infos: dict[Path, ModuleInfo | None] = {}
         self._bytes: dict[Path, bytes] = {}
+        self._uses: dict[Path, dict[str, tuple[int, str]]] = {}
         for path in files:
             package_parts = _package_parts(path)
             self.name_of[path] = ".".join(package_parts)
@@ -135,7 +136,8 @@ class Project:
 
     def references(self, name: str, keywords: tuple[str, ...], exclude: Path | None) -> list[Reference]:
         """Uses of the method ``name`` (and calls passing one of ``keywords``) in the project's files other than
-        ``exclude``. Files are first searched as bytes, so only those mentioning a name are parsed."""
+        ``exclude``. A file is searched as bytes first and parsed only when it mentions one of the names; what a
+        parsed file uses is kept, so a file is parsed at most once per process."""
         needles = [name.encode(), *(keyword.encode() for keyword in keywords)]
         found: list[Reference] = []
         for path in self.name_of:
@@ -150,11 +152,12 @@ class Project:
                 self._bytes[path] = data
             if not any(needle in data for needle in needles):
                 continue
-            try:
-                tree = ast.parse(data)
-            except (SyntaxError, ValueError):
-                continue
-            found.extend(Reference(path, line, what) for line, what, _ in references_in(tree, {name}, set(keywords)))
+            uses = self._uses.get(path)
+            if uses is None:
+                uses = self._uses[path] = _uses_of(data)
+            for key in (name, *(f"{keyword}=" for keyword in keywords)):
+                if key in uses:
+                    found.append(Reference(path, *uses[key]))
         return found
 
     def _resolve_local(self, info: ModuleInfo, base: str | None, seen: frozenset) -> Kind:
@@ -292,6 +295,26 @@ class _References(ast.NodeVisitor):
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and node.value in self.names:  # getattr(obj, "name"), hasattr, ...
             self.found.append((node.lineno, "string", node.value))
+
+
+def _uses_of(data: bytes) -> dict[str, tuple[int, str]]:
+    """``{name: (first line, kind)}`` of every attribute, bare name and string constant a file uses, and
+    ``{"keyword=": ...}`` for every call keyword; ``{}`` for a file that does not parse."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return {}
+    uses: dict[str, tuple[int, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            uses.setdefault(node.attr, (node.lineno, "attribute"))
+        elif isinstance(node, ast.Name):
+            uses.setdefault(node.id, (node.lineno, "name"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            uses.setdefault(node.value, (node.lineno, "string"))
+        elif isinstance(node, ast.keyword) and node.arg:
+            uses.setdefault(f"{node.arg}=", (node.value.lineno, "keyword"))
+    return uses
 
 
 def references_in(tree: ast.AST, names: set[str], keywords: set[str] = frozenset()) -> list[tuple[int, str, str]]:
