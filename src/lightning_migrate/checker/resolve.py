@@ -12,6 +12,7 @@ every class imported from a ``callbacks`` package of Lightning are callbacks.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,7 +139,8 @@ class Project:
         """Uses of the method ``name`` (and calls passing one of ``keywords``) in the project's files other than
         ``exclude``. A file is searched as bytes first and parsed only when it mentions one of the names; what a
         parsed file uses is kept, so a file is parsed at most once per process."""
-        needles = [name.encode(), *(keyword.encode() for keyword in keywords)]
+        # whole words only: `validation_epoch_end` is not in `on_validation_epoch_end`
+        needle = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in (name, *keywords)) + rb")\b")
         found: list[Reference] = []
         for path in self.name_of:
             if path == exclude:
@@ -150,7 +152,7 @@ class Project:
                 except OSError:
                     data = b""
                 self._bytes[path] = data
-            if not any(needle in data for needle in needles):
+            if not needle.search(data):
                 continue
             uses = self._uses.get(path)
             if uses is None:
