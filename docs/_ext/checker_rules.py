@@ -295,8 +295,18 @@ def _write_pages(app: Sphinx) -> None:
     stamp.write_text("\n".join([key, *wanted]) + "\n", encoding="utf-8")
 
 
+def _link_to_this_site(app: Sphinx) -> None:
+    """Make the checker's finding links and markers, as the pages show them, point to the site being built: its
+    ``html_baseurl`` (conf.py's one setting of the published address) overrides the package's own."""
+    if app.config.html_baseurl:
+        from lightning_migrate.checker.core import DOCS_URL_VARIABLE
+
+        os.environ[DOCS_URL_VARIABLE] = app.config.html_baseurl
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("probe_records")
+    app.connect("builder-inited", _link_to_this_site)
     app.connect("builder-inited", _write_pages)
     app.add_directive("checker-rule", CheckerRule)
     app.add_directive("checker-rule-table", CheckerRuleTable)

@@ -407,3 +407,21 @@ def test_a_hook_like_method_the_project_calls_is_not_reported(tmp_path, capsys):
         },
     )
     assert run([tmp_path], capsys)[:2] == (0, [])
+
+
+# -- one setting for the docs address ------------------------------------------------------------------------------
+
+
+def test_links_follow_the_one_docs_setting(monkeypatch):
+    import tomllib
+
+    from lightning_migrate.checker.core import DOCS_URL_VARIABLE, docs_url
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    monkeypatch.delenv(DOCS_URL_VARIABLE, raising=False)
+    assert docs_url() == pyproject["project"]["urls"]["Documentation"]
+    monkeypatch.setenv(DOCS_URL_VARIABLE, "https://example.org/guide")
+    [finding] = check_source(textwrap.dedent(MODEL).encode(), fix=True).findings
+    assert finding.url == "https://example.org/guide/checker/rules/LM001.html"
+    marked = fix(MODEL.replace("self.done = True", "print(outputs)"))
+    assert "https://example.org/guide/checker/rules/LM001.html" in marked

@@ -7,11 +7,11 @@ import textwrap
 import pytest
 
 from lightning_migrate import registry
-from lightning_migrate.checker import RULES, check_source
+from lightning_migrate.checker import RULES, check_source, docs_url
 
 from ._util import codes, fix
 
-URL = "https://lightning-migrate.readthedocs.io/en/latest/checker/rules/"
+URL = docs_url() + "checker/rules/"
 
 # (name, source, expected after --fix, expected codes)
 PAIRS = [

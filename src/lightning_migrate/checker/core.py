@@ -19,7 +19,10 @@ written.
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.metadata
 import io
+import os
 import re
 import tokenize
 from collections.abc import Callable, Iterable
@@ -40,8 +43,37 @@ from lightning_migrate.checker.resolve import (
     references_in,
 )
 
-#: Where the site is published; a finding links to ``DOCS_URL + rule.page``.
-DOCS_URL = "https://lightning-migrate.readthedocs.io/en/latest/"
+#: The environment variable that overrides where finding links point (the docs build sets it to the site it builds).
+DOCS_URL_VARIABLE = "LIGHTNING_MIGRATE_DOCS_URL"
+
+
+def docs_url() -> str:
+    """The base address of the published site, ending in ``/``: a finding links to ``docs_url() + rule.page``.
+
+    One setting: the ``Documentation`` entry of ``[project.urls]`` in ``pyproject.toml`` (read from the installed
+    package's metadata, or from the source tree's ``pyproject.toml`` when run from a checkout), overridden by
+    :data:`DOCS_URL_VARIABLE` -- which the docs build sets from its ``html_baseurl``, so the rule pages link to
+    the site being built.
+    """
+    url = os.environ.get(DOCS_URL_VARIABLE) or _published_url()
+    return url.rstrip("/") + "/"
+
+
+@functools.cache
+def _published_url() -> str:
+    try:
+        for entry in importlib.metadata.metadata("lightning-migrate").get_all("Project-URL") or []:
+            label, _, url = entry.partition(",")
+            if label.strip().lower() == "documentation":
+                return url.strip()
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    import tomllib  # run from a source tree (Python 3.11+, as the project's tools)
+
+    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["urls"]["Documentation"]
+
+
 #: The marker comment ``--fix`` leaves above a hook it cannot rewrite: ``# lightning-migrate: LM001 ...``.
 MARKER = "lightning-migrate:"
 #: Bytes that every hook name any rule inspects contains: files without any of them are skipped unparsed.
@@ -85,7 +117,7 @@ class Finding:
 
     @property
     def url(self) -> str:
-        return DOCS_URL + RULES[self.code].page
+        return docs_url() + RULES[self.code].page
 
     def format(self, path: str) -> str:
         """``path:line:col: CODE message (tier) url``: the format of compilers, ruff and flake8."""
@@ -281,7 +313,7 @@ def manual_fix(code: str, what: str) -> Fix:
         assert isinstance(func, cst.FunctionDef)
         if has_marker(func, code):
             return func
-        text = f"# {MARKER} {code} manual fix, {what}: {DOCS_URL}{RULES[code].page}"
+        text = f"# {MARKER} {code} manual fix, {what}: {docs_url()}{RULES[code].page}"
         return func.with_changes(leading_lines=[*func.leading_lines, cst.EmptyLine(comment=cst.Comment(text))])
 
     return Fix(MANUAL, apply, description="marker comment")
