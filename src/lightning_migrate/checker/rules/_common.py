@@ -7,6 +7,30 @@ import libcst as cst
 from lightning_migrate import registry
 
 
+def new_hook(pattern_id: str) -> str:
+    """The name of the hook that replaces a registry pattern's (``on_train_epoch_end`` for ``training-epoch-end``).
+
+    Raises:
+        ValueError: the pattern has no one-to-one replacement (``new_signature`` is ``None``).
+    """
+    new_signature = registry.get(pattern_id).new_signature
+    if new_signature is None:
+        raise ValueError(f"{pattern_id}: the registry gives no replacement hook")
+    return new_signature.partition("(")[0]
+
+
+def new_params(pattern_id: str) -> list[str]:
+    """The parameter names of the registry's ``new_signature`` of a pattern, ``self`` included."""
+    signature = registry.get(pattern_id).new_signature or ""
+    inside = signature.partition("(")[2].rpartition(")")[0]
+    return [part.split("=")[0].split(":")[0].strip() for part in inside.split(",") if part.strip()]
+
+
+def by_hook(pattern_ids: tuple[str, ...]) -> dict[tuple[str, str], str]:
+    """``{(hook, owner): pattern id}`` of the given registry patterns (``owner``: ``LightningModule``/``Callback``)."""
+    return {(registry.get(pid).hook, registry.get(pid).owner): pid for pid in pattern_ids}
+
+
 def plain(rst: str) -> str:
     """reST inline literals as plain backticks: the registry's text, fit for a terminal."""
     return rst.replace("``", "`")

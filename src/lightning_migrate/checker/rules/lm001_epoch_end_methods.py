@@ -20,18 +20,20 @@ from lightning_migrate.checker.core import (
     register,
     with_name,
 )
-from lightning_migrate.checker.rules._common import removed
+from lightning_migrate.checker.rules._common import by_hook, new_hook, removed
 
-#: old hook -> (new hook, step method, cache attribute of the caching rewrite, registry pattern)
+#: registry pattern of each old hook; the hook, its replacement and its removal come from the registry entry
+PATTERN_IDS = ("training-epoch-end", "validation-epoch-end", "test-epoch-end")
+#: old hook -> (step method, cache attribute of the caching rewrite): the checker's own choices, not Lightning facts
+CACHING = {
+    "training_epoch_end": ("training_step", None),
+    "validation_epoch_end": ("validation_step", "validation_step_outputs"),
+    "test_epoch_end": ("test_step", "test_step_outputs"),
+}
+#: old hook -> (new hook, step method, cache attribute, registry pattern)
 HOOKS = {
-    "training_epoch_end": ("on_train_epoch_end", "training_step", None, "training-epoch-end"),
-    "validation_epoch_end": (
-        "on_validation_epoch_end",
-        "validation_step",
-        "validation_step_outputs",
-        "validation-epoch-end",
-    ),
-    "test_epoch_end": ("on_test_epoch_end", "test_step", "test_step_outputs", "test-epoch-end"),
+    hook: (new_hook(pattern_id), *CACHING[hook], pattern_id)
+    for (hook, _owner), pattern_id in by_hook(PATTERN_IDS).items()
 }
 
 
@@ -42,7 +44,7 @@ class EpochEndMethods(Rule):
     title = "training_epoch_end, validation_epoch_end and test_epoch_end on a LightningModule"
     hooks = frozenset(HOOKS)
     owners = frozenset({MODULE})
-    patterns = ("training-epoch-end", "validation-epoch-end", "test-epoch-end")
+    patterns = PATTERN_IDS
     summary = (
         "A ``LightningModule`` (or a subclass of one, in any file checked) that defines ``training_epoch_end``, "
         "``validation_epoch_end`` or ``test_epoch_end``."

@@ -5,7 +5,6 @@ from __future__ import annotations
 import libcst as cst
 
 from lightning_migrate.checker.core import (
-    CALLBACK,
     MODULE,
     SAFE,
     ClassContext,
@@ -18,16 +17,18 @@ from lightning_migrate.checker.core import (
     positional,
     register,
 )
-from lightning_migrate.checker.rules._common import removed
+from lightning_migrate.checker.rules._common import by_hook, removed
 
 STAGES = ("train", "validation", "test", "predict")
 #: (hook, owner) -> registry pattern of the old shape; validation and test never took outputs in a release.
-PATTERNS = {
-    ("on_train_epoch_end", MODULE): "module-on-train-epoch-end-outputs",
-    ("on_train_epoch_end", CALLBACK): "callback-on-train-epoch-end-outputs",
-    ("on_predict_epoch_end", MODULE): "module-on-predict-epoch-end-outputs",
-    ("on_predict_epoch_end", CALLBACK): "callback-on-predict-epoch-end-outputs",
-}
+PATTERNS = by_hook(
+    (
+        "module-on-train-epoch-end-outputs",
+        "callback-on-train-epoch-end-outputs",
+        "module-on-predict-epoch-end-outputs",
+        "callback-on-predict-epoch-end-outputs",
+    )
+)
 
 
 @register

@@ -5,7 +5,6 @@ from __future__ import annotations
 import libcst as cst
 
 from lightning_migrate.checker.core import (
-    CALLBACK,
     MODULE,
     SAFE,
     ClassContext,
@@ -19,16 +18,18 @@ from lightning_migrate.checker.core import (
     positional,
     register,
 )
-from lightning_migrate.checker.rules._common import removed
+from lightning_migrate.checker.rules._common import by_hook, new_params, removed
 
-#: hook -> positional parameters of the module hook, ``self`` included
-COUNTS = {"on_train_batch_start": 3, "on_train_batch_end": 4}
-PATTERNS = {
-    ("on_train_batch_start", MODULE): "module-on-train-batch-start-dataloader-idx",
-    ("on_train_batch_start", CALLBACK): "callback-on-train-batch-start-dataloader-idx",
-    ("on_train_batch_end", MODULE): "module-on-train-batch-end-dataloader-idx",
-    ("on_train_batch_end", CALLBACK): "callback-on-train-batch-end-dataloader-idx",
-}
+PATTERNS = by_hook(
+    (
+        "module-on-train-batch-start-dataloader-idx",
+        "callback-on-train-batch-start-dataloader-idx",
+        "module-on-train-batch-end-dataloader-idx",
+        "callback-on-train-batch-end-dataloader-idx",
+    )
+)
+#: hook -> positional parameters of the module hook, ``self`` included: the registry's new module signature
+COUNTS = {hook: len(new_params(pid)) for (hook, owner), pid in PATTERNS.items() if owner == MODULE}
 
 
 @register

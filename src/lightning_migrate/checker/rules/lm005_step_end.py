@@ -15,12 +15,10 @@ from lightning_migrate.checker.core import (
     positional,
     register,
 )
-from lightning_migrate.checker.rules._common import removed
+from lightning_migrate.checker.rules._common import by_hook, removed
 
 PATTERNS = {
-    "training_step_end": "training-step-end",
-    "validation_step_end": "validation-step-end",
-    "test_step_end": "test-step-end",
+    hook: pid for (hook, _owner), pid in by_hook(("training-step-end", "validation-step-end", "test-step-end")).items()
 }
 
 

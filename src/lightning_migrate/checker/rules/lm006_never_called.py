@@ -6,7 +6,6 @@ import libcst as cst
 
 from lightning_migrate.checker.core import (
     CALLBACK,
-    MODULE,
     SAFE,
     ClassContext,
     Finding,
@@ -17,20 +16,23 @@ from lightning_migrate.checker.core import (
     positional,
     register,
 )
-from lightning_migrate.checker.rules._common import removed
+from lightning_migrate.checker.rules._common import by_hook, new_hook, new_params, removed
 
-PATTERNS = {
-    ("on_epoch_start", MODULE): "module-on-epoch-start",
-    ("on_epoch_end", MODULE): "module-on-epoch-end",
-    ("on_epoch_start", CALLBACK): "callback-on-epoch-start",
-    ("on_epoch_end", CALLBACK): "callback-on-epoch-end",
-    ("on_batch_start", CALLBACK): "callback-on-batch-start",
-    ("on_batch_end", CALLBACK): "callback-on-batch-end",
-}
-#: callback hook -> (its training-only successor, the parameters the successor adds)
+PATTERNS = by_hook(
+    (
+        "module-on-epoch-start",
+        "module-on-epoch-end",
+        "callback-on-epoch-start",
+        "callback-on-epoch-end",
+        "callback-on-batch-start",
+        "callback-on-batch-end",
+    )
+)
+#: callback hook -> (its training-only successor, the parameters the successor adds): the registry's signatures
 RENAMES = {
-    "on_batch_start": ("on_train_batch_start", ("batch", "batch_idx")),
-    "on_batch_end": ("on_train_batch_end", ("outputs", "batch", "batch_idx")),
+    hook: (new_hook(pid), tuple(new_params(pid)[3:]))
+    for (hook, owner), pid in PATTERNS.items()
+    if owner == CALLBACK and hook in ("on_batch_start", "on_batch_end")
 }
 
 
