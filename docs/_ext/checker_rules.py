@@ -168,9 +168,22 @@ class CheckerRule(SphinxDirective):
             "Why Lightning breaks",
             "--------------------",
             "",
-            f"What {version} does with each old shape, recorded by the probes when this page was built:",
-            "",
         ]
+        if rule.patterns:
+            lines += [f"What {version} does with each old shape, recorded by the probes when this page was built:", ""]
+        else:
+            from lightning_migrate import hook_names
+
+            recorded = hook_names.load()
+            lines += [
+                "Lightning calls the hooks its classes define, by name; a method of any other name is never called, "
+                "and nothing says so. The names the checker compares with are recorded from "
+                f"``{recorded['lightning']['distribution']}`` {recorded['lightning']['version']} "
+                f"({len(recorded['LightningModule']['hooks'])} ``LightningModule`` hooks, "
+                f"{len(recorded['Callback']['hooks'])} ``Callback`` hooks; "
+                "``python -m lightning_migrate.hook_names`` records them).",
+                "",
+            ]
         for pattern_id in rule.patterns:
             pattern = registry.get(pattern_id)
             record = probe_records.record(self.env.app, pattern_id)
@@ -189,9 +202,14 @@ class CheckerRule(SphinxDirective):
             "",
             rule.fix_text,
             "",
-            "The examples that show the replacements: "
-            + ", ".join(sorted({f":doc:`/{registry.get(p).example}`" for p in rule.patterns})),
-            "",
+        ]
+        if rule.patterns:
+            lines += [
+                "The examples that show the replacements: "
+                + ", ".join(sorted({f":doc:`/{registry.get(p).example}`" for p in rule.patterns})),
+                "",
+            ]
+        lines += [
             "Example",
             "-------",
             "",

@@ -120,7 +120,7 @@ def test_a_call_in_another_file_makes_the_rename_manual(tmp_path, capsys):
     assert code == 1
     fixed = (tmp_path / "pkg" / "model.py").read_text()
     assert "def training_epoch_end(self, outputs):" in fixed  # not renamed: loop.py would call nothing
-    assert f"manual fix, `training_epoch_end` (or a dropped keyword) is used at {tmp_path}/pkg/loop.py:3" in fixed
+    assert f"manual fix, `training_epoch_end` is used at {tmp_path}/pkg/loop.py:3" in fixed
     assert "[safe fix]" not in lines[0]
 
 
@@ -144,7 +144,9 @@ def test_a_dropped_parameter_passed_by_keyword_elsewhere_makes_the_drop_manual(t
     )
     code, _, _ = run(["--fix", tmp_path], capsys)
     assert code == 1
-    assert "def on_train_epoch_end(self, trainer, pl_module, log_dict):" in (tmp_path / "cb.py").read_text()
+    fixed = (tmp_path / "cb.py").read_text()
+    assert "def on_train_epoch_end(self, trainer, pl_module, log_dict):" in fixed
+    assert f"a call passes a dropped parameter by keyword at {tmp_path}/run.py:4" in fixed
 
 
 def test_no_caller_anywhere_keeps_the_fix_safe(tmp_path, capsys):

@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--rewrite-caching",
         action="store_true",
-        help="also rewrite epoch-end hooks that read outputs to caching, where provably equivalent",
+        help="also rewrite validation/test_epoch_end to module-side caching where provably equivalent",
     )
     parser.add_argument("--select", help="comma-separated rule codes to run (default: all)")
     parser.add_argument("--ignore", help="comma-separated rule codes not to run")

@@ -504,7 +504,9 @@ def _caller(tree: ast.Module, path: Path | None, project: Project, name: str, dr
     if path is None or path not in project.name_of:
         return None
     for ref in project.references(name, dropped, exclude=path):
-        return f"`{name}` (or a dropped keyword) is used at {ref.path}:{ref.line}"
+        if ref.what == "keyword":
+            return f"a call passes a dropped parameter by keyword at {ref.path}:{ref.line}"
+        return f"`{name}` is used at {ref.path}:{ref.line}"
     return None
 
 
