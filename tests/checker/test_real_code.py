@@ -427,3 +427,16 @@ def test_links_follow_the_one_docs_setting(monkeypatch):
     assert finding.url == "https://example.org/guide/checker/rules/LM001.html"
     marked = fix(MODEL.replace("self.done = True", "print(outputs)"))
     assert "https://example.org/guide/checker/rules/LM001.html" in marked
+
+
+def test_a_marker_names_the_caller_relative_to_where_the_command_runs(tmp_path, capsys, monkeypatch):
+    write(
+        tmp_path,
+        {"pkg/__init__.py": "", "pkg/model.py": MODEL, "pkg/loop.py": "def f(m):\n    m.training_epoch_end([])\n"},
+    )
+    monkeypatch.chdir(tmp_path)
+    assert run(["--fix", "pkg"], capsys)[0] == 1
+    assert (
+        "`training_epoch_end` is used at pkg/loop.py:2: change the callers too"
+        in (tmp_path / "pkg/model.py").read_text()
+    )

@@ -19,6 +19,7 @@ written.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import importlib.metadata
 import io
@@ -504,9 +505,12 @@ def _caller(tree: ast.Module, path: Path | None, project: Project, name: str, dr
     if path is None or path not in project.name_of:
         return None
     for ref in project.references(name, dropped, exclude=path):
+        where = ref.path
+        with contextlib.suppress(ValueError):  # the marker is written into the file: no machine-specific prefix
+            where = ref.path.relative_to(Path.cwd())
         if ref.what == "keyword":
-            return f"a call passes a dropped parameter by keyword at {ref.path}:{ref.line}"
-        return f"`{name}` is used at {ref.path}:{ref.line}"
+            return f"a call passes a dropped parameter by keyword at {where}:{ref.line}"
+        return f"`{name}` is used at {where}:{ref.line}"
     return None
 
 
