@@ -167,13 +167,16 @@ def test_diff_applies_with_git_even_without_a_final_newline(tmp_path, capsys, mo
     monkeypatch.chdir(tmp_path)
     code, lines, _ = run(["--diff", "a.py", "b.py"], capsys)
     assert code == 1
-    patch = "\n".join(line for line in lines if not line.startswith(("a.py:", "b.py:"))) + "\n"
+    patch = "\n".join(lines) + "\n"  # the whole output, findings included: git and patch skip those lines
     assert "\\ No newline at end of file" in patch
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
     (tmp_path / "fix.patch").write_text(patch, encoding="utf-8")
     proc = subprocess.run([*git, "apply", "--check", "fix.patch"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr + patch
+    if shutil.which("patch"):
+        proc = subprocess.run(["patch", "-p1", "--dry-run", "-i", "fix.patch"], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
     subprocess.run([*git, "apply", "fix.patch"], check=True)
     assert (tmp_path / "a.py").read_text().endswith("def on_train_epoch_end(self):\n        self.done = True")
     assert main(["a.py", "b.py"]) == 0  # applied, nothing left
