@@ -432,7 +432,7 @@ def check_source(
     class_fixes: dict[int, list[Fix]] = {}
     for class_node in collector.classes:
         ctx = _context(class_node, info, project, rewrite_caching)
-        if ctx is None:
+        if ctx is None or (not ctx.confident and not notes):  # a class only possibly Lightning's: notes only
             continue
         for func in ctx.methods.values():
             for rule in rules_for(func.name.value, ctx.kind):
