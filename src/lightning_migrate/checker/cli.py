@@ -295,8 +295,10 @@ def project_files(paths: list[Path], checked: list[Path]) -> tuple[list[Path], l
     return files, roots
 
 
-def _github(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+def _github(text: str, in_property: bool = False) -> str:
+    """Escape ``text`` for a workflow command: its message, or (``in_property``) a ``file=`` / ``title=`` value."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if in_property else text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -348,8 +350,8 @@ def main(argv: list[str] | None = None) -> int:
             elif args.output_format == "github":
                 level = "notice" if finding.note else "error"
                 print(
-                    f"::{level} file={shown},line={finding.line},col={finding.col},title={finding.code}::"
-                    + _github(f"{finding.message} ({finding.tier or 'no'} fix) {finding.url}")
+                    f"::{level} file={_github(str(shown), True)},line={finding.line},col={finding.col},"
+                    f"title={finding.code}::" + _github(f"{finding.message} ({finding.tier or 'no'} fix) {finding.url}")
                 )
             else:
                 records.append(
