@@ -438,3 +438,60 @@ def test_a_marker_names_the_caller_relative_to_where_the_command_runs(tmp_path, 
         "`training_epoch_end` is used at pkg/loop.py:2: change the callers too"
         in (tmp_path / "pkg/model.py").read_text()
     )
+
+
+# -- a rename must not change which method runs ---------------------------------------------------------------------
+
+
+def test_a_rename_onto_a_name_a_base_class_defines_is_manual(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "base.py": """
+                import lightning.pytorch as pl
+
+                class Base(pl.LightningModule):
+                    def on_validation_epoch_end(self):
+                        self.log("base", 1.0)  # would stop running if the child's method took this name
+                """,
+            "child.py": """
+                from base import Base
+
+                class Child(Base):
+                    def validation_epoch_end(self, outputs):
+                        self.done = True
+                """,
+        },
+    )
+    code, lines, _ = run(["--fix", tmp_path], capsys)
+    assert code == 1
+    fixed = (tmp_path / "child.py").read_text()
+    assert "def validation_epoch_end(self, outputs):" in fixed
+    assert "base class `Base` defines `on_validation_epoch_end`: merge by hand" in fixed
+
+
+def test_a_rename_onto_a_name_a_subclass_defines_is_manual(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "base.py": """
+                from pytorch_lightning import Callback
+
+                class Counter(Callback):
+                    def on_batch_end(self, trainer, pl_module):
+                        self.n = getattr(self, "n", 0) + 1
+                """,
+            "special.py": """
+                from base import Counter
+
+                class Special(Counter):
+                    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                        print(batch_idx)  # would replace the counting once the base's hook is renamed
+                """,
+        },
+    )
+    code, _, _ = run(["--fix", tmp_path], capsys)
+    assert code == 1
+    fixed = (tmp_path / "base.py").read_text()
+    assert "def on_batch_end(self, trainer, pl_module):" in fixed
+    assert "a subclass in" in fixed and "special.py defines `on_train_batch_end`: merge by hand" in fixed

@@ -97,6 +97,8 @@ class Fix:
     changes_callers: bool = True
     #: Parameters the edit removes: a call passing one of them by keyword would break.
     dropped: tuple[str, ...] = ()
+    #: The method's name after the edit, when it renames it: a base or a subclass defining that name would clash.
+    new_name: str | None = None
 
 
 @dataclass
@@ -449,6 +451,10 @@ def check_source(
                         caller = _caller(tree, path, project, func.name.value, finding.fix.dropped)
                         if caller is not None:
                             finding.fix = manual_fix(rule.code, f"{caller}: change the callers too")
+                    if finding.fix is not None and finding.fix.tier == SAFE and finding.fix.new_name:
+                        clash = _override_clash(info, path, project, class_node.name.value, finding.fix.new_name)
+                        if clash is not None:
+                            finding.fix = manual_fix(rule.code, f"{clash}: merge by hand")
                     finding.confident = ctx.confident
                     finding.note = finding.note or not ctx.confident
                     if finding.note and not notes:
@@ -511,6 +517,22 @@ def _caller(tree: ast.Module, path: Path | None, project: Project, name: str, dr
         if ref.what == "keyword":
             return f"a call passes a dropped parameter by keyword at {where}:{ref.line}"
         return f"`{name}` is used at {where}:{ref.line}"
+    return None
+
+
+def _override_clash(info: ModuleInfo, path: Path | None, project: Project, cls: str, new_name: str) -> str | None:
+    """Why renaming a method of class ``cls`` to ``new_name`` would change which code runs: a base class of the
+    project defines ``new_name`` (the renamed method would replace it), or a subclass does (it would replace the
+    renamed method); ``None`` when neither."""
+    for base_info, base in project.ancestors(info, info.classes.get(cls, [])):
+        if new_name in base_info.methods.get(base, set()):
+            return f"base class `{base}` defines `{new_name}`"
+    if path is not None and path in project.name_of:
+        for other in project.subclasses_defining(info, cls, new_name):
+            where = other
+            with contextlib.suppress(ValueError):
+                where = other.relative_to(Path.cwd())
+            return f"a subclass in {where} defines `{new_name}`"
     return None
 
 

@@ -46,6 +46,8 @@ class ModuleInfo:
     class_lines: dict[tuple[str, int], list[str | None]] = field(default_factory=dict)
     #: dotted modules of ``from M import *``, in file order: a name bound nowhere else may come from one of them
     star_imports: list[str] = field(default_factory=list)
+    #: the method names each class defines
+    methods: dict[str, set[str]] = field(default_factory=dict)
 
 
 def dotted(node: ast.expr) -> str | None:
@@ -89,6 +91,9 @@ def module_info(tree: ast.Module, name: str, is_package: bool = False) -> Module
             bases = [dotted(base) for base in node.bases]
             info.classes[node.name] = bases
             info.class_lines[(node.name, node.lineno)] = bases
+            info.methods[node.name] = {
+                item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
     return info
 
 
@@ -134,6 +139,83 @@ class Project:
                 return Kind(kind.kind, kind.unknown)
             unknown = unknown or kind.unknown
         return Kind(None, unknown)
+
+    def ancestors(self, info: ModuleInfo, bases: list[str | None]) -> list[tuple[ModuleInfo, str]]:
+        """The project's own classes a class with these bases (written in ``info``) derives from, nearest first:
+        ``(file info, class name)``; Lightning's and unresolved classes are not followed."""
+        found: list[tuple[ModuleInfo, str]] = []
+        seen: set[tuple[str, str]] = set()
+
+        def walk(where: ModuleInfo, names: list[str | None]) -> None:
+            for base in names:
+                target = self._project_class(where, base)
+                if target is not None and (target[0].name, target[1]) not in seen:
+                    seen.add((target[0].name, target[1]))
+                    found.append(target)
+                    walk(target[0], target[0].classes[target[1]])
+
+        walk(info, bases)
+        return found
+
+    def _project_class(self, info: ModuleInfo, base: str | None, depth: int = 0) -> tuple[ModuleInfo, str] | None:
+        """The project class ``base`` names in ``info`` (through imports and re-exports), or ``None``."""
+        if base is None or depth > 20:
+            return None
+        head, _, rest = base.partition(".")
+        if not rest and head in info.classes:
+            return info, head
+        if head in info.imports:
+            target = info.imports[head] + ("." + rest if rest else "")
+        elif not rest and info.star_imports:
+            for module in info.star_imports:
+                found = self._qualified_class(f"{module}.{head}", depth + 1)
+                if found is not None:
+                    return found
+            return None
+        else:
+            return None
+        return self._qualified_class(target, depth + 1)
+
+    def _qualified_class(self, target: str, depth: int) -> tuple[ModuleInfo, str] | None:
+        module_name, _, class_name = target.rpartition(".")
+        path = self.by_name.get(module_name)
+        info = self.info(path) if path is not None else None
+        if info is None:
+            return None
+        if class_name in info.classes:
+            return info, class_name
+        return (
+            self._project_class(info, class_name, depth + 1)
+            if class_name in info.imports or info.star_imports
+            else None
+        )
+
+    def subclasses_defining(self, info: ModuleInfo, class_name: str, method: str) -> list[Path]:
+        """Files of the project with a class that derives from ``class_name`` of ``info`` and defines ``method``
+        (it would override a method renamed to that name). Files are searched as bytes first."""
+        needle = re.compile(rb"\bdef\s+" + re.escape(method.encode()) + rb"\b")
+        found = []
+        for path in self.name_of:
+            data = self._bytes.get(path)
+            if data is None:
+                try:
+                    data = path.read_bytes()
+                except OSError:
+                    data = b""
+                self._bytes[path] = data
+            if class_name.encode() not in data or not needle.search(data):
+                continue
+            other = self.info(path)
+            if other is None:
+                continue
+            for name, methods in other.methods.items():
+                if method in methods and (other.name, name) != (info.name, class_name):
+                    if any(
+                        (a.name, c) == (info.name, class_name) for a, c in self.ancestors(other, other.classes[name])
+                    ):
+                        found.append(path)
+                        break
+        return found
 
     def references(self, name: str, keywords: tuple[str, ...], exclude: Path | None) -> list[Reference]:
         """Uses of the method ``name`` (and calls passing one of ``keywords``) in the project's files other than

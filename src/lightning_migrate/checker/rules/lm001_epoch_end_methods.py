@@ -84,7 +84,11 @@ class LitModel(pl.LightningModule):
             message += f" (the class already defines `{new_hook}`: merge by hand)"
         elif not used and func.params.star_arg is cst.MaybeSentinel.DEFAULT and func.params.star_kwarg is None:
             fix = Fix(
-                SAFE, with_name(new_hook, set(params)), description=f"rename to {new_hook}(self)", dropped=tuple(params)
+                SAFE,
+                with_name(new_hook, set(params)),
+                description=f"rename to {new_hook}(self)",
+                dropped=tuple(params),
+                new_name=new_hook,
             )
         else:
             fix = None

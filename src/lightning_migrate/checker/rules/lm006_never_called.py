@@ -84,7 +84,12 @@ class CountBatches(Callback):
                 and func.params.star_kwarg is None
             )
             if simple and new_hook not in ctx.methods and not (names_in(func.body) & set(added)):
-                fix = Fix(SAFE, lambda node: _rename(node, new_hook, added), description=f"rename to {new_hook}")
+                fix = Fix(
+                    SAFE,
+                    lambda node: _rename(node, new_hook, added),
+                    description=f"rename to {new_hook}",
+                    new_name=new_hook,
+                )
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
 
 
