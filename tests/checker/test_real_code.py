@@ -495,3 +495,19 @@ def test_a_rename_onto_a_name_a_subclass_defines_is_manual(tmp_path, capsys):
     fixed = (tmp_path / "base.py").read_text()
     assert "def on_batch_end(self, trainer, pl_module):" in fixed
     assert "a subclass in" in fixed and "special.py defines `on_train_batch_end`: merge by hand" in fixed
+
+
+def test_a_hook_like_method_called_through_a_built_name_is_not_reported():
+    source = """
+    import lightning.pytorch as pl
+
+    class M(pl.LightningModule):
+        def val_epoch_end(self):
+            pass
+
+        def on_validation_epoch_end(self):
+            getattr(self, STAGE + "_epoch_end")()
+    """
+    assert codes(source) == []
+    assert [c for c, _, _ in codes(source.replace('STAGE + "_epoch_end"', '"other"'))] == ["LM007"]
+    assert codes(source.replace('STAGE + "_epoch_end"', 'f"{STAGE}_epoch_end"')) == []  # an f-string builds it too

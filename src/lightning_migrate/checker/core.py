@@ -440,7 +440,7 @@ def check_source(
             for rule in rules_for(func.name.value, ctx.kind):
                 if select is not None and rule.code not in select:
                     continue
-                if rule.never_called and _caller(tree, path, project, func.name.value, ()) is not None:
+                if rule.never_called and _caller(tree, path, project, func.name.value, (), dynamic=True) is not None:
                     continue
                 for finding in rule.check(ctx, func):
                     start = positions[func.name].start
@@ -497,10 +497,18 @@ def _noqa(lines: list[bytes], line: int, code: str) -> bool:
     return listed is None or code.encode() in {c.strip().upper() for c in listed.split(b",")}
 
 
-def _caller(tree: ast.Module, path: Path | None, project: Project, name: str, dropped: tuple[str, ...]) -> str | None:
+def _caller(
+    tree: ast.Module, path: Path | None, project: Project, name: str, dropped: tuple[str, ...], dynamic: bool = False
+) -> str | None:
     """Where code calls the method ``name`` (or passes one of ``dropped`` by keyword): this file first, then every
-    other file of the project; ``None`` when nothing does, so a rename or a dropped parameter cannot break a call."""
-    here = references_in(tree, {name}, set(dropped))
+    other file of the project; ``None`` when nothing does, so a rename or a dropped parameter cannot break a call.
+
+    With ``dynamic``, a string that ends the name (``"_epoch_end"``, two words or more) counts as a use too: code
+    such as ``getattr(self, f"{stage}_epoch_end")`` builds the name at run time."""
+    parts = name.split("_")
+    fragments = tuple("_" + "_".join(parts[i:]) for i in range(1, len(parts) - 1)) if dynamic else ()
+    fragments = tuple(f for f in fragments if f != "_")
+    here = references_in(tree, {name, *fragments}, set(dropped))
     if here:
         line, what, used = here[0]
         return (
@@ -510,7 +518,7 @@ def _caller(tree: ast.Module, path: Path | None, project: Project, name: str, dr
         )
     if path is None or path not in project.name_of:
         return None
-    for ref in project.references(name, dropped, exclude=path):
+    for ref in project.references(name, dropped, exclude=path, fragments=fragments):
         where = ref.path
         with contextlib.suppress(ValueError):  # the marker is written into the file: no machine-specific prefix
             where = ref.path.relative_to(Path.cwd())

@@ -217,12 +217,16 @@ class Project:
                         break
         return found
 
-    def references(self, name: str, keywords: tuple[str, ...], exclude: Path | None) -> list[Reference]:
-        """Uses of the method ``name`` (and calls passing one of ``keywords``) in the project's files other than
-        ``exclude``. A file is searched as bytes first and parsed only when it mentions one of the names; what a
-        parsed file uses is kept, so a file is parsed at most once per process."""
+    def references(
+        self, name: str, keywords: tuple[str, ...], exclude: Path | None, fragments: tuple[str, ...] = ()
+    ) -> list[Reference]:
+        """Uses of the method ``name`` (and calls passing one of ``keywords``, and strings equal to one of
+        ``fragments``, such as the ``"_epoch_end"`` of ``getattr(self, f"{stage}_epoch_end")``) in the project's
+        files other than ``exclude``. A file is searched as bytes first and parsed only when it mentions one of the
+        names; what a parsed file uses is kept, so a file is parsed at most once per process."""
         # whole words only: `validation_epoch_end` is not in `on_validation_epoch_end`
-        needle = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in (name, *keywords)) + rb")\b")
+        words = (name, *keywords, *fragments)
+        needle = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in words) + rb")\b")
         found: list[Reference] = []
         for path in self.name_of:
             if path == exclude:
@@ -242,6 +246,7 @@ class Project:
             for key in (name, *(f"{keyword}=" for keyword in keywords)):
                 if key in uses:
                     found.append(Reference(path, *uses[key]))
+            found += [Reference(path, *uses[f]) for f in fragments if f in uses and uses[f][1] == "string"]
         return found
 
     def _resolve_local(self, info: ModuleInfo, base: str | None, seen: frozenset) -> Kind:
