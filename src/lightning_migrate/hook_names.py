@@ -15,6 +15,10 @@ The JSON holds, per class kind (``"LightningModule"``, ``"Callback"``):
 ``names``
     every public attribute name of the class (``nn.Module``'s included): a method of that name overrides something
     real, so it is never reported as a misspelt hook.
+
+and ``classes``: for every ``Callback`` subclass ``lightning.pytorch.callbacks`` exports and every
+``LightningModule`` subclass of ``lightning.pytorch.demos``, the public methods it (or a Lightning class between
+it and ``Callback`` / ``LightningModule``) defines -- a user's subclass renamed onto one of them would replace it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,16 @@ def _public_methods(cls: type) -> list[str]:
     return [name for name, value in vars(cls).items() if not name.startswith("_") and callable(value)]
 
 
+def _defined_below(cls: type, root: type) -> list[str]:
+    """Public methods ``cls`` and its bases up to (not including) ``root`` define."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if klass is root or not issubclass(klass, root):
+            continue
+        names.update(_public_methods(klass))
+    return sorted(names)
+
+
 def record() -> dict[str, Any]:
     """Read the hook names off the installed Lightning.
 
@@ -51,6 +65,13 @@ def record() -> dict[str, Any]:
         for name in _public_methods(cls)
     ]
     module_hooks += _public_methods(pl.LightningModule)
+    classes: dict[str, list[str]] = {}
+    for package, root in ((pl.callbacks, pl.Callback), (importlib.import_module(f"{pl.__name__}.demos"), None)):
+        root = root or pl.LightningModule
+        for name in dir(package):
+            value = getattr(package, name)
+            if isinstance(value, type) and issubclass(value, root) and value is not root:
+                classes[name] = _defined_below(value, root)
     return {
         "lightning": {"distribution": dist, "version": version},
         "LightningModule": {
@@ -61,6 +82,7 @@ def record() -> dict[str, Any]:
             "hooks": sorted(set(_public_methods(pl.Callback))),
             "names": sorted(name for name in dir(pl.Callback) if not name.startswith("_")),
         },
+        "classes": dict(sorted(classes.items())),
     }
 
 

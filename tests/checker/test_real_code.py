@@ -511,3 +511,34 @@ def test_a_hook_like_method_called_through_a_built_name_is_not_reported():
     assert codes(source) == []
     assert [c for c, _, _ in codes(source.replace('STAGE + "_epoch_end"', '"other"'))] == ["LM007"]
     assert codes(source.replace('STAGE + "_epoch_end"', 'f"{STAGE}_epoch_end"')) == []  # an f-string builds it too
+
+
+@pytest.mark.parametrize(
+    ("base", "why"),
+    [
+        ("ModelCheckpoint", "Lightning's `ModelCheckpoint` defines `on_train_batch_end`"),
+        ("SomeRetiredCallback", "Lightning's `SomeRetiredCallback` is not among the recorded classes"),
+    ],
+)
+def test_a_rename_onto_a_hook_a_lightning_base_defines_is_manual(base, why):
+    source = f"""
+    from pytorch_lightning.callbacks import {base}
+
+    class Saver({base}):
+        def on_batch_end(self, trainer, pl_module):
+            self.seen = True
+    """
+    fixed = fix(source)
+    assert "def on_batch_end(self, trainer, pl_module):" in fixed  # the checkpointing hook is not replaced
+    assert f"{why}" in fixed
+
+
+def test_a_rename_under_plain_callback_stays_safe():
+    source = """
+    from pytorch_lightning.callbacks import Callback
+
+    class Counter(Callback):
+        def on_batch_end(self, trainer, pl_module):
+            self.seen = True
+    """
+    assert "def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):" in fix(source)

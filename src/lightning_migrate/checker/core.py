@@ -140,6 +140,8 @@ class ClassContext:
     node: cst.ClassDef
     methods: dict[str, cst.FunctionDef]
     rewrite_caching: bool = False
+    #: the Lightning class its chain of bases reaches (``Callback``, ``ModelCheckpoint``, ...)
+    via: str | None = None
 
 
 class Rule:
@@ -452,7 +454,7 @@ def check_source(
                         if caller is not None:
                             finding.fix = manual_fix(rule.code, f"{caller}: change the callers too")
                     if finding.fix is not None and finding.fix.tier == SAFE and finding.fix.new_name:
-                        clash = _override_clash(info, path, project, class_node.name.value, finding.fix.new_name)
+                        clash = _override_clash(info, path, project, ctx, finding.fix.new_name)
                         if clash is not None:
                             finding.fix = manual_fix(rule.code, f"{clash}: merge by hand")
                     finding.confident = ctx.confident
@@ -528,10 +530,22 @@ def _caller(
     return None
 
 
-def _override_clash(info: ModuleInfo, path: Path | None, project: Project, cls: str, new_name: str) -> str | None:
-    """Why renaming a method of class ``cls`` to ``new_name`` would change which code runs: a base class of the
-    project defines ``new_name`` (the renamed method would replace it), or a subclass does (it would replace the
-    renamed method); ``None`` when neither."""
+def _override_clash(
+    info: ModuleInfo, path: Path | None, project: Project, ctx: ClassContext, new_name: str
+) -> str | None:
+    """Why renaming a method of the class ``ctx`` to ``new_name`` would change which code runs: a base class -- the
+    project's, or a Lightning class other than ``Callback`` / ``LightningModule`` (its methods recorded by
+    :mod:`lightning_migrate.hook_names`) -- defines ``new_name`` (the renamed method would replace it), or a
+    subclass does (it would replace the renamed method); ``None`` when neither."""
+    cls = ctx.name
+    if ctx.via not in (None, CALLBACK, MODULE):
+        from lightning_migrate import hook_names
+
+        recorded = hook_names.load()["classes"].get(ctx.via)
+        if recorded is None:
+            return f"Lightning's `{ctx.via}` is not among the recorded classes; it may define `{new_name}`"
+        if new_name in recorded:
+            return f"Lightning's `{ctx.via}` defines `{new_name}`"
     for base_info, base in project.ancestors(info, info.classes.get(cls, [])):
         if new_name in base_info.methods.get(base, set()):
             return f"base class `{base}` defines `{new_name}`"
@@ -571,7 +585,7 @@ def _context(node: cst.ClassDef, info: ModuleInfo, project: Project, rewrite_cac
             methods[statement.name.value] = statement
     kind = project.classify(info, bases)
     if kind.kind is not None:
-        return ClassContext(node.name.value, kind.kind, not kind.unknown, node, methods, rewrite_caching)
+        return ClassContext(node.name.value, kind.kind, not kind.unknown, node, methods, rewrite_caching, kind.via)
     if kind.unknown and "training_step" in methods:
         return ClassContext(node.name.value, MODULE, False, node, methods, rewrite_caching)
     return None

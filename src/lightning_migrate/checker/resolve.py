@@ -33,6 +33,8 @@ class Kind:
 
     kind: str | None
     unknown: bool = False
+    #: the Lightning class the chain reaches (``Callback``, ``ModelCheckpoint``, ``LightningModule``, ...)
+    via: str | None = None
 
 
 @dataclass
@@ -136,7 +138,7 @@ class Project:
         for base in bases:
             kind = self._resolve_local(info, base, seen)
             if kind.kind is not None:
-                return Kind(kind.kind, kind.unknown)
+                return Kind(kind.kind, kind.unknown, kind.via)
             unknown = unknown or kind.unknown
         return Kind(None, unknown)
 
@@ -284,9 +286,9 @@ class Project:
         parts = target.split(".")
         if parts[0] in LIGHTNING_ROOTS:
             if parts[-1] in LIGHTNING_MODULE_NAMES:
-                return Kind(MODULE)
+                return Kind(MODULE, via=parts[-1])
             if parts[-1] == "Callback" or "callbacks" in parts[:-1]:
-                return Kind(CALLBACK)
+                return Kind(CALLBACK, via=parts[-1])
             return Kind(None)
         module_name, _, class_name = target.rpartition(".")
         path = self.by_name.get(module_name)
