@@ -75,14 +75,18 @@ def _console(args: list[str], proc: subprocess.CompletedProcess) -> str:
     return f"$ lightning-migrate {shlex.join(args)}\n{proc.stdout}{proc.stderr}$ echo $?\n{proc.returncode}"
 
 
-def run_example(code: str, example: str) -> dict[str, Any]:
+def run_example(code: str, example: str, fixable: bool = True) -> dict[str, Any]:
     """Run the command on a rule's example: plain, ``--diff``, ``--fix``, and plain again.
+
+    A rule without an automatic fix (``fixable`` false, :attr:`Rule.fixable`) must instead leave its marker
+    comment: the finding is still reported after ``--fix``, and a second ``--fix`` changes nothing.
 
     Returns:
         ``{"check": console text, "diff": console text}``.
 
     Raises:
-        ExtensionError: the example is not flagged by rule ``code`` (exit code 1), or ``--fix`` leaves findings.
+        ExtensionError: the example is not flagged by rule ``code`` (exit code 1), or ``--fix`` leaves findings
+        (a fixable rule), or ``--fix`` does not mark it once (a rule without an automatic fix).
     """
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -91,12 +95,23 @@ def run_example(code: str, example: str) -> dict[str, Any]:
         diff = run_command(["--diff", "example.py"], folder)
         fixed = run_command(["--fix", "--quiet", "example.py"], folder)
         after = run_command(["example.py"], folder)
+        again = run_command(["--fix", "example.py"], folder)
+        marked = (folder / "example.py").read_text(encoding="utf-8")
     if check.returncode != 1 or f" {code} " not in check.stdout:
         raise ExtensionError(
             f"checker rule {code}: its example is not flagged by {code} "
             f"(exit {check.returncode}):\n{check.stdout}{check.stderr}"
         )
-    if fixed.returncode != 1 or after.returncode != 0 or after.stdout:
+    if not fixable:
+        if (
+            fixed.returncode != 1
+            or f"lightning-migrate: {code} manual fix" not in marked
+            or "changed 0 files" not in (again.stderr)
+        ):
+            raise ExtensionError(
+                f"checker rule {code}: --fix does not leave exactly one marker in its example:\n{marked}"
+            )
+    elif fixed.returncode != 1 or after.returncode != 0 or after.stdout:
         raise ExtensionError(
             f"checker rule {code}: its example still has findings after --fix "
             f"(exit {after.returncode}):\n{after.stdout}{after.stderr}"
@@ -153,9 +168,22 @@ class CheckerRule(SphinxDirective):
             "Why Lightning breaks",
             "--------------------",
             "",
-            f"What {version} does with each old shape, recorded by the probes when this page was built:",
-            "",
         ]
+        if rule.patterns:
+            lines += [f"What {version} does with each old shape, recorded by the probes when this page was built:", ""]
+        else:
+            from lightning_migrate import hook_names
+
+            recorded = hook_names.load()
+            lines += [
+                "Lightning calls the hooks its classes define, by name; a method of any other name is never called, "
+                "and nothing says so. The names the checker compares with are recorded from "
+                f"``{recorded['lightning']['distribution']}`` {recorded['lightning']['version']} "
+                f"({len(recorded['LightningModule']['hooks'])} ``LightningModule`` hooks, "
+                f"{len(recorded['Callback']['hooks'])} ``Callback`` hooks; "
+                "``python -m lightning_migrate.hook_names`` records them).",
+                "",
+            ]
         for pattern_id in rule.patterns:
             pattern = registry.get(pattern_id)
             record = probe_records.record(self.env.app, pattern_id)
@@ -174,9 +202,14 @@ class CheckerRule(SphinxDirective):
             "",
             rule.fix_text,
             "",
-            "The examples that show the replacements: "
-            + ", ".join(sorted({f":doc:`/{registry.get(p).example}`" for p in rule.patterns})),
-            "",
+        ]
+        if rule.patterns:
+            lines += [
+                "The examples that show the replacements: "
+                + ", ".join(sorted({f":doc:`/{registry.get(p).example}`" for p in rule.patterns})),
+                "",
+            ]
+        lines += [
             "Example",
             "-------",
             "",
@@ -190,11 +223,14 @@ class CheckerRule(SphinxDirective):
             ".. code-block:: console",
             "",
         ]
-        outputs = run_example(rule.code, rule.example)
+        outputs = run_example(rule.code, rule.example, rule.fixable)
         lines += ["   " + line for line in outputs["check"].splitlines()]
         lines += ["", ".. code-block:: console", ""]
         lines += ["   " + line for line in outputs["diff"].splitlines()]
-        lines += ["", "After ``lightning-migrate --fix example.py`` the checker finds nothing in it (exit code 0)."]
+        if rule.fixable:
+            lines += ["", "After ``lightning-migrate --fix example.py`` the checker finds nothing in it (exit code 0)."]
+        else:
+            lines += ["", "``lightning-migrate --fix example.py`` adds the marker comment once; the finding stays."]
         container = nodes.section()
         text = "\n".join(lines).splitlines()  # items above may hold several lines
         nested_parse_with_titles(self.state, StringList(text, source=f"<checker rule {code}>"), container)
@@ -277,8 +313,18 @@ def _write_pages(app: Sphinx) -> None:
     stamp.write_text("\n".join([key, *wanted]) + "\n", encoding="utf-8")
 
 
+def _link_to_this_site(app: Sphinx) -> None:
+    """Make the checker's finding links and markers, as the pages show them, point to the site being built: its
+    ``html_baseurl`` (conf.py's one setting of the published address) overrides the package's own."""
+    if app.config.html_baseurl:
+        from lightning_migrate.checker.core import DOCS_URL_VARIABLE
+
+        os.environ[DOCS_URL_VARIABLE] = app.config.html_baseurl
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("probe_records")
+    app.connect("builder-inited", _link_to_this_site)
     app.connect("builder-inited", _write_pages)
     app.add_directive("checker-rule", CheckerRule)
     app.add_directive("checker-rule-table", CheckerRuleTable)

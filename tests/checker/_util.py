@@ -13,6 +13,7 @@ def fix(source: str, rewrite_caching: bool = False) -> str:
     return (result.new_source or textwrap.dedent(source).encode()).decode()
 
 
-def codes(source: str) -> list[tuple[str, int, bool]]:
-    """``(code, line, confident)`` of each finding of a snippet."""
-    return [(f.code, f.line, f.confident) for f in check_source(textwrap.dedent(source).encode()).findings]
+def codes(source: str, notes: bool = False) -> list[tuple[str, int, bool]]:
+    """``(code, line, confident)`` of each finding of a snippet (with ``notes``, the informational ones too)."""
+    result = check_source(textwrap.dedent(source).encode(), notes=notes)
+    return [(f.code, f.line, f.confident) for f in result.findings]

@@ -103,13 +103,13 @@ def test_findings_across_files_and_exit_code_1(tree, capsys):
         f"{tree}/project/models/child.py:5:9: LM001",
     ]
     assert all(line.endswith(".html") for line in lines)
-    assert "3 findings in 7 files; 2 safe fix, 0 caching rewrite, 1 manual" in err
+    assert "3 findings in 3 files (7 files checked); 2 safe fix, 0 caching rewrite, 1 manual" in err
 
 
 def test_clean_tree_exits_0(tree, capsys):
     code, lines, err = run([tree / "project" / "clean.py", tree / "project" / "models" / "base.py"], capsys)
     assert (code, lines) == (0, [])
-    assert "0 findings in 2 files" in err
+    assert "0 findings (2 files checked)" in err
 
 
 def test_diff_writes_nothing_and_fix_writes(tree, capsys):
@@ -290,7 +290,7 @@ def test_a_hook_called_by_name_is_not_renamed_safely(tmp_path, capsys):
     fixed = path.read_text(encoding="utf-8")
     # Renaming would leave `self.test_epoch_end(None)` calling nothing: only the marker comment is added.
     assert "def test_epoch_end(self, outputs):" in fixed
-    assert "# lightning-migrate: LM001 manual fix, `test_epoch_end` is called in this file" in fixed
+    assert "# lightning-migrate: LM001 manual fix, `test_epoch_end` is used at line 9 of this file" in fixed
     assert "[safe fix]" not in capsys.readouterr().out
 
 

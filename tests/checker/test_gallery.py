@@ -27,7 +27,8 @@ EXPECTED: dict[str, Counter[str]] = {
     "stages/torchmetrics_no_cache.py": Counter(),
     # Pitfalls that keep an old signature are flagged; mistakes in new-style code are not the checker's to find.
     "pitfalls/renamed_hook_kept_outputs.py": Counter({"LM002": 1}),
-    "pitfalls/callback_outputs_argument.py": Counter({"LM002": 2}),
+    # `outputs=None` runs (Lightning calls the hook without it): a note, not a finding.
+    "pitfalls/callback_outputs_argument.py": Counter({"LM002": 1}),
     "pitfalls/step_end_hooks_ignored.py": Counter({"LM005": 3}),
     "pitfalls/forgetting_to_clear.py": Counter(),
     "pitfalls/sanity_check_pollution.py": Counter(),
@@ -63,3 +64,10 @@ def test_gallery_file_findings(name):
     findings = check_source((GALLERY / name).read_bytes(), GALLERY / name).findings
     assert Counter(f.code for f in findings) == EXPECTED[name]
     assert all(f.confident for f in findings)
+
+
+def test_a_default_that_hides_outputs_is_a_note():
+    path = GALLERY / "pitfalls/callback_outputs_argument.py"
+    notes = [f for f in check_source(path.read_bytes(), path, notes=True).findings if f.note]
+    assert [(f.code, f.fix) for f in notes] == [("LM002", None)]
+    assert "always sees the default value" in notes[0].message

@@ -7,11 +7,11 @@ import textwrap
 import pytest
 
 from lightning_migrate import registry
-from lightning_migrate.checker import RULES, check_source
+from lightning_migrate.checker import RULES, check_source, docs_url
 
 from ._util import codes, fix
 
-URL = "https://lightning-migrate.readthedocs.io/en/latest/checker/rules/"
+URL = docs_url() + "checker/rules/"
 
 # (name, source, expected after --fix, expected codes)
 PAIRS = [
@@ -151,7 +151,7 @@ PAIRS = [
         import pytorch_lightning as pl
 
         class C(pl.callbacks.Callback):
-            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, unused=0):
+            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, unused):
                 pass
         """,
         """
@@ -258,6 +258,25 @@ PAIRS = [
         """,
         ["LM006"],
     ),
+    (
+        "LM007 manual: a misspelt hook Lightning never calls, with the nearest real name",
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def predict_epoch_end(self, outputs):
+                self.all = outputs
+        """,
+        f"""
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            # lightning-migrate: LM007 manual fix, never called: did you mean on_predict_epoch_end: {URL}LM007.html
+            def predict_epoch_end(self, outputs):
+                self.all = outputs
+        """,
+        ["LM007"],
+    ),
 ]
 
 
@@ -288,7 +307,11 @@ def test_rule_example_is_flagged_and_fixed_clean(code):
     result = check_source(rule.example.encode(), fix=True)
     assert [f.code for f in result.findings] == [code]
     assert result.findings[0].url == URL + f"{code}.html"
-    assert check_source(result.new_source).findings == []
+    if rule.fixable:
+        assert check_source(result.new_source).findings == []
+    else:  # marked once, still reported
+        assert result.new_source.decode().count(f"# lightning-migrate: {code} manual fix") == 1
+        assert [f.code for f in check_source(result.new_source).findings] == [code]
 
 
 LOOK_ALIKES = {
@@ -331,6 +354,23 @@ LOOK_ALIKES = {
             def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
                 pass
         """,
+    "a hook-like helper the class calls itself": """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def shared_epoch_end(self, stage):
+                self.log(stage, 1.0)
+
+            def on_validation_epoch_end(self):
+                self.shared_epoch_end("val")
+        """,
+    "a callback method of nn.Module's or Lightning's that is real": """
+        from lightning.pytorch.callbacks import Callback
+
+        class C(Callback):
+            def on_before_optimizer_step(self, trainer, pl_module, optimizer):
+                pass
+        """,
     "a function, not a method": """
         import lightning.pytorch as pl
 
@@ -346,7 +386,7 @@ def test_look_alikes_are_not_flagged(source):
     assert fix(source) == textwrap.dedent(source)
 
 
-def test_unresolved_base_with_training_step_is_a_warning_never_rewritten():
+def test_unresolved_base_with_training_step_is_a_note_never_rewritten():
     source = """
     from somewhere_else import Base
 
@@ -357,10 +397,12 @@ def test_unresolved_base_with_training_step_is_a_warning_never_rewritten():
         def training_epoch_end(self, outputs):
             pass
     """
-    assert codes(source) == [("LM001", 8, False)]
+    assert codes(source) == []  # not by default
+    assert codes(source, notes=True) == [("LM001", 8, False)]
     assert fix(source) == textwrap.dedent(source)
-    [finding] = check_source(textwrap.dedent(source).encode()).findings
-    assert "possible (base class not resolved)" in finding.format("m.py")
+    [finding] = check_source(textwrap.dedent(source).encode(), notes=True).findings
+    assert finding.note and finding.fix is None
+    assert "note: possible (base class not resolved)" in finding.format("m.py")
 
 
 def test_unresolved_base_without_training_step_is_not_reported():

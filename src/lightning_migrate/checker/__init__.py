@@ -5,6 +5,6 @@
 """
 
 from lightning_migrate.checker import rules  # noqa: F401 - registers every rule
-from lightning_migrate.checker.core import DOCS_URL, RULES, Finding, Result, check_source
+from lightning_migrate.checker.core import RULES, Finding, Result, check_source, docs_url
 
-__all__ = ["DOCS_URL", "RULES", "Finding", "Result", "check_source"]
+__all__ = ["RULES", "Finding", "Result", "check_source", "docs_url"]

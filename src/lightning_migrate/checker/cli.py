@@ -2,9 +2,13 @@
 
 Usage::
 
-    lightning-migrate [--diff | --fix] [--rewrite-caching] [--select LM001,LM002] [--jobs N] PATH ...
+    lightning-migrate [--diff | --fix] [--rewrite-caching] [--select LM001,LM002] [--ignore LM006] [--notes]
+                      [--output-format text|json|github] [--jobs N] PATH ...
 
-PATH is a file or a folder (searched for ``*.py``; ``.git``, virtual environments and caches are skipped).
+PATH is a file or a folder (searched for ``*.py``; ``.git``, virtual environments and caches are skipped). Base
+classes and callers are looked up across the project each PATH belongs to (the nearest folder up with a
+``pyproject.toml``, ``setup.cfg``, ``setup.py`` or ``.git``), so checking one file sees the rest of its project.
+``# noqa: LM001`` on a hook's ``def`` line silences that rule there.
 
 Exit codes: 0 nothing found; 1 findings (or, with ``--fix``, files changed); 2 a usage error, or a file that could
 not be read, decoded or parsed (reported with its path and line; the other files are still checked).
@@ -13,9 +17,12 @@ not be read, decoded or parsed (reported with its path and line; the other files
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import errno
+import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -25,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lightning_migrate.checker.core import MANUAL, PREFILTER, REWRITE, RULES, SAFE, Finding, check_source
-from lightning_migrate.checker.resolve import Project
+from lightning_migrate.checker.resolve import Project, project_root
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", ".nox", ".tox", "__pycache__", "node_modules", ".eggs"})
 #: Files per worker task: small enough to balance two cores, large enough to amortise the process round trip.
@@ -78,6 +85,17 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[str]]:
     return files, errors
 
 
+@dataclass(frozen=True)
+class Options:
+    """What to do with each file: ``fix`` (``--fix`` / ``--diff``), the opt-in rewrites, the rule codes to run
+    (``None``: all) and whether informational findings (``--notes``) are kept."""
+
+    fix: bool = False
+    rewrite_caching: bool = False
+    select: frozenset[str] | None = None
+    notes: bool = False
+
+
 _PROJECT: Project | None = None
 
 
@@ -86,7 +104,7 @@ def _init_worker(project: Project) -> None:
     _PROJECT = project
 
 
-def check_file(path: Path, fix: bool, rewrite_caching: bool, select: frozenset[str] | None) -> FileReport:
+def check_file(path: Path, options: Options = Options()) -> FileReport:
     """Check one file (reading it; never writing). Errors become ``FileReport.error``: ``path:line: cause``."""
     report = FileReport(path)
     try:
@@ -95,10 +113,25 @@ def check_file(path: Path, fix: bool, rewrite_caching: bool, select: frozenset[s
         report.error = f"{path}: cannot read: {err.strerror or err}"
         return report
     if not PREFILTER.search(data):
+        try:  # no hook-like text: nothing to report, but a file that does not parse is still an error (exit 2)
+            # (compiling to byte code skips building Python AST objects: the quickest full syntax check)
+            compile(data, str(path), "exec", dont_inherit=True)
+        except SyntaxError as err:
+            report.error = f"{path}:{err.lineno or 0}:{err.offset or 0}: syntax error, file skipped: {err.msg}"
+        except ValueError as err:
+            report.error = f"{path}: cannot parse, file skipped: {err}"
         return report
     report.parsed = True
     try:
-        result = check_source(data, path, _PROJECT, fix=fix, rewrite_caching=rewrite_caching, select=select)
+        result = check_source(
+            data,
+            path,
+            _PROJECT,
+            fix=options.fix,
+            rewrite_caching=options.rewrite_caching,
+            select=options.select,
+            notes=options.notes,
+        )
     except SyntaxError as err:
         report.error = f"{path}:{err.lineno or 0}:{err.offset or 0}: syntax error, file skipped: {err.msg}"
         return report
@@ -118,15 +151,15 @@ def check_file(path: Path, fix: bool, rewrite_caching: bool, select: frozenset[s
     return report
 
 
-def _check_chunk(paths, fix, rewrite_caching, select):
-    reports = [check_file(path, fix, rewrite_caching, select) for path in paths]
+def _check_chunk(paths, options):
+    reports = [check_file(path, options) for path in paths]
     for report in reports:  # Fix objects hold closures: not picklable, not needed by the parent
         for finding in report.findings:
             finding.fix = None
     return reports
 
 
-def run_checks(files, project, *, fix=False, rewrite_caching=False, select=None, jobs=None) -> list[FileReport]:
+def run_checks(files, project, options: Options = Options(), *, jobs=None) -> list[FileReport]:
     """Check ``files`` in ``jobs`` processes (default and at most: one per core; 1: in this process).
 
     Reports come back in file order.
@@ -136,11 +169,10 @@ def run_checks(files, project, *, fix=False, rewrite_caching=False, select=None,
     jobs = max(1, min(jobs or cores, cores, -(-len(files) // CHUNK)))
     if jobs == 1 or len(files) < 2 * CHUNK:
         _init_worker(project)
-        return [check_file(path, fix, rewrite_caching, select) for path in files]
+        return [check_file(path, options) for path in files]
     chunks = [files[i : i + CHUNK] for i in range(0, len(files), CHUNK)]
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(project,)) as pool:
-        n = len(chunks)
-        results = pool.map(_check_chunk, chunks, [fix] * n, [rewrite_caching] * n, [select] * n)
+        results = pool.map(_check_chunk, chunks, [options] * len(chunks))
         return [report for chunk in results for report in chunk]
 
 
@@ -167,10 +199,24 @@ def unified_diff(report: FileReport) -> str:
     import libcst as cst
 
     encoding = cst.parse_module(report.old_source).encoding
-    old = report.old_source.decode(encoding).splitlines(keepends=True)
-    new = report.new_source.decode(encoding).splitlines(keepends=True)
-    name = report.path.as_posix()
-    return "".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"))
+    old, new = (_lines(data.decode(encoding)) for data in (report.old_source, report.new_source))
+    path = report.path
+    if path.is_absolute():  # `git apply` and `patch -p1` take paths relative to where they run
+        with contextlib.suppress(ValueError):
+            path = path.relative_to(Path.cwd())
+    name = path.as_posix()
+    lines = []
+    for line in difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"):
+        lines.append(line)
+        if not line.endswith("\n"):  # the file's last line has no newline: say so, as diff and git do
+            lines.append("\n\\ No newline at end of file\n")
+    return "".join(lines)
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` cut after each ``\\n`` only (``str.splitlines`` also cuts at form feeds and other characters that
+    ``patch`` and ``git apply`` do not take for line ends)."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -189,10 +235,70 @@ def build_parser() -> argparse.ArgumentParser:
         help="also rewrite validation/test_epoch_end to module-side caching where provably equivalent",
     )
     parser.add_argument("--select", help="comma-separated rule codes to run (default: all)")
+    parser.add_argument("--ignore", help="comma-separated rule codes not to run")
+    parser.add_argument(
+        "--notes",
+        action="store_true",
+        help="also print informational notes (never fixed, never a failure): classes whose base is not resolved, "
+        "old shapes a default value makes harmless",
+    )
+    parser.add_argument(
+        "--output-format",
+        choices=("text", "json", "github"),
+        default="text",
+        help="text (path:line:col: CODE message), json (a list of objects) or github (workflow annotations)",
+    )
     parser.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (at most one per core)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no summary line")
     parser.add_argument("--list-rules", action="store_true", help="print the rules and exit")
     return parser
+
+
+def _codes(text: str | None, option: str) -> frozenset[str] | None:
+    """The rule codes of ``--select`` / ``--ignore`` (``None`` when not given). Raises ``ValueError`` naming the
+    option for an empty list or an unknown code."""
+    if text is None:
+        return None
+    codes = frozenset(code.strip().upper() for code in text.split(",") if code.strip())
+    if not codes:
+        raise ValueError(f"{option} names no rule")
+    unknown = sorted(codes - set(RULES))
+    if unknown:
+        raise ValueError(f"unknown rule code(s) in {option}: {', '.join(unknown)}")
+    return codes
+
+
+def project_files(paths: list[Path], checked: list[Path]) -> tuple[list[Path], list[Path]]:
+    """The files base classes and callers are looked up in, and the roots they are named from.
+
+    Each checked path belongs to the project of its nearest root (:func:`~.resolve.project_root`, as ruff and mypy
+    find it), so a run on one file -- what pre-commit does -- still sees the subclass chains and the callers in the
+    rest of the project. A path with no root above it is its own project (a folder) or its folder's.
+    """
+    roots: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            continue
+        root = project_root(path.resolve()) or (path.resolve() if path.is_dir() else path.resolve().parent)
+        if root not in roots:
+            roots.append(root)
+    extra: list[Path] = []
+    for root in roots:
+        extra.extend(discover([root])[0])
+    seen: set[Path] = set()
+    files = []
+    for path in [*checked, *extra]:
+        absolute = path.absolute() if path.is_symlink() else path.resolve()
+        if absolute not in seen:
+            seen.add(absolute)
+            files.append(absolute)
+    return files, roots
+
+
+def _github(text: str, in_property: bool = False) -> str:
+    """Escape ``text`` for a workflow command: its message, or (``in_property``) a ``file=`` / ``title=`` value."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if in_property else text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,37 +317,58 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print("lightning-migrate: error: give at least one file or folder", file=sys.stderr)
         return 2
-    select = None
-    if args.select:
-        select = frozenset(code.strip().upper() for code in args.select.split(",") if code.strip())
-        if not select:
-            print("lightning-migrate: error: --select names no rule", file=sys.stderr)
-            return 2
-        unknown = sorted(select - set(RULES))
-        if unknown:
-            print(f"lightning-migrate: error: unknown rule code(s): {', '.join(unknown)}", file=sys.stderr)
-            return 2
+    try:
+        select, ignore = _codes(args.select, "--select"), _codes(args.ignore, "--ignore")
+    except ValueError as err:
+        print(f"lightning-migrate: error: {err}", file=sys.stderr)
+        return 2
+    if ignore:
+        select = frozenset(select or RULES) - ignore
 
     files, errors = discover(args.paths)
-    roots = [path.resolve() if path.is_dir() else path.resolve().parent for path in args.paths if path.exists()]
-    project_files = [f.absolute() if f.is_symlink() else f.resolve() for f in files]
-    project = Project(project_files, roots)
-    by_abs = dict(zip(project_files, files, strict=True))
-    fix = args.fix or args.diff
-    reports = run_checks(
-        project_files, project, fix=fix, rewrite_caching=args.rewrite_caching, select=select, jobs=args.jobs
-    )
+    checked = [f.absolute() if f.is_symlink() else f.resolve() for f in files]
+    every_file, roots = project_files(args.paths, files)
+    project = Project(every_file, roots)
+    by_abs = dict(zip(checked, files, strict=True))
+    options = Options(args.fix or args.diff, args.rewrite_caching, select, args.notes)
+    reports = run_checks(checked, project, options, jobs=args.jobs)
     changed = 0
     counts: Counter[str] = Counter()
+    with_findings = 0
+    records = []
     for report in reports:
         shown = by_abs.get(report.path, report.path)
         report.path = shown
         if report.error:
             errors.append(report.error.replace(str(report.path.resolve()), str(shown)))
             continue
+        failing = [finding for finding in report.findings if not finding.note]
+        with_findings += bool(failing)
         for finding in report.findings:
-            print(finding.format(str(shown)))
-            counts[finding.tier or MANUAL] += 1
+            if args.output_format == "text":
+                print(finding.format(str(shown)))
+            elif args.output_format == "github":
+                level = "notice" if finding.note else "error"
+                print(
+                    f"::{level} file={_github(str(shown), True)},line={finding.line},col={finding.col},"
+                    f"title={finding.code}::" + _github(f"{finding.message} ({finding.tier or 'no'} fix) {finding.url}")
+                )
+            else:
+                records.append(
+                    {
+                        "code": finding.code,
+                        "message": finding.message,
+                        "filename": str(shown),
+                        "line": finding.line,
+                        "column": finding.col,
+                        "fix": finding.tier if finding.tier in (SAFE, REWRITE) else None,
+                        "note": finding.note,
+                        "patterns": list(finding.pattern_ids),
+                        "url": finding.url,
+                    }
+                )
+            if not finding.note:
+                counts[finding.tier or MANUAL] += 1
         if report.new_source is not None:
             if args.diff:
                 sys.stdout.write(unified_diff(report))
@@ -252,15 +379,19 @@ def main(argv: list[str] | None = None) -> int:
                     errors.append(f"{shown}: cannot write, file unchanged: {err.strerror or err}")
                     continue
             changed += 1
+    if args.output_format == "json":
+        print(json.dumps(records, indent=2))
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
     found = sum(counts.values())
     if not args.quiet:
         verb = "would change" if args.diff else "changed"
-        parts = [f"{found} finding{'s' * (found != 1)} in {len(files)} file{'s' * (len(files) != 1)}"]
+        plural = "s" * (with_findings != 1)
+        where = f" in {with_findings} file{plural}" if found else ""
+        parts = [f"{found} finding{'s' * (found != 1)}{where} ({len(files)} file{'s' * (len(files) != 1)} checked)"]
         if found:
             parts.append(f"{counts[SAFE]} safe fix, {counts[REWRITE]} caching rewrite, {counts[MANUAL]} manual")
-        if fix:
+        if options.fix:
             parts.append(f"{verb} {changed} file{'s' * (changed != 1)}")
         if errors:
             parts.append(f"{len(errors)} error{'s' * (len(errors) != 1)}")

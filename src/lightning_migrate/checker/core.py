@@ -19,7 +19,11 @@ written.
 from __future__ import annotations
 
 import ast
+import contextlib
+import functools
+import importlib.metadata
 import io
+import os
 import re
 import tokenize
 from collections.abc import Callable, Iterable
@@ -30,10 +34,47 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from lightning_migrate import registry
-from lightning_migrate.checker.resolve import CALLBACK, MODULE, ModuleInfo, Project, dotted, module_info
+from lightning_migrate.checker.resolve import (
+    CALLBACK,
+    MODULE,
+    ModuleInfo,
+    Project,
+    dotted,
+    module_info,
+    references_in,
+)
 
-#: Where the site is published; a finding links to ``DOCS_URL + rule.page``.
-DOCS_URL = "https://lightning-migrate.readthedocs.io/en/latest/"
+#: The environment variable that overrides where finding links point (the docs build sets it to the site it builds).
+DOCS_URL_VARIABLE = "LIGHTNING_MIGRATE_DOCS_URL"
+
+
+def docs_url() -> str:
+    """The base address of the published site, ending in ``/``: a finding links to ``docs_url() + rule.page``.
+
+    One setting: the ``Documentation`` entry of ``[project.urls]`` in ``pyproject.toml`` (read from the installed
+    package's metadata, or from the source tree's ``pyproject.toml`` when run from a checkout), overridden by
+    :data:`DOCS_URL_VARIABLE` -- which the docs build sets from its ``html_baseurl``, so the rule pages link to
+    the site being built.
+    """
+    url = os.environ.get(DOCS_URL_VARIABLE) or _published_url()
+    return url.rstrip("/") + "/"
+
+
+@functools.cache
+def _published_url() -> str:
+    try:
+        for entry in importlib.metadata.metadata("lightning-migrate").get_all("Project-URL") or []:
+            label, _, url = entry.partition(",")
+            if label.strip().lower() == "documentation":
+                return url.strip()
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    import tomllib  # run from a source tree (Python 3.11+, as the project's tools)
+
+    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["urls"]["Documentation"]
+
+
 #: The marker comment ``--fix`` leaves above a hook it cannot rewrite: ``# lightning-migrate: LM001 ...``.
 MARKER = "lightning-migrate:"
 #: Bytes that every hook name any rule inspects contains: files without any of them are skipped unparsed.
@@ -54,6 +95,10 @@ class Fix:
     description: str = ""
     #: The edit renames, removes or narrows the method: code that calls it by name must change with it.
     changes_callers: bool = True
+    #: Parameters the edit removes: a call passing one of them by keyword would break.
+    dropped: tuple[str, ...] = ()
+    #: The method's name after the edit, when it renames it: a base or a subclass defining that name would clash.
+    new_name: str | None = None
 
 
 @dataclass
@@ -67,16 +112,20 @@ class Finding:
     col: int = 0
     #: ``False`` when the class's base could not be resolved and it was taken for a module by its ``training_step``
     confident: bool = True
+    #: informational only (a default value that hides an old shape, or a class not known to be Lightning's): shown
+    #: with ``--notes``, never fixed, never counted in the exit code
+    note: bool = False
     tier: str | None = None
     fix: Fix | None = field(default=None, repr=False, compare=False)
 
     @property
     def url(self) -> str:
-        return DOCS_URL + RULES[self.code].page
+        return docs_url() + RULES[self.code].page
 
     def format(self, path: str) -> str:
         """``path:line:col: CODE message (tier) url``: the format of compilers, ruff and flake8."""
-        prefix = "" if self.confident else "possible (base class not resolved): "
+        prefix = "note: " if self.note else ""
+        prefix += "" if self.confident else "possible (base class not resolved): "
         tier = f" [{self.tier} fix]" if self.tier in (SAFE, REWRITE) else ""
         return f"{path}:{self.line}:{self.col}: {self.code} {prefix}{self.message}{tier} {self.url}"
 
@@ -91,6 +140,8 @@ class ClassContext:
     node: cst.ClassDef
     methods: dict[str, cst.FunctionDef]
     rewrite_caching: bool = False
+    #: the Lightning class its chain of bases reaches (``Callback``, ``ModelCheckpoint``, ...)
+    via: str | None = None
 
 
 class Rule:
@@ -122,6 +173,15 @@ class Rule:
     def page(self) -> str:
         return f"checker/rules/{self.code}.html"
 
+    #: reported only when nothing in the project uses the method's name (the hook is dead code unless called)
+    never_called: bool = False
+    #: ``--fix`` cleans the rule's example; ``False`` for a rule that only ever marks (no rewrite keeps behaviour)
+    fixable: bool = True
+
+    def matches(self, name: str, kind: str) -> bool:
+        """Whether the rule inspects methods called ``name`` beyond :attr:`hooks` (a rule over a name pattern)."""
+        return False
+
     def check(self, ctx: ClassContext, func: cst.FunctionDef) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -142,15 +202,27 @@ def register(cls: type[Rule]) -> type[Rule]:
 
 
 def rules_for(hook: str, kind: str) -> list[Rule]:
-    return [rule for rule in RULES.values() if hook in rule.hooks and kind in rule.owners]
+    """The rules that inspect a method ``hook`` of a class of ``kind``."""
+    return [rule for rule in RULES.values() if kind in rule.owners and (hook in rule.hooks or rule.matches(hook, kind))]
 
 
 # -- helpers the rules share -------------------------------------------------------------------------------------
 
 
+#: Stands for the ``self`` a ``@staticmethod`` does not declare (Lightning calls it with the same arguments).
+_NO_SELF = cst.Param(cst.Name("self"))
+
+
+def is_static(func: cst.FunctionDef) -> bool:
+    """Whether ``func`` is decorated with ``@staticmethod`` (it takes no ``self``)."""
+    return any(_cst_dotted(dec.decorator) in ("staticmethod", "builtins.staticmethod") for dec in func.decorators)
+
+
 def positional(func: cst.FunctionDef) -> list[cst.Param]:
-    """The positional parameters (positional-only first), ``self`` included."""
-    return [*func.params.posonly_params, *func.params.params]
+    """The positional parameters (positional-only first), ``self`` included: for a ``@staticmethod``, a stand-in
+    ``self`` comes first, so position ``i`` is the same argument as in a method."""
+    params = [*func.params.posonly_params, *func.params.params]
+    return [_NO_SELF, *params] if is_static(func) else params
 
 
 def named_params(func: cst.FunctionDef) -> list[cst.Param]:
@@ -169,10 +241,34 @@ class _Names(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
 
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)  # `self.outputs`: `self` is a name, `outputs` is an attribute, not a variable
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)  # `f(outputs=x)`: the keyword is not a variable
+        return False
+
 
 def names_in(node: cst.CSTNode) -> set[str]:
-    """Every identifier in ``node`` (loads, stores, attribute heads and the rest: a superset of the uses)."""
+    """Every variable name in ``node`` (loads, stores and the rest: a superset of the uses); attribute names
+    (``self.outputs``) and call keywords (``f(outputs=1)``) are not variables and are left out."""
     visitor = _Names()
+    node.visit(visitor)
+    return visitor.names
+
+
+class _Identifiers(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def identifiers_in(node: cst.CSTNode) -> set[str]:
+    """Every identifier in ``node``, attribute names and keywords included (is a name free for new code?)."""
+    visitor = _Identifiers()
     node.visit(visitor)
     return visitor.names
 
@@ -222,7 +318,7 @@ def manual_fix(code: str, what: str) -> Fix:
         assert isinstance(func, cst.FunctionDef)
         if has_marker(func, code):
             return func
-        text = f"# {MARKER} {code} manual fix, {what}: {DOCS_URL}{RULES[code].page}"
+        text = f"# {MARKER} {code} manual fix, {what}: {docs_url()}{RULES[code].page}"
         return func.with_changes(leading_lines=[*func.leading_lines, cst.EmptyLine(comment=cst.Comment(text))])
 
     return Fix(MANUAL, apply, description="marker comment")
@@ -293,6 +389,7 @@ def check_source(
     fix: bool = False,
     rewrite_caching: bool = False,
     select: frozenset[str] | None = None,
+    notes: bool = False,
 ) -> Result:
     """Check one file's bytes; with ``fix``, also return the rewritten bytes (same encoding and newlines).
 
@@ -302,6 +399,8 @@ def check_source(
         project: the checked tree; ``None`` checks the source alone.
         fix: apply the ``safe`` and ``manual`` tiers (and ``rewrite`` when ``rewrite_caching``).
         select: only these rule codes (default: all).
+        notes: also return the informational findings (``Finding.note``): classes whose base could not be resolved,
+            and old shapes made harmless by a default value. They never carry a fix.
 
     Raises:
         SyntaxError: the source does not parse (``lineno`` set).
@@ -331,33 +430,38 @@ def check_source(
     collector = _Collector()
     wrapper.module.visit(collector)
 
-    # Names the file uses (calls, attribute reads): a method one of them names is not renamed or removed safely.
-    referenced = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    referenced |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    lines = source.splitlines()
     findings: list[Finding] = []
     func_fixes: dict[int, list[Fix]] = {}
     class_fixes: dict[int, list[Fix]] = {}
     for class_node in collector.classes:
         ctx = _context(class_node, info, project, rewrite_caching)
-        if ctx is None:
+        if ctx is None or (not ctx.confident and not notes):  # a class only possibly Lightning's: notes only
             continue
         for func in ctx.methods.values():
             for rule in rules_for(func.name.value, ctx.kind):
                 if select is not None and rule.code not in select:
                     continue
+                if rule.never_called and _caller(tree, path, project, func.name.value, (), dynamic=True) is not None:
+                    continue
                 for finding in rule.check(ctx, func):
-                    if (
-                        finding.fix is not None
-                        and finding.fix.tier == SAFE
-                        and finding.fix.changes_callers
-                        and func.name.value in referenced
-                    ):
-                        what = f"`{func.name.value}` is called in this file: change its callers too"
-                        finding.fix = manual_fix(rule.code, what)
                     start = positions[func.name].start
                     finding.line, finding.col = start.line, start.column + 1
+                    if _noqa(lines, finding.line, finding.code):
+                        continue
+                    if finding.fix is not None and finding.fix.tier == SAFE and finding.fix.changes_callers:
+                        caller = _caller(tree, path, project, func.name.value, finding.fix.dropped)
+                        if caller is not None:
+                            finding.fix = manual_fix(rule.code, f"{caller}: change the callers too")
+                    if finding.fix is not None and finding.fix.tier == SAFE and finding.fix.new_name:
+                        clash = _override_clash(info, path, project, ctx, finding.fix.new_name)
+                        if clash is not None:
+                            finding.fix = manual_fix(rule.code, f"{clash}: merge by hand")
                     finding.confident = ctx.confident
-                    if finding.fix is not None and ctx.confident:
+                    finding.note = finding.note or not ctx.confident
+                    if finding.note and not notes:
+                        continue
+                    if finding.fix is not None and not finding.note:
                         if finding.fix.tier == REWRITE and not rewrite_caching:
                             continue
                         finding.tier = finding.fix.tier
@@ -380,15 +484,92 @@ def check_source(
     return Result(findings, new_source)
 
 
+#: ``# noqa`` (every code) or ``# noqa: LM001, LM002`` on a line, as flake8 and ruff read it.
+NOQA = re.compile(rb"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+
+
+def _noqa(lines: list[bytes], line: int, code: str) -> bool:
+    """Whether line ``line`` (1-based) of the file silences ``code``."""
+    if not 0 < line <= len(lines):
+        return False
+    match = NOQA.search(lines[line - 1])
+    if match is None:
+        return False
+    listed = match.group("codes")
+    return listed is None or code.encode() in {c.strip().upper() for c in listed.split(b",")}
+
+
+def _caller(
+    tree: ast.Module, path: Path | None, project: Project, name: str, dropped: tuple[str, ...], dynamic: bool = False
+) -> str | None:
+    """Where code calls the method ``name`` (or passes one of ``dropped`` by keyword): this file first, then every
+    other file of the project; ``None`` when nothing does, so a rename or a dropped parameter cannot break a call.
+
+    With ``dynamic``, a string that ends the name (``"_epoch_end"``, two words or more) counts as a use too: code
+    such as ``getattr(self, f"{stage}_epoch_end")`` builds the name at run time."""
+    parts = name.split("_")
+    fragments = tuple("_" + "_".join(parts[i:]) for i in range(1, len(parts) - 1)) if dynamic else ()
+    fragments = tuple(f for f in fragments if f != "_")
+    here = references_in(tree, {name, *fragments}, set(dropped))
+    if here:
+        line, what, used = here[0]
+        return (
+            f"`{used}` is used at line {line} of this file"
+            if what != "keyword"
+            else (f"a call passes `{used}=` at line {line} of this file")
+        )
+    if path is None or path not in project.name_of:
+        return None
+    for ref in project.references(name, dropped, exclude=path, fragments=fragments):
+        where = ref.path
+        with contextlib.suppress(ValueError):  # the marker is written into the file: no machine-specific prefix
+            where = ref.path.relative_to(Path.cwd())
+        if ref.what == "keyword":
+            return f"a call passes a dropped parameter by keyword at {where}:{ref.line}"
+        return f"`{name}` is used at {where}:{ref.line}"
+    return None
+
+
+def _override_clash(
+    info: ModuleInfo, path: Path | None, project: Project, ctx: ClassContext, new_name: str
+) -> str | None:
+    """Why renaming a method of the class ``ctx`` to ``new_name`` would change which code runs: a base class -- the
+    project's, or a Lightning class other than ``Callback`` / ``LightningModule`` (its methods recorded by
+    :mod:`lightning_migrate.hook_names`) -- defines ``new_name`` (the renamed method would replace it), or a
+    subclass does (it would replace the renamed method); ``None`` when neither."""
+    cls = ctx.name
+    if ctx.via not in (None, CALLBACK, MODULE):
+        from lightning_migrate import hook_names
+
+        recorded = hook_names.load()["classes"].get(ctx.via)
+        if recorded is None:
+            return f"Lightning's `{ctx.via}` is not among the recorded classes; it may define `{new_name}`"
+        if new_name in recorded:
+            return f"Lightning's `{ctx.via}` defines `{new_name}`"
+    for base_info, base in project.ancestors(info, info.classes.get(cls, [])):
+        if new_name in base_info.methods.get(base, set()):
+            return f"base class `{base}` defines `{new_name}`"
+    if path is not None and path in project.name_of:
+        for other in project.subclasses_defining(info, cls, new_name):
+            where = other
+            with contextlib.suppress(ValueError):
+                where = other.relative_to(Path.cwd())
+            return f"a subclass in {where} defines `{new_name}`"
+    return None
+
+
 def _has_candidates(tree: ast.Module, info: ModuleInfo, project: Project, select: frozenset[str] | None) -> bool:
     """Whether some class of the file (read with :mod:`ast`) defines a method a rule inspects and is, or may be,
     a Lightning class: the only classes :func:`check_source` can report."""
     hooks = {hook for rule in RULES.values() if select is None or rule.code in select for hook in rule.hooks}
+    patterned = [rule for rule in RULES.values() if not rule.hooks and (select is None or rule.code in select)]
     for node in ast.walk(tree):
         if not isinstance(node, ast.ClassDef):
             continue
         methods = {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        if not methods & hooks:
+        if not methods & hooks and not any(
+            rule.matches(name, kind) for rule in patterned for name in methods for kind in (MODULE, CALLBACK)
+        ):
             continue
         kind = project.classify(info, [dotted(base) for base in node.bases])
         if kind.kind is not None or (kind.unknown and "training_step" in methods):
@@ -404,7 +585,7 @@ def _context(node: cst.ClassDef, info: ModuleInfo, project: Project, rewrite_cac
             methods[statement.name.value] = statement
     kind = project.classify(info, bases)
     if kind.kind is not None:
-        return ClassContext(node.name.value, kind.kind, not kind.unknown, node, methods, rewrite_caching)
+        return ClassContext(node.name.value, kind.kind, not kind.unknown, node, methods, rewrite_caching, kind.via)
     if kind.unknown and "training_step" in methods:
         return ClassContext(node.name.value, MODULE, False, node, methods, rewrite_caching)
     return None

@@ -7,4 +7,5 @@ from lightning_migrate.checker.rules import (  # noqa: F401 - imported to regist
     lm004_eval_batch_dataloader_idx,
     lm005_step_end,
     lm006_never_called,
+    lm007_unknown_hooks,
 )

@@ -2,7 +2,33 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from lightning_migrate import registry
+
+
+def new_hook(pattern_id: str) -> str:
+    """The name of the hook that replaces a registry pattern's (``on_train_epoch_end`` for ``training-epoch-end``).
+
+    Raises:
+        ValueError: the pattern has no one-to-one replacement (``new_signature`` is ``None``).
+    """
+    new_signature = registry.get(pattern_id).new_signature
+    if new_signature is None:
+        raise ValueError(f"{pattern_id}: the registry gives no replacement hook")
+    return new_signature.partition("(")[0]
+
+
+def new_params(pattern_id: str) -> list[str]:
+    """The parameter names of the registry's ``new_signature`` of a pattern, ``self`` included."""
+    signature = registry.get(pattern_id).new_signature or ""
+    inside = signature.partition("(")[2].rpartition(")")[0]
+    return [part.split("=")[0].split(":")[0].strip() for part in inside.split(",") if part.strip()]
+
+
+def by_hook(pattern_ids: tuple[str, ...]) -> dict[tuple[str, str], str]:
+    """``{(hook, owner): pattern id}`` of the given registry patterns (``owner``: ``LightningModule``/``Callback``)."""
+    return {(registry.get(pid).hook, registry.get(pid).owner): pid for pid in pattern_ids}
 
 
 def plain(rst: str) -> str:
@@ -10,7 +36,37 @@ def plain(rst: str) -> str:
     return rst.replace("``", "`")
 
 
-def removed(pattern_id: str) -> str:
-    """``"<old signature> was removed in Lightning <version>: <replacement>"``, from the registry entry."""
+def signature(func: cst.FunctionDef) -> str:
+    """``name(params)`` as the user's code writes it, on one line (comments and line breaks left out)."""
+    code = cst.Module([]).code_for_node
+    params = func.params
+    parts: list[str] = []
+
+    def one(param: cst.Param, star: str = "") -> str:
+        text = star + param.name.value
+        if param.annotation is not None:
+            text += ": " + code(param.annotation.annotation)
+        if param.default is not None:
+            text += (" = " if param.annotation is not None else "=") + code(param.default)
+        return text
+
+    parts += [one(p) for p in params.posonly_params]
+    if params.posonly_params:
+        parts.append("/")
+    parts += [one(p) for p in params.params]
+    if isinstance(params.star_arg, cst.Param):
+        parts.append(one(params.star_arg, "*"))
+    elif params.kwonly_params:
+        parts.append("*")
+    parts += [one(p) for p in params.kwonly_params]
+    if params.star_kwarg is not None:
+        parts.append(one(params.star_kwarg, "**"))
+    return " ".join(f"{func.name.value}({', '.join(parts)})".split())
+
+
+def removed(pattern_id: str, func: cst.FunctionDef | None = None) -> str:
+    """``"<signature> was removed in Lightning <version>: <replacement>"``, from the registry entry; the signature
+    is the user's own (``func``) when given, else the registry's old signature."""
     pattern = registry.get(pattern_id)
-    return f"`{pattern.old_signature}` was removed in Lightning {pattern.removed_in}: {plain(pattern.replacement)}"
+    shown = signature(func) if func is not None else pattern.old_signature
+    return f"`{shown}` was removed in Lightning {pattern.removed_in}: {plain(pattern.replacement)}"

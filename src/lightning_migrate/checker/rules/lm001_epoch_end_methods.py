@@ -13,25 +13,27 @@ from lightning_migrate.checker.core import (
     Fix,
     Rule,
     body_uses,
+    identifiers_in,
     manual_fix,
     named_params,
-    names_in,
     positional,
     register,
     with_name,
 )
-from lightning_migrate.checker.rules._common import removed
+from lightning_migrate.checker.rules._common import by_hook, new_hook, removed
 
-#: old hook -> (new hook, step method, cache attribute of the caching rewrite, registry pattern)
+#: registry pattern of each old hook; the hook, its replacement and its removal come from the registry entry
+PATTERN_IDS = ("training-epoch-end", "validation-epoch-end", "test-epoch-end")
+#: old hook -> (step method, cache attribute of the caching rewrite): the checker's own choices, not Lightning facts
+CACHING = {
+    "training_epoch_end": ("training_step", None),
+    "validation_epoch_end": ("validation_step", "validation_step_outputs"),
+    "test_epoch_end": ("test_step", "test_step_outputs"),
+}
+#: old hook -> (new hook, step method, cache attribute, registry pattern)
 HOOKS = {
-    "training_epoch_end": ("on_train_epoch_end", "training_step", None, "training-epoch-end"),
-    "validation_epoch_end": (
-        "on_validation_epoch_end",
-        "validation_step",
-        "validation_step_outputs",
-        "validation-epoch-end",
-    ),
-    "test_epoch_end": ("on_test_epoch_end", "test_step", "test_step_outputs", "test-epoch-end"),
+    hook: (new_hook(pattern_id), *CACHING[hook], pattern_id)
+    for (hook, _owner), pattern_id in by_hook(PATTERN_IDS).items()
 }
 
 
@@ -42,7 +44,7 @@ class EpochEndMethods(Rule):
     title = "training_epoch_end, validation_epoch_end and test_epoch_end on a LightningModule"
     hooks = frozenset(HOOKS)
     owners = frozenset({MODULE})
-    patterns = ("training-epoch-end", "validation-epoch-end", "test-epoch-end")
+    patterns = PATTERN_IDS
     summary = (
         "A ``LightningModule`` (or a subclass of one, in any file checked) that defines ``training_epoch_end``, "
         "``validation_epoch_end`` or ``test_epoch_end``."
@@ -74,14 +76,20 @@ class LitModel(pl.LightningModule):
 
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         new_hook, step, cache, pattern_id = HOOKS[func.name.value]
-        message = removed(pattern_id)
+        message = removed(pattern_id, func)
         params = [param.name.value for param in named_params(func)[1:]]
         used = [name for name in params if body_uses(func, name)]
         if new_hook in ctx.methods:
             fix = manual_fix(self.code, f"merge into the existing {new_hook}")
             message += f" (the class already defines `{new_hook}`: merge by hand)"
         elif not used and func.params.star_arg is cst.MaybeSentinel.DEFAULT and func.params.star_kwarg is None:
-            fix = Fix(SAFE, with_name(new_hook, set(params)), description=f"rename to {new_hook}(self)")
+            fix = Fix(
+                SAFE,
+                with_name(new_hook, set(params)),
+                description=f"rename to {new_hook}(self)",
+                dropped=tuple(params),
+                new_name=new_hook,
+            )
         else:
             fix = None
             if ctx.rewrite_caching and cache is not None:
@@ -160,11 +168,11 @@ def _caching_fix(ctx: ClassContext, func: cst.FunctionDef, new_hook: str, step_n
         return None  # a dataloader_idx: Lightning 1.x passed one list per dataloader
     if _final_return(step) is None or not any(_is_super_init(s) for s in init.body.body):
         return None
-    if cache in names_in(ctx.node):
+    if cache in identifiers_in(ctx.node):
         return None
     outputs_name = hook_params[1].name.value
     variable = "step_output"
-    while variable in names_in(step):
+    while variable in identifiers_in(step):
         variable += "_"
     literal = isinstance(_final_return(step).value, (cst.Dict, cst.List, cst.Tuple))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import libcst as cst
 
 from lightning_migrate.checker.core import (
-    CALLBACK,
     MODULE,
     SAFE,
     ClassContext,
@@ -19,16 +18,18 @@ from lightning_migrate.checker.core import (
     positional,
     register,
 )
-from lightning_migrate.checker.rules._common import removed
+from lightning_migrate.checker.rules._common import by_hook, new_params, removed
 
-#: hook -> positional parameters of the module hook, ``self`` included
-COUNTS = {"on_train_batch_start": 3, "on_train_batch_end": 4}
-PATTERNS = {
-    ("on_train_batch_start", MODULE): "module-on-train-batch-start-dataloader-idx",
-    ("on_train_batch_start", CALLBACK): "callback-on-train-batch-start-dataloader-idx",
-    ("on_train_batch_end", MODULE): "module-on-train-batch-end-dataloader-idx",
-    ("on_train_batch_end", CALLBACK): "callback-on-train-batch-end-dataloader-idx",
-}
+PATTERNS = by_hook(
+    (
+        "module-on-train-batch-start-dataloader-idx",
+        "callback-on-train-batch-start-dataloader-idx",
+        "module-on-train-batch-end-dataloader-idx",
+        "callback-on-train-batch-end-dataloader-idx",
+    )
+)
+#: hook -> positional parameters of the module hook, ``self`` included: the registry's new module signature
+COUNTS = {hook: len(new_params(pid)) for (hook, owner), pid in PATTERNS.items() if owner == MODULE}
 
 
 @register
@@ -42,7 +43,8 @@ class TrainBatchDataloaderIdx(Rule):
         "``on_train_batch_start(self, batch, batch_idx, dataloader_idx)`` and "
         "``on_train_batch_end(self, outputs, batch, batch_idx, dataloader_idx)`` (module or callback, "
         "where a callback also takes ``trainer, pl_module``): any positional parameter after ``batch_idx``, "
-        "whatever its name (Lightning 1.5 called it ``unused``)."
+        "whatever its name (Lightning 1.5 called it ``unused``), that has no default value. One with a default "
+        "(``unused=0``) is not a finding: Lightning calls the hook without it, so it works."
     )
     fix_text = (
         "**safe** when the body never reads the extra parameters: they are dropped. **manual** otherwise: "
@@ -59,13 +61,19 @@ class Timer(L.Callback):
 
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         expected = expected_count(ctx.kind, COUNTS[func.name.value])
-        extra = [param.name.value for param in positional(func)[expected:]]
+        # Lightning calls the hook without the extra arguments: one with a default value works as it is.
+        extra = [param.name.value for param in positional(func)[expected:] if param.default is None]
         if not extra:
             return
         pattern_id = PATTERNS[(func.name.value, ctx.kind)]
         if any(body_uses(func, name) for name in extra):
             fix = manual_fix(self.code, "the body reads " + ", ".join(extra))
         else:
-            names = set(extra)
-            fix = Fix(SAFE, lambda node: drop_params(node, names), description="drop " + ", ".join(extra))
-        yield Finding(self.code, removed(pattern_id), (pattern_id,), fix=fix)
+            names = tuple(extra)
+            fix = Fix(
+                SAFE,
+                lambda node: drop_params(node, set(names)),
+                description="drop " + ", ".join(extra),
+                dropped=tuple(extra),
+            )
+        yield Finding(self.code, removed(pattern_id, func), (pattern_id,), fix=fix)

@@ -6,27 +6,35 @@ import libcst as cst
 
 from lightning_migrate import registry
 from lightning_migrate.checker.core import (
+    MODULE,
     SAFE,
     ClassContext,
     Finding,
     Fix,
     Rule,
     expected_count,
+    is_static,
     manual_fix,
     positional,
     register,
 )
-from lightning_migrate.checker.rules._common import removed
+from lightning_migrate.checker.rules._common import by_hook, new_params, removed
 
 STAGES = ("validation", "test", "predict")
-#: hook -> position of ``dataloader_idx`` in the module hook (``self`` is 0)
-POSITION = {f"on_{stage}_batch_{when}": 3 if when == "start" else 4 for stage in STAGES for when in ("start", "end")}
+#: (``_end`` hook, owner) -> registry pattern (the registry records the ``_end`` hooks; the rule covers both)
+PATTERNS = by_hook(
+    tuple(
+        f"{owner}-on-{stage}-batch-end-dataloader-idx-required" for stage in STAGES for owner in ("module", "callback")
+    )
+)
+#: hook -> position of ``dataloader_idx`` in the module hook (``self`` is 0): from the registry's new module
+#: signature of each ``_end`` hook; a ``_start`` hook has no ``outputs``, so it comes one earlier
+_END = {hook: new_params(pid).index("dataloader_idx") for (hook, owner), pid in PATTERNS.items() if owner == MODULE}
+POSITION = {**_END, **{hook.replace("_end", "_start"): index - 1 for hook, index in _END.items()}}
 
 
 def _pattern(hook: str, kind: str) -> str:
-    stage = hook.split("_")[1]
-    owner = "module" if kind == "LightningModule" else "callback"
-    return f"{owner}-on-{stage}-batch-end-dataloader-idx-required"
+    return PATTERNS[(hook.replace("_start", "_end"), kind)]
 
 
 @register
@@ -35,9 +43,7 @@ class EvalBatchDataloaderIdx(Rule):
     name = "eval-batch-dataloader-idx-required"
     title = "validation, test and predict batch hooks with a required dataloader_idx"
     hooks = frozenset(POSITION)
-    patterns = tuple(
-        _pattern(f"on_{stage}_batch_end", kind) for stage in STAGES for kind in ("LightningModule", "Callback")
-    )
+    patterns = tuple(PATTERNS.values())
     summary = (
         "``on_validation_batch_start/end``, ``on_test_batch_start/end`` and ``on_predict_batch_start/end`` "
         "(module or callback) whose ``dataloader_idx`` parameter has no default value."
@@ -65,11 +71,11 @@ class LitModel(pl.LightningModule):
             return
         pattern_id = _pattern(func.name.value, ctx.kind)
         name = params[index].name.value
-        if len(params) == index + 1:
+        if len(params) == index + 1 and not is_static(func):
             fix = Fix(SAFE, lambda node: _default_zero(node, index), description=f"{name}=0", changes_callers=False)
         else:
             fix = manual_fix(self.code, f"give {name} a default")
-        message = removed(pattern_id)
+        message = removed(pattern_id, func)
         if func.name.value.endswith("_start"):  # the registry records the `_end` hook; the rule covers both
             pattern = registry.get(pattern_id)
             message = (

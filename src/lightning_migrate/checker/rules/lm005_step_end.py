@@ -15,12 +15,10 @@ from lightning_migrate.checker.core import (
     positional,
     register,
 )
-from lightning_migrate.checker.rules._common import removed
+from lightning_migrate.checker.rules._common import by_hook, removed
 
 PATTERNS = {
-    "training_step_end": "training-step-end",
-    "validation_step_end": "validation-step-end",
-    "test_step_end": "test-step-end",
+    hook: pid for (hook, _owner), pid in by_hook(("training-step-end", "validation-step-end", "test-step-end")).items()
 }
 
 
@@ -56,7 +54,7 @@ class LitModel(pl.LightningModule):
             fix = Fix(SAFE, lambda node: cst.RemovalSentinel.REMOVE, description="remove the method")
         else:
             fix = manual_fix(self.code, "move this work into the step or the batch-end hook")
-        yield Finding(self.code, removed(pattern_id), (pattern_id,), fix=fix)
+        yield Finding(self.code, removed(pattern_id, func), (pattern_id,), fix=fix)
 
 
 def _returns_its_input(func: cst.FunctionDef) -> bool:

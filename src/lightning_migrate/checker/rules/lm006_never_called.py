@@ -6,7 +6,6 @@ import libcst as cst
 
 from lightning_migrate.checker.core import (
     CALLBACK,
-    MODULE,
     SAFE,
     ClassContext,
     Finding,
@@ -17,20 +16,23 @@ from lightning_migrate.checker.core import (
     positional,
     register,
 )
-from lightning_migrate.checker.rules._common import removed
+from lightning_migrate.checker.rules._common import by_hook, new_hook, new_params, removed
 
-PATTERNS = {
-    ("on_epoch_start", MODULE): "module-on-epoch-start",
-    ("on_epoch_end", MODULE): "module-on-epoch-end",
-    ("on_epoch_start", CALLBACK): "callback-on-epoch-start",
-    ("on_epoch_end", CALLBACK): "callback-on-epoch-end",
-    ("on_batch_start", CALLBACK): "callback-on-batch-start",
-    ("on_batch_end", CALLBACK): "callback-on-batch-end",
-}
-#: callback hook -> (its training-only successor, the parameters the successor adds)
+PATTERNS = by_hook(
+    (
+        "module-on-epoch-start",
+        "module-on-epoch-end",
+        "callback-on-epoch-start",
+        "callback-on-epoch-end",
+        "callback-on-batch-start",
+        "callback-on-batch-end",
+    )
+)
+#: callback hook -> (its training-only successor, the parameters the successor adds): the registry's signatures
 RENAMES = {
-    "on_batch_start": ("on_train_batch_start", ("batch", "batch_idx")),
-    "on_batch_end": ("on_train_batch_end", ("outputs", "batch", "batch_idx")),
+    hook: (new_hook(pid), tuple(new_params(pid)[3:]))
+    for (hook, owner), pid in PATTERNS.items()
+    if owner == CALLBACK and hook in ("on_batch_start", "on_batch_end")
 }
 
 
@@ -68,7 +70,9 @@ class CountBatches(Callback):
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         hook = func.name.value
         pattern_id = PATTERNS.get((hook, ctx.kind))
-        message = removed(pattern_id) if pattern_id else f"`{hook}` is not a LightningModule hook: it is never called"
+        message = (
+            removed(pattern_id, func) if pattern_id else f"`{hook}` is not a LightningModule hook: it is never called"
+        )
         fix = manual_fix(self.code, "never called: use the stage hooks")
         if ctx.kind == CALLBACK and hook in RENAMES:
             new_hook, added = RENAMES[hook]
@@ -80,7 +84,12 @@ class CountBatches(Callback):
                 and func.params.star_kwarg is None
             )
             if simple and new_hook not in ctx.methods and not (names_in(func.body) & set(added)):
-                fix = Fix(SAFE, lambda node: _rename(node, new_hook, added), description=f"rename to {new_hook}")
+                fix = Fix(
+                    SAFE,
+                    lambda node: _rename(node, new_hook, added),
+                    description=f"rename to {new_hook}",
+                    new_name=new_hook,
+                )
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
 
 

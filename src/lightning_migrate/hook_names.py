@@ -1,0 +1,108 @@
+"""The names Lightning calls on a ``LightningModule`` and a ``Callback``, recorded from the installed Lightning.
+
+The checker needs them without Lightning installed (to tell a misspelt or removed hook, such as
+``on_training_epoch_end`` or ``predict_epoch_end``, from a real one), so they are recorded like the probe data:
+``python -m lightning_migrate.hook_names`` imports Lightning, reads its classes and writes
+``src/lightning_migrate/data/hook_names.json``; the tests check the file against the installed Lightning.
+Nothing here is typed by hand.
+
+The JSON holds, per class kind (``"LightningModule"``, ``"Callback"``):
+
+``hooks``
+    the methods Lightning's own hook classes define and calls: every public method of ``Callback``; for a module,
+    the public methods of ``ModelHooks``, ``DataHooks`` and ``CheckpointHooks`` (``lightning.pytorch.core.hooks``)
+    and those ``LightningModule`` defines itself (``training_step``, ``configure_optimizers``, ...);
+``names``
+    every public attribute name of the class (``nn.Module``'s included): a method of that name overrides something
+    real, so it is never reported as a misspelt hook.
+
+and ``classes``: for every ``Callback`` subclass ``lightning.pytorch.callbacks`` exports and every
+``LightningModule`` subclass of ``lightning.pytorch.demos``, the public methods it (or a Lightning class between
+it and ``Callback`` / ``LightningModule``) defines -- a user's subclass renamed onto one of them would replace it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+#: Where the record lives inside the package (shipped with it as package data).
+RECORD = Path(__file__).resolve().parent / "data" / "hook_names.json"
+KINDS = ("LightningModule", "Callback")
+
+
+def _public_methods(cls: type) -> list[str]:
+    return [name for name, value in vars(cls).items() if not name.startswith("_") and callable(value)]
+
+
+def _defined_below(cls: type, root: type) -> list[str]:
+    """Public methods ``cls`` and its bases up to (not including) ``root`` define."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if klass is root or not issubclass(klass, root):
+            continue
+        names.update(_public_methods(klass))
+    return sorted(names)
+
+
+def record() -> dict[str, Any]:
+    """Read the hook names off the installed Lightning.
+
+    Raises:
+        ImportError: neither ``lightning`` nor ``pytorch_lightning`` is importable.
+    """
+    from lightning_migrate.probes import import_lightning
+
+    pl, dist, version = import_lightning()
+    hooks_module = importlib.import_module(f"{pl.__name__}.core.hooks")
+    module_hooks = [
+        name
+        for cls in (hooks_module.ModelHooks, hooks_module.DataHooks, hooks_module.CheckpointHooks)
+        for name in _public_methods(cls)
+    ]
+    module_hooks += _public_methods(pl.LightningModule)
+    classes: dict[str, list[str]] = {}
+    for package, root in ((pl.callbacks, pl.Callback), (importlib.import_module(f"{pl.__name__}.demos"), None)):
+        root = root or pl.LightningModule
+        for name in dir(package):
+            value = getattr(package, name)
+            if isinstance(value, type) and issubclass(value, root) and value is not root:
+                classes[name] = _defined_below(value, root)
+    return {
+        "lightning": {"distribution": dist, "version": version},
+        "LightningModule": {
+            "hooks": sorted(set(module_hooks)),
+            "names": sorted(name for name in dir(pl.LightningModule) if not name.startswith("_")),
+        },
+        "Callback": {
+            "hooks": sorted(set(_public_methods(pl.Callback))),
+            "names": sorted(name for name in dir(pl.Callback) if not name.startswith("_")),
+        },
+        "classes": dict(sorted(classes.items())),
+    }
+
+
+def load() -> dict[str, Any]:
+    """The recorded names (see the module docstring for the keys)."""
+    text = resources.files("lightning_migrate").joinpath("data", "hook_names.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", "-o", type=Path, default=RECORD, help=f"default: {RECORD}")
+    args = parser.parse_args(argv)
+    text = json.dumps(record(), indent=1) + "\n"
+    tmp = args.output.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(args.output)
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,56 @@
+"""Each rule's rewrite of a registry pattern's old signature gives the registry's new signature: the registry is the
+one source of hook facts, for the checker as for the tables and the probes."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from lightning_migrate import registry
+from lightning_migrate.checker import check_source
+
+
+def _class_with(pattern: registry.OldPattern) -> str:
+    base = "pl.LightningModule" if pattern.owner == "LightningModule" else "pl.Callback"
+    params = pattern.old_signature.partition("(")[2].rpartition(")")[0].split(", ")
+    # a body that only passes its input on (what LM005 removes safely); the others do not read their parameters
+    body = f"return {params[-1]}" if pattern.new_signature is None else "pass"
+    head = f'import lightning.pytorch as pl\n\n\nclass Old({base}):\n    """Old."""\n\n'
+    return head + f"    def {pattern.old_signature}:\n        {body}\n"
+
+
+def _signature(source: bytes) -> str | None:
+    """The one method of class ``Old``, as ``name(a, b, c=0)`` (the registry's spelling); ``None``: no method."""
+    [cls] = [node for node in ast.parse(source).body if isinstance(node, ast.ClassDef)]
+    methods = [item for item in cls.body if isinstance(item, ast.FunctionDef)]
+    if not methods:
+        return None
+    [method] = methods
+    args = method.args.args
+    defaults = [None] * (len(args) - len(method.args.defaults)) + method.args.defaults
+    parts = [arg.arg + (f"={ast.unparse(d)}" if d is not None else "") for arg, d in zip(args, defaults, strict=True)]
+    return f"{method.name}({', '.join(parts)})"
+
+
+@pytest.mark.parametrize("pattern", registry.PATTERNS, ids=[p.id for p in registry.PATTERNS])
+def test_the_rewrite_of_the_old_signature_is_the_new_signature(pattern):
+    result = check_source(_class_with(pattern).encode(), fix=True)
+    [finding] = result.findings
+    assert pattern.id in finding.pattern_ids
+    if finding.tier != "safe":
+        # manual: the registry gives no one-to-one rewrite the checker may apply (the stage is a choice)
+        assert "manual fix" in result.new_source.decode()
+        return
+    assert _signature(result.new_source) == pattern.new_signature
+
+
+def test_most_patterns_have_a_safe_rewrite():
+    safe = [p.id for p in registry.PATTERNS if check_source(_class_with(p).encode()).findings[0].tier == "safe"]
+    manual = sorted(set(registry.BY_ID) - set(safe))
+    assert manual == [
+        "callback-on-epoch-end",
+        "callback-on-epoch-start",
+        "module-on-epoch-end",
+        "module-on-epoch-start",
+    ]
