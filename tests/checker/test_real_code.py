@@ -542,3 +542,21 @@ def test_a_rename_under_plain_callback_stays_safe():
             self.seen = True
     """
     assert "def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):" in fix(source)
+
+
+def test_a_method_of_the_lightning_callback_it_derives_from_is_not_unknown():
+    """``BasePredictionWriter.write_on_epoch_end`` is called by Lightning for its subclasses: not LM007. The same
+    name on a plain ``Callback`` is never called."""
+    writer = textwrap.dedent(
+        """\
+        from lightning.pytorch.callbacks import BasePredictionWriter
+
+
+        class Writer(BasePredictionWriter):
+            def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices):
+                self.kept = predictions
+        """
+    )
+    assert codes(writer) == []
+    plain = writer.replace("BasePredictionWriter", "Callback")
+    assert [c for c, _, _ in codes(plain)] == ["LM007"]

@@ -89,6 +89,8 @@ class LitModel(pl.LightningModule):
 
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         hook = func.name.value
+        if hook in recorded()["classes"].get(ctx.via or "", ()):
+            return  # a method of the Lightning class it derives from (BasePredictionWriter.write_on_epoch_end, ...)
         nearest = nearest_hook(hook, recorded()[ctx.kind]["hooks"])
         lightning = recorded()["lightning"]
         message = f"`{signature(func)}` is not a {ctx.kind} hook of Lightning {lightning['version']}: never called"
