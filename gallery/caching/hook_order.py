@@ -18,6 +18,7 @@ import inspect
 import lightning
 import lightning.pytorch as pl
 import matplotlib.pyplot as plt
+import torch
 from lightning.pytorch.core.hooks import ModelHooks
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from torch.utils.data import DataLoader
@@ -130,7 +131,6 @@ class SharedCache(BoringModel):
     def __init__(self):
         super().__init__()
         self.cache = []
-        self.seen = {}
 
     def training_step(self, batch, batch_idx):
         output = super().training_step(batch, batch_idx)
@@ -143,42 +143,64 @@ class SharedCache(BoringModel):
         return output
 
     def on_validation_epoch_end(self):
-        self.seen["on_validation_epoch_end"] = [stage for stage, _ in self.cache]
         self.cache.clear()
 
     def on_train_epoch_end(self):
-        self.seen["on_train_epoch_end"] = [stage for stage, _ in self.cache]
         self.cache.clear()
 
 
 class SeparateCaches(BoringModel):
     def __init__(self):
         super().__init__()
-        self.train_cache, self.val_cache = [], []
-        self.seen = {}
+        self.train_losses, self.val_losses = [], []  # one cache per stage
 
     def training_step(self, batch, batch_idx):
         output = super().training_step(batch, batch_idx)
-        self.train_cache.append(output["loss"].detach())
+        self.train_losses.append(output["loss"].detach())
         return output
 
     def validation_step(self, batch, batch_idx):
         output = super().validation_step(batch, batch_idx)
-        self.val_cache.append(output["x"].detach())
+        self.val_losses.append(output["x"])
         return output
 
     def on_validation_epoch_end(self):
-        self.seen["on_validation_epoch_end"] = len(self.val_cache)
-        self.val_cache.clear()
+        self.log("val_loss", torch.stack(self.val_losses).mean())
+        self.val_losses.clear()
 
     def on_train_epoch_end(self):
-        self.seen["on_train_epoch_end"] = len(self.train_cache)
-        self.train_cache.clear()
+        self.log("train_loss_epoch_mean", torch.stack(self.train_losses).mean())
+        self.train_losses.clear()
 
 
-def fit(model, **trainer_kwargs):
+# %%
+# A small callback beside the modules notes what each cache holds when its epoch-end hook runs (a plain
+# callback's epoch-end hooks run before the module's).
+
+
+class CacheContents(pl.Callback):
+    def __init__(self):
+        self.seen = {}
+
+    def on_validation_epoch_end(self, trainer, pl_module):
+        cache = getattr(pl_module, "cache", None)
+        if cache is not None:
+            self.seen["on_validation_epoch_end"] = [stage for stage, _ in cache]
+        else:
+            self.seen["on_validation_epoch_end"] = len(pl_module.val_losses)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        cache = getattr(pl_module, "cache", None)
+        if cache is not None:
+            self.seen["on_train_epoch_end"] = [stage for stage, _ in cache]
+        else:
+            self.seen["on_train_epoch_end"] = len(pl_module.train_losses)
+
+
+def fit(model, callbacks=(), **trainer_kwargs):
     trainer = pl.Trainer(
         max_epochs=1,
+        callbacks=list(callbacks),
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
@@ -191,12 +213,16 @@ def fit(model, **trainer_kwargs):
 
 
 shared, separate = SharedCache(), SeparateCaches()
-for model in (shared, separate):
-    fit(model, limit_train_batches=3, limit_val_batches=2, num_sanity_val_steps=0)
-print(f"shared cache   -> {shared.seen}")
-print(f"separate caches -> {separate.seen}")
-assert shared.seen == {"on_validation_epoch_end": ["train"] * 3 + ["val"] * 2, "on_train_epoch_end": []}
-assert separate.seen == {"on_validation_epoch_end": 2, "on_train_epoch_end": 3}
+shared_contents, separate_contents = CacheContents(), CacheContents()
+limits = {"limit_train_batches": 3, "limit_val_batches": 2, "num_sanity_val_steps": 0}
+fit(shared, [shared_contents], **limits)
+separate_trainer = fit(separate, [separate_contents], **limits)
+print(f"shared cache   -> {shared_contents.seen}")
+print(f"separate caches -> {separate_contents.seen}")
+print(f"separate caches logged: {sorted(separate_trainer.callback_metrics)}")
+assert shared_contents.seen == {"on_validation_epoch_end": ["train"] * 3 + ["val"] * 2, "on_train_epoch_end": []}
+assert separate_contents.seen == {"on_validation_epoch_end": 2, "on_train_epoch_end": 3}
+assert {"val_loss", "train_loss_epoch_mean"} <= set(separate_trainer.callback_metrics)
 
 # %%
 # Consequence 2: ``val_check_interval < 1.0``
