@@ -86,7 +86,8 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
-    "reset_modules": ("matplotlib",),
+    # Before each example: matplotlib's state reset, and the heap the worker has already walked frozen
+    "reset_modules": ("matplotlib", "example_workers.freeze_survivors"),
     "capture_repr": (),
     "show_signature": False,
 }

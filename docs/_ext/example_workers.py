@@ -21,6 +21,7 @@ workers only the examples that will run, generating the others' pages in the mai
 
 from __future__ import annotations
 
+import gc
 import re
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,18 @@ def examples_to_run(app: Sphinx) -> list[Path]:
             if conf["run_stale_examples"] or stale:
                 scripts.append(script)
     return scripts
+
+
+def freeze_survivors(gallery_conf: dict[str, Any], fname: str, when: str) -> None:
+    """A sphinx-gallery ``reset_modules`` entry: collect, then move every surviving object to the permanent generation.
+
+    sphinx-gallery runs ``gc.collect()`` before each example; in a worker that has imported torch and Lightning,
+    each of those walks their whole heap again and finds nothing (about a quarter of a second per example,
+    cProfile). Run just before it, this makes each collection walk only what the previous example left
+    (:func:`gc.freeze`); an example's own garbage is still collected.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _configure(app: Sphinx) -> None:
