@@ -7,7 +7,9 @@ Sphinx start stays fast; the examples import what they need when they run.
 """
 
 import os
+import re
 import sys
+import warnings
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -15,25 +17,29 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 sys.path.insert(0, str(ROOT / "src"))  # the registry of old patterns, shared with the probes and the checker
 
-import without_matplotlib  # noqa: E402 - docs/_ext is on sys.path from here
-from build_mode import forced_execution  # noqa: E402
-
-#: CI (and anyone who sets CI=true) re-executes every example, never reusing a cached result.
-FORCE_EXECUTION = forced_execution()
 # The examples train toy models: one intra-op thread per process is faster than two threads contending
 # for two cores with Sphinx, the probes and the notebook kernel (measured: benchmarks/build_speed.py).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Lightning 2.6 calls a torch.utils._pytree API that torch 2.13 deprecates, on every fit: a FutureWarning that says
+# nothing about this guide would open every example's output. Ignored here (examples run in this process with
+# -j 1) and, through PYTHONWARNINGS, in the processes the build starts: sphinx-gallery's workers, the probes, the
+# notebook kernel. PYTHONWARNINGS splits at commas, hence the shorter message prefix. Upstream, the fix is one line
+# in Lightning: lightning/pytorch/utilities/_pytree.py builds a leaf spec with torch's deprecated ``LeafSpec()``.
+_PYTREE_WARNING = "`isinstance(treespec"
+warnings.filterwarnings("ignore", message=re.escape(_PYTREE_WARNING), category=FutureWarning)
+if _PYTREE_WARNING not in os.environ.get("PYTHONWARNINGS", ""):
+    os.environ["PYTHONWARNINGS"] = ",".join(
+        filter(None, [os.environ.get("PYTHONWARNINGS"), f"ignore:{_PYTREE_WARNING}:FutureWarning"])
+    )
 
 project = "Lightning epoch-end migration guide"
 author = "The migration guide authors"
 copyright = "2026, the migration guide authors"
 
 extensions = [
-    "gc_settings",  # first: fewer garbage collections while the others import, none over the heap at exit
     "sphinx.ext.doctest",
     "sphinx_gallery.gen_gallery",
-    "example_workers",  # right after sphinx-gallery: starts the preloaded forkserver while Sphinx starts up
-    "gallery_code_links",  # skips sphinx-gallery's code-link pass: this site has no API docs to link to
+    "example_workers",  # sphinx-gallery's parallel workers, started only when an example will run
     "gallery_orphans",  # removes the generated pages of deleted or renamed gallery scripts
     "myst_nb",
     "sphinx_design",
@@ -43,11 +49,10 @@ extensions = [
     "reference_table",
     "gallery_version",
     "notfound.extension",
-    "link_previews",  # sphinxext-opengraph, loaded without matplotlib (social cards are off)
+    "sphinxext.opengraph",
     "compat_table",
     "checker_rules",
     "scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
-    "nb_prefetch",
 ]
 
 root_doc = "index"
@@ -66,8 +71,11 @@ sphinx_gallery_conf = {
     # An example that raises fails the build (after all examples ran, so every failure is reported).
     "only_warn_on_example_error": False,
     "abort_on_example_error": False,
-    # sphinx-gallery re-runs only examples whose own file changed; CI re-runs all of them (see setup below).
+    # sphinx-gallery re-runs only examples whose own file changed; CI re-runs all of them (docs/_ext/example_workers).
     "run_stale_examples": False,
+    # Examples run side by side in joblib workers, as many as Sphinx's -j; only in builds that run one
+    # (docs/_ext/example_workers).
+    "parallel": True,
     "download_all_examples": False,
     # No sg_execution_times pages: they are timings of one build, not guide content (and 8 more pages to write).
     "write_computation_times": False,
@@ -79,17 +87,20 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
-    "reset_modules": ("matplotlib",),
+    # Before each example: matplotlib's state reset, and the heap the worker has already walked frozen
+    "reset_modules": ("matplotlib", "example_workers.freeze_survivors"),
     "capture_repr": (),
     "show_signature": False,
 }
 
-# -- MyST notebooks (myst-nb): executed at every read, and an error is an error ------------------
-# nb_prefetch (docs/_ext) executes every notebook the build will read -- all of them in CI -- beside the
-# examples, into the jupyter-cache that "cache" mode reads: same executions as "force", on the second core.
-nb_execution_mode = "cache"
+# -- MyST notebooks (myst-nb): executed whenever their page is read, and an error is an error ------
+# "force" rather than "cache": a build reads a notebook page when the page changed or the build is fresh, as a CI
+# build is, so nothing cached can stand in for an execution; a no-op rebuild reads, so executes, nothing.
+nb_execution_mode = "force"
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
+# Anything a notebook writes to standard error is a warning, so a failure with -W: the pages' output stays clean.
+nb_output_stderr = "warn"
 nb_execution_timeout = 600
 nb_merge_streams = True
 myst_enable_extensions = ["colon_fence"]
@@ -128,35 +139,3 @@ notfound_context = {
 ogp_site_url = SITE_URL
 ogp_social_cards = {"enable": False}
 ogp_description_length = 200
-
-
-# Examples of a section run side by side in processes forked from one that imported Lightning once
-# (docs/_ext/example_workers.py turns sphinx-gallery's `parallel` on when examples run): two on this project's
-# 2-core machine, up to four where there are more cores.
-example_processes = max(2, min(4, len(os.sched_getaffinity(0))))
-
-
-def _force_gallery_execution(app):
-    app.config.sphinx_gallery_conf["run_stale_examples"] = True
-
-
-def _hold_matplotlib(app, config):
-    without_matplotlib.hold()  # `import matplotlib` raises ImportError, which sphinx-gallery ignores
-
-
-def _release_matplotlib(app, config):
-    without_matplotlib.release()
-
-
-def setup(app):
-    """CI re-runs every example. The switch is made at builder-inited, after the HTML builder hashed the
-    configuration: a CI build and a local build then share one configuration hash, so a local rebuild after
-    a CI build in the same build directory does not rewrite every page.
-
-    sphinx-gallery imports matplotlib.pyplot while filling its defaults (config-inited, priority 10) at every
-    Sphinx start, whether or not an example will run; its ``reset_modules`` imports it again, on Agg, before
-    each example it runs. Holding the import back around that handler saves a no-op rebuild that import."""
-    if FORCE_EXECUTION:  # before sphinx-gallery's own builder-inited handler (priority 500) runs the examples
-        app.connect("builder-inited", _force_gallery_execution, priority=100)
-    app.connect("config-inited", _hold_matplotlib, priority=9)
-    app.connect("config-inited", _release_matplotlib, priority=11)

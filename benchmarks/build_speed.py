@@ -76,9 +76,8 @@ def children_cpu() -> float:
 def adopt_orphans() -> None:
     """Make this process the reaper of its orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``).
 
-    A build leaves processes whose parent exits before them (the forkserver, loky's and multiprocessing's
-    resource trackers). Adopted and reaped here (:func:`reap_orphans`), their CPU time is counted by
-    :func:`children_cpu` like the rest of the build's.
+    A build may leave processes whose parent exits before them (loky's resource tracker, for one). Adopted and
+    reaped here (:func:`reap_orphans`), their CPU time is counted by :func:`children_cpu` like the rest of the build's.
     """
     pr_set_child_subreaper = 36  # <linux/prctl.h>
     if ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0) != 0:

@@ -1,98 +1,80 @@
-"""The build-speed extensions of docs/_ext do what their docstrings say, and change nothing a reader sees."""
+"""The build's own extensions (docs/_ext): gallery workers, orphaned gallery pages, probe records that stay current."""
 
 from __future__ import annotations
 
-import asyncio
+import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
-from types import SimpleNamespace
 
-import pytest
-from conftest import ROOT
-from sphinx.errors import ExtensionError
+from conftest import ROOT, copy_tree
 
 EXT = ROOT / "docs" / "_ext"
 sys.path.insert(0, str(EXT))
 
-import link_previews  # noqa: E402
-import nb_prefetch  # noqa: E402
 
+def build(srcdir: Path, *args: str, ci: bool = False, conf_dir: Path | None = None) -> str:
+    """``sphinx-build -b html`` of ``srcdir`` into ``_build/html`` beside ``conf.py`` (``CI=true`` when ``ci``).
 
-def run_python(code: str) -> str:
-    """Run ``code`` in a fresh interpreter with docs/_ext on the path; return its standard output."""
+    Returns the build's output; fails the test, with the end of the output, when the build fails.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "CI"} | {"PYTHONHASHSEED": "0"}
+    if ci:
+        env["CI"] = "true"
+    root = conf_dir or srcdir
+    conf = ["-c", str(conf_dir)] if conf_dir else []
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-j", "2", *conf, "-b", "html"]
     proc = subprocess.run(
-        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(EXT)!r})\n" + textwrap.dedent(code)],
+        [*command, str(srcdir), str(root / "_build" / "html"), *args],
+        cwd=root,
+        env=env,
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
     )
-    return proc.stdout
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    return proc.stdout + proc.stderr
 
 
-def test_link_previews_loads_opengraph_without_matplotlib_and_prints_nothing():
-    out = run_python(
-        """
-        from unittest import mock
-        import link_previews
-        app = mock.Mock()
-        link_previews.setup(app)
-        import sphinxext.opengraph as og
-        app.setup_extension.assert_called_once_with("sphinxext.opengraph")
-        print("matplotlib imported:", "matplotlib" in sys.modules, "| social cards:", og.create_social_card)
-        """
-    )
-    assert out == "matplotlib imported: False | social cards: None\n"
+GALLERY_CONF = f"""
+import sys
+sys.path.insert(0, {str(EXT)!r})
+extensions = ["sphinx_gallery.gen_gallery", "example_workers"]
+sphinx_gallery_conf = {{"examples_dirs": "gallery", "gallery_dirs": "examples", "filename_pattern": "",
+                        "parallel": True}}
+"""
 
 
-def test_link_previews_refuses_social_cards_it_cannot_draw():
-    with pytest.raises(ExtensionError, match=r"ogp_social_cards = \{'enable': False\}"):
-        link_previews._check_social_cards(None, SimpleNamespace(ogp_social_cards=None))  # opengraph's default: on
-    link_previews._check_social_cards(None, SimpleNamespace(ogp_social_cards={"enable": False}))
+def small_gallery(tmp_path: Path) -> Path:
+    """A Sphinx project with a two-script gallery, using ``example_workers`` as ``conf.py`` does."""
+    (tmp_path / "gallery").mkdir()
+    (tmp_path / "gallery" / "README.txt").write_text("Gallery\n=======\n")
+    for name in ("first", "second"):
+        (tmp_path / "gallery" / f"{name}.py").write_text(f'"""\n{name.title()}\n======\n"""\n\nprint("{name} ran")\n')
+    (tmp_path / "conf.py").write_text(GALLERY_CONF)
+    (tmp_path / "index.rst").write_text("Site\n====\n\n.. toctree::\n\n   examples/index\n")
+    return tmp_path
 
 
-def test_gc_settings_raise_the_thresholds_and_freeze_the_collector_once_at_exit():
-    out = run_python(
-        """
-        import atexit, gc
-        atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > frozen))  # runs after gc_settings'
-        from unittest import mock
-        import gc_settings
-        gc_settings.setup(mock.Mock())
-        frozen = gc.get_freeze_count()
-        print("thresholds:", gc.get_threshold(), "| frozen at setup:", frozen > 0)
-        before = atexit._ncallbacks()
-        gc_settings._register_freeze_at_exit(None, None)
-        gc_settings._register_freeze_at_exit(None, None)  # a second build-finished registers nothing more
-        print("handlers added:", atexit._ncallbacks() - before)
-        """
-    )
-    assert out == ("thresholds: (200000, 30, 30) | frozen at setup: True\nhandlers added: 1\nfrozen at exit: True\n")
+def executed(output: str) -> tuple[int, bool]:
+    """How many examples sphinx-gallery executed, and whether it used its parallel workers."""
+    count = re.search(r"executed (\d+) out of \d+ file|plot_gallery\"\] was False, so (no) examples", output)
+    assert count, output[-3000:]
+    return int(count[1] or 0), "generating gallery (with parallel=2)" in output
 
 
-def test_notebook_kernels_run_in_a_lowered_session():
-    """The kernel's own session is at KERNEL_NICENESS, so niceness counts against the examples (sched(7))."""
-    manager = nb_prefetch._low_priority_kernel_manager()(kernel_name="python3")
-
-    async def autogroup_of_a_started_kernel() -> str:
-        await manager.start_kernel()
-        try:
-            return Path(f"/proc/{manager.provisioner.process.pid}/autogroup").read_text()
-        finally:
-            await manager.shutdown_kernel(now=True)
-
-    autogroup = asyncio.run(autogroup_of_a_started_kernel())
-    assert re.fullmatch(rf"/autogroup-\d+ nice {nb_prefetch.KERNEL_NICENESS}\n", autogroup), autogroup
-
-
-def test_example_code_is_highlighted_without_sphinx_gallery_code_links(site):
-    """gallery_code_links drops a pass that links nothing here; Sphinx's own highlighting renders the code."""
-    page = site.page("examples/core/callback_side_caching")
-    assert '<div class="highlight-Python notranslate"><div class="highlight"><pre><span></span>' in page
-    # Pygments keeps a dotted module name in one token; sphinx-gallery's code-link pass splits it at the dots.
-    assert '<span class="kn">import</span><span class="w"> </span><span class="nn">lightning.pytorch</span>' in page
+def test_workers_start_only_when_an_example_runs_and_ci_reruns_everything(tmp_path):
+    """Also fails when sphinx-gallery's builder-inited handler no longer runs after example_workers' (priority)."""
+    site = small_gallery(tmp_path)
+    assert executed(build(site)) == (2, True)
+    assert executed(build(site)) == (0, False)  # nothing changed: no worker started
+    script = site / "gallery" / "second.py"
+    script.write_text(script.read_text() + "# edited\n")
+    assert executed(build(site)) == (1, True)
+    assert executed(build(site, ci=True)) == (2, True)  # CI=true turns run_stale_examples on
+    assert executed(build(site, "-D", "sphinx_gallery_conf.run_stale_examples=1")) == (2, True)
+    assert executed(build(site, "-D", "plot_gallery=0", ci=True)) == (0, False)
 
 
 def test_gallery_orphans_lists_only_what_sphinx_gallery_wrote_for_deleted_scripts(tmp_path):
@@ -124,3 +106,25 @@ def test_gallery_orphans_lists_only_what_sphinx_gallery_wrote_for_deleted_script
         "gone/images/thumb/sphx_glr_old_thumb.png",
         "gone/index.rst",
     }
+
+
+def hooks_table_steps(tree: Path) -> set[str]:
+    """Every "at the end of the first training epoch, after N training steps" of ``tree``'s hooks reference table."""
+    page = (tree / "_build" / "html" / "reference" / "hooks.html").read_text(encoding="utf-8")
+    return set(re.findall(r"at the end of the first training epoch, after (\d+) training steps?", page))
+
+
+def test_pages_follow_new_probe_records_in_a_rebuild_without_ci(tmp_path):
+    """What a Lightning upgrade does: the probes record something else. A local rebuild must show it."""
+    tree = copy_tree(tmp_path / "tree")
+    docs = tree / "docs"
+    no_examples = ("-D", "plot_gallery=0")  # the probes and the pages that render them are what is tested
+    build(docs, *no_examples, conf_dir=tree)
+    assert hooks_table_steps(tree) == {"4"}  # 4 training batches per epoch (probes.TRAIN_BATCHES)
+
+    probes = tree / "src" / "lightning_migrate" / "probes.py"
+    text = probes.read_text(encoding="utf-8")
+    assert "TRAIN_BATCHES, EVAL_BATCHES, BATCH_SIZE, FEATURES, EPOCHS = 4, 2, 2, 4, 2" in text
+    probes.write_text(text.replace("EPOCHS = 4, 2,", "EPOCHS = 5, 2,"), encoding="utf-8")
+    build(docs, *no_examples, conf_dir=tree)
+    assert hooks_table_steps(tree) == {"5"}

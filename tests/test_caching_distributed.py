@@ -45,7 +45,7 @@ def symptom_items(site) -> list[tuple[str, list[str]]]:
 
 
 def probe_document(site) -> dict:
-    [path] = (site.outdir / ".doctrees").glob("probe-records-*.json")
+    path = site.outdir / ".doctrees" / "probe-records.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 

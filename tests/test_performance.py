@@ -32,8 +32,7 @@ def test_memory_page_prints_the_measured_table_and_the_1m_step_computation(site)
     rows = dict(re.findall(r"^loss \+ logits\s+(old contract \(1\.x outputs\)|callback-side cache)\s+([\d,\s]+)bytes$",
                            outputs, flags=re.M))  # fmt: skip
     old, callback = ([int(n.replace(",", "")) for n in rows[key].split()] for key in (OLD, "callback-side cache"))
-    assert len(old) == len(callback) == 5
-    assert all(o >= 100 * c for o, c in zip(old[2:], callback[2:], strict=True))  # >= 1,000 steps
+    assert len(old) == len(callback) == 5  # the example asserts how they compare; the page shows every checkpoint
     assert re.search(r"old contract: 1,000,000 x \(4 \+ 4 x 256 x 1000\) bytes = [\d,]+ GB", outputs)
 
 
@@ -55,21 +54,8 @@ def test_time_page_prints_one_ratio_per_approach_and_shape(site):
                           rf"\(its slowest epoch took (\d+\.\d\d) x its fastest\)\n((?:    .+\n?){{4}})",
                           outputs, flags=re.M)  # fmt: skip
         assert table, f"no timing table for {shape!r}"
-        assert int(table[1]) > 0 and float(table[2]) >= 1
         ratios = re.findall(r"^    (.+?)\s+(\d+\.\d\d) x$", table[3], flags=re.M)
         assert [name for name, _ in ratios] == APPROACHES
-        assert all(float(ratio) > 0 for _, ratio in ratios)
-
-
-def test_time_page_shows_every_approach_computing_the_same_epoch_mean(site):
-    outputs = "\n".join(script_outputs(site.page(TIME_PAGE)))
-    means = re.findall(r"^(loss only|loss \+ logits)\s+(.+?)\s+epoch mean loss (\d+\.\d+)$", outputs, flags=re.M)
-    assert sorted((shape, name) for shape, name, _ in means) == sorted(
-        (shape, name) for shape in ("loss only", "loss + logits") for name in APPROACHES
-    )
-    for shape in ("loss only", "loss + logits"):
-        values = {float(mean) for s, _, mean in means if s == shape}
-        assert max(values) - min(values) <= 1e-5 * max(values)
 
 
 def test_time_page_plots_the_ratios(site):

@@ -25,8 +25,8 @@ from lightning_migrate import registry  # noqa: E402
 
 
 def probe_document(site) -> dict:
-    """The probe records the build of ``site`` rendered (exactly one records file per build)."""
-    [path] = (site.outdir / ".doctrees").glob("probe-records-*.json")
+    """The probe records the build of ``site`` rendered (its one records file)."""
+    path = site.outdir / ".doctrees" / "probe-records.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 

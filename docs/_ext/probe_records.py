@@ -1,24 +1,27 @@
-"""Sphinx extension: run the registry's probes on the Lightning the build uses, once per build.
+"""Sphinx extension: run the registry's probes on the Lightning the build uses; pages read one records file.
 
-At ``builder-inited`` this runs ``lightning_migrate.probes`` in a separate process (so Lightning is never
-imported into Sphinx itself, and no example has run in the process that probes it) and keeps the JSON next to
-the build's doctrees. Other extensions read the records with :func:`records`; nothing on the site states
-Lightning's behaviour without going through them.
+At ``config-inited`` this starts ``python -m lightning_migrate.probes`` in a separate process (Lightning is never
+imported into Sphinx itself, and no example has run in the process that probes it). It runs beside
+sphinx-gallery's examples and is waited for at ``env-get-outdated``, before Sphinx reads any page.
 
-The result is reused by later builds in the same build directory only when nothing it depends on changed (the
-registry, the probes, the installed Lightning and torch) and the build is not a CI build (``CI=true`` always
-re-runs the probes: in CI they count as executing examples).
+The records live in one file, :data:`RECORDS` in the build's doctree directory; :data:`KEY` beside it holds the
+:func:`cache_key` of the sources and versions they were made from. A build re-runs the probes when that key
+differs or when it is a CI build (``CI=true``: in CI the probes count as executing examples). The probes write to
+a temporary file; it replaces :data:`RECORDS` (:func:`os.replace`, atomic) only when its content differs, so the
+file's modification time changes exactly when what the pages state may have changed.
 
-The probe process starts at ``builder-inited`` before sphinx-gallery executes the examples and is waited for at
-``env-before-read-docs``, so on a multi-core machine the two run side by side instead of one after the other.
+Every page that reads the records depends on that file: :func:`records` notes it as a dependency of the page being
+read, and the directives of ``reference_table`` and ``symptom_index`` note it too. Sphinx compares dependency times
+before the probes of this build have finished, so when this build replaced the file, ``env-get-outdated`` adds
+the pages that depend on it to the pages Sphinx reads.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing.process
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from importlib import metadata
@@ -26,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from build_mode import forced_execution
-from example_workers import forkserver_context, start_forkserver
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
@@ -37,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 PACKAGE = SRC / "lightning_migrate"
 REGISTRY_FILE = Path("src") / "lightning_migrate" / "registry.py"
+#: File names, in the build's doctree directory, of the records and of the key they were made with.
+RECORDS, KEY = "probe-records.json", "probe-records.key"
 
 
 def _installed(name: str) -> str:
@@ -56,47 +60,27 @@ def cache_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def _probe_process_main(output: str, log: str) -> None:
-    """Body of the probe process: run every probe, its standard output and error going to the file ``log``.
-
-    It runs at a lower scheduling priority (``os.nice``): the examples come first, and the probes, needed only
-    when Sphinx starts reading pages, use what the examples leave of the machine's cores.
-    """
-    os.nice(10)
-    descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(descriptor, 1)
-    os.dup2(descriptor, 2)
-    from lightning_migrate import probes
-
-    code = probes.main(["--output", output])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    raise SystemExit(code)
-
-
 @dataclass
 class ProbeRun:
-    """A running probe process (:func:`start_probes`) and the file its output goes to."""
+    """A running probe process (:func:`start_probes`): where it writes, and the file its output goes to."""
 
-    process: multiprocessing.process.BaseProcess
+    process: subprocess.Popen
+    output: Path
     log: Path
 
 
 def start_probes(output: Path) -> ProbeRun:
-    """Start running every probe in a separate process that writes its JSON to ``output``.
+    """Start ``python -m lightning_migrate.probes`` (this interpreter, ``src`` on its path) writing JSON to ``output``.
 
-    The process is forked from the build's forkserver (``example_workers``), which has imported Lightning and
-    run nothing: each probe sees Lightning as a fresh process would, without paying for its import again.
-    :func:`finish_probes` waits for it.
+    Its standard output and error go to ``output`` with the suffix ``.log``. :func:`finish_probes` waits for it.
     """
-    start_forkserver()
-    log = output.with_suffix(".log")
     output.parent.mkdir(parents=True, exist_ok=True)
-    process = forkserver_context().Process(
-        target=_probe_process_main, args=(str(output), str(log)), name="lightning probes"
-    )
-    process.start()
-    return ProbeRun(process, log)
+    log = output.with_suffix(".log")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+    command = [sys.executable, "-m", "lightning_migrate.probes", "--output", str(output)]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+    return ProbeRun(process, output, log)
 
 
 def finish_probes(run: ProbeRun) -> None:
@@ -105,12 +89,12 @@ def finish_probes(run: ProbeRun) -> None:
     Raises:
         ExtensionError: the probe process failed; the message carries the end of its output.
     """
-    run.process.join()
-    if run.process.exitcode != 0:
+    code = run.process.wait()
+    if code != 0:
         text = run.log.read_text(encoding="utf-8", errors="replace") if run.log.exists() else ""
         tail = "\n".join(text.splitlines()[-30:])
         raise ExtensionError(
-            f"the Lightning probes failed (src/lightning_migrate/probes.py, exit code {run.process.exitcode}):\n{tail}"
+            f"the Lightning probes failed (src/lightning_migrate/probes.py, exit code {code}):\n{tail}"
         )
 
 
@@ -119,19 +103,55 @@ def run_probes(output: Path) -> None:
     finish_probes(start_probes(output))
 
 
-def _on_builder_inited(app: Sphinx) -> None:
-    output = Path(app.doctreedir) / f"probe-records-{cache_key()}.json"
-    if forced_execution() or not output.exists():
+def records_path(app: Sphinx) -> Path:
+    """The records file of this build directory (``<doctreedir>/probe-records.json``); the same in every build."""
+    return Path(app.doctreedir) / RECORDS
+
+
+def _start(app: Sphinx, config: Any) -> None:
+    """At ``config-inited`` -- before any ``builder-inited`` handler, so before the examples run: start the probes
+    unless the records file was made from what :func:`cache_key` hashes today (never reused in CI)."""
+    path, key = records_path(app), cache_key()
+    key_file = path.with_name(KEY)
+    current = path.exists() and key_file.exists() and key_file.read_text(encoding="utf-8") == key
+    app._probe_run = None  # type: ignore[attr-defined]
+    if forced_execution() or not current:
         logger.info("running the Lightning probes (src/lightning_migrate/probes.py) ...")
-        app._probe_process = start_probes(output)  # type: ignore[attr-defined]
-    app.env.probe_records_path = str(output)  # type: ignore[attr-defined]
+        app._probe_run = (start_probes(path.with_name(RECORDS + ".new")), key)  # type: ignore[attr-defined]
+
+
+def _on_builder_inited(app: Sphinx) -> None:
+    app.env.probe_records_path = str(records_path(app))  # type: ignore[attr-defined]
+
+
+def _finish(app: Sphinx) -> bool:
+    """Wait for this build's probes, if any ran; install their records. ``True`` when the records file changed."""
+    started = getattr(app, "_probe_run", None)
+    if started is None:
+        return False
+    app._probe_run = None  # type: ignore[attr-defined]
+    run, key = started
+    finish_probes(run)
+    path = records_path(app)
+    changed = not path.exists() or path.read_bytes() != run.output.read_bytes()
+    if changed:
+        os.replace(run.output, path)
+    else:
+        run.output.unlink()
+    path.with_name(KEY).write_text(key, encoding="utf-8")
+    app._probe_records_cache = None  # type: ignore[attr-defined]
+    return changed
+
+
+def _on_env_get_outdated(app: Sphinx, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
+    """The pages that depend on the records file, when this build has just replaced it (else none)."""
+    if not _finish(app):
+        return []
+    path = records_path(app).resolve()
+    return [doc for doc, deps in env.dependencies.items() if any(Path(dep).resolve() == path for dep in deps)]
 
 
 def _on_env_before_read_docs(app: Sphinx, env: Any, docnames: list[str]) -> None:
-    proc = getattr(app, "_probe_process", None)
-    if proc is not None:
-        app._probe_process = None  # type: ignore[attr-defined]
-        finish_probes(proc)
     check_example_links(env.found_docs)
 
 
@@ -155,13 +175,17 @@ def check_example_links(found_docs: set[str]) -> None:
 def records(app: Sphinx) -> dict[str, Any]:
     """The probe document of this build: ``{"lightning": {...}, "torch": ..., "records": [...]}``.
 
+    Called while a page is read, it notes the records file as a dependency of that page.
+
     Raises:
         ExtensionError: the probes have not run in this build (the extension is not enabled).
     """
-    _on_env_before_read_docs(app, app.env, [])  # the probe process, if still running, must have finished
+    _finish(app)  # the probe process, if still running, must have finished
     path = getattr(app.env, "probe_records_path", None)
     if path is None:
         raise ExtensionError("probe_records is not enabled in conf.py")
+    if app.env.docname:  # a page is being read (not resolved at write time): it depends on the records
+        app.env.note_dependency(path)
     cached = getattr(app, "_probe_records_cache", None)
     if cached is None or cached[0] != path:
         cached = (path, json.loads(Path(path).read_text(encoding="utf-8")))
@@ -178,7 +202,8 @@ def record(app: Sphinx, pattern_id: str) -> dict[str, Any]:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    # Before sphinx-gallery's builder-inited handler (priority 500) executes the examples: both run at once.
-    app.connect("builder-inited", _on_builder_inited, priority=400)
+    app.connect("config-inited", _start)
+    app.connect("builder-inited", _on_builder_inited)
+    app.connect("env-get-outdated", _on_env_get_outdated)
     app.connect("env-before-read-docs", _on_env_before_read_docs)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
