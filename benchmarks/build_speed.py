@@ -6,7 +6,8 @@ For each repeat, in a fresh copy of the tree:
 
 1. **plain**: the gallery scripts run one after the other in one plain Python process (this interpreter),
    each through :func:`runpy.run_path` in a fresh namespace with its own directory as working directory --
-   what the examples cost with no Sphinx around them;
+   what the examples cost with no Sphinx around them -- then the scenario matrix
+   (``python -m lightning_migrate.scenarios``, the same command the build runs);
 2. **clean**: ``sphinx-build`` of the whole site with ``CI=true`` (every example, MyST notebook and probe
    executed);
 3. **no-op**: ``sphinx-build`` again in the same build directory, nothing changed (a developer's rebuild, so
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import os
 import re
 import resource
@@ -40,6 +42,8 @@ IGNORED = shutil.ignore_patterns(
     "jupyter_execute", ".jupyter_cache", "lightning_logs", "examples", "sg_execution_times.rst",
 )  # fmt: skip
 CLEAN_GOAL, NOOP_GOAL = 1.25, 0.10
+#: The scenario matrix as the build runs it (docs/_ext/scenario_matrix.py), counted in the plain figure.
+MATRIX_COMMAND = [sys.executable, "-m", "lightning_migrate.scenarios"]
 
 #: Runs every gallery script given on the command line in this one process, like sphinx-gallery would:
 #: fresh ``__main__`` namespace, working directory = the script's directory, matplotlib on Agg, figures closed.
@@ -144,16 +148,25 @@ def main() -> int:
     print(f"sphinx-build extra arguments: {args.sphinx_args or 'none'}")
     print(f"start: {load()}", flush=True)
 
-    plain_runs, clean_runs, noop_runs = [], [], []  # (wall, cpu)
+    plain_runs, clean_runs, noop_runs, matrix_runs = [], [], [], []  # (wall, cpu)
+    matrix_in_build = []  # seconds the matrix process reported inside each clean build
     tree = None
     for repeat in range(args.repeats):
         tree = fresh_tree(workdir, f"tree-{repeat}")
         scripts = [str(p) for p in gallery_scripts(tree)]
         wall, cpu, _ = timed([sys.executable, "-c", PLAIN_RUNNER, *scripts], tree, ci_env, "plain run")
-        plain_runs.append((wall, cpu))
         print(f"  repeat {repeat}: plain run of {len(scripts)} scripts {wall:6.1f} s wall {cpu:6.1f} s CPU", flush=True)
+        matrix_env = dict(ci_env, PYTHONPATH=str(tree / "src"))
+        matrix_wall, matrix_cpu, out = timed(MATRIX_COMMAND, tree, matrix_env, "scenario matrix")
+        cells = re.search(r"scenario matrix: (\d+) cells", out)
+        print(f"  repeat {repeat}: scenario matrix, {cells[1] if cells else '?'} cells {matrix_wall:6.1f} s wall "
+              f"{matrix_cpu:6.1f} s CPU", flush=True)  # fmt: skip
+        matrix_runs.append((matrix_wall, matrix_cpu))
+        plain_runs.append((wall + matrix_wall, cpu + matrix_cpu))
         wall, cpu, output = timed(sphinx_command(args.sphinx_args), tree, ci_env, "clean build")
         clean_runs.append((wall, cpu))
+        in_build = json.loads((tree / "_build" / "html" / ".doctrees" / "scenario-matrix.json").read_text())
+        matrix_in_build.append(in_build["seconds"])
         executed = re.search(r"executed (\d+) out of (\d+)", output)
         print(f"  repeat {repeat}: clean build (CI=true)  {wall:6.1f} s wall {cpu:6.1f} s CPU  [{executed.group(0)}]")
         if executed is None or int(executed.group(1)) != len(scripts):
@@ -184,7 +197,9 @@ def main() -> int:
     only_edited = rerun == [edited.name]
     print()
     print(f"                          wall (min of {args.repeats})   CPU")
-    print(f"plain run of the scripts  {plain:8.1f} s   {plain_cpu:8.1f} s")
+    print(f"plain run of the scripts  {plain:8.1f} s   {plain_cpu:8.1f} s   (scripts, then the scenario matrix)")
+    print(f"  of which the matrix     {min(matrix_runs)[0]:8.1f} s   {min(matrix_runs)[1]:8.1f} s")
+    print(f"scenario matrix, in build {min(matrix_in_build):8.1f} s   (its own clock, beside the examples)")
     print(f"clean build (CI=true)     {clean:8.1f} s   {clean_cpu:8.1f} s")
     print(f"no-op rebuild             {noop:8.1f} s   {noop_cpu:8.1f} s")
     verdict = {True: "met", False: "NOT met"}
