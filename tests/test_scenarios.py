@@ -82,6 +82,24 @@ MUTATIONS = {
         sub(r"torch\.cat\(self\.predict_step_outputs\)", "torch.stack(self.predict_step_outputs)"),
         {"uneven_last_batch"},
     ),
+    "missing-clear-test": (
+        "stages/test_epoch_end.py",
+        "test",
+        sub(r"^\s*self\.test_step_losses\.clear\(\)\n", ""),
+        {"test_twice"},
+    ),
+    "missing-clear-predict": (
+        "stages/predict_epoch_end.py",
+        "predict",
+        sub(r"^\s*self\.predict_step_outputs\.clear\(\)\n", ""),
+        {"predict_twice"},
+    ),
+    "nan-predictions": (
+        "stages/predict_epoch_end.py",
+        "predict",
+        sub(r"^(\s*)self\.all_predictions = torch\.cat\(self\.predict_step_outputs\)$", r"\g<0> * float('nan')"),
+        {"predict_only"},
+    ),
     "global-step-as-sanity-guard": (
         "pitfalls/sanity_check_pollution.py",
         "sanity_guarded",
@@ -143,6 +161,30 @@ def test_mutant_fails_naming_the_scenario(tmp_path, name):
     caught = failing_scenarios(run.stderr, recipe)
     assert caught & catchers, f"{name}: caught by {sorted(caught)}, expected one of {sorted(catchers)}\n{run.stderr}"
     assert f"gallery/{page}" in run.stderr  # the error names the page the reader copies from
+
+
+def test_a_declared_cell_must_fail_the_declared_way():
+    """A declared error is that error (its ``match``), and a declared difference is one of value, not of count:
+    otherwise a recipe that logs nothing, or raises something else, would pass as declared."""
+    expect = {
+        "two": {"outcome": "raises", "reason": "r", "match": "dataloader_idx"},
+        "ddp": {"outcome": "differs", "reason": "r"},
+    }
+    document = {
+        "recipes": [{"id": "r", "page": "gallery/p.py", "expect": expect}],
+        "cells": [
+            {"recipe": "r", "scenario": "two", "expected": "raises", "outcome": "raises", "detail": "KeyError: 'x'"},
+            {"recipe": "r", "scenario": "ddp", "expected": "differs", "outcome": "differs", "relative_error": None,
+             "detail": "0 values logged, 2 expected"},
+        ],
+    }  # fmt: skip
+    assert scenarios.failures(document) == [
+        "r × two: expected raises with 'dataloader_idx', got: KeyError: 'x' [gallery/p.py]",
+        "r × ddp: expected differs in value, got: 0 values logged, 2 expected [gallery/p.py]",
+    ]
+    document["cells"][0]["detail"] = "RuntimeError: no `dataloader_idx` argument"
+    document["cells"][1].update(relative_error=0.03, detail="largest relative error 0.03")
+    assert scenarios.failures(document) == []
 
 
 def test_every_recipe_holds_where_declared():

@@ -149,6 +149,8 @@ def load_matrix(path: Path = MATRIX_FILE) -> tuple[list[Scenario], list[Recipe]]
         for sid, expectation in table.get("expect", {}).items():
             if expectation.get("outcome") not in ("differs", "raises") or not expectation.get("reason"):
                 raise MatrixError(f"{where} expect.{sid} needs outcome = differs | raises and a reason")
+            if expectation["outcome"] == "raises" and not expectation.get("match"):
+                raise MatrixError(f"{where} expect.{sid}: a declared error needs match = text of the error")
         metric = table["metric"]
         recipes.append(
             Recipe(
@@ -461,6 +463,7 @@ def _compare(seen: list, expected: list) -> tuple[str, str, float]:
                     shape = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
                     return "differs", f"run {run}: shape {shape}, expected {tuple(b.shape)}", math.inf
                 error = ((a - b).abs().max() / b.abs().max()).item()
+                error = math.inf if math.isnan(error) else error
             else:
                 error = abs(a - b) / abs(b) if b else abs(a)
                 error = math.inf if math.isnan(error) else error
@@ -644,18 +647,26 @@ def run_matrix(
 def failures(document: dict[str, Any]) -> list[str]:
     """One line per cell whose outcome is not the declared one.
 
-    Each reads ``recipe × scenario: expected X, got Y: detail [page]``, ``page`` being the recipe's gallery page
-    (with the line, for an exception raised there).
+    A declared ``raises`` must raise an error whose text contains its ``match``; a declared ``differs`` must log as
+    many values as expected, with different values (or contain its ``match``). Each line reads
+    ``recipe × scenario: expected X, got Y: detail [page]``, ``page`` being the recipe's gallery page (with the
+    line, for an exception raised there).
     """
     pages = {recipe["id"]: recipe["page"] for recipe in document["recipes"]}
+    expects = {recipe["id"]: recipe["expect"] for recipe in document["recipes"]}
     lines = []
     for cell in document["cells"]:
+        where = cell.get("where") or pages[cell["recipe"]]
+        head = f"{cell['recipe']} × {cell['scenario']}: expected {cell['expected']}"
         if cell["outcome"] != cell["expected"]:
-            where = cell.get("where") or pages[cell["recipe"]]
-            lines.append(
-                f"{cell['recipe']} × {cell['scenario']}: expected {cell['expected']}, "
-                f"got {cell['outcome']}: {cell['detail']} [{where}]"
-            )
+            lines.append(f"{head}, got {cell['outcome']}: {cell['detail']} [{where}]")
+            continue
+        declared = expects[cell["recipe"]].get(cell["scenario"], {})
+        if declared.get("match") and declared["match"] not in cell["detail"]:
+            lines.append(f"{head} with {declared['match']!r}, got: {cell['detail']} [{where}]")
+        elif cell["outcome"] == "differs" and cell.get("relative_error") is None and not declared.get("match"):
+            # a declared difference is a difference of value: missing or extra values are a different failure
+            lines.append(f"{head} in value, got: {cell['detail']} [{where}]")
     return lines
 
 
