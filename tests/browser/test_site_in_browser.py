@@ -255,10 +255,11 @@ def test_copy_button_leaves_the_shell_prompts_out(landing_page_with_clipboard):
 
 def search_results(browser, base_url: str, query: str) -> list[str]:
     open_page(browser, f"{base_url}search.html?q={query}")
+    # Sphinx's search adds the results one by one, then says "Search finished, found N pages ..." (or "did not
+    # match"): wait for that sentence, not for the first result.
     WebDriverWait(browser, WAIT).until(
-        lambda d: (
-            d.find_elements(By.CSS_SELECTOR, "#search-results ul.search li")
-            or "did not match" in d.find_element(By.ID, "search-results").text
+        lambda d: any(
+            phrase in d.find_element(By.ID, "search-results").text for phrase in ("Search finished", "did not match")
         )
     )
     links = browser.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a")
