@@ -50,16 +50,15 @@ class LossCachingModel(BoringModel):
 # A plain callback's ``on_train_epoch_end`` runs **before** the module's, so it sees the full cache. Lightning
 # runs the monitoring callbacks -- ``ModelCheckpoint``, ``EarlyStopping`` and their subclasses -- **after** the
 # module's hook, once the module has logged its value: by then the cache is cleared. A monitoring callback
-# reads what the module logged (``trainer.callback_metrics``), never the cache. Both callbacks below record
-# how many cached losses they found; the run shows the order.
+# reads what the module logged (``trainer.callback_metrics``), never the cache. The plain callback below logs the
+# epoch's worst batch loss from the cache; the ``ModelCheckpoint`` subclass, a counter-example, notes how many
+# cached losses it finds: the run shows the order.
 
 
 class CacheReader(pl.Callback):
-    def __init__(self):
-        self.entries_seen = []
-
     def on_train_epoch_end(self, trainer, pl_module):
-        self.entries_seen.append(len(pl_module.training_step_losses))
+        worst = torch.stack(pl_module.training_step_losses).max()
+        pl_module.log("train_loss_worst_batch", worst)
 
 
 class CheckpointReadingTheCache(ModelCheckpoint):
@@ -106,9 +105,10 @@ trainer.fit(model, loader)
 # optimizer and scheduler ``configure_optimizers`` returns, computes the per-batch losses without any cache.
 
 
-def plain_loop_epoch_means(model, loader, epochs):
+def plain_loop_epoch_losses(model, loader, epochs):
+    """Each epoch's list of per-batch losses."""
     [optimizer], [scheduler] = model.configure_optimizers()
-    means = []
+    epoch_losses = []
     for _ in range(epochs):
         losses = []
         for batch_idx, batch in enumerate(loader):
@@ -118,34 +118,41 @@ def plain_loop_epoch_means(model, loader, epochs):
             optimizer.step()
             losses.append(loss.item())
         scheduler.step()
-        means.append(sum(losses) / len(losses))
-    return means
+        epoch_losses.append(losses)
+    return epoch_losses
 
 
 reference_model = BoringModel()
 reference_model.load_state_dict(initial_weights)
-reference_means = plain_loop_epoch_means(reference_model, loader, EPOCHS)
+reference_losses = plain_loop_epoch_losses(reference_model, loader, EPOCHS)
+reference_means = [sum(losses) / len(losses) for losses in reference_losses]
 
 with open(Path(logger.log_dir, "metrics.csv"), newline="") as file:
-    logged = [float(row["train_loss_epoch_mean"]) for row in csv.DictReader(file) if row["train_loss_epoch_mean"]]
+    rows = list(csv.DictReader(file))
+logged = [float(row["train_loss_epoch_mean"]) for row in rows if row["train_loss_epoch_mean"]]
+worst = [float(row["train_loss_worst_batch"]) for row in rows if row["train_loss_worst_batch"]]
 for epoch, (seen, expected) in enumerate(zip(logged, reference_means, strict=True)):
     print(f"epoch {epoch}: logged mean {seen:.6f} (plain loop: {expected:.6f})")
-print(f"cached losses found by the plain callback: {reader.entries_seen}")
+    by_hand = max(reference_losses[epoch])
+    print(f"         worst batch logged by the plain callback {worst[epoch]:.6f} (plain loop: {by_hand:.6f})")
 print(f"cached losses found by the ModelCheckpoint subclass: {checkpoint.entries_seen}")
 print(f"ModelCheckpoint's best score: {checkpoint.best_model_score.item():.6f}")
 
 # %%
 # What the cache delivered
 # ------------------------
-# One logged mean per epoch, equal to the plain loop's; the plain callback found the full cache (one entry per
-# batch) and the ``ModelCheckpoint`` subclass an empty one, while the value it monitors is the best logged mean.
+# One logged mean per epoch, equal to the plain loop's; the plain callback found the full cache (its worst batch
+# is the plain loop's worst of all the epoch's batches) and the ``ModelCheckpoint`` subclass an empty one, while
+# the value it monitors is the best logged mean.
 # Forgetting ``.clear()``, caching ``output["loss"]`` without ``.detach()``, or overwriting instead of appending
 # fails the checks of the :doc:`scenario matrix </reference/scenarios>`, which runs this same class in every
 # configuration it applies to.
 assert len(logged) == EPOCHS
 for seen, expected in zip(logged, reference_means, strict=True):
     assert math.isclose(seen, expected, rel_tol=1e-6)
-assert reader.entries_seen == [trainer.num_training_batches] * EPOCHS == [4] * EPOCHS
+for seen, losses in zip(worst, reference_losses, strict=True):
+    assert len(losses) == trainer.num_training_batches == 4
+    assert math.isclose(seen, max(losses), rel_tol=1e-6)
 assert checkpoint.entries_seen == [0] * EPOCHS
 assert math.isclose(checkpoint.best_model_score.item(), min(reference_means), rel_tol=1e-6)
 assert model.training_step_losses == []

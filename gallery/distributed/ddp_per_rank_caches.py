@@ -239,8 +239,8 @@ assert naive["first_21_in_dataset_order"] == 1.0
 # The recipe: gather, put back in the sampler's order, keep ``len(dataset)``
 # --------------------------------------------------------------------------
 # ``all_gather`` stacks the ranks' caches: row ``r`` is rank ``r``'s losses, in the order its batches ran.
-# Reading the rows column by column (``gathered.T.reshape(-1)``) restores the sampler's list of indices -- the
-# dataset's order here, a shuffled order if the sampler shuffled -- and the repeated samples are its tail, so the
+# Reading the rows column by column (``gathered.T.reshape(-1)``) restores the sampler's list of indices (the
+# dataset's order here, asserted above) and the repeated samples are its tail, so the
 # first ``len(dataset)`` values are every sample exactly once. The dataset comes from
 # ``self.trainer.val_dataloaders`` (one loader, or a list of them: the cache is keyed by ``dataloader_idx``).
 # Every rank computes the same mean; ``sync_dist=True`` averages identical values, as Lightning recommends for

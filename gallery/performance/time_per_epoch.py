@@ -128,8 +128,9 @@ SHAPES = {"loss only": False, "loss + logits": True}
 # Timed epochs
 # ------------
 # One epoch of ``STEPS`` batches per fit, timed from the callback hook ``on_train_epoch_start`` to the end of
-# the module's ``on_train_epoch_end``, which Lightning calls after the callbacks' ``on_train_epoch_end``
-# (``fit_loop.py``): the time includes every approach's epoch-end reduction. The time is this process's CPU
+# the module's ``on_train_epoch_end``, which Lightning calls after the ``on_train_epoch_end`` of plain callbacks
+# like these (the order is recorded in :doc:`/examples/pitfalls/monitoring_callbacks_read_cleared_cache`): the
+# time includes every approach's epoch-end reduction. The time is this process's CPU
 # time (:func:`time.process_time`), which other programs on the machine inflate less than the wall clock.
 # After one untimed warm-up fit, each approach runs three times, in rounds that alternate the order of the
 # approaches, so that none always runs first. An approach's ratio is the median over the rounds of its epoch

@@ -136,8 +136,7 @@ print(f"MeanMetric.update_count at each validation end: {observer.updates_at_end
 # -------------------------
 # Both epoch values equal the reference (compared with a relative tolerance of 1e-6: the metric and the
 # logger accumulate sums in their own order, and bitwise equality is not something they promise). The metric
-# had seen three updates when each validation run ended and none when the next one began (the callback reads it
-# before the module's own reset): Lightning reset it.
+# had seen three updates when each validation run ended and none when the next one began.
 assert [len(batch) for batch in val_loader] == [8, 8, 4]
 for (metric, scalar), expected in zip(logged, reference_means, strict=True):
     assert math.isclose(metric, expected, rel_tol=1e-6)

@@ -53,6 +53,7 @@ STAGE_RUNS = {"train": "fit", "validation": ("fit", "validate"), "test": "test",
 #: Relative tolerance of a comparison: the recipe and the ground truth sum float32 values in their own order.
 REL_TOL = 1e-5
 OUTCOMES = ("holds", "differs", "raises", "not applicable")
+WEIGHTINGS = ("batch", "batch_max", "sample", "predictions")
 
 
 # -- The declared matrix ---------------------------------------------------------------------------------------
@@ -141,8 +142,8 @@ def load_matrix(path: Path = MATRIX_FILE) -> tuple[list[Scenario], list[Recipe]]
             raise MatrixError(f"{where} lacks {sorted(missing)}")
         if table["stage"] not in STAGE_RUNS:
             raise MatrixError(f"{where} stage must be one of {sorted(STAGE_RUNS)}, not {table['stage']!r}")
-        if table["weighting"] not in ("batch", "sample", "predictions"):
-            raise MatrixError(f"{where} weighting must be batch, sample or predictions, not {table['weighting']!r}")
+        if table["weighting"] not in WEIGHTINGS:
+            raise MatrixError(f"{where} weighting must be one of {WEIGHTINGS}, not {table['weighting']!r}")
         declared = {**table.get("not_applicable", {}), **table.get("expect", {})}
         if set(declared) - ids:
             raise MatrixError(f"{where} names unknown scenarios {sorted(set(declared) - ids)}")
@@ -383,11 +384,14 @@ def _loss_per_sample(weights: dict, batch):
 
 
 def _reduce(per_batch: list, weighting: str) -> float:
-    """Mean of per-batch means (``batch``) or of every sample (``sample``) of a list of per-sample loss tensors."""
+    """Mean of per-batch means (``batch``), the largest per-batch mean (``batch_max``: the epoch's worst batch) or
+    the mean of every sample (``sample``) of a list of per-sample loss tensors."""
     import torch
 
     if weighting == "batch":
         return torch.stack([losses.mean() for losses in per_batch]).mean().item()
+    if weighting == "batch_max":
+        return torch.stack([losses.mean() for losses in per_batch]).max().item()
     return torch.cat(per_batch).mean().item()
 
 
