@@ -154,7 +154,8 @@ for epoch, (mean, expected) in enumerate(zip(logged, reference_means, strict=Tru
 # %%
 # One logged mean per epoch over both batches, equal to the plain loop's; the cache is empty afterwards. The
 # :doc:`scenario matrix </reference/scenarios>` runs this same class under gradient accumulation, skipped
-# batches, manual optimization, several validation runs per epoch, monitoring callbacks and DDP.
+# batches, manual optimization, several validation runs per epoch, monitoring callbacks and DDP (where the value
+# logged is rank 0's own, as the old ``outputs`` list held rank 0's batches).
 assert len(logged) == 2
 for mean, expected in zip(logged, reference_means, strict=True):
     assert math.isclose(mean, expected, rel_tol=1e-6)
