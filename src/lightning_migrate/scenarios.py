@@ -90,6 +90,7 @@ class Recipe:
     metric: tuple[str, ...]
     not_applicable: dict[str, str]
     expect: dict[str, dict[str, str]]
+    over_runs: str | None = None
 
     def runs_in(self, scenario: Scenario) -> bool:
         """Whether ``scenario`` runs the stage this recipe reduces."""
@@ -144,6 +145,8 @@ def load_matrix(path: Path = MATRIX_FILE) -> tuple[list[Scenario], list[Recipe]]
             raise MatrixError(f"{where} stage must be one of {sorted(STAGE_RUNS)}, not {table['stage']!r}")
         if table["weighting"] not in WEIGHTINGS:
             raise MatrixError(f"{where} weighting must be one of {WEIGHTINGS}, not {table['weighting']!r}")
+        if table.get("over_runs") not in (None, "running_min"):
+            raise MatrixError(f"{where} over_runs must be running_min, not {table['over_runs']!r}")
         declared = {**table.get("not_applicable", {}), **table.get("expect", {})}
         if set(declared) - ids:
             raise MatrixError(f"{where} names unknown scenarios {sorted(set(declared) - ids)}")
@@ -166,6 +169,7 @@ def load_matrix(path: Path = MATRIX_FILE) -> tuple[list[Scenario], list[Recipe]]
                 tuple(metric) if isinstance(metric, list) else (metric,),
                 dict(table.get("not_applicable", {})),
                 {sid: dict(e) for sid, e in table.get("expect", {}).items()},
+                table.get("over_runs"),
             )
         )
     return scenarios, recipes
@@ -429,6 +433,8 @@ def ground_truth(recipe: Recipe, scenario: Scenario, record: dict, datasets: dic
             per_batch = [_loss_per_sample(weights, batch)[0] for batch in batches]
             per_loader.append(_reduce(per_batch, recipe.weighting))
         values.append(per_loader)
+    if recipe.over_runs == "running_min":  # the best value so far, run after run (a "best_val_loss")
+        values = [[min(run[i] for run in values[: n + 1]) for i in range(len(values[n]))] for n in range(len(values))]
     return values
 
 
