@@ -157,11 +157,11 @@ class ScenarioMatrix(SphinxDirective):
             expectation = recipe["expect"].get(cell["scenario"], {})
             number = numbers[cell["scenario"]]
             lines.append(f"- **{recipe['title']}** in *{number}. {titles[cell['scenario']]}* {cell['outcome']}:")
-            lines += ["", "  .. code-block:: text", ""]
+            lines += ["", "  .. code-block:: none", ""]  # site.css wraps these long single lines
             lines += [f"     {line}" for line in cell["detail"].splitlines()] + [""]
             if expectation.get("reason"):
                 see = f" Use :doc:`/{expectation['see']}`." if expectation.get("see") else ""
-                lines.append(f"  {expectation['reason']}{see}")
+                lines.append(f"  {expectation['reason'].rstrip('.')}.{see}")
             lines.append("")
         reasons: dict[str, list[str]] = {}
         for cell in document["cells"]:
