@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import functools
 import io
 import json
 import logging
@@ -49,7 +50,8 @@ MATRIX_FILE = ROOT / "data" / "scenarios.toml"
 #: The matrix's own Trainer arguments, under every scenario's: observers only, nothing that changes training.
 TRAINER_BASE = {"max_epochs": 2, "enable_progress_bar": False, "enable_model_summary": False}
 DATA_DEFAULTS = {"train": 40, "val": [24], "test": 24, "predict": 20, "batch_size": 8, "shuffle": False}
-STAGE_RUNS = {"train": "fit", "validation": ("fit", "validate"), "test": "test", "predict": "predict"}
+#: The Trainer methods that run each stage a recipe can reduce.
+STAGE_RUNS = {"train": ("fit",), "validation": ("fit", "validate"), "test": ("test",), "predict": ("predict",)}
 #: Relative tolerance of a comparison: the recipe and the ground truth sum float32 values in their own order.
 REL_TOL = 1e-5
 OUTCOMES = ("holds", "differs", "raises", "not applicable")
@@ -94,9 +96,7 @@ class Recipe:
 
     def runs_in(self, scenario: Scenario) -> bool:
         """Whether ``scenario`` runs the stage this recipe reduces."""
-        wanted = STAGE_RUNS[self.stage]
-        wanted = (wanted,) if isinstance(wanted, str) else wanted
-        return any(run in wanted for run in scenario.runs)
+        return any(run in STAGE_RUNS[self.stage] for run in scenario.runs)
 
 
 class MatrixError(ValueError):
@@ -228,6 +228,7 @@ def page_definitions(page: Path, names: tuple[str, ...], base: type) -> dict[str
 
 
 # -- Scenario bases: what a user's module looks like in that configuration --------------------------------------
+@functools.cache
 def _bases() -> dict[str, Any]:
     from lightning.pytorch.demos.boring_classes import BoringModel as DemoModel
 
@@ -283,7 +284,8 @@ SKIPPED = {"skips-batch-1": lambda batch_idx: batch_idx == 1, "manual-returns-no
 
 
 # -- Observers beside the recipe --------------------------------------------------------------------------------
-def _observers(path: Path):
+@functools.cache
+def _observers():
     """The matrix's logger and ground-truth callback classes (defined lazily: Lightning is imported on use)."""
     import lightning.pytorch as pl
     import torch
@@ -506,7 +508,7 @@ def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str,
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"matrix-{recipe.id}-{scenario.id}-") as tmp:
         tmp_path = Path(tmp)
-        RecordingLogger, GroundTruth, GraphCheck = _observers(tmp_path)
+        RecordingLogger, GroundTruth, GraphCheck = _observers()
         pl.seed_everything(0, verbose=False)
         data = scenario.data
         datasets = {
