@@ -10,151 +10,35 @@ gets the site's ``404.html`` with status 404, as GitHub Pages and Read the Docs 
 
 from __future__ import annotations
 
-import http.server
 import json
-import os
 import re
 import sys
-import threading
 import urllib.error
 import urllib.request
-from functools import partial
-from importlib import metadata
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-ROOT = Path(__file__).resolve().parents[2]
-GALLERY_SCRIPTS = sorted(p.relative_to(ROOT / "gallery") for p in (ROOT / "gallery").rglob("*.py"))
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-SCREENSHOT_DIR = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "artifacts" / "screenshots"))
-LIGHTNING = metadata.version("lightning")
-GALLERY_PAGES = [f"examples/{script.with_suffix('').as_posix()}" for script in GALLERY_SCRIPTS]
-#: Hand-written pages: reST and MyST sources under docs/ (generated gallery pages and _ext/ left out).
-WRITTEN_PAGES = sorted(
-    path.relative_to(ROOT / "docs").with_suffix("").as_posix()
-    for path in [*(ROOT / "docs").rglob("*.rst"), *(ROOT / "docs").rglob("*.md")]
-    if not path.relative_to(ROOT / "docs").parts[0].startswith(("examples", "_", "jupyter_execute"))
-    and path.name != "sg_execution_times.rst"
+from ._util import (
+    GALLERY_PAGES,
+    GALLERY_SCRIPTS,
+    LIGHTNING,
+    ROOT,
+    SCREENSHOT_DIR,
+    WAIT,
+    WRITTEN_PAGES,
+    broken_images,
+    click,
+    fetch,
+    open_page,
+    search_results,
+    unloaded_stylesheets,
+    visible_code,
 )
-WAIT = 30  # seconds: an upper bound for a page's scripts on a loaded 2-core machine, not a timing check
-
-
-class SiteHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves ``directory`` under ``prefix``; anything missing gets ``404.html`` with status 404."""
-
-    prefix = "/"
-
-    def __init__(self, *args, directory: str, **kwargs):
-        super().__init__(*args, directory=directory, **kwargs)
-
-    def translate_path(self, path: str) -> str:
-        url_path = unquote(urlsplit(path).path)
-        if not url_path.startswith(self.prefix):
-            return str(Path(self.directory) / "__outside_the_site__")
-        return super().translate_path("/" + url_path[len(self.prefix) :])
-
-    def send_error(self, code, message=None, explain=None):
-        not_found = Path(self.directory) / "404.html"
-        if code != 404 or not not_found.is_file():
-            super().send_error(code, message, explain)
-            return
-        body = not_found.read_bytes()
-        self.send_response(404)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def log_message(self, format, *args):  # keep pytest's output clean
-        pass
-
-
-@pytest.fixture(scope="session")
-def base_url(site):
-    """``http://127.0.0.1:<port><prefix>``: the built site, served under the path its ``html_baseurl`` names."""
-    canonical = re.search(r'<link rel="canonical" href="([^"]+)"', site.page("index"))
-    assert canonical, "index.html has no canonical link: html_baseurl is not set"
-    prefix = urlsplit(canonical.group(1)).path.removesuffix("index.html")
-    assert prefix.startswith("/") and prefix.endswith("/"), prefix
-    handler = type("Handler", (SiteHandler,), {"prefix": prefix})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(site.outdir)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}{prefix}"
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="session")
-def browser(tmp_path_factory):
-    """Headless Debian Chromium, with the browser console log kept for the tests to read."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--window-size=1280,900",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(120)
-    yield driver
-    driver.quit()
-
-
-def open_page(browser, url: str) -> list[dict]:
-    """Load ``url`` with a fresh console; return the console entries of level SEVERE it produced."""
-    browser.get_log("browser")  # drop what earlier pages logged
-    browser.get(url)
-    WebDriverWait(browser, WAIT).until(lambda d: d.execute_script("return document.readyState") == "complete")
-    return [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
-
-
-def click(browser, element) -> None:
-    """Scroll ``element`` to the middle of the window, then click it as a user would."""
-    browser.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", element)
-    element.click()
-
-
-def broken_images(browser) -> list[str]:
-    return browser.execute_script(
-        "return Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)"
-    )
-
-
-def unloaded_stylesheets(browser) -> list[str]:
-    return browser.execute_script(
-        "return Array.from(document.querySelectorAll('link[rel=stylesheet]')).filter(l => !l.sheet).map(l => l.href)"
-    )
-
-
-def fetch(browser, url: str) -> dict:
-    """``fetch`` ``url`` from inside the page: ``{"status", "type", "text"}``."""
-    return browser.execute_async_script(
-        """
-        const [url, done] = arguments;
-        fetch(url).then(async r => done({status: r.status, type: r.headers.get('Content-Type'), text: await r.text()}))
-                  .catch(e => done({status: 0, type: null, text: String(e)}));
-        """,
-        url,
-    )
 
 
 @pytest.mark.parametrize("docname", [*WRITTEN_PAGES, *GALLERY_PAGES])
@@ -183,10 +67,6 @@ def test_reference_row_anchor_targets_its_row(browser, base_url):
     assert pattern.old_signature in row.text
     in_view = "const r = arguments[0].getBoundingClientRect(); return 0 <= r.top && r.top < window.innerHeight"
     WebDriverWait(browser, WAIT).until(lambda d: d.execute_script(in_view, row))  # scrolling may be smooth
-
-
-def visible_code(tab_set) -> str:
-    return "\n".join(block.text for block in tab_set.find_elements(By.CSS_SELECTOR, "pre") if block.is_displayed())
 
 
 def test_new_tab_shows_the_replacement_and_syncs_across_the_page(browser, base_url):
@@ -251,19 +131,6 @@ def test_copy_button_leaves_the_shell_prompts_out(landing_page_with_clipboard):
     assert block.find_element(By.CSS_SELECTOR, "pre").text.startswith("$ python3 -m pip install")
     copied = copy_with_button(browser, block)
     assert copied.strip().splitlines() == ["python3 -m pip install nox==2026.10.20", "nox -s docs"]
-
-
-def search_results(browser, base_url: str, query: str) -> list[str]:
-    open_page(browser, f"{base_url}search.html?q={query}")
-    # Sphinx's search adds the results one by one, then says "Search finished, found N pages ..." (or "did not
-    # match"): wait for that sentence, not for the first result.
-    WebDriverWait(browser, WAIT).until(
-        lambda d: any(
-            phrase in d.find_element(By.ID, "search-results").text for phrase in ("Search finished", "did not match")
-        )
-    )
-    links = browser.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a")
-    return [urlsplit(link.get_attribute("href")).path.removeprefix(urlsplit(base_url).path) for link in links]
 
 
 def test_search_for_training_epoch_end_finds_the_reference_and_the_examples(browser, base_url):

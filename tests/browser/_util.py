@@ -1,0 +1,124 @@
+"""Helpers shared by the browser tests: serving the built site, loading pages, reading what a reader sees."""
+
+from __future__ import annotations
+
+import http.server
+import os
+from importlib import metadata
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = Path(__file__).resolve().parents[2]
+GALLERY_SCRIPTS = sorted(p.relative_to(ROOT / "gallery") for p in (ROOT / "gallery").rglob("*.py"))
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+SCREENSHOT_DIR = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "artifacts" / "screenshots"))
+LIGHTNING = metadata.version("lightning")
+GALLERY_PAGES = [f"examples/{script.with_suffix('').as_posix()}" for script in GALLERY_SCRIPTS]
+#: Hand-written pages: reST and MyST sources under docs/ (generated gallery pages and _ext/ left out).
+WRITTEN_PAGES = sorted(
+    path.relative_to(ROOT / "docs").with_suffix("").as_posix()
+    for path in [*(ROOT / "docs").rglob("*.rst"), *(ROOT / "docs").rglob("*.md")]
+    if not path.relative_to(ROOT / "docs").parts[0].startswith(("examples", "_", "jupyter_execute"))
+    and path.name != "sg_execution_times.rst"
+)
+WAIT = 30  # seconds: an upper bound for a page's scripts on a loaded 2-core machine, not a timing check
+#: The widths every layout check runs at, in CSS pixels: a desktop window and a phone.
+WIDTHS = (1400, 390)
+
+
+class SiteHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves ``directory`` under ``prefix``; anything missing gets ``404.html`` with status 404."""
+
+    prefix = "/"
+
+    def __init__(self, *args, directory: str, **kwargs):
+        super().__init__(*args, directory=directory, **kwargs)
+
+    def translate_path(self, path: str) -> str:
+        url_path = unquote(urlsplit(path).path)
+        if not url_path.startswith(self.prefix):
+            return str(Path(self.directory) / "__outside_the_site__")
+        return super().translate_path("/" + url_path[len(self.prefix) :])
+
+    def send_error(self, code, message=None, explain=None):
+        not_found = Path(self.directory) / "404.html"
+        if code != 404 or not not_found.is_file():
+            super().send_error(code, message, explain)
+            return
+        body = not_found.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def log_message(self, format, *args):  # keep pytest's output clean
+        pass
+
+
+def open_page(browser, url: str) -> list[dict]:
+    """Load ``url`` with a fresh console; return the console entries of level SEVERE it produced."""
+    browser.get_log("browser")  # drop what earlier pages logged
+    browser.get(url)
+    WebDriverWait(browser, WAIT).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    return [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def click(browser, element) -> None:
+    """Scroll ``element`` to the middle of the window, then click it as a user would."""
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", element)
+    element.click()
+
+
+def broken_images(browser) -> list[str]:
+    return browser.execute_script(
+        "return Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)"
+    )
+
+
+def unloaded_stylesheets(browser) -> list[str]:
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll('link[rel=stylesheet]')).filter(l => !l.sheet).map(l => l.href)"
+    )
+
+
+def fetch(browser, url: str) -> dict:
+    """``fetch`` ``url`` from inside the page: ``{"status", "type", "text"}``."""
+    return browser.execute_async_script(
+        """
+        const [url, done] = arguments;
+        fetch(url).then(async r => done({status: r.status, type: r.headers.get('Content-Type'), text: await r.text()}))
+                  .catch(e => done({status: 0, type: null, text: String(e)}));
+        """,
+        url,
+    )
+
+
+def visible_code(tab_set) -> str:
+    return "\n".join(block.text for block in tab_set.find_elements(By.CSS_SELECTOR, "pre") if block.is_displayed())
+
+
+def search_results(browser, base_url: str, query: str) -> list[str]:
+    open_page(browser, f"{base_url}search.html?q={query}")
+    # Sphinx's search adds the results one by one, then says "Search finished, found N pages ..." (or "did not
+    # match"): wait for that sentence, not for the first result.
+    WebDriverWait(browser, WAIT).until(
+        lambda d: any(
+            phrase in d.find_element(By.ID, "search-results").text for phrase in ("Search finished", "did not match")
+        )
+    )
+    links = browser.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a")
+    return [urlsplit(link.get_attribute("href")).path.removeprefix(urlsplit(base_url).path) for link in links]
+
+
+def set_width(browser, width: int, height: int = 900) -> None:
+    """Resize the window so that the page's layout viewport is ``width`` CSS pixels wide."""
+    browser.set_window_size(width, height)
+    inner = browser.execute_script("return window.innerWidth")
+    if inner != width:  # the window's frame takes some pixels: correct once
+        browser.set_window_size(width + (width - inner), height)
