@@ -11,7 +11,6 @@ import re
 import sys
 import warnings
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
@@ -50,6 +49,7 @@ extensions = [
     "gallery_version",
     "notfound.extension",
     "sphinxext.opengraph",
+    "site_address",  # html_baseurl drives the 404 page, link previews and the checker's links
     "compat_table",
     "checker_rules",
     "scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
@@ -118,24 +118,12 @@ copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
 copybutton_exclude = ".linenos, .gp, .go"
 
-# -- Publishing: where the site lives, its 404 page and its link previews ---------------------------
-#: The published address. The Pages workflow sets SITE_URL; Read the Docs sets READTHEDOCS_CANONICAL_URL.
-#: A local build assumes a sub-path, as on GitHub Pages, so the browser tests serve it the same way.
-SITE_URL = os.environ.get("SITE_URL") or os.environ.get("READTHEDOCS_CANONICAL_URL") or "http://127.0.0.1/migrate/"
-SITE_URL = SITE_URL.rstrip("/") + "/"
-html_baseurl = SITE_URL
-# The 404 page is served for any missing path, so its links must be absolute: prefix them with the site's path.
-notfound_urls_prefix = urlsplit(SITE_URL).path
-notfound_context = {
-    "title": "Page not found",
-    "body": (
-        "<h1>Page not found</h1><p>There is no page at this address. "
-        '<a href="' + urlsplit(SITE_URL).path + '">Go to the start page</a>, '
-        'or look the hook up in <a href="' + urlsplit(SITE_URL).path + 'reference/hooks.html">'
-        "the table of removed and changed hooks</a>.</p>"
-    ),
-}
+# -- Publishing: where the site lives ---------------------------------------------------------------
+#: The site's address: the one setting the 404 page, link previews, the checker's links on the rule pages and the
+#: downloaded notebooks' links follow (docs/_ext/site_address.py). Here the address of a local build, served as
+#: README says (`python3 -m http.server -d _build/html 8000`); the hosted builds pass theirs with
+#: `-D html_baseurl=...` (.readthedocs.yaml, .github/workflows/docs.yml).
+html_baseurl = "http://127.0.0.1:8000/"
 # Open Graph tags (title, description, canonical URL) for link previews; no generated images, nothing fetched.
-ogp_site_url = SITE_URL
 ogp_social_cards = {"enable": False}
 ogp_description_length = 200

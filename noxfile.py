@@ -20,9 +20,14 @@ PYTHON = "3.11"
 SPHINX = ("sphinx-build", "-T", "-W", "--keep-going", "-j", "auto", "-c", ".")
 
 
+#: The requirements file of the build environment: requirements.txt, or requirements-hosted.txt in the hosted
+#: builds (the GitHub Pages workflow sets BUILD_REQUIREMENTS), which adds PyTorch's CPU index for torch.
+BUILD_REQUIREMENTS = os.environ.get("BUILD_REQUIREMENTS", "requirements.txt")
+
+
 def install_build(session):
-    """Install the site's pinned build environment (requirements.txt) into the session."""
-    session.install("-r", "requirements.txt")
+    """Install the site's pinned build environment (:data:`BUILD_REQUIREMENTS`) into the session."""
+    session.install("-r", BUILD_REQUIREMENTS)
 
 
 @nox.session(python=PYTHON)
