@@ -141,3 +141,18 @@ def test_compatibility_page_renders_every_release_and_its_captured_text(site):
                 assert first_line in text, f"{version} {record['pattern']}: error text not on the page"
         assert repr(data["equivalence"]["variants"][next(iter(data["equivalence"]["variants"]))][0]["mean"]) in text
     assert "<strong>no</strong>" not in site.page("reference/compatibility"), "a variant differs from the old hook"
+
+
+def test_the_recorded_1_4_run_says_what_why_outputs_went_says():
+    """docs/explanation/why-outputs-went.rst: 1.4.9 kept the epoch's outputs for a module that asked for them (its
+    ``training_epoch_end(outputs)`` or ``on_train_epoch_end(outputs)``); a callback asking alone received ``[]``."""
+    records = _records("1.4.9")
+    for module_hook in ("training-epoch-end", "module-on-train-epoch-end-outputs"):
+        record = records[module_hook]
+        per_epoch = record["training_steps"] // record["hook_calls"]
+        assert record["received"]["len"] == per_epoch > 0, module_hook
+    callback = records["callback-on-train-epoch-end-outputs"]
+    assert callback["hook_calls"] > 0
+    assert callback["received"] == {"len": 0, "items": []}
+    page = (compat.ROOT / "docs" / "explanation" / "why-outputs-went.rst").read_text(encoding="utf-8")
+    assert ":patterns: training-epoch-end module-on-train-epoch-end-outputs callback-on-train-epoch-end-outputs" in page
