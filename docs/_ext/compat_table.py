@@ -132,7 +132,7 @@ class CompatReceived(SphinxDirective):
     """``.. compat-received:: <version>`` -- what the old hooks received on one release, and the warnings."""
 
     required_arguments = 1
-    option_spec = {"patterns": directives.unchanged_required}
+    option_spec = {"patterns": directives.unchanged_required, "brief": directives.flag}
 
     def run(self) -> list[nodes.Node]:
         _, data = load_all(self)
@@ -140,6 +140,8 @@ class CompatReceived(SphinxDirective):
         if version not in data:
             raise self.error(f"no data file for {version}")
         records = _records(data[version])
+        if "brief" in self.options:
+            return self.parse_text_to_nodes("\n".join(self._brief(version, data[version], records)))
         lines: list[str] = []
         for pattern_id in self.options["patterns"].split():
             pattern = registry.get(pattern_id)
@@ -166,6 +168,31 @@ class CompatReceived(SphinxDirective):
                 lines.append("Lightning raised:")
                 lines += _literal(f"{record['error_type']}: {record['error_message']}", 0)
         return self.parse_text_to_nodes("\n".join(lines))
+
+    def _brief(self, version: str, data: dict[str, Any], records: dict[str, dict[str, Any]]) -> list[str]:
+        """With ``:brief:``: one table row per pattern -- its outcome, calls, training steps, entries received."""
+        release = f"{data['probes']['lightning']['distribution']} {version}"
+        lines = [".. list-table::", "   :header-rows: 1", "", "   * - Old hook", f"     - On {release}"]
+        lines += ["     - Calls", "     - Training steps", "     - ``outputs`` at its first call"]
+        for pattern_id in self.options["patterns"].split():
+            pattern = registry.get(pattern_id)
+            record = records[pattern_id]
+            received = record["received"]
+            lines += [
+                f"   * - ``{pattern.owner}.{pattern.old_signature}``",
+                f"     - {outcome_label(record)}",
+                f"     - {record['hook_calls']}",
+                f"     - {record['training_steps']}",
+                f"     - {_entries(received)}",
+            ]
+        return [*lines, ""]
+
+
+def _entries(received: dict[str, Any] | None) -> str:
+    """What a hook's ``outputs`` was, in words: ``"a list of 4 entries"``, ``"an empty list"`` or ``"nothing"``."""
+    if not received:
+        return "nothing"
+    return f"a list of {received['len']} entries" if received["len"] else "an empty list"
 
 
 class CompatEquivalence(SphinxDirective):
