@@ -1,7 +1,7 @@
 """The built site in a real browser: headless Debian Chromium driven by Selenium, over HTTP on 127.0.0.1.
 
 The site of the ``site`` fixture (one full build per test session) is served by a local HTTP server under the
-sub-path the build was configured for (the path of its ``html_baseurl``, as on GitHub Pages), and a missing path
+path the build was configured for (the path of its ``html_baseurl``: ``/`` for a local build), and a missing path
 gets the site's ``404.html`` with status 404, as GitHub Pages and Read the Docs do. The browser is Debian's
 ``chromium`` with ``chromedriver`` (``.ci/run`` installs both); nothing here downloads a browser. Set
 ``CHROMIUM`` / ``CHROMEDRIVER`` to use other binaries, and ``SCREENSHOT_DIR`` to choose where the screenshots go
