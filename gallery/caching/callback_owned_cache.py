@@ -80,8 +80,8 @@ assert counter.runs == [(True, 2), (False, 3)]
 # and nothing is reduced for them. The cache is keyed by ``dataloader_idx`` (several validation dataloaders
 # reach the same hooks) and emptied in ``on_validation_epoch_end`` -- the hook that ends every validation run,
 # inside ``fit`` or in ``trainer.validate()`` (a cache cleared in ``on_train_epoch_end`` is not: see the end of
-# this page, and :doc:`hook_order`). (Or pass ``num_sanity_val_steps=0`` to the ``Trainer``, giving
-# up the early check of the validation code.)
+# this page, and :doc:`Hook order: when validation runs inside a training epoch </examples/caching/hook_order>`). (Or
+# pass ``num_sanity_val_steps=0`` to the ``Trainer``, giving up the early check of the validation code.)
 
 
 class ValidationCache(pl.Callback):
@@ -141,7 +141,7 @@ print(f"logged val_loss_0: {logged}; by hand: {expected}")
 # same class with the default sanity check, ``trainer.validate()`` on its own and around ``fit``, two
 # validation runs per epoch and two validation dataloaders.
 # Under DDP each rank's cache holds only its own shard, so the value logged is rank 0's own
-# (:doc:`/examples/distributed/ddp_per_rank_caches` shows the variant that gathers).
+# (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant that gathers).
 assert len(logged) == len(expected) == 2
 for seen, want in zip(logged, expected, strict=True):
     assert math.isclose(seen, want, rel_tol=1e-6)

@@ -148,7 +148,7 @@ print(f"{type(undetached.numpy_error).__name__}: {undetached.numpy_error}")
 # loss). With ``.detach()`` the cache holds only its own values -- the same storages as the undetached
 # version (``.detach()`` copies nothing), without any graph. Of the ``outputs`` Lightning hands the callbacks, it
 # detached the loss, not the confidence: a callback that caches the confidence needs ``.detach()`` too
-# (:doc:`/examples/caching/outputs_keep_graph`).
+# (:doc:`Extra keys of outputs keep their autograd graph </examples/caching/outputs_keep_graph>`).
 steps = 256 // 32
 before, after = undetached.at_epoch_end, detached.at_epoch_end
 assert before["tensors"] == after["tensors"] == 2 * steps

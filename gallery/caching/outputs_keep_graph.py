@@ -149,8 +149,9 @@ naive = measure(ConfidenceCallback())
 
 # %%
 # All 8 cached tensors carry a graph: its nodes, and the tensors they saved, stay alive until
-# ``on_train_epoch_end`` clears the cache. :doc:`/examples/caching/detach_cached_tensors` measures the same
-# mistake in a module's own cache.
+# ``on_train_epoch_end`` clears the cache.
+# :doc:`Detach what you cache in training </examples/caching/detach_cached_tensors>` measures the same mistake in a
+# module's own cache.
 assert naive.cached == naive.with_grad_fn == 8
 assert naive.nodes > 0 and naive.saved_bytes > 0
 

@@ -107,4 +107,5 @@ assert trainer.global_step == 0
 # What to do instead
 # ------------------
 # Keep what you need yourself while the epoch runs, either in a callback
-# (:doc:`callback_side_caching`) or in the module (:doc:`module_side_caching`).
+# (:doc:`Callback-side caching </examples/core/callback_side_caching>`) or in the module
+# (:doc:`Module-side caching </examples/core/module_side_caching>`).

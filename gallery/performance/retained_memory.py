@@ -5,7 +5,8 @@ Retained memory at epoch end
 Lightning 1.x kept the dictionary every ``training_step`` returned until the epoch ended, so that
 ``training_epoch_end(outputs)`` could receive it. This page measures how many bytes that contract holds at
 epoch end, next to module-side caching, callback-side caching and a torchmetrics metric, for epochs of 100 to
-10,000 steps. What each approach costs in time is measured on :doc:`time_per_epoch`.
+10,000 steps. What each approach costs in time is measured on
+:doc:`Time per epoch of each approach </examples/performance/time_per_epoch>`.
 """
 
 # %%

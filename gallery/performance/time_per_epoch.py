@@ -2,11 +2,11 @@
 Time per epoch of each approach
 ===============================
 
-Keeping every batch's outputs costs memory (:doc:`retained_memory`); does any way of computing an epoch-end
-value cost time? This page trains the same epochs with the old contract, module-side caching, callback-side
-caching and a torchmetrics metric, next to a baseline that keeps nothing, and reports each epoch's time as a
-ratio to that baseline, measured in the same run. It also checks the premise of the migration: all four
-compute the same epoch mean.
+Keeping every batch's outputs costs memory
+(:doc:`Retained memory at epoch end </examples/performance/retained_memory>`); does any way of computing an epoch-end
+value cost time? This page trains the same epochs with the old contract, module-side caching, callback-side caching and
+a torchmetrics metric, next to a baseline that keeps nothing, and reports each epoch's time as a ratio to that baseline,
+measured in the same run. It also checks the premise of the migration: all four compute the same epoch mean.
 """
 
 # %%
@@ -129,12 +129,13 @@ SHAPES = {"loss only": False, "loss + logits": True}
 # ------------
 # One epoch of ``STEPS`` batches per fit, timed from the callback hook ``on_train_epoch_start`` to the end of
 # the module's ``on_train_epoch_end``, which Lightning calls after the ``on_train_epoch_end`` of plain callbacks
-# like these (the order is recorded in :doc:`/examples/pitfalls/monitoring_callbacks_read_cleared_cache`): the
-# time includes every approach's epoch-end reduction. The time is this process's CPU
-# time (:func:`time.process_time`), which other programs on the machine inflate less than the wall clock.
-# After one untimed warm-up fit, each approach runs three times, in rounds that alternate the order of the
-# approaches, so that none always runs first. An approach's ratio is the median over the rounds of its epoch
-# time divided by the baseline's in the same round: each epoch is compared with one measured moments apart.
+# like these (the order is recorded in
+# :doc:`Monitoring callbacks find the cache cleared </examples/pitfalls/monitoring_callbacks_read_cleared_cache>`): the
+# time includes every approach's epoch-end reduction. The time is this process's CPU time
+# (:func:`time.process_time`), which other programs on the machine inflate less than the wall clock. After one untimed
+# warm-up fit, each approach runs three times, in rounds that alternate the order of the approaches, so that none always
+# runs first. An approach's ratio is the median over the rounds of its epoch time divided by the baseline's in the same
+# round: each epoch is compared with one measured moments apart.
 
 
 class EpochStart(pl.Callback):
@@ -189,7 +190,7 @@ for shape in SHAPES:
 # what else ran on it (while the site builds, the memory page runs beside this one), and they change from one
 # build to the next. For scale, the run also prints and shades how far apart the baseline's own three epochs
 # were: a ratio inside that band is no difference this run can see. What each approach keeps until the epoch
-# ends does not depend on the machine: see :doc:`retained_memory`.
+# ends does not depend on the machine: see :doc:`Retained memory at epoch end </examples/performance/retained_memory>`.
 ratios, spreads = {}, {}
 for shape in SHAPES:
     base = epochs[shape, "no cache"]

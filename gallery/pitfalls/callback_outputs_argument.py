@@ -100,9 +100,9 @@ assert silent.received == [None, None]
 # The fix
 # -------
 # Collect in ``on_train_batch_end``, reduce, log and clear in ``on_train_epoch_end(trainer, pl_module)``. As on
-# :doc:`../core/callback_side_caching`, the callback skips a batch whose ``outputs`` is empty (a step that
-# returned ``None``, manual optimization returning nothing), multiplies back the loss Lightning divided by
-# ``accumulate_grad_batches``, and logs nothing for an epoch without a cached loss.
+# :doc:`Callback-side caching </examples/core/callback_side_caching>`, the callback skips a batch whose ``outputs`` is
+# empty (a step that returned ``None``, manual optimization returning nothing), multiplies back the loss Lightning
+# divided by ``accumulate_grad_batches``, and logs nothing for an epoch without a cached loss.
 
 
 class CachingCallback(pl.Callback):

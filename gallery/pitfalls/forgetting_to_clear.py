@@ -168,8 +168,9 @@ for seen, epoch in zip(overwrite_logged, by_hand, strict=True):
 # ``append`` in the step, ``clear()`` in ``on_validation_epoch_end`` after reducing -- as ``ClearedCache``
 # does above. The :doc:`scenario matrix </reference/scenarios>` runs ``ClearedCache`` with the sanity check,
 # several validation runs per epoch, ``trainer.validate()`` on its own and around ``fit``, and at least three
-# epochs. The full example with a real model: :doc:`../stages/validation_epoch_end`.
-# With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument (Lightning
-# raises without it: :doc:`/examples/pitfalls/multiple_val_dataloaders`); under DDP each rank's cache holds only
-# its own shard, so the value logged is rank 0's own (:doc:`/examples/distributed/ddp_per_rank_caches` shows the
-# variant that gathers).
+# epochs. The full example with a real model:
+# :doc:`validation_epoch_end becomes on_validation_epoch_end </examples/stages/validation_epoch_end>`. With several
+# validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument (Lightning raises without it:
+# :doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>`); under DDP each rank's cache
+# holds only its own shard, so the value logged is rank 0's own
+# (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant that gathers).

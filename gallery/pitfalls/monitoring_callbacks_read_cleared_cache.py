@@ -11,7 +11,7 @@ run, shows the failure, and the two reads that hold: the logged value, or a plai
 # %%
 # The module-side recipe
 # ----------------------
-# As on :doc:`/examples/core/module_side_caching`: ``training_step`` caches the detached loss,
+# As on :doc:`Module-side caching </examples/core/module_side_caching>`: ``training_step`` caches the detached loss,
 # ``on_train_epoch_end`` logs the mean and clears the cache.
 import csv
 import math

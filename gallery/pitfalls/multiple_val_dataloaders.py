@@ -150,7 +150,8 @@ for run, (means, expected) in enumerate(zip(logged, reference_means, strict=True
 # losses in the cache (2 and 3 batches) and logged both means in one row, equal to the references; the cache is
 # empty afterwards. The :doc:`scenario matrix </reference/scenarios>` runs ``PerLoaderCache`` in every
 # configuration it declares, with one validation loader or two. Under DDP each rank caches only its own shard and
-# the value logged is rank 0's own mean: :doc:`/examples/distributed/ddp_per_rank_caches` shows the variant.
+# the value logged is rank 0's own mean: :doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`
+# shows the variant.
 assert len(observer.cache_sizes) == 2
 assert observer.cache_sizes == [{0: len(val_loaders[0]), 1: len(val_loaders[1])}] * 2 == [{0: 2, 1: 3}] * 2
 assert logged == reference_means

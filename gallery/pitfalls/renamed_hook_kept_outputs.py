@@ -141,9 +141,9 @@ print(f"training steps taken: {trainer.global_step}")
 # all four training steps ran, and the cache is empty. The :doc:`scenario matrix </reference/scenarios>` runs
 # this same class in every configuration it applies to.
 # With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument (Lightning
-# raises without it: :doc:`/examples/pitfalls/multiple_val_dataloaders`); under DDP each rank's cache holds only
-# its own shard, so the value logged is rank 0's own (:doc:`/examples/distributed/ddp_per_rank_caches` shows the
-# variant that gathers).
+# raises without it: :doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>`); under DDP
+# each rank's cache holds only its own shard, so the value logged is rank 0's own
+# (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant that gathers).
 assert sanity.started and sanity.finished
 assert len(logged) == 1
 assert math.isclose(logged[0], reference, rel_tol=1e-6)

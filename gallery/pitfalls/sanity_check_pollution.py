@@ -238,6 +238,6 @@ for model in (GlobalStepGuard(), Guarded()):
 # ``trainer.validate()`` on its own and before ``fit``, several validation runs per epoch and monitoring
 # callbacks, against means computed from the data without Lightning.
 # With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument (Lightning
-# raises without it: :doc:`/examples/pitfalls/multiple_val_dataloaders`); under DDP each rank's cache holds only
-# its own shard, so the value logged is rank 0's own (:doc:`/examples/distributed/ddp_per_rank_caches` shows the
-# variant that gathers).
+# raises without it: :doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>`); under DDP
+# each rank's cache holds only its own shard, so the value logged is rank 0's own
+# (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant that gathers).

@@ -120,4 +120,4 @@ assert model.test_step_losses == []
 # sanity check, with an uneven last batch (the value is then the mean of batch means, as the old ``outputs``
 # list gave) and in ``trainer.test()`` on its own: it gives the reference value. Under DDP each rank caches
 # only its own shard and the value logged is rank 0's own mean: see
-# :doc:`/examples/distributed/ddp_per_rank_caches` for the variant that holds.
+# :doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` for the variant that holds.

@@ -18,7 +18,7 @@ that the metric started each epoch empty.
 # itself, not its value, so Lightning calls ``compute()`` at epoch end and ``reset()`` afterwards. Each update
 # carries the batch's sample count as its weight. The loss is also logged as a plain scalar, which Lightning
 # averages weighted by the batch size it finds in ``batch``. The reset at the start of each validation run keeps
-# ``trainer.validate()`` before ``trainer.fit()`` working (:ref:`see below <validate-before-fit>`).
+# ``trainer.validate()`` before ``trainer.fit()`` working (the last section of this page shows why).
 import copy
 import csv
 import math
@@ -182,10 +182,11 @@ for epoch, ((metric, scalar), state) in enumerate(zip(unweighted, unweighted_obs
 # disagree in every epoch. The :doc:`scenario matrix </reference/scenarios>` runs ``MetricModel`` (with the
 # weight) in every configuration it declares; with an uneven last batch both of its values match the mean over
 # every sample. Two configurations need a variant: several validation dataloaders, where Lightning refuses a
-# ``validation_step`` without ``dataloader_idx`` (:doc:`/examples/pitfalls/multiple_val_dataloaders`), and DDP,
-# where ``MeanMetric`` sums every rank's shard -- the distributed sampler repeats a sample to fill the last one,
-# so it counts twice -- and ``self.log`` without ``sync_dist=True`` logs rank 0's own mean
-# (:doc:`/examples/distributed/ddp_per_rank_caches`).
+# ``validation_step`` without ``dataloader_idx``
+# (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>`), and DDP, where ``MeanMetric``
+# sums every rank's shard -- the distributed sampler repeats a sample to fill the last one, so it counts twice -- and
+# ``self.log`` without ``sync_dist=True`` logs rank 0's own mean
+# (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`).
 for (metric, scalar), state in zip(unweighted, unweighted_observer.snapshots, strict=True):
     assert math.isclose(metric, batch_means_mean(state), rel_tol=1e-6)
     assert math.isclose(scalar, reference_mean(state), rel_tol=1e-6)

@@ -157,6 +157,7 @@ assert model.validation_step_losses == []
 # optimization and monitoring callbacks it gives the reference value. Two configurations need a variant:
 #
 # * several validation dataloaders: Lightning refuses a ``validation_step`` without ``dataloader_idx``
-#   (:doc:`/examples/pitfalls/multiple_val_dataloaders` shows the error and the per-loader cache);
+#   (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>` shows the error and the
+#   per-loader cache);
 # * DDP: each rank caches only its own shard, and the value logged is rank 0's own mean
-#   (:doc:`/examples/distributed/ddp_per_rank_caches`).
+#   (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`).

@@ -113,4 +113,5 @@ assert trainer.test_loop.batch_progress.total.completed == 0
 # -------
 # A removed hook in the training or validation stage stops ``trainer.fit`` before any work; a
 # ``test_epoch_end`` left behind survives the whole of training. Search a code base for all three names
-# before the first long run (see :doc:`test_epoch_end` and :doc:`validation_epoch_end`).
+# before the first long run (see the pages on :doc:`test_epoch_end </examples/stages/test_epoch_end>` and
+# :doc:`validation_epoch_end </examples/stages/validation_epoch_end>`).
