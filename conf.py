@@ -53,6 +53,7 @@ extensions = [
     "compat_table",
     "checker_rules",
     "scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
+    "notebook_markdown",  # hands html_baseurl to the pandoc filter of the notebooks (sphinx_gallery_conf["pypandoc"])
 ]
 
 root_doc = "index"
@@ -91,6 +92,16 @@ sphinx_gallery_conf = {
     "reset_modules": ("matplotlib", "example_workers.freeze_survivors"),
     "capture_repr": (),
     "show_signature": False,
+    # The downloaded notebooks: pandoc converts each rST text block to GitHub-flavoured Markdown, as Jupyter renders
+    # it. Its reader (docs/_ext/notebook_rst.lua) is pandoc's rST reader with smart dashes and quotes, as Sphinx's
+    # smartquotes print them, and ranks headings by their underline as on the whole page; its filter
+    # (docs/_ext/notebook_links.lua) turns :doc: roles into links to the hosted pages under html_baseurl, which
+    # docs/_ext/notebook_markdown.py passes. The later --from/--to override those sphinx-gallery passes (rst, md).
+    # pandoc comes from the pypandoc_binary wheel.
+    "pypandoc": {
+        "extra_args": [f"--from={ROOT / 'docs' / '_ext' / 'notebook_rst.lua'}", "--to=gfm", "--wrap=none"],
+        "filters": [str(ROOT / "docs" / "_ext" / "notebook_links.lua")],
+    },
 }
 
 # -- MyST notebooks (myst-nb): executed whenever their page is read, and an error is an error ------

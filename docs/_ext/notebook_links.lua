@@ -1,0 +1,96 @@
+--[[
+Pandoc Lua filter: the Sphinx roles of a gallery text block, as a downloaded notebook shows them.
+
+sphinx-gallery converts each text block of an example to Markdown with pandoc (its ``pypandoc`` option, set in
+conf.py). Pandoc's rST reader keeps a role it does not know as inline code with the class ``interpreted-text``
+and the attribute ``role``; this filter turns those into what Sphinx shows on the page:
+
+* ``:doc:`title </docname>``` becomes a link to ``<html_baseurl><docname>.html``, the page on the hosted site
+  (a notebook is read away from the site, so a relative link would lead nowhere). The base URL is the document
+  metadata field ``html_baseurl``, which docs/_ext/notebook_markdown.py passes from Sphinx's config.
+* ``:func:``, ``:meth:``, ``:class:``, ``:mod:`` ... (the Python domain) become inline code, as on the page,
+  where nothing documents those objects: ``time.process_time()``.
+* Sphinx's default role (single backticks) becomes emphasis, as Sphinx renders it.
+
+pandoc sees one text block at a time, without the page it belongs to, so a ``:doc:`` target must be absolute
+(``/examples/core/callback_side_caching``) and carry its link text (the target's title is Sphinx's to know).
+Anything else (a relative target, a ``:ref:`` label, which Sphinx resolves only after reading every page, or a
+role this filter does not know) stops the conversion with an error naming the role as written, so the build
+fails and says what to change.
+]]
+
+local baseurl
+
+--- Python-domain roles, shown as inline code; the callable ones get "()" as Sphinx adds them.
+local PYTHON_ROLES = { func = true, meth = true, class = true, mod = true, attr = true, exc = true, data = true, obj = true }
+local CALLABLE = { func = true, meth = true }
+
+local function fail(role, text, why)
+  error(string.format("notebook_links.lua: :%s:`%s` in a gallery text block: %s", role, text, why), 0)
+end
+
+--- "title <target>" -> title, target; "target" -> nil, target.
+local function split_title(text)
+  local title, target = text:match("^(.-)%s*<([^<>]+)>$")
+  if title and title:match("%S") then
+    return title, target
+  end
+  return nil, text
+end
+
+local function read_baseurl(meta)
+  local value = meta.html_baseurl and pandoc.utils.stringify(meta.html_baseurl) or ""
+  if not value:match("^https?://[^/]+") then
+    error("notebook_links.lua: the metadata field html_baseurl must be the site's http(s) address, got '" .. value .. "'", 0)
+  end
+  baseurl = value:gsub("/*$", "/")
+end
+
+local function doc_link(text)
+  local title, target = split_title(text)
+  if not title then
+    fail("doc", text, "give the link its text, :doc:`text </docname>` (pandoc cannot look up the page's title)")
+  end
+  if target:sub(1, 1) ~= "/" then
+    fail("doc", text, "write the target from the site's root, </examples/...>: pandoc does not know the page it converts")
+  end
+  return pandoc.Link(pandoc.Inlines(title), baseurl .. target:sub(2) .. ".html")
+end
+
+local function python_code(role, text)
+  local title, target = split_title(text)
+  local shown = title or target:gsub("^[~!]+", "")
+  if not title and target:sub(1, 1) == "~" then
+    shown = shown:match("([^.]+)$")
+  end
+  if CALLABLE[role] and not title and not shown:match("%)$") then
+    shown = shown .. "()"
+  end
+  return pandoc.Code(shown)
+end
+
+local function role(code)
+  if not code.classes:includes("interpreted-text") then
+    return nil
+  end
+  local name = (code.attributes.role or ""):gsub("^py:", "")
+  if name == "doc" then
+    return doc_link(code.text)
+  elseif PYTHON_ROLES[name] then
+    return python_code(name, code.text)
+  elseif name == "ref" then
+    fail(name, code.text, "Sphinx resolves labels after the notebooks are written; link the page with :doc:`text </docname>`")
+  end
+  fail(name, code.text, "this role has no Markdown form here (docs/_ext/notebook_links.lua)")
+end
+
+local function default_role(span)
+  if span.classes:includes("title-ref") then
+    return pandoc.Emph(span.content)
+  end
+end
+
+return {
+  { Meta = read_baseurl },
+  { Code = role, Span = default_role },
+}
