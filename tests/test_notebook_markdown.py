@@ -231,7 +231,7 @@ def test_the_extension_passes_the_configured_html_baseurl(pandoc_options):
         "--metadata=html_baseurl:https://example.org/other/",
     ]
     config.html_baseurl = "/migrate/"
-    with pytest.raises(ConfigError, match="html_baseurl = '/migrate/': the downloaded notebooks link"):
+    with pytest.raises(ConfigError, match="html_baseurl must be an absolute http.s. address, got '/migrate/'"):
         pass_baseurl(None, config)
 
 

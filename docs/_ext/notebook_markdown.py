@@ -10,11 +10,10 @@ field ``html_baseurl``.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
+from site_address import site_path
 from sphinx.application import Sphinx
 from sphinx.config import Config
-from sphinx.errors import ConfigError
 
 
 def pandoc_metadata_args(html_baseurl: str) -> list[str]:
@@ -24,22 +23,18 @@ def pandoc_metadata_args(html_baseurl: str) -> list[str]:
         html_baseurl: Sphinx's ``html_baseurl``, e.g. ``https://example.org/migrate/``.
 
     Raises:
-        ConfigError: ``html_baseurl`` is not an absolute http(s) address; a downloaded notebook can only link to
-            the site by its full address.
+        ConfigError: ``html_baseurl`` is not an absolute http(s) address (``site_address.site_path``); a
+            downloaded notebook can only link to the site by its full address.
     """
-    parts = urlsplit(html_baseurl)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(
-            f"html_baseurl = {html_baseurl!r}: the downloaded notebooks link to the hosted pages, "
-            "so html_baseurl must be the site's absolute http(s) address"
-        )
+    site_path(html_baseurl)
     return [f"--metadata=html_baseurl:{html_baseurl}"]
 
 
 def pass_baseurl(app: Sphinx, config: Config) -> None:
     """Add the ``html_baseurl`` metadata to ``sphinx_gallery_conf["pypandoc"]["extra_args"]``.
 
-    Runs after sphinx-gallery has filled its defaults (its handler has priority 10). When ``pypandoc`` is off
+    Runs after sphinx-gallery has filled its defaults (its handler has priority 10) and ``site_address`` has
+    completed ``html_baseurl`` with its trailing slash (priority 100). When ``pypandoc`` is off
     (``False``: not configured, or sphinx-gallery found no pandoc and warned), nothing is changed.
     """
     pypandoc = config.sphinx_gallery_conf.get("pypandoc")
