@@ -64,6 +64,8 @@ class OldPattern:
 
 
 _CORE = "examples/core/"
+#: The page that runs the old and the new signatures of every batch hook that took ``dataloader_idx``.
+_DATALOADER_IDX = "examples/pitfalls/batch_hooks_dataloader_idx"
 
 PATTERNS: tuple[OldPattern, ...] = (
     OldPattern(
@@ -264,7 +266,7 @@ class LitModel(ProbeModel):
         deprecated_in="1.5",
         removed_in="1.7",
         replacement="Drop ``dataloader_idx``: training uses one (possibly combined) dataloader.",
-        example=_CORE + "module_side_caching",
+        example=_DATALOADER_IDX,
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -282,7 +284,7 @@ class LitModel(ProbeModel):
         deprecated_in="1.5",
         removed_in="1.7",
         replacement="Drop ``dataloader_idx``: training uses one (possibly combined) dataloader.",
-        example=_CORE + "callback_side_caching",
+        example=_DATALOADER_IDX,
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -414,7 +416,7 @@ class MyCallback(Callback):
         deprecated_in="1.5",
         removed_in="1.7",
         replacement=("Drop ``dataloader_idx``: training uses one (possibly combined) dataloader."),
-        example=_CORE + "module_side_caching",
+        example=_DATALOADER_IDX,
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -432,7 +434,7 @@ class LitModel(ProbeModel):
         deprecated_in="1.5",
         removed_in="1.7",
         replacement=("Drop ``dataloader_idx``: training uses one (possibly combined) dataloader."),
-        example=_CORE + "callback_side_caching",
+        example=_DATALOADER_IDX,
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -452,7 +454,7 @@ class MyCallback(Callback):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example="examples/pitfalls/multiple_val_dataloaders",
+        example=_DATALOADER_IDX,
         run="validate",
         source="""
 class LitModel(ProbeModel):
@@ -472,7 +474,7 @@ class LitModel(ProbeModel):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example="examples/pitfalls/multiple_val_dataloaders",
+        example=_DATALOADER_IDX,
         run="validate",
         source="""
 class MyCallback(Callback):
@@ -492,7 +494,7 @@ class MyCallback(Callback):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example="examples/pitfalls/multiple_val_dataloaders",
+        example=_DATALOADER_IDX,
         run="test",
         source="""
 class LitModel(ProbeModel):
@@ -512,7 +514,7 @@ class LitModel(ProbeModel):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example="examples/pitfalls/multiple_val_dataloaders",
+        example=_DATALOADER_IDX,
         run="test",
         source="""
 class MyCallback(Callback):
@@ -532,7 +534,7 @@ class MyCallback(Callback):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example="examples/pitfalls/multiple_val_dataloaders",
+        example=_DATALOADER_IDX,
         run="predict",
         source="""
 class LitModel(ProbeModel):
@@ -552,7 +554,7 @@ class LitModel(ProbeModel):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example="examples/pitfalls/multiple_val_dataloaders",
+        example=_DATALOADER_IDX,
         run="predict",
         source="""
 class MyCallback(Callback):
