@@ -66,6 +66,8 @@ class OldPattern:
 _CORE = "examples/core/"
 #: The page that runs the old and the new signatures of every batch hook that took ``dataloader_idx``.
 _DATALOADER_IDX = "examples/pitfalls/batch_hooks_dataloader_idx"
+#: The page that runs the removed stage-less epoch and batch hooks, then the stage hooks that replace them.
+_STAGELESS = "examples/pitfalls/epoch_and_batch_hooks_ignored"
 
 PATTERNS: tuple[OldPattern, ...] = (
     OldPattern(
@@ -302,7 +304,7 @@ class MyCallback(Callback):
         deprecated_in="1.6",
         removed_in="1.8",
         replacement="Use the stage's own hook: ``on_train_epoch_end``, ``on_validation_epoch_end``, ...",
-        example="examples/caching/hook_order",
+        example=_STAGELESS,
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -320,7 +322,7 @@ class LitModel(ProbeModel):
         deprecated_in="1.6",
         removed_in="1.8",
         replacement="Use the stage's own hook: ``on_train_epoch_end``, ``on_validation_epoch_end``, ...",
-        example="examples/caching/hook_order",
+        example=_STAGELESS,
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -338,7 +340,7 @@ class MyCallback(Callback):
         deprecated_in="1.6",
         removed_in="1.8",
         replacement=("Use the stage's own hook: ``on_train_epoch_start``, ``on_validation_epoch_start``, ..."),
-        example="examples/caching/hook_order",
+        example=_STAGELESS,
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -356,7 +358,7 @@ class LitModel(ProbeModel):
         deprecated_in="1.6",
         removed_in="1.8",
         replacement=("Use the stage's own hook: ``on_train_epoch_start``, ``on_validation_epoch_start``, ..."),
-        example="examples/caching/hook_order",
+        example=_STAGELESS,
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -377,7 +379,7 @@ class MyCallback(Callback):
             "Rename to ``on_train_batch_start`` and accept ``batch, batch_idx``: "
             "the old hook ran for training batches only."
         ),
-        example="examples/caching/hook_order",
+        example=_STAGELESS,
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -398,7 +400,7 @@ class MyCallback(Callback):
             "Rename to ``on_train_batch_end`` and accept ``outputs, batch, batch_idx``: "
             "the old hook ran for training batches only."
         ),
-        example="examples/caching/hook_order",
+        example=_STAGELESS,
         run="fit",
         source="""
 class MyCallback(Callback):
