@@ -258,8 +258,9 @@ def fix_block(app: Sphinx, docname: str) -> nodes.container | None:
         item = nodes.list_item()
         for text in texts:
             item += nodes.literal_block(text, text, language="none", classes=["symptom"])
-        para = nodes.paragraph(text=f"Lightning {release}, when this build ran ")
+        para = nodes.paragraph(text=f"Lightning {release} said this when this build ran ")
         para += nodes.literal(text=f"{pattern.owner}.{pattern.old_signature}")
+        para += nodes.Text(".")
         item += para
         listing += item
     block += listing

@@ -121,8 +121,11 @@ def test_typed_probe_texts_rank_their_fix_page_in_the_top_three(site, browser, b
 
 def test_landing_page_quotes_recorded_errors_beside_their_signature(site, browser, base_url, width):
     open_page(browser, f"{base_url}index.html")
+    browser.execute_script("localStorage.clear()")  # no highlighted terms left over from an earlier search
+    open_page(browser, f"{base_url}index.html")
     listing = browser.find_element(By.CSS_SELECTOR, "article ul.symptom-quotes")
-    browser.execute_script("arguments[0].scrollIntoView({block: 'start', behavior: 'instant'})", listing)
+    section = listing.find_element(By.XPATH, "ancestor::section[1]")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'start', behavior: 'instant'})", section)
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOT_DIR / f"landing-error-quotes-{width}px.png"))
     texts = dict((text, docname) for text, docname in record_cases(site))
