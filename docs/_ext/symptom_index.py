@@ -22,7 +22,9 @@ pattern ("If you saw this error"); that block and every printed symptom line of 
 index entry (:class:`sphinx.addnodes.index`) whose text is the symptom itself. Sphinx's search scores an index
 entry that contains the query, and is no more than twice its length, far above any full-text match, so the
 exact pasted text ranks the fix page first. (Sphinx splits an index entry at ``;``: a text holding one is
-found by its full-text terms only.)
+found by its full-text terms only. A rebuild drops the index entries of the pages it does not rewrite from the
+search index, sphinx-doc/sphinx#12599; the site's search scorer, ``docs/_static/search_scorer.js``, still ranks
+the executed examples, where the fix block is, above the reference pages among the full-text matches.)
 
 The directive ``.. symptom-quotes:: PATTERN_ID ...`` (the landing page) lists the error of each named pattern,
 as recorded by this build's probes, beside the old signature that raised it and a link to its fix.
