@@ -16,7 +16,7 @@ import re
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, copy_tree, sphinx_build
 
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -123,3 +123,18 @@ def test_fix_page_shows_the_recorded_texts_of_its_patterns(site, pattern):
     for text in texts:
         assert text in block, f"{pattern.example} does not quote {text!r}"
     assert f"{pattern.owner}.{pattern.old_signature}" in block
+
+
+def test_unknown_pattern_in_the_landing_quotes_fails_the_build_naming_file_and_line(tmp_path):
+    tree = copy_tree(tmp_path / "tree")
+    index = tree / "docs" / "index.rst"
+    text = index.read_text(encoding="utf-8")
+    quoted = "   callback-on-train-epoch-end-outputs\n"
+    assert quoted in text
+    index.write_text(text.replace(quoted, "   no-such-pattern\n", 1), encoding="utf-8")
+    line = 1 + text[: text.index(".. symptom-quotes::")].count("\n")
+    # No gallery example needs to run for this check.
+    build = sphinx_build(tree, "html", "-D", "sphinx_gallery_conf.filename_pattern=^$")
+    assert build.returncode != 0
+    assert f"index.rst:{line}" in build.output
+    assert "no old pattern 'no-such-pattern'" in build.output
