@@ -123,6 +123,8 @@ pygments_style = "friendly"
 pygments_dark_style = "monokai"
 html_css_files = ["site.css"]
 html_favicon = "docs/_static/favicon.svg"
+# The search ranks executed examples above reference pages at an equal match (Sphinx opens this path as given).
+html_search_scorer = str(ROOT / "docs" / "_static" / "search_scorer.js")
 
 # Copy buttons copy the code, not the prompts or the output.
 copybutton_prompt_text = r">>> |\.\.\. |\$ "

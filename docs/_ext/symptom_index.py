@@ -16,6 +16,19 @@ at ``builder-inited``, before any page is read, so the generated pages exist whe
 holding the directive depends on every generated example page and on the probe records file
 (``env.note_dependency``): Sphinx re-reads it whenever one of them was rewritten, and only then.
 
+The same texts lead a reader who pastes one into the site search to the page that fixes it. Each page a registry
+pattern links (its ``example``) shows, near its top, the errors and warnings the probes recorded for that
+pattern ("If you saw this error"); that block and every printed symptom line of a gallery page carry a main
+index entry (:class:`sphinx.addnodes.index`) whose text is the symptom itself. Sphinx's search scores an index
+entry that contains the query, and is no more than twice its length, far above any full-text match, so the
+exact pasted text ranks the fix page first. (Sphinx splits an index entry at ``;``: a text holding one is
+found by its full-text terms only. A rebuild drops the index entries of the pages it does not rewrite from the
+search index, sphinx-doc/sphinx#12599; the site's search scorer, ``docs/_static/search_scorer.js``, still ranks
+the executed examples, where the fix block is, above the reference pages among the full-text matches.)
+
+The directive ``.. symptom-quotes:: PATTERN_ID ...`` (the landing page) lists the error of each named pattern,
+as recorded by this build's probes, beside the old signature that raised it and a link to its fix.
+
 A link to a page that does not exist fails the build: the directive raises :class:`SymptomIndexError` when a
 target is not a source page of the build, and ``build-finished`` raises it when a linked HTML file was not
 written.
@@ -23,6 +36,7 @@ written.
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +48,10 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
+
+from lightning_migrate import registry
+
+REGISTRY_FILE = Path(registry.__file__).resolve()
 
 #: A printed exception or warning: ``Name: text`` where ``Name`` ends in Error, Warning or Exception
 #: (optionally dotted, e.g. ``torch.OutOfMemoryError``).
@@ -86,6 +104,13 @@ def symptom_lines(rst: str) -> list[str]:
     return found
 
 
+def record_texts(record: dict[str, Any]) -> list[str]:
+    """The ``"ErrorType: message"`` and ``"WarningCategory: message"`` texts of one probe record, error first."""
+    texts = [f"{record['error_type']}: {record['error_message']}"] if record.get("error_type") else []
+    texts.extend(f"{w['category']}: {w['message']}" for w in record.get("warnings") or [])
+    return texts
+
+
 def gallery_pages(app: Sphinx) -> list[Path]:
     """The ``.rst`` pages sphinx-gallery generated for this build, sorted (index pages excluded)."""
     conf = app.config.sphinx_gallery_conf
@@ -101,8 +126,6 @@ def ignored_hooks(app: Sphinx) -> list[Symptom]:
 
     ``text`` is the old signature from the registry (``owner.old_signature``), not a message: there is none.
     """
-    from lightning_migrate import registry
-
     found = []
     for record in probe_records.records(app)["records"]:
         if record["outcome"] == "ignored":
@@ -118,8 +141,6 @@ def collect(app: Sphinx) -> tuple[list[Symptom], list[Symptom]]:
     Raises:
         SymptomIndexError: a probe record names a pattern the registry does not know.
     """
-    from lightning_migrate import registry
-
     probed: list[Symptom] = []
     for record in probe_records.records(app)["records"]:
         try:
@@ -127,11 +148,7 @@ def collect(app: Sphinx) -> tuple[list[Symptom], list[Symptom]]:
         except KeyError as err:
             raise SymptomIndexError(f"symptom index: {err.args[0]}") from None
         target, source = pattern.example, f"seen when this build ran {pattern.owner}.{pattern.old_signature}"
-        texts = []
-        if record.get("error_type"):
-            texts.append(f"{record['error_type']}: {record['error_message']}")
-        texts.extend(f"{w['category']}: {w['message']}" for w in record.get("warnings") or [])
-        probed.extend(Symptom(text, target, source) for text in texts)
+        probed.extend(Symptom(text, target, source) for text in record_texts(record))
 
     printed: list[Symptom] = []
     srcdir = Path(app.srcdir)
@@ -196,6 +213,162 @@ class SymptomIndexDirective(SphinxDirective):
         return section
 
 
+#: The id of the "If you saw this error" block on a fix page. Its index entries name no anchor: a search result
+#: from an index entry is then the same result as the page's full-text match (Sphinx's search lists it once).
+FIX_BLOCK_ID = "if-you-saw-this-error"
+#: A fix page's block is shown open when it holds at most this many texts, folded (one line) otherwise.
+OPEN_UP_TO = 3
+
+
+def fix_texts(app: Sphinx, docname: str) -> list[tuple[registry.OldPattern, list[str]]]:
+    """The patterns whose ``example`` is ``docname``, each with the texts its probe record holds (maybe none).
+
+    Reads the probe records (so the page being read depends on them) only when ``docname`` is such a page.
+    """
+    patterns = [p for p in registry.PATTERNS if p.example == docname]
+    if not patterns:
+        return []
+    by_id = {record["pattern"]: record for record in probe_records.records(app)["records"]}
+    return [(p, record_texts(by_id[p.id])) for p in patterns if p.id in by_id]
+
+
+def _rubric(texts: list[str]) -> str:
+    kinds = {"warning" if text.split(":")[0].endswith("Warning") else "error" for text in texts}
+    noun = " or ".join(sorted(kinds))
+    return f"If you saw this {noun}" if len(texts) == 1 else f"If you saw one of these {noun}s"
+
+
+def fix_block(app: Sphinx, docname: str) -> nodes.container | None:
+    """The "If you saw this error" block of a fix page (``None`` when no pattern that links it has a text).
+
+    Each recorded text of each pattern that links the page, with the old signature that produced it, in an HTML
+    ``<details>`` element (open when it holds at most :data:`OPEN_UP_TO` texts, so a long list does not push the
+    page's content down), and a main index entry per text.
+    """
+    found = [(pattern, texts) for pattern, texts in fix_texts(app, docname) if texts]
+    if not found:
+        return None
+    all_texts = list(dict.fromkeys(text for _, texts in found for text in texts))
+    release = probe_records.records(app)["lightning"]["version"]
+    block = nodes.container(classes=["symptoms-fixed-here"], ids=[FIX_BLOCK_ID])
+    block += addnodes.index(entries=[("single", text, "", "main", None) for text in all_texts])
+    opened = " open" if len(all_texts) <= OPEN_UP_TO else ""
+    summary = f"{_rubric(all_texts)}, this page shows the fix"
+    block += nodes.raw("", f"<details{opened}><summary>{html.escape(summary)}</summary>", format="html")
+    listing = nodes.bullet_list(classes=["symptom-index"])
+    for pattern, texts in found:
+        item = nodes.list_item()
+        for text in texts:
+            item += nodes.literal_block(text, text, language="none", classes=["symptom"])
+        para = nodes.paragraph(text=f"Lightning {release} said this when this build ran ")
+        para += nodes.literal(text=f"{pattern.owner}.{pattern.old_signature}")
+        para += nodes.Text(".")
+        item += para
+        listing += item
+    block += listing
+    block += nodes.raw("", "</details>", format="html")
+    return block
+
+
+def _insert_after_intro(section: nodes.Element, block: nodes.Node) -> None:
+    """Put ``block`` after the title and the paragraphs that open ``section``, before its first code or section."""
+    position = 0
+    for position, child in enumerate(section.children):  # noqa: B007 - the position is the result
+        if not isinstance(child, (nodes.title, nodes.paragraph, nodes.comment, nodes.target)):
+            break
+    else:
+        position = len(section.children)
+    section.insert(position, block)
+
+
+def printed_symptom_entries(doctree: nodes.document) -> int:
+    """Give each ``Name: text`` line of a gallery page's captured output a main index entry at its output block.
+
+    Returns how many lines got one.
+    """
+    count = 0
+    for block in list(doctree.findall(nodes.literal_block)):
+        if "sphx-glr-script-out" not in block["classes"]:
+            continue
+        lines = [line.strip() for line in block.astext().splitlines()]
+        texts = list(dict.fromkeys(line for line in lines if SYMPTOM_LINE.match(line)))
+        if not texts:
+            continue
+        index = addnodes.index(entries=[("single", text, "", "main", None) for text in texts])
+        block.parent.insert(block.parent.index(block), index)
+        count += len(texts)
+    return count
+
+
+def _on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
+    """Fix pages get their "If you saw this error" block; gallery pages index their printed symptom lines.
+
+    A page in a gallery directory depends on the registry: a change of ``example`` may make it a fix page.
+    """
+    docname = app.env.docname
+    gallery_dirs = tuple(f"{d}/" for d in app.config.sphinx_gallery_conf.get("gallery_dirs", []))
+    if docname.startswith(gallery_dirs):
+        app.env.note_dependency(str(REGISTRY_FILE))
+        printed_symptom_entries(doctree)
+    block = fix_block(app, docname)
+    if block is None:
+        return
+    app.env.note_dependency(str(REGISTRY_FILE))
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is None:
+        raise SymptomIndexError(f"{docname}: a fix page needs a title section for its symptom block")
+    _insert_after_intro(section, block)
+
+
+def first_sentence(text: str) -> str:
+    """``text`` up to the end of its first sentence (a ``.`` followed by a space), with `` ...`` if cut."""
+    match = re.search(r"\.\s", text)
+    return text if match is None else text[: match.start() + 1] + " ..."
+
+
+class SymptomQuotesDirective(SphinxDirective):
+    """``.. symptom-quotes:: PATTERN_ID [PATTERN_ID ...]`` -- the recorded error of each named registry pattern
+    (its first sentence), beside the old signature that raised it and a link to the pattern's fix page.
+
+    Raises:
+        SymptomIndexError: an id the registry does not know, or a pattern whose probe recorded no error.
+    """
+
+    required_arguments = 1
+    optional_arguments = 100
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        self.env.note_dependency(str(REGISTRY_FILE))
+        by_id = {record["pattern"]: record for record in probe_records.records(self.env.app)["records"]}
+        listing = nodes.bullet_list(classes=["symptom-quotes"])
+        for pattern_id in self.arguments:
+            try:
+                pattern = registry.get(pattern_id)
+            except KeyError as err:
+                raise SymptomIndexError(f"{self.get_location()}: {err.args[0]}") from None
+            record = by_id.get(pattern_id, {})
+            if not record.get("error_type"):
+                raise SymptomIndexError(
+                    f"{self.get_location()}: the probe of {pattern_id!r} recorded no error "
+                    f"(outcome {record.get('outcome')!r}): there is nothing to quote"
+                )
+            text = first_sentence(f"{record['error_type']}: {record['error_message']}")
+            item = nodes.list_item()
+            head = nodes.paragraph()
+            head += nodes.literal(text=pattern.old_signature)
+            head += nodes.Text(" -- fix: ")
+            xref = addnodes.pending_xref(
+                "", refdomain="std", reftype="doc", reftarget="/" + pattern.example, refexplicit=False, refwarn=True
+            )
+            xref += nodes.inline(text=pattern.example)
+            head += xref
+            item += head
+            item += nodes.literal_block(text, text, language="none", classes=["symptom"])
+            listing += item
+        return [listing]
+
+
 def _init_env(app: Sphinx, env: Any, docnames: list[str]) -> None:
     if not hasattr(env, "symptom_index_docs"):
         env.symptom_index_docs = set()
@@ -227,6 +400,8 @@ def _check_built(app: Sphinx, exception: BaseException | None) -> None:
 def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("probe_records")
     app.add_directive("symptom-index", SymptomIndexDirective)
+    app.add_directive("symptom-quotes", SymptomQuotesDirective)
+    app.connect("doctree-read", _on_doctree_read)
     app.connect("env-before-read-docs", _init_env)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)

@@ -64,6 +64,10 @@ class OldPattern:
 
 
 _CORE = "examples/core/"
+#: The page that runs the old and the new signatures of every batch hook that took ``dataloader_idx``.
+_DATALOADER_IDX = "examples/pitfalls/batch_hooks_dataloader_idx"
+#: The page that runs the removed stage-less epoch and batch hooks, then the stage hooks that replace them.
+_STAGELESS = "examples/pitfalls/epoch_and_batch_hooks_ignored"
 
 PATTERNS: tuple[OldPattern, ...] = (
     OldPattern(
@@ -264,7 +268,7 @@ class LitModel(ProbeModel):
         deprecated_in="1.5",
         removed_in="1.7",
         replacement="Drop ``dataloader_idx``: training uses one (possibly combined) dataloader.",
-        example=_CORE + "module_side_caching",
+        example=_DATALOADER_IDX,
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -282,7 +286,7 @@ class LitModel(ProbeModel):
         deprecated_in="1.5",
         removed_in="1.7",
         replacement="Drop ``dataloader_idx``: training uses one (possibly combined) dataloader.",
-        example=_CORE + "callback_side_caching",
+        example=_DATALOADER_IDX,
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -300,7 +304,7 @@ class MyCallback(Callback):
         deprecated_in="1.6",
         removed_in="1.8",
         replacement="Use the stage's own hook: ``on_train_epoch_end``, ``on_validation_epoch_end``, ...",
-        example="examples/caching/hook_order",
+        example=_STAGELESS,
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -318,7 +322,7 @@ class LitModel(ProbeModel):
         deprecated_in="1.6",
         removed_in="1.8",
         replacement="Use the stage's own hook: ``on_train_epoch_end``, ``on_validation_epoch_end``, ...",
-        example="examples/caching/hook_order",
+        example=_STAGELESS,
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -336,7 +340,7 @@ class MyCallback(Callback):
         deprecated_in="1.6",
         removed_in="1.8",
         replacement=("Use the stage's own hook: ``on_train_epoch_start``, ``on_validation_epoch_start``, ..."),
-        example="examples/caching/hook_order",
+        example=_STAGELESS,
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -354,7 +358,7 @@ class LitModel(ProbeModel):
         deprecated_in="1.6",
         removed_in="1.8",
         replacement=("Use the stage's own hook: ``on_train_epoch_start``, ``on_validation_epoch_start``, ..."),
-        example="examples/caching/hook_order",
+        example=_STAGELESS,
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -375,7 +379,7 @@ class MyCallback(Callback):
             "Rename to ``on_train_batch_start`` and accept ``batch, batch_idx``: "
             "the old hook ran for training batches only."
         ),
-        example="examples/caching/hook_order",
+        example=_STAGELESS,
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -396,7 +400,7 @@ class MyCallback(Callback):
             "Rename to ``on_train_batch_end`` and accept ``outputs, batch, batch_idx``: "
             "the old hook ran for training batches only."
         ),
-        example="examples/caching/hook_order",
+        example=_STAGELESS,
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -414,7 +418,7 @@ class MyCallback(Callback):
         deprecated_in="1.5",
         removed_in="1.7",
         replacement=("Drop ``dataloader_idx``: training uses one (possibly combined) dataloader."),
-        example=_CORE + "module_side_caching",
+        example=_DATALOADER_IDX,
         run="fit",
         source="""
 class LitModel(ProbeModel):
@@ -432,7 +436,7 @@ class LitModel(ProbeModel):
         deprecated_in="1.5",
         removed_in="1.7",
         replacement=("Drop ``dataloader_idx``: training uses one (possibly combined) dataloader."),
-        example=_CORE + "callback_side_caching",
+        example=_DATALOADER_IDX,
         run="fit",
         source="""
 class MyCallback(Callback):
@@ -452,7 +456,7 @@ class MyCallback(Callback):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example="examples/pitfalls/multiple_val_dataloaders",
+        example=_DATALOADER_IDX,
         run="validate",
         source="""
 class LitModel(ProbeModel):
@@ -472,7 +476,7 @@ class LitModel(ProbeModel):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example="examples/pitfalls/multiple_val_dataloaders",
+        example=_DATALOADER_IDX,
         run="validate",
         source="""
 class MyCallback(Callback):
@@ -492,7 +496,7 @@ class MyCallback(Callback):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example="examples/pitfalls/multiple_val_dataloaders",
+        example=_DATALOADER_IDX,
         run="test",
         source="""
 class LitModel(ProbeModel):
@@ -512,7 +516,7 @@ class LitModel(ProbeModel):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example="examples/pitfalls/multiple_val_dataloaders",
+        example=_DATALOADER_IDX,
         run="test",
         source="""
 class MyCallback(Callback):
@@ -532,7 +536,7 @@ class MyCallback(Callback):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example="examples/pitfalls/multiple_val_dataloaders",
+        example=_DATALOADER_IDX,
         run="predict",
         source="""
 class LitModel(ProbeModel):
@@ -552,7 +556,7 @@ class LitModel(ProbeModel):
         replacement=(
             "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
         ),
-        example="examples/pitfalls/multiple_val_dataloaders",
+        example=_DATALOADER_IDX,
         run="predict",
         source="""
 class MyCallback(Callback):

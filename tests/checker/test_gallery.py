@@ -33,6 +33,9 @@ EXPECTED: dict[str, Counter[str]] = {
     "pitfalls/forgetting_to_clear.py": Counter(),
     "pitfalls/sanity_check_pollution.py": Counter(),
     "pitfalls/multiple_val_dataloaders.py": Counter(),
+    # The old training and validation batch-hook signatures run first, then the replacements.
+    "pitfalls/batch_hooks_dataloader_idx.py": Counter({"LM003": 1, "LM004": 1}),
+    "pitfalls/epoch_and_batch_hooks_ignored.py": Counter({"LM006": 6}),
     "pitfalls/accumulated_loss_scaled.py": Counter(),
     "pitfalls/empty_outputs.py": Counter(),
     "pitfalls/monitoring_callbacks_read_cleared_cache.py": Counter(),

@@ -1,0 +1,126 @@
+"""
+``on_epoch_end``, ``on_batch_end`` and friends are silently ignored
+===================================================================
+
+Lightning 1.8 removed the stage-less hooks ``on_epoch_start`` and ``on_epoch_end`` (of modules and callbacks)
+and the callback hooks ``on_batch_start`` and ``on_batch_end``. Lightning does not check for them: code that
+still defines them trains without an error or a warning, and they never run. Their replacements are the hooks
+named after the stage, such as ``on_train_epoch_end`` and ``on_train_batch_end``.
+"""
+
+# %%
+# The symptom: nothing happens
+# ----------------------------
+# Each old hook counts its calls; one training epoch of 2 batches, with a validation run of 1 batch.
+import warnings
+from collections import Counter
+
+import lightning
+import lightning.pytorch as pl
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from torch.utils.data import DataLoader
+
+print(f"Lightning {lightning.__version__}")
+
+
+def fit(model, callback):
+    """Fit ``model`` one epoch with ``callback``; return the warnings raised that name one of the old hooks."""
+    trainer = pl.Trainer(
+        max_epochs=1,
+        num_sanity_val_steps=0,
+        callbacks=[callback],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit(model, DataLoader(RandomDataset(32, 16), batch_size=8), DataLoader(RandomDataset(32, 8)))
+    old = ("on_epoch_start", "on_epoch_end", "on_batch_start", "on_batch_end")
+    return [w for w in caught if any(name in str(w.message) for name in old)]
+
+
+class OldModule(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.calls = Counter()
+
+    def on_epoch_start(self):
+        self.calls["on_epoch_start"] += 1
+
+    def on_epoch_end(self):
+        self.calls["on_epoch_end"] += 1
+
+
+class OldCallback(pl.Callback):
+    def __init__(self):
+        self.calls = Counter()
+
+    def on_epoch_start(self, trainer, pl_module):
+        self.calls["on_epoch_start"] += 1
+
+    def on_epoch_end(self, trainer, pl_module):
+        self.calls["on_epoch_end"] += 1
+
+    def on_batch_start(self, trainer, pl_module):
+        self.calls["on_batch_start"] += 1
+
+    def on_batch_end(self, trainer, pl_module):
+        self.calls["on_batch_end"] += 1
+
+
+old_model, old_callback = OldModule(), OldCallback()
+old_warnings = fit(old_model, old_callback)
+print(f"module calls: {dict(old_model.calls)}; callback calls: {dict(old_callback.calls)}")
+print(f"warnings naming an old hook: {len(old_warnings)}")
+
+# %%
+# No call, no warning: the training ran as if the hooks were not there.
+assert not old_model.calls and not old_callback.calls
+assert old_warnings == []
+
+# %%
+# The fix: the hooks of the stage
+# -------------------------------
+# ``on_train_epoch_start`` and ``on_train_epoch_end`` replace the epoch hooks (``on_validation_epoch_end`` and
+# the other stages' hooks exist too); ``on_train_batch_start`` and ``on_train_batch_end`` replace the batch hooks
+# and receive the batch.
+
+
+class NewModule(OldModule):
+    def on_train_epoch_start(self):
+        self.calls["on_train_epoch_start"] += 1
+
+    def on_train_epoch_end(self):
+        self.calls["on_train_epoch_end"] += 1
+
+
+class NewCallback(OldCallback):
+    def on_train_epoch_start(self, trainer, pl_module):
+        self.calls["on_train_epoch_start"] += 1
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self.calls["on_train_epoch_end"] += 1
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        self.calls["on_train_batch_start"] += 1
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.calls["on_train_batch_end"] += 1
+
+
+new_model, new_callback = NewModule(), NewCallback()
+fit(new_model, new_callback)
+print(f"module calls: {dict(new_model.calls)}; callback calls: {dict(new_callback.calls)}")
+
+# %%
+# The stage hooks ran once per epoch and once per training batch; the old ones, still defined in the parent
+# classes, again never ran.
+assert new_model.calls == {"on_train_epoch_start": 1, "on_train_epoch_end": 1}
+assert new_callback.calls == {
+    "on_train_epoch_start": 1,
+    "on_train_epoch_end": 1,
+    "on_train_batch_start": 2,
+    "on_train_batch_end": 2,
+}
