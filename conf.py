@@ -51,6 +51,7 @@ extensions = [
     "notfound.extension",
     "sphinxext.opengraph",
     "compat_table",
+    "identifier_breaks",  # inline code breaks after _ . ( , only, never inside a word
     "checker_rules",
     "scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
 ]
