@@ -92,6 +92,13 @@ sphinx_gallery_conf = {
     "reset_modules": ("matplotlib", "example_workers.freeze_survivors"),
     "capture_repr": (),
     "show_signature": False,
+    # Thumbnails: an example's first figure (sphinx_gallery_thumbnail_number picks another); the 22 examples
+    # whose lesson is a raised error or a printed check draw none, and get the guide's own picture of the change
+    # (old signature to new), not sphinx-gallery's placeholder.
+    "default_thumb_file": str(ROOT / "docs" / "_static" / "gallery_thumb.png"),
+    # A docstring can show a figure its own code draws (retained_memory: the conclusion's plot first); the
+    # downloaded notebook embeds that image instead of pointing at a file of the build tree.
+    "notebook_images": True,
 }
 
 # -- MyST notebooks (myst-nb): executed whenever their page is read, and an error is an error ------
