@@ -21,14 +21,15 @@ from sphinx.application import Sphinx
 PRE_SPAN = re.compile(r'(<span class="pre">)([^<]*)(</span>)')
 #: A gallery card's title (sphinx-gallery writes it as plain text, its identifiers without markup).
 CARD_TITLE = re.compile(r'(<div class="sphx-glr-thumbnail-title">)([^<]*)(</div>)')
-#: The characters after which an identifier may break.
-BREAK_AFTER = re.compile(r"([_.(,])(?=.)")
+#: Where an identifier may break: after ``_``, ``(`` or ``,``, and after a ``.`` that a name follows (never
+#: inside a number such as ``0.18``).
+BREAK_AT = re.compile(r"(?<=[_(,])(?=.)|(?<=\.)(?=[A-Za-z_])")
 
 
 def add_word_breaks(fragment: str) -> str:
     """``fragment`` (HTML) with ``<wbr>`` after each ``_ . ( ,`` inside an inline-code word or a card title."""
     for element in (PRE_SPAN, CARD_TITLE):
-        fragment = element.sub(lambda m: m.group(1) + BREAK_AFTER.sub(r"\1<wbr>", m.group(2)) + m.group(3), fragment)
+        fragment = element.sub(lambda m: m.group(1) + BREAK_AT.sub("<wbr>", m.group(2)) + m.group(3), fragment)
     return fragment
 
 
