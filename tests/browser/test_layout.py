@@ -10,7 +10,9 @@ the pages go to ``SCREENSHOT_DIR`` (``layout-<page>-<width>.png``).
 
 from __future__ import annotations
 
+import sys
 from importlib import resources
+from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
@@ -18,6 +20,9 @@ from PIL import Image, ImageChops
 from selenium.common.exceptions import InvalidArgumentException
 
 from lightning_migrate import compat, registry
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
+import identifier_breaks  # noqa: E402  (docs/_ext is not a package; conf.py puts it on the path the same way)
 
 from ._util import GALLERY_PAGES, ROOT, SCREENSHOT_DIR, WIDTHS, WRITTEN_PAGES, fetch, open_page, set_width
 
@@ -184,6 +189,27 @@ for (const root of roots) {
 }
 return broken;
 """
+
+
+@pytest.mark.parametrize(
+    ("html", "expected"),
+    [
+        (
+            '<span class="pre">Callback.on_train_epoch_end(self,</span>',
+            '<span class="pre">Callback.<wbr>on_<wbr>train_<wbr>epoch_<wbr>end(<wbr>self,</span>',
+        ),
+        ('<span class="pre">0.1867980659008026</span>', '<span class="pre">0.1867980659008026</span>'),
+        ('<span class="pre">self)</span>', '<span class="pre">self)</span>'),
+        (
+            '<div class="sphx-glr-thumbnail-title">validation_epoch_end becomes x</div>',
+            '<div class="sphx-glr-thumbnail-title">validation_<wbr>epoch_<wbr>end becomes x</div>',
+        ),
+        ("<pre>on_train_epoch_end(self, outputs)</pre>", "<pre>on_train_epoch_end(self, outputs)</pre>"),
+        ("<p>see on_train_epoch_end.</p>", "<p>see on_train_epoch_end.</p>"),
+    ],
+)
+def test_word_breaks_are_added_after_separators_of_inline_code_only(html, expected):
+    assert identifier_breaks.add_word_breaks(html) == expected
 
 
 @pytest.mark.parametrize("docname", [*WRITTEN_PAGES, *GALLERY_PAGES])
