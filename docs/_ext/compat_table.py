@@ -116,6 +116,7 @@ class CompatTable(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         matrix, data = load_all(self, warn=True)
+        self.env.note_dependency(registry.__file__)  # re-read when a pattern's fix (its ``example``) changes
         versions = [v for v in matrix["versions"] if v in data]
         built_with = metadata.version("lightning")
         lines = [
