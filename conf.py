@@ -51,6 +51,7 @@ extensions = [
     "sphinxext.opengraph",
     "site_address",  # html_baseurl drives the 404 page, link previews and the checker's links
     "compat_table",
+    "identifier_breaks",  # inline code breaks after _ . ( , only, never inside a word
     "checker_rules",
     "scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
     "notebook_markdown",  # hands html_baseurl to the pandoc filter of the notebooks (sphinx_gallery_conf["pypandoc"])
@@ -102,6 +103,13 @@ sphinx_gallery_conf = {
         "extra_args": [f"--from={ROOT / 'docs' / '_ext' / 'notebook_rst.lua'}", "--to=gfm", "--wrap=none"],
         "filters": [str(ROOT / "docs" / "_ext" / "notebook_links.lua")],
     },
+    # Thumbnails: an example's first figure (sphinx_gallery_thumbnail_number picks another); the 22 examples
+    # whose lesson is a raised error or a printed check draw none, and get the guide's own picture of the change
+    # (old signature to new), not sphinx-gallery's placeholder.
+    "default_thumb_file": str(ROOT / "docs" / "_static" / "gallery_thumb.png"),
+    # A docstring can show a figure its own code draws (retained_memory: the conclusion's plot first); the
+    # downloaded notebook embeds that image instead of pointing at a file of the build tree.
+    "notebook_images": True,
 }
 
 # -- MyST notebooks (myst-nb): executed whenever their page is read, and an error is an error ------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 import struct
 
@@ -29,11 +30,19 @@ def test_memory_page_shows_its_plots(site):
 
 def test_memory_page_prints_the_measured_table_and_the_1m_step_computation(site):
     outputs = "\n".join(script_outputs(site.page(PAGE)))
-    rows = dict(re.findall(r"^loss \+ logits\s+(old contract \(1\.x outputs\)|callback-side cache)\s+([\d,\s]+)bytes$",
-                           outputs, flags=re.M))  # fmt: skip
+    table = outputs.split("training_step returns loss + logits: tensor bytes at epoch end")[1]
+    rows = dict(re.findall(r"^(old contract \(1\.x outputs\)|callback-side cache)\s+([\d, ]+)$", table, flags=re.M))
     old, callback = ([int(n.replace(",", "")) for n in rows[key].split()] for key in (OLD, "callback-side cache"))
     assert len(old) == len(callback) == 5  # the example asserts how they compare; the page shows every checkpoint
-    assert re.search(r"old contract: 1,000,000 x \(4 \+ 4 x 256 x 1000\) bytes = [\d,]+ GB", outputs)
+    assert re.search(r"old contract: [\d,]+ GB of tensor data =\n  1,000,000 x \(4 \+ 4 x 256 x 1000\) bytes", outputs)
+
+
+def test_memory_notebook_embeds_the_conclusion_figure(site):
+    """The page opens with the figure its code draws; the downloaded notebook carries it (no build-tree path)."""
+    notebook = json.loads((site.outdir / "_downloads").rglob("retained_memory.ipynb").__next__().read_text("utf-8"))
+    first_markdown = next("".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "markdown")
+    assert "The conclusion first" in first_markdown
+    assert re.search(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]{1000,}"', first_markdown), first_markdown[:500]
 
 
 def test_scaling_note_points_to_the_measurements(site):

@@ -4,8 +4,9 @@ Every cell comes from ``data/compat/<version>.json`` (written by :mod:`lightning
 installed); nothing about a release's behaviour is typed here. Directives:
 
 ``.. compat-table::``
-    old pattern x declared release: *works*, *deprecated (warning)*, *error: <type>* or *silently ignored*,
-    followed by the captured error and warning texts of every pattern, one drop-down per pattern.
+    old pattern x declared release: *works*, *warns (deprecated)*, *raises <type>* or *silently ignored*, each
+    cell a link to the executed example that fixes the pattern (its registry ``example``), followed by the
+    captured error and warning texts of every pattern, one drop-down per pattern.
 ``.. compat-received:: <version>``
     for each pattern of the ``:patterns:`` option (registry ids, space-separated): how often the old hook ran on
     ``<version>``, a summary of what it received (entries, keys, values) and the deprecation warnings' text.
@@ -22,6 +23,7 @@ A declared release without a data file, or a data file written under another ``m
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from typing import Any
 
 from docutils import nodes
@@ -47,6 +49,16 @@ def outcome_label(record: dict[str, Any]) -> str:
         steps = record["training_steps"]
         return f"error: ``{record['error_type']}`` (during {record['failed_during']}, after {steps} training steps)"
     return LABELS[record["outcome"]]
+
+
+SHORT_LABELS = {"called": "works", "called_with_warning": "warns (deprecated)", "ignored": "silently ignored"}
+
+
+def _short_label(record: dict[str, Any]) -> str:
+    """The text of one compatibility-table cell: the outcome, or the error type Lightning raised."""
+    if record["outcome"] == "error":
+        return f"raises {record['error_type']}"
+    return SHORT_LABELS[record["outcome"]]
 
 
 def load_all(directive: SphinxDirective, warn: bool = False) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -95,19 +107,41 @@ def _version_header(version: str, item: dict[str, Any]) -> str:
 
 
 class CompatTable(SphinxDirective):
-    """``.. compat-table::`` -- old pattern x release, then the captured texts."""
+    """``.. compat-table::`` -- old pattern x release, then the captured texts.
+
+    Every outcome cell links to the executed example that shows the fix: the pattern's ``example`` field in
+    :mod:`lightning_migrate.registry`. The table is marked ``compat-table`` (``site.css``: every release column
+    fits at desktop width; on a phone the old-pattern column stays in place while the releases scroll under it).
+    """
 
     def run(self) -> list[nodes.Node]:
         matrix, data = load_all(self, warn=True)
+        self.env.note_dependency(registry.__file__)  # re-read when a pattern's fix (its ``example``) changes
         versions = [v for v in matrix["versions"] if v in data]
-        lines = [".. list-table::", "   :header-rows: 1", "   :stub-columns: 1", ""]
-        lines.append("   * - Old pattern")
-        lines += [f"     - {_version_header(v, data[v])}" for v in versions]
+        built_with = metadata.version("lightning")
+        lines = [
+            ".. rst-class:: compat-scroll-cue",
+            "",
+            "Scroll the table sideways for every release; the old pattern stays in place.",
+            "",
+            ".. list-table::",
+            "   :header-rows: 1",
+            "   :stub-columns: 1",
+            "   :class: compat-table",
+            "",
+        ]
+        lines.append("   * - Old pattern (each outcome links to its fix)")
+        for version in versions:
+            own = " (this build)" if version == built_with else ""
+            lines.append(f"     - {_version_header(version, data[version])}{own}")
         for pattern in registry.PATTERNS:
             lines.append(f"   * - ``{pattern.owner}.{pattern.old_signature}``")
             for version in versions:
                 record = _records(data[version]).get(pattern.id)
-                lines.append(f"     - {outcome_label(record) if record else 'not probed'}")
+                if record is None:
+                    lines.append("     - not probed")
+                    continue
+                lines.append(f"     - :doc:`{_short_label(record)} </{pattern.example}>`")
         lines += ["", ".. rubric:: What Lightning said", ""]
         for pattern in registry.PATTERNS:
             texts = []
@@ -116,14 +150,14 @@ class CompatTable(SphinxDirective):
                 if record is None:
                     continue
                 if record["error_message"] is not None:
-                    texts.append((version, f"{record['error_type']}: {record['error_message']}"))
+                    texts.append((version, record, f"{record['error_type']}: {record['error_message']}"))
                 for warning in record["warnings"]:
-                    texts.append((version, f"{warning['category']}: {warning['message']}"))
+                    texts.append((version, record, f"{warning['category']}: {warning['message']}"))
             if not texts:
                 continue
             lines += [f".. dropdown:: ``{pattern.owner}.{pattern.old_signature}``", ""]
-            for version, text in texts:
-                lines.append(f"   **{_version_header(version, data[version])}**")
+            for version, record, text in texts:
+                lines.append(f"   **{_version_header(version, data[version])}**: {outcome_label(record)}")
                 lines += _literal(text, 3)
         return self.parse_text_to_nodes("\n".join(lines))
 
