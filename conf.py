@@ -107,9 +107,6 @@ sphinx_gallery_conf = {
     # whose lesson is a raised error or a printed check draw none, and get the guide's own picture of the change
     # (old signature to new), not sphinx-gallery's placeholder.
     "default_thumb_file": str(ROOT / "docs" / "_static" / "gallery_thumb.png"),
-    # A docstring can show a figure its own code draws (retained_memory: the conclusion's plot first); the
-    # downloaded notebook embeds that image instead of pointing at a file of the build tree.
-    "notebook_images": True,
 }
 
 # -- MyST notebooks (myst-nb): executed whenever their page is read, and an error is an error ------

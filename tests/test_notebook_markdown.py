@@ -91,12 +91,11 @@ def line_of(text: str, position: int) -> str:
 
 
 def links_in_cell(source: str) -> list[str]:
-    """The ``href`` of every Markdown link of a cell (inline, reference and autolinks alike)."""
-    return [
-        child.attrGet("href")
-        for token in MARKDOWN.parse(source)
-        for child in token.children or ()
-        if child.type == "link_open"
+    """The ``href`` of every Markdown link of a cell (inline, reference and autolinks alike), then the ``src`` of
+    every image."""
+    children = [child for token in MARKDOWN.parse(source) for child in token.children or ()]
+    return [child.attrGet("href") for child in children if child.type == "link_open"] + [
+        child.attrGet("src") for child in children if child.type == "image"
     ]
 
 
@@ -178,6 +177,13 @@ def pandoc_options():
 def convert(text: str, options: dict) -> str:
     """What sphinx-gallery does with one text block (``to="md"``, ``format="rst"``, the configured options)."""
     return pypandoc.convert_text(text, to="md", format="rst", **options)
+
+
+def test_filter_shows_a_root_image_from_the_hosted_site_and_rejects_a_relative_one(pandoc_options):
+    markdown = convert(".. image:: /examples/performance/images/plot_001.png\n   :alt: the plot\n", pandoc_options)
+    assert markdown.strip() == "![the plot](https://example.org/guide/_images/plot_001.png)"
+    with pytest.raises(RuntimeError, match="image 'images/plot_001.png' in a gallery text block"):
+        convert(".. image:: images/plot_001.png\n", pandoc_options)
 
 
 def test_filter_links_doc_roles_and_keeps_python_roles_as_code(pandoc_options):

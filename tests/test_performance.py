@@ -37,12 +37,16 @@ def test_memory_page_prints_the_measured_table_and_the_1m_step_computation(site)
     assert re.search(r"old contract: [\d,]+ GB of tensor data =\n  1,000,000 x \(4 \+ 4 x 256 x 1000\) bytes", outputs)
 
 
-def test_memory_notebook_embeds_the_conclusion_figure(site):
-    """The page opens with the figure its code draws; the downloaded notebook carries it (no build-tree path)."""
+def test_memory_notebook_shows_the_conclusion_figure_from_the_hosted_site(site):
+    """The page opens with the figure its code draws; the downloaded notebook shows it from the site (html_baseurl),
+    where the build put it, never from a path of the build tree."""
     notebook = json.loads((site.outdir / "_downloads").rglob("retained_memory.ipynb").__next__().read_text("utf-8"))
     first_markdown = next("".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "markdown")
     assert "The conclusion first" in first_markdown
-    assert re.search(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]{1000,}"', first_markdown), first_markdown[:500]
+    base = re.search(r'<link rel="canonical" href="([^"]+)index\.html"', site.page("index")).group(1)
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", first_markdown)
+    assert images == [f"{base}_images/sphx_glr_retained_memory_001.png"], first_markdown[:800]
+    assert (site.outdir / "_images" / "sphx_glr_retained_memory_001.png").is_file()
 
 
 def test_scaling_note_points_to_the_measurements(site):

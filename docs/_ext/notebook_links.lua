@@ -11,6 +11,9 @@ and the attribute ``role``; this filter turns those into what Sphinx shows on th
 * ``:func:``, ``:meth:``, ``:class:``, ``:mod:`` ... (the Python domain) become inline code, as on the page,
   where nothing documents those objects: ``time.process_time()``.
 * Sphinx's default role (single backticks) becomes emphasis, as Sphinx renders it.
+* An image given from the site's root (``.. image:: /examples/performance/images/sphx_glr_retained_memory_001.png``,
+  a figure the example's own code draws) is shown from the hosted site, where Sphinx copies every image a page
+  uses to ``_images/`` under its file name: ``<html_baseurl>_images/sphx_glr_retained_memory_001.png``.
 
 pandoc sees one text block at a time, without the page it belongs to, so a ``:doc:`` target must be absolute
 (``/examples/core/callback_side_caching``) and carry its link text (the target's title is Sphinx's to know).
@@ -90,7 +93,17 @@ local function default_role(span)
   end
 end
 
+local function hosted_image(image)
+  if image.src:sub(1, 1) == "/" then
+    image.src = baseurl .. "_images/" .. image.src:match("([^/]+)$")
+    return image
+  end
+  if not image.src:match("^https?://") then
+    error("notebook_links.lua: image '" .. image.src .. "' in a gallery text block: give it from the site's root (/examples/...)", 0)
+  end
+end
+
 return {
   { Meta = read_baseurl },
-  { Code = role, Span = default_role },
+  { Code = role, Span = default_role, Image = hosted_image },
 }
