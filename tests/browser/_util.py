@@ -117,8 +117,31 @@ def search_results(browser, base_url: str, query: str) -> list[str]:
 
 
 def set_width(browser, width: int, height: int = 900) -> None:
-    """Resize the window so that the page's layout viewport is ``width`` CSS pixels wide."""
-    browser.set_window_size(width, height)
-    inner = browser.execute_script("return window.innerWidth")
-    if inner != width:  # the window's frame takes some pixels: correct once
-        browser.set_window_size(width + (width - inner), height)
+    """Resize the window so that the page's layout viewport is ``width`` CSS pixels wide.
+
+    Chromium applies a resize asynchronously: the viewport width is read once it has stopped changing, and the
+    window is corrected for its frame (at most three tries).
+
+    Raises:
+        AssertionError: the viewport could not be made ``width`` pixels wide.
+    """
+    outer, inner = width, None
+    for _ in range(3):
+        browser.set_window_size(outer, height)
+        inner = settled_inner_width(browser)
+        if inner == width:
+            return
+        outer = max(width, outer + (width - inner))
+    raise AssertionError(f"the window's viewport is {inner} CSS pixels wide, not {width}")
+
+
+def settled_inner_width(browser) -> int:
+    """``window.innerWidth`` once two reads 0.1 s apart agree."""
+    last = [None]
+
+    def settled(driver):
+        now = driver.execute_script("return window.innerWidth")
+        done, last[0] = now == last[0], now
+        return now if done else False
+
+    return WebDriverWait(browser, WAIT, poll_frequency=0.1).until(settled)

@@ -17,7 +17,6 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 from PIL import Image, ImageChops
-from selenium.common.exceptions import InvalidArgumentException
 
 from lightning_migrate import compat, registry
 
@@ -32,37 +31,24 @@ RULE_PAGES = sorted(f"checker/rules/{path.stem}" for path in (ROOT / "docs" / "c
 SCREENSHOT_PAGES = [COMPAT, MEMORY, RULE_PAGES[0], "examples/index"]
 
 
-def resize(browser, width: int) -> None:
-    """``set_width``, tried again from 1280 x 900 when Chromium reports a window size mid-resize."""
-    for _ in range(3):
-        try:
-            set_width(browser, width)
-        except InvalidArgumentException:  # the size set_width computed from a transient innerWidth
-            browser.set_window_size(1280, 900)
-            continue
-        if browser.execute_script("return window.innerWidth") == width:
-            return
-    pytest.fail(f"the window could not be set to {width} CSS pixels")
-
-
 @pytest.fixture(params=WIDTHS, ids=lambda width: f"{width}px")
 def width(request, browser):
     """The window at each width of ``WIDTHS``; put back to 1280 x 900 afterwards (other tests assume it)."""
-    resize(browser, request.param)
+    set_width(browser, request.param)
     yield request.param
     browser.set_window_size(1280, 900)
 
 
 @pytest.fixture
 def desktop(browser):
-    resize(browser, 1400)
+    set_width(browser, 1400)
     yield 1400
     browser.set_window_size(1280, 900)
 
 
 @pytest.fixture
 def phone(browser):
-    resize(browser, 390)
+    set_width(browser, 390)
     yield 390
     browser.set_window_size(1280, 900)
 
