@@ -61,6 +61,14 @@ DECLARED: tuple[Declared, ...] = (
         )
         for loader in ("train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader")
     ),
+    Declared(
+        message="For consistency across implementations",
+        category="PendingDeprecationWarning",
+        reason=(
+            "ipykernel warns about its own IPythonKernel.do_shutdown when the notebook kernel shuts down "
+            "(ipykernel/kernelbase.py), after the last cell ran: nothing a notebook of this guide does."
+        ),
+    ),
     # The scenario matrix (data/scenarios.toml) runs, on purpose, the configurations Lightning warns about; the
     # cells compare what each recipe logs with a ground truth, so these warnings are facts of the scenario.
     Declared(
@@ -82,7 +90,7 @@ DECLARED: tuple[Declared, ...] = (
     Declared(
         message="Using `DistributedSampler` with the dataloaders. During `trainer.test()`",
         category="UserWarning",
-        reason="The DDP scenarios test on two ranks on purpose, to show each rank's cache; one device is not the point.",
+        reason="The DDP scenarios test on two ranks on purpose, to show each rank's cache.",
     ),
     Declared(
         message="torch.distributed.nn.functional.all_gather is deprecated",
@@ -110,12 +118,12 @@ LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric")
 #: build's examples ran with (:func:`quiet_lightning`), written as a reader would.
 FIRST_NOTEBOOK_CELL = "\n".join(
     [
-        "# Lightning's informational log (devices found, why fit stopped) is turned down, as on the site.",
+        "# Lightning's informational log (devices found, why fit stopped) turned down, as on the site",
         "import logging",
         "",
-        "import lightning.pytorch  # noqa: F401 - sets its loggers to INFO when first imported",
+        "import lightning.pytorch  # Lightning sets its log level to INFO when first imported",
         "",
-        *(f"logging.getLogger({name!r}).setLevel(logging.WARNING)" for name in LIGHTNING_LOGGERS),
+        *(f'logging.getLogger("{name}").setLevel(logging.WARNING)' for name in LIGHTNING_LOGGERS),
     ]
 )
 
