@@ -7,9 +7,7 @@ Sphinx start stays fast; the examples import what they need when they run.
 """
 
 import os
-import re
 import sys
-import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -19,17 +17,13 @@ sys.path.insert(0, str(ROOT / "src"))  # the registry of old patterns, shared wi
 # The examples train toy models: one intra-op thread per process is faster than two threads contending
 # for two cores with Sphinx, the probes and the notebook kernel (measured: benchmarks/build_speed.py).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# Lightning 2.6 calls a torch.utils._pytree API that torch 2.13 deprecates, on every fit: a FutureWarning that says
-# nothing about this guide would open every example's output. Ignored here (examples run in this process with
-# -j 1) and, through PYTHONWARNINGS, in the processes the build starts: sphinx-gallery's workers, the probes, the
-# notebook kernel. PYTHONWARNINGS splits at commas, hence the shorter message prefix. Upstream, the fix is one line
-# in Lightning: lightning/pytorch/utilities/_pytree.py builds a leaf spec with torch's deprecated ``LeafSpec()``.
-_PYTREE_WARNING = "`isinstance(treespec"
-warnings.filterwarnings("ignore", message=re.escape(_PYTREE_WARNING), category=FutureWarning)
-if _PYTREE_WARNING not in os.environ.get("PYTHONWARNINGS", ""):
-    os.environ["PYTHONWARNINGS"] = ",".join(
-        filter(None, [os.environ.get("PYTHONWARNINGS"), f"ignore:{_PYTREE_WARNING}:FutureWarning"])
-    )
+# A Python warning fails the build unless docs/_ext/declared_warnings.py declares it, with its reason. The processes
+# the build starts inherit the filters through PYTHONWARNINGS: sphinx-gallery's workers, the notebook kernel, the
+# probes and the scenario matrix; sphinx-gallery's reset_modules entry `declared_warnings.strict_warnings` installs
+# them around each example (also in this process, with -j 1). A warning is then an exception naming its file and line.
+import declared_warnings  # noqa: E402 - docs/_ext is on sys.path from here
+
+os.environ["PYTHONWARNINGS"] = declared_warnings.pythonwarnings()
 
 project = "Lightning epoch-end migration guide"
 author = "The migration guide authors"
@@ -90,7 +84,11 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
     # Before each example: matplotlib's state reset, and the heap the worker has already walked frozen
-    "reset_modules": ("matplotlib", "example_workers.freeze_survivors"),
+    "reset_modules": ("matplotlib", "example_workers.freeze_survivors", "declared_warnings.strict_warnings"),
+    # Before each example and after it: declared_warnings.strict_warnings saves and restores the warning filters.
+    "reset_modules_order": "both",
+    # The downloaded notebooks turn Lightning's informational log down as the build's examples ran (one cell).
+    "first_notebook_cell": declared_warnings.FIRST_NOTEBOOK_CELL,
     "capture_repr": (),
     "show_signature": False,
     # The downloaded notebooks: pandoc converts each rST text block to GitHub-flavoured Markdown, as Jupyter renders

@@ -61,3 +61,40 @@ def test_mutations_are_real(tmp_path):
     pattern = "|".join(re.escape(s.split("/")[-1]) for s in REPLACEMENTS)
     build = sphinx_build(tree, "html", "-D", f"sphinx_gallery_conf.filename_pattern=({pattern})$")
     assert build.returncode == 0, build.output[-4000:]
+
+
+INJECTED_WARNING = 'warnings.warn("injected", UserWarning)'
+INJECTED_NOTEBOOK_WARNING = 'warnings.warn("injected in the notebook", UserWarning)'
+
+
+def test_an_undeclared_warning_fails_the_build_naming_file_and_line(tmp_path):
+    """A warning injected into a copy of an example, and one into the MyST notebook, each fail the one build.
+
+    Everything else in the tree is unchanged, so the failures come from the injections (the site fixture builds the
+    same tree without them, green). The notebook's warning is checked with ``-W --keep-going`` in the same build.
+    """
+    tree = copy_tree(tmp_path / "tree")
+    source = (tree / "gallery" / "core" / "old_outputs_hooks.py").read_text(encoding="utf-8")
+    injected = source.rstrip("\n") + f"\n\n# %%\nimport warnings\n\n{INJECTED_WARNING}\n"
+    line = injected.splitlines().index(INJECTED_WARNING) + 1
+    (tree / "gallery" / "core" / "injected_warning.py").write_text(injected, encoding="utf-8")
+    page = tree / "docs" / "which-replacement.md"
+    page.write_text(
+        page.read_text(encoding="utf-8")
+        + f"\n```{{code-cell}} ipython3\nimport warnings\n\n{INJECTED_NOTEBOOK_WARNING}\n```\n",
+        encoding="utf-8",
+    )
+    before = source_snapshot(tree)
+    build = sphinx_build(tree, "html", "-D", "sphinx_gallery_conf.filename_pattern=injected_warning")
+    assert build.returncode != 0, "the build passed with an injected warning"
+    # sphinx-gallery names the failing script; the traceback names the file and the line that warned.
+    assert "injected_warning.py" in build.output
+    assert re.search(rf'injected_warning\.py", line {line}\b', build.output), build.output[-4000:]
+    assert "UserWarning: injected" in build.output
+    # myst-nb names the page and shows the cell that warned.
+    output = re.sub(r"\x1b\[[0-9;]*m", "", build.output)  # Sphinx and IPython colour their output
+    assert "which-replacement" in output
+    assert INJECTED_NOTEBOOK_WARNING in output
+    assert re.search(r"^\s*-+> \d+ " + re.escape(INJECTED_NOTEBOOK_WARNING), output, re.M), output[-4000:]
+    assert "UserWarning: injected in the notebook" in output
+    assert source_snapshot(tree) == before, "the failed build changed the source tree"

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import html
+import os
 import re
+import subprocess
+import sys
+import sysconfig
 from importlib import metadata
+from pathlib import Path
 
 import pytest
-from conftest import GALLERY_SCRIPTS
+from conftest import GALLERY_SCRIPTS, ROOT
+
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+import declared_warnings  # noqa: E402 - the build's one list of accepted warnings
 
 LIGHTNING = metadata.version("lightning")
 
@@ -60,3 +68,88 @@ def test_downloads_offered_for_every_example(site):
     for script in GALLERY_SCRIPTS:
         assert script.name in downloads
         assert script.with_suffix(".ipynb").name in downloads
+
+
+#: Built files a reader opens or downloads: pages, page sources, notebooks and scripts.
+READER_FILES = (".html", ".txt", ".ipynb", ".py")
+
+
+def machine_paths(build) -> list[str]:
+    """The absolute paths of the machine that built ``build``: its tree, the project, the Python environment, home."""
+    candidates = {
+        str(build.tree.resolve()),
+        str(ROOT),
+        sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"],
+        sys.prefix,
+        str(Path.home()),
+        "/root",
+    }
+    return sorted(path for path in candidates if len(path) > 1)
+
+
+def test_no_built_file_shows_a_path_of_the_build_machine(site):
+    """No page, page source, notebook or script of the site names the build tree, the environment or a home."""
+    paths = machine_paths(site)
+    found = []
+    for file in sorted(site.outdir.rglob("*")):
+        if file.suffix not in READER_FILES or not file.is_file():
+            continue
+        for number, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            found += [f"{file.relative_to(site.outdir)}:{number}: {path}" for path in paths if path in line]
+    assert len(paths) >= 4
+    assert not found, "built files show the build machine's paths:\n" + "\n".join(found[:40])
+
+
+#: What Lightning's informational log and Python's warning display put in an output; none belongs on a page.
+NOISE = re.compile(r"GPU available|TPU available|litlogger|`Trainer\.\w+` stopped|^\S+:\d+: \w*Warning: ")
+
+
+def test_no_page_shows_lightning_banners_or_displayed_warnings(site):
+    """Every page's output is the example's own: no "GPU available", no LitLogger tip, no "fit stopped", no
+    ``path:line: SomeWarning:`` display, whichever order sphinx-gallery's workers ran the examples in."""
+    found = []
+    for file in sorted(site.outdir.rglob("*.html")):
+        for number, line in enumerate(html.unescape(re.sub(r"<[^>]+>", "", file.read_text("utf-8"))).splitlines(), 1):
+            if NOISE.search(line):
+                found.append(f"{file.relative_to(site.outdir)}:{number}: {line.strip()[:160]}")
+    assert not found, "pages show Lightning's log or displayed warnings:\n" + "\n".join(found[:40])
+
+
+def _python_with_declared_filters(code: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONWARNINGS=declared_warnings.pythonwarnings())
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+
+
+def test_declared_filters_make_other_warnings_errors_naming_file_and_line():
+    """Under the build's PYTHONWARNINGS, an undeclared warning raises, with the file and line that warned."""
+    run = _python_with_declared_filters('import warnings\n\nwarnings.warn("injected", UserWarning)\n')
+    assert run.returncode == 1
+    assert 'File "<string>", line 3' in run.stderr
+    assert "UserWarning: injected" in run.stderr
+
+
+@pytest.mark.parametrize("loader", ["train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"])
+def test_declared_filters_ignore_lightnings_worker_suggestion(loader):
+    """Lightning's "does not have many workers" (machines with more than 2 CPUs) is declared: the text it emits
+    (lightning/pytorch/trainer/connectors/data_connector.py) raises nothing, printed nothing."""
+    from lightning.fabric.utilities.warnings import PossibleUserWarning
+
+    message = (
+        f"The '{loader}' does not have many workers which may be a bottleneck. Consider increasing the value of the"
+        " `num_workers` argument` to `num_workers=7` in the `DataLoader` to improve performance."
+    )
+    code = (
+        "import warnings\nfrom lightning.fabric.utilities.warnings import PossibleUserWarning\n"
+        f"warnings.warn({message!r}, PossibleUserWarning)\n"
+    )
+    run = _python_with_declared_filters(code)
+    assert (run.returncode, run.stderr) == (0, "")
+    assert issubclass(PossibleUserWarning, UserWarning)
+
+
+def test_every_declared_warning_gives_its_reason():
+    assert declared_warnings.DECLARED
+    for entry in declared_warnings.DECLARED:
+        assert len(entry.reason.split()) >= 10, entry
+    assert declared_warnings.pythonwarnings().startswith("error,ignore:")

@@ -62,40 +62,44 @@ def cache_key() -> str:
 
 @dataclass
 class ProbeRun:
-    """A running probe process (:func:`start_probes`): where it writes, and the file its output goes to."""
+    """A running probe process (:func:`start_probes`): where it writes, and the files its output and errors go to."""
 
     process: subprocess.Popen
     output: Path
     log: Path
+    errors: Path
 
 
 def start_probes(output: Path) -> ProbeRun:
     """Start ``python -m lightning_migrate.probes`` (this interpreter, ``src`` on its path) writing JSON to ``output``.
 
-    Its standard output and error go to ``output`` with the suffix ``.log``. :func:`finish_probes` waits for it.
+    Its standard output goes to ``output`` with the suffix ``.log``, its standard error to the suffix
+    ``.stderr``. It inherits this process's environment, so the warning filters ``conf.py`` puts in
+    ``PYTHONWARNINGS`` (``docs/_ext/declared_warnings.py``). :func:`finish_probes` waits for it.
     """
     output.parent.mkdir(parents=True, exist_ok=True)
-    log = output.with_suffix(".log")
+    log, errors = output.with_suffix(".log"), output.with_suffix(".stderr")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
     command = [sys.executable, "-m", "lightning_migrate.probes", "--output", str(output)]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
-    return ProbeRun(process, output, log)
+    with log.open("wb") as sink, errors.open("wb") as error_sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=error_sink, env=env)
+    return ProbeRun(process, output, log, errors)
 
 
 def finish_probes(run: ProbeRun) -> None:
     """Wait for the probe process started by :func:`start_probes`.
 
     Raises:
-        ExtensionError: the probe process failed; the message carries the end of its output.
+        ExtensionError: the probe process failed, or wrote to its standard error (a warning, a log record): the
+            message carries the end of what it wrote there (a traceback names the file and line).
     """
     code = run.process.wait()
-    if code != 0:
-        text = run.log.read_text(encoding="utf-8", errors="replace") if run.log.exists() else ""
+    errors = run.errors.read_text(encoding="utf-8", errors="replace") if run.errors.exists() else ""
+    if code != 0 or errors.strip():
+        text = errors or (run.log.read_text(encoding="utf-8", errors="replace") if run.log.exists() else "")
         tail = "\n".join(text.splitlines()[-30:])
-        raise ExtensionError(
-            f"the Lightning probes failed (src/lightning_migrate/probes.py, exit code {code}):\n{tail}"
-        )
+        what = f"failed (exit code {code})" if code != 0 else "wrote to standard error"
+        raise ExtensionError(f"the Lightning probes {what} (src/lightning_migrate/probes.py):\n{tail}")
 
 
 def run_probes(output: Path) -> None:

@@ -236,6 +236,9 @@ def probe(pattern: registry.OldPattern, pl=None) -> dict[str, Any]:
         if issubclass(warning.category, DeprecationWarning) or pattern.hook in str(warning.message)
     ]
     unique_deprecations = [dict(item) for item in {tuple(d.items()): d for d in deprecations}.values()]
+    for warning in caught:  # any other warning goes through the process's filters: an error unless declared
+        if not (issubclass(warning.category, DeprecationWarning) or pattern.hook in str(warning.message)):
+            _reemit(warning, pattern.id)
 
     calls = hook_owner.calls
     if error is not None:
@@ -259,6 +262,21 @@ def probe(pattern: registry.OldPattern, pl=None) -> dict[str, Any]:
         "received": _summarize(calls[0]) if calls else None,
         "warnings": unique_deprecations,
     }
+
+
+def _reemit(warning: warnings.WarningMessage, pattern_id: str) -> None:
+    """Emit a caught warning again under the process's filters (``docs/_ext/declared_warnings.py`` in the build).
+
+    Raises:
+        RuntimeError: the filters made it an error; the message names the file and line that warned, and the pattern.
+    """
+    try:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    except Warning as error:
+        raise RuntimeError(
+            f"{warning.filename}:{warning.lineno}: {warning.category.__name__}: {error} "
+            f"(while probing {pattern_id}; accepted warnings are declared in docs/_ext/declared_warnings.py)"
+        ) from None
 
 
 def _origin(error: BaseException | None) -> str | None:
@@ -313,9 +331,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _quiet_lightning() -> None:
-    """Keep Lightning's informational logging ("GPU available: ...") out of the probe's output."""
+    """Keep Lightning's informational logging ("GPU available: ...") out of the probe's output.
+
+    Lightning sets its logger to INFO when first imported, so it is imported before the levels are set.
+    """
     import logging
 
+    import_lightning()
     for name in ("lightning", "lightning.pytorch", "pytorch_lightning", "lightning.fabric", "lightning_fabric"):
         logging.getLogger(name).setLevel(logging.ERROR)
 

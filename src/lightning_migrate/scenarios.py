@@ -613,12 +613,15 @@ def expected_outcome(recipe: Recipe, scenario: Scenario) -> str:
 
 @contextlib.contextmanager
 def _quiet():
-    """Lightning's info banners and Python warnings of the cells stay out of the matrix's own output."""
+    """Lightning's info banners and what the cells print stay out of the matrix's own output.
+
+    A Python warning goes through the process's filters: in the build (``PYTHONWARNINGS``, from
+    ``docs/_ext/declared_warnings.py``) an undeclared warning is an error, so the cell raises and the build names it.
+    """
     lightning_logger = logging.getLogger("lightning.pytorch")
     level = lightning_logger.level
     lightning_logger.setLevel(logging.ERROR)
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
         try:
             yield
         finally:

@@ -1,0 +1,190 @@
+"""The Python warnings the build accepts, each with its reason; every other warning is an error.
+
+This list is the one place a warning may be declared. Everything that runs code for the site reads it:
+
+- ``conf.py`` sets :data:`PYTHONWARNINGS <os.environ>` to :func:`pythonwarnings` (``error`` first, then one
+  ``ignore`` entry per declared warning), so every Python process the build starts inherits the filters:
+  sphinx-gallery's ``parallel`` workers, the myst-nb notebook kernel, the probes
+  (``docs/_ext/probe_records.py``) and the scenario matrix (``docs/_ext/scenario_matrix.py``);
+- :func:`strict_warnings` is a sphinx-gallery ``reset_modules`` entry: it installs the same filters around each
+  example, also when examples run in the Sphinx process (``-j 1``), and turns Lightning's informational log down;
+- ``tests/test_notebooks.py`` runs the downloaded notebooks in a kernel started with :func:`pythonwarnings`.
+
+A warning raised under these filters is an exception (Python's documented ``error`` action), with a traceback
+naming the file and line that raised it, so the example, notebook or probe fails and the build with it. Code that
+shows a warning on purpose catches it with :class:`warnings.catch_warnings` (``record=True`` and
+``simplefilter("always")``), which overrides these filters inside its block.
+
+Python's ``-W``/``PYTHONWARNINGS`` syntax matches a message by its literal start, case-insensitively, and splits
+entries at commas and fields at colons, so :attr:`Declared.message` holds neither; :attr:`Declared.category`
+is a built-in warning class, so starting a Python process imports nothing for it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One accepted warning: the start of its message, its built-in category, and why it is accepted."""
+
+    message: str
+    category: str
+    reason: str
+
+
+#: Every warning the build accepts. Anything else an example, notebook or probe emits fails the build.
+DECLARED: tuple[Declared, ...] = (
+    Declared(
+        message="`isinstance(treespec",
+        category="FutureWarning",
+        reason=(
+            "Lightning 2.6 calls a torch.utils._pytree API that torch 2.13 deprecates, on every fit; it says nothing "
+            "about this guide. The one-line fix is Lightning's: lightning/pytorch/utilities/_pytree.py builds its "
+            "leaf spec with torch's deprecated LeafSpec()."
+        ),
+    ),
+    *(
+        Declared(
+            message=f"The '{loader}' does not have many workers",
+            category="UserWarning",  # Lightning's PossibleUserWarning is a subclass
+            reason=(
+                "Lightning suggests more DataLoader workers only on machines with more than two CPUs per device: the "
+                "examples' toy datasets need none, and a page must not change with the machine that built it."
+            ),
+        )
+        for loader in ("train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader")
+    ),
+    Declared(
+        message="For consistency across implementations",
+        category="PendingDeprecationWarning",
+        reason=(
+            "ipykernel warns about its own IPythonKernel.do_shutdown when the notebook kernel shuts down "
+            "(ipykernel/kernelbase.py), after the last cell ran: nothing a notebook of this guide does."
+        ),
+    ),
+    # The scenario matrix (data/scenarios.toml) runs, on purpose, the configurations Lightning warns about; the
+    # cells compare what each recipe logs with a ground truth, so these warnings are facts of the scenario.
+    Declared(
+        message="The number of training batches (",
+        category="UserWarning",
+        reason=(
+            "The examples and the scenario matrix train on a few batches, fewer than Trainer's log_every_n_steps; "
+            "their epoch-level values are logged at epoch end whatever that interval."
+        ),
+    ),
+    Declared(
+        message="It is recommended to use `self.log('",
+        category="UserWarning",
+        reason=(
+            "The DDP scenarios and ddp_per_rank_caches.py log per-rank values without sync_dist on purpose: "
+            "that per-rank difference is what they show (the example captures the warning and prints it)."
+        ),
+    ),
+    Declared(
+        message="Using `DistributedSampler` with the dataloaders. During `trainer.test()`",
+        category="UserWarning",
+        reason="The DDP scenarios test on two ranks on purpose, to show each rank's cache.",
+    ),
+    Declared(
+        message="torch.distributed.nn.functional.all_gather is deprecated",
+        category="Warning",
+        reason=(
+            "Lightning 2.6's all_gather (lightning/fabric/utilities/distributed.py) calls a torch API that torch "
+            "2.13 deprecates; the DDP scenarios gather per-rank caches through it."
+        ),
+    ),
+    Declared(
+        message="`training_step` returned `None`",
+        category="UserWarning",
+        reason=(
+            "The step_returns_none scenario and empty_outputs.py return None from training_step on purpose, to show "
+            "what a callback receives then (the example captures the warning and prints it)."
+        ),
+    ),
+)
+
+#: Lightning's loggers whose INFO records ("GPU available: ...", the LitLogger tip, "`Trainer.fit` stopped: ...")
+#: are turned down to WARNING in every example: they describe the build machine, not the lesson.
+LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric")
+
+#: The first cell of every downloaded notebook (sphinx-gallery's ``first_notebook_cell``): the same log level the
+#: build's examples ran with (:func:`quiet_lightning`), written as a reader would.
+FIRST_NOTEBOOK_CELL = "\n".join(
+    [
+        "# Lightning's informational log (devices found, why fit stopped) turned down, as on the site",
+        "import logging",
+        "",
+        "import lightning.pytorch  # Lightning sets its log level to INFO when first imported",
+        "",
+        *(f'logging.getLogger("{name}").setLevel(logging.WARNING)' for name in LIGHTNING_LOGGERS),
+    ]
+)
+
+
+def _check(entry: Declared) -> None:
+    if any(char in entry.message for char in ",:"):
+        raise ValueError(f"declared warning {entry.message!r}: PYTHONWARNINGS cannot hold ',' or ':' in a message")
+    category = getattr(builtins, entry.category, None)
+    if not (isinstance(category, type) and issubclass(category, Warning)):
+        raise ValueError(f"declared warning {entry.message!r}: {entry.category!r} is not a built-in warning class")
+
+
+def pythonwarnings() -> str:
+    """The ``PYTHONWARNINGS`` value: ``error``, then ``ignore:<message>:<category>`` per declared warning.
+
+    Python applies the entries in order, a later one taking precedence, so a declared warning is ignored and
+    every other warning raises.
+
+    Raises:
+        ValueError: a declared message holds ``,`` or ``:``, or its category is not a built-in warning class.
+    """
+    for entry in DECLARED:
+        _check(entry)
+    return ",".join(["error", *(f"ignore:{entry.message}:{entry.category}" for entry in DECLARED)])
+
+
+def install_filters() -> None:
+    """Apply the same filters in this process: every warning an error, the declared ones ignored."""
+    warnings.simplefilter("error")
+    for entry in DECLARED:
+        _check(entry)
+        warnings.filterwarnings("ignore", message=re.escape(entry.message), category=getattr(builtins, entry.category))
+
+
+def quiet_lightning() -> None:
+    """Turn Lightning's loggers (:data:`LIGHTNING_LOGGERS`) down to WARNING, after Lightning set them to INFO.
+
+    Lightning sets its logger's level to INFO when it is first imported, so it is imported first. Imported here,
+    before sphinx-gallery redirects the example's output, its log handler writes to the worker's own standard
+    error: what Lightning logs never lands on whichever example a worker happened to run first.
+    """
+    import lightning.pytorch  # noqa: F401
+
+    for name in LIGHTNING_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+_around_example: list[warnings.catch_warnings] = []
+
+
+def strict_warnings(gallery_conf: dict[str, Any], fname: str, when: str) -> None:
+    """A sphinx-gallery ``reset_modules`` entry (``reset_modules_order = "both"``).
+
+    Before an example: save the process's warning filters, :func:`install_filters`, :func:`quiet_lightning`.
+    After it: restore the saved filters, so Sphinx's own process (``-j 1``) goes on with the filters it had.
+    """
+    while _around_example:  # an example whose "after" call never came
+        _around_example.pop().__exit__(None, None, None)
+    if when == "before":
+        saved = warnings.catch_warnings()
+        saved.__enter__()
+        _around_example.append(saved)
+        install_filters()
+        quiet_lightning()
