@@ -101,7 +101,7 @@ sphinx_gallery_conf = {
         "extra_args": [f"--from={ROOT / 'docs' / '_ext' / 'notebook_rst.lua'}", "--to=gfm", "--wrap=none"],
         "filters": [str(ROOT / "docs" / "_ext" / "notebook_links.lua")],
     },
-    # Thumbnails: an example's first figure (sphinx_gallery_thumbnail_number picks another); the 22 examples
+    # Thumbnails: an example's first figure (sphinx_gallery_thumbnail_number picks another); the examples
     # whose lesson is a raised error or a printed check draw none, and get the guide's own picture of the change
     # (old signature to new), not sphinx-gallery's placeholder.
     "default_thumb_file": str(ROOT / "docs" / "_static" / "gallery_thumb.png"),
