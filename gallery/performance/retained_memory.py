@@ -43,6 +43,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
+# sphinx_gallery_dummy_images = 1
 print(f"Lightning {lightning.__version__}")
 print(f"torchmetrics {torchmetrics.__version__}, torch {torch.__version__}")
 torch.set_num_threads(1)  # the toy model's tensors are too small for more threads to help (as in the site's build)

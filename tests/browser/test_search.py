@@ -82,6 +82,32 @@ def test_every_symptom_text_ranks_its_fix_page_in_the_top_three(site, browser, b
     assert misses == [], f"{len(misses)} of {len(cases)} texts at {width}px:\n" + "\n".join(misses)
 
 
+#: A call qualified by a class name in a recorded text: ``MyCallback.on_train_epoch_end(``.
+QUALIFIED_CALL = re.compile(r"\b[A-Za-z_]\w*\.(?=[A-Za-z_]\w*\()")
+
+
+def test_a_pasted_error_naming_the_readers_own_class_ranks_its_fix_page_in_the_top_three(
+    site, browser, base_url, width
+):
+    """Readers paste their traceback, whose class name is theirs, on no page of the site (docs/_ext/pasted_errors).
+
+    Without its class name, a module's and a callback's ``on_train_epoch_end() missing ... 'outputs'`` are the same
+    text: either pattern's fix page answers it.
+    """
+    fixes: dict[str, set[str]] = {}
+    for text, docname in record_cases(site):
+        if QUALIFIED_CALL.search(text):
+            fixes.setdefault(QUALIFIED_CALL.sub("ReadersOwnClassifier.", text), set()).add(docname)
+    assert len(fixes) >= 10
+    misses = []
+    for text, docnames in fixes.items():
+        found = search_results(browser, base_url, quote_plus(text))
+        positions = [rank(found, docname) for docname in docnames]
+        if not any(position is not None and position <= TOP for position in positions):
+            misses.append(f"{sorted(docnames)} at {positions} of {found[:5]} for {text!r}")
+    assert misses == [], f"{len(misses)} of {len(fixes)} texts at {width}px:\n" + "\n".join(misses)
+
+
 def type_into_search(browser, base_url: str, text: str) -> list[str]:
     """On the landing page, type ``text`` into the sidebar's search box (opening the navigation drawer when the
     window is too narrow to show it) and press Enter; return the result paths, as ``search_results`` does."""

@@ -118,7 +118,8 @@ def landing_page_with_clipboard(browser, base_url):
 
 def test_copy_button_copies_the_code_of_the_visible_tab(landing_page_with_clipboard):
     browser = landing_page_with_clipboard
-    block = next(b for b in browser.find_elements(By.CSS_SELECTOR, "article div.highlight") if b.is_displayed())
+    tab_code = browser.find_elements(By.CSS_SELECTOR, "article .sd-tab-set div.highlight")
+    block = next(b for b in tab_code if b.is_displayed())
     copied = copy_with_button(browser, block)
     assert copied.startswith("class TrainingEpochEnd(BoringModel):")
     assert copied.strip() == block.find_element(By.CSS_SELECTOR, "pre").text.strip()
