@@ -95,3 +95,17 @@ def test_the_notebook_kernel_runs_under_the_declared_filters(tmp_path, monkeypat
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(raised.value))  # IPython colours its traceback
     assert "----> 3 warnings.warn" in text
     assert "UserWarning: injected" in text
+
+
+@pytest.mark.parametrize("script", [Path("core/old_outputs_hooks.py"), Path("core/callback_side_caching.py")], ids=str)
+def test_notebook_run_as_a_reader_runs_it_shows_no_warning(site, script, tmp_path, monkeypatch):
+    """In a reader's Jupyter no PYTHONWARNINGS is set: the notebook's first cell (``first_notebook_cell``) ignores the
+    declared warnings itself, so a fit prints no warning (nor the path of the reader's site-packages)."""
+    monkeypatch.delenv("PYTHONWARNINGS", raising=False)
+    notebook_path = tmp_path / script.with_suffix(".ipynb").name
+    shutil.copy(site.tree / "docs" / "examples" / script.with_suffix(".ipynb"), notebook_path)
+    notebook = nbformat.read(notebook_path, as_version=4)
+    assert notebook.cells[0].source == declared_warnings.FIRST_NOTEBOOK_CELL
+    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": tmp_path}}).execute()
+    written = stderr_outputs(notebook, Path("gallery") / script, (ROOT / "gallery" / script).read_text("utf-8"))
+    assert written == []

@@ -114,16 +114,32 @@ DECLARED: tuple[Declared, ...] = (
 #: are turned down to WARNING in every example: they describe the build machine, not the lesson.
 LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric")
 
-#: The first cell of every downloaded notebook (sphinx-gallery's ``first_notebook_cell``): the same log level the
-#: build's examples ran with (:func:`quiet_lightning`), written as a reader would.
+
+def _pattern(message: str) -> str:
+    """``message`` as the start of a :func:`warnings.filterwarnings` pattern: its regex metacharacters escaped
+    (spaces left as they are, for the reader), for a raw string literal (``message`` holds no double quote)."""
+    if '"' in message:
+        raise ValueError(f"declared warning {message!r}: the notebooks' first cell cannot quote a double quote")
+    return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", message)
+
+
+#: The first cell of every downloaded notebook (sphinx-gallery's ``first_notebook_cell``): what the build's examples
+#: ran with, written as a reader would -- the same log level (:func:`quiet_lightning`) and the declared warnings
+#: ignored (:data:`DECLARED`), so the notebook shows what its page shows.
 FIRST_NOTEBOOK_CELL = "\n".join(
     [
-        "# Lightning's informational log (devices found, why fit stopped) turned down, as on the site",
+        "# As on the site: Lightning's informational log (devices found, why fit stopped) turned down, and the",
+        "# warnings the site's build declares beside the point of its examples not shown",
         "import logging",
+        "import warnings",
         "",
         "import lightning.pytorch  # Lightning sets its log level to INFO when first imported",
         "",
         *(f'logging.getLogger("{name}").setLevel(logging.WARNING)' for name in LIGHTNING_LOGGERS),
+        "for message, category in [",
+        *(f'    (r"{_pattern(entry.message)}", {entry.category}),' for entry in DECLARED),
+        "]:",
+        '    warnings.filterwarnings("ignore", message, category)',
     ]
 )
 
@@ -155,7 +171,7 @@ def install_filters() -> None:
     warnings.simplefilter("error")
     for entry in DECLARED:
         _check(entry)
-        warnings.filterwarnings("ignore", message=re.escape(entry.message), category=getattr(builtins, entry.category))
+        warnings.filterwarnings("ignore", message=_pattern(entry.message), category=getattr(builtins, entry.category))
 
 
 def quiet_lightning() -> None:
