@@ -53,6 +53,8 @@ extensions = [
     "build_mechanics.identifier_breaks",  # inline code breaks after _ . ( , only, never inside a word
     "guide.checker_rules",  # one page per checker rule, its example run through the checker
     "guide.scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
+    "guide.claims",  # :claim:`id` renders a statement about Lightning from data/claims.toml, checked against its run
+    "guide.warning_witnesses",  # every declared warning is still emitted by its witness run
     "build_mechanics.notebook_baseurl",  # hands html_baseurl to the notebooks' pandoc filter
 ]
 
