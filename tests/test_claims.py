@@ -138,12 +138,26 @@ def test_a_changelog_fact_that_disagrees_with_the_registry_fails_the_build(tmp_p
     assert "removed_in is '1.8', the claim needs '1.7'" in output
 
 
-def test_an_unknown_or_unused_claim_fails_the_build(tmp_path):
+def test_an_unknown_claim_fails_the_build_on_a_page_and_in_a_notebook(tmp_path):
+    project = claims_project(tmp_path)
+    index = project / "docs" / "index.rst"
+    index.write_text(index.read_text(encoding="utf-8").replace("Site\n====\n", "Site\n====\n\n:claim:`no-such`\n"))
+    output = build(project, expect_failure=True)
+    assert "index.rst:4: ERROR: unknown claim 'no-such' (claims are declared in data/claims.toml)" in output
+
+    (tmp_path / "gallery-text").mkdir()
+    project = claims_project(tmp_path / "gallery-text")
+    script = project / "gallery" / "two.py"
+    script.write_text(script.read_text(encoding="utf-8").replace("`epoch-end-removed`", "`no-such`"))
+    output = build(project, expect_failure=True)
+    assert "notebook_links.lua: :claim:`no-such` in a gallery text block: no such claim" in output
+
+
+def test_a_claim_no_page_uses_fails_the_build(tmp_path):
     project = claims_project(tmp_path)
     script = project / "gallery" / "two.py"
-    script.write_text(script.read_text(encoding="utf-8").replace(":claim:`epoch-end-removed`", ":claim:`no-such`"))
+    script.write_text(script.read_text(encoding="utf-8").replace("; and :claim:`epoch-end-removed`", ""))
     output = build(project, expect_failure=True)
-    assert "unknown claim 'no-such' (claims are declared in data/claims.toml)" in output
     assert "claims.toml:7: WARNING: claim epoch-end-removed: no page uses this claim" in output
 
 

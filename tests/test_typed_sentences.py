@@ -111,7 +111,7 @@ class ProseReader(html.parser.HTMLParser):
             return
         self.depth += 1
         attributes = dict(attrs)
-        if tag == "article" and attributes.get("role") == "main":
+        if attributes.get("role") == "main" and not self.depth_in_article:  # furo: <article>; others: a <div>
             self.depth_in_article = self.depth
         classes = set((attributes.get("class") or "").split())
         if self.depth_in_article and not self.skip_stack and (tag == "pre" or classes & NOT_PROSE.keys()):
@@ -249,13 +249,18 @@ def test_the_guard_flags_an_injected_typed_sentence_and_passes_claims(tmp_path):
     from test_claims import claims_project, build
 
     project = claims_project(tmp_path)
-    typed = project / "typed.rst"
+    sentence = "Lightning calls ``on_train_epoch_end`` once per epoch, after the callbacks"
+    with (project / "data" / "claims.toml").open("a", encoding="utf-8") as data:
+        data.write(
+            f'\n[claim.once-per-epoch]\ntext = "on {{lightning}}, in one process, {sentence}"\n'
+            'checked = "in one process"\nevidence = [{ assert = "gallery/two.py", message = "one plus one is two" }]\n'
+        )
+    typed = project / "docs" / "typed.rst"
     typed.write_text(
-        "Typed\n=====\n\nA page with prose.\n\nLightning calls ``on_train_epoch_end`` once per epoch, after the "
-        "callbacks.\n",
+        f"Typed\n=====\n\nThe claim: :claim:`once-per-epoch`.\n\n{sentence}.\n",
         encoding="utf-8",
     )
-    index = project / "index.rst"
+    index = project / "docs" / "index.rst"
     index.write_text(index.read_text(encoding="utf-8") + "   typed\n", encoding="utf-8")
     build(project)
 

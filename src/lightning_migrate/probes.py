@@ -309,14 +309,19 @@ def trainer_defaults(pl) -> dict[str, Any]:
     release has no such attribute.
 
     ``logger=False`` is the one argument given (the default logger depends on the packages installed and writes
-    nothing the recorded values depend on); the ``Trainer`` is built in a temporary directory and never run.
+    nothing the recorded values depend on); the ``Trainer`` is built in a temporary directory and never run. A
+    release whose default ``Trainer`` cannot be built here (pytorch-lightning 1.4.9's default ``ModelCheckpoint``
+    calls ``np.Inf``, which NumPy 2 removed) records ``{"unavailable": "<error type>: <message>"}``.
     """
     import contextlib
     import os
     import tempfile
 
     with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder):
-        trainer = pl.Trainer(logger=False, default_root_dir=os.getcwd())
+        try:
+            trainer = pl.Trainer(logger=False, default_root_dir=os.getcwd())
+        except Exception as error:  # noqa: BLE001 - recorded: what this release does here
+            return {"unavailable": f"{type(error).__name__}: {error}"}
         values = {}
         for name, read in TRAINER_DEFAULTS.items():
             try:

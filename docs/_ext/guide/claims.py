@@ -27,6 +27,10 @@ Evidence, one or more per claim (each an inline table of the TOML file, told apa
 ``default = "num_sanity_val_steps", equals = 2``
     what a ``Trainer()`` of the installed release holds (the probes record it: ``trainer_defaults``).
 
+A probe, recorded or changelog evidence may name several patterns (a list: each must agree), and may compare several
+fields at once with ``fields = { outcome = "error", error_type = "RuntimeError" }`` instead of ``field`` and
+``equals``.
+
 Wording rules, checked when the file is read: a claim names the release its evidence ran on -- ``{lightning}``,
 ``{torch}`` or ``{torchmetrics}`` (rendered as the installed version) for evidence of this build, the release
 itself for a recorded run or a changelog fact -- and names its configuration: ``checked`` (e.g. "in one
@@ -60,7 +64,8 @@ logger = logging.getLogger(__name__)
 
 #: The kinds of evidence, each named by the first key of its table.
 KINDS = ("assert", "probe", "recorded", "matrix", "changelog", "default")
-#: Fields each kind needs beside its first key.
+#: Fields each kind needs beside its first key. For probe, recorded and changelog evidence, ``field`` and ``equals``
+#: may be replaced by ``fields``, a table of field -> value, all compared.
 REQUIRED = {
     "assert": ("message",),
     "probe": ("field", "equals"),
@@ -69,6 +74,8 @@ REQUIRED = {
     "changelog": ("field", "equals"),
     "default": ("equals",),
 }
+#: Kinds whose pattern (``probe``, ``changelog``: the first key; ``recorded``: ``pattern``) may be a list.
+PATTERN_KINDS = ("probe", "recorded", "changelog")
 #: Kinds whose evidence ran on this build's installed packages: the wording names a version placeholder.
 BUILD_KINDS = ("assert", "probe", "matrix", "default")
 #: The placeholders a wording may use, each the installed version of a distribution.
@@ -96,16 +103,17 @@ class Evidence:
         f = self.fields
         if self.kind == "assert":
             return f'the assert "{f["message"]}" of {self.target}'
+        values = ", ".join(f"{name} = {value!r}" for name, value in f.get("fields", {}).items())
         if self.kind == "probe":
-            return f"the probe record of {self.target} in this build ({f['field']} = {f['equals']!r})"
+            return f"this build's probe records of {self.target} ({values})"
         if self.kind == "recorded":
             section = f.get("section", "probes")
-            return f"the recorded run of {self.target} ({section} {f['pattern']}: {f['field']} = {f['equals']!r})"
+            return f"the recorded run of {self.target} ({section} {f['pattern']}: {values})"
         if self.kind == "matrix":
             which = "every scenario" if f["scenarios"] == "all" else ", ".join(f["scenarios"])
             return f"the scenario matrix of this build: {self.target} holds in {which}"
         if self.kind == "changelog":
-            return f"Lightning's CHANGELOG, as the registry cites it ({self.target}: {f['field']} = {f['equals']!r})"
+            return f"Lightning's CHANGELOG, as the registry cites it ({self.target}: {values})"
         return f"Trainer() of the installed release: {self.target} = {f['equals']!r}"
 
 
@@ -141,13 +149,25 @@ def _evidence(path: Path, line: int, claim_id: str, table: Any) -> Evidence:
     if len(kinds) != 1:
         raise ClaimsError(f"{where}: an evidence names exactly one of {', '.join(KINDS)}; got {sorted(table)}")
     kind = kinds[0]
-    missing = [name for name in REQUIRED[kind] if name not in table]
+    required = REQUIRED[kind]
+    if kind in PATTERN_KINDS and "fields" in table:
+        if not isinstance(table["fields"], dict) or not table["fields"] or {"field", "equals"} & set(table):
+            raise ClaimsError(f"{where}: fields is a table of field = value, instead of field and equals")
+        required = tuple(name for name in required if name not in ("field", "equals"))
+    missing = [name for name in required if name not in table]
     if missing:
         raise ClaimsError(f"{where}: {kind} evidence needs {', '.join(missing)}")
     fields = {key: value for key, value in table.items() if key != kind}
+    if kind in PATTERN_KINDS and "fields" not in fields:
+        fields["fields"] = {fields.pop("field"): fields.pop("equals")}
     if kind == "matrix" and not (fields["scenarios"] == "all" or isinstance(fields["scenarios"], list)):
         raise ClaimsError(f'{where}: matrix evidence: scenarios is "all" or a list of scenario ids')
-    return Evidence(kind, str(table[kind]), fields)
+    target = table[kind]
+    if kind in PATTERN_KINDS and isinstance(target, list):
+        target = " ".join(map(str, target))
+    if kind == "recorded" and isinstance(fields["pattern"], list):
+        fields["pattern"] = " ".join(map(str, fields["pattern"]))
+    return Evidence(kind, str(target), fields)
 
 
 def load_claims(path: Path) -> dict[str, Claim]:
@@ -194,8 +214,12 @@ def load_claims(path: Path) -> dict[str, Claim]:
         for item in evidence:
             if item.kind not in ("recorded", "changelog"):
                 continue
-            release = item.target if item.kind == "recorded" else item.fields["equals"]
-            if str(release) not in wording:
+            if item.kind == "recorded":
+                releases = [item.target]
+            else:  # the changelog's release facts
+                releases = [v for k, v in item.fields["fields"].items() if k in ("deprecated_in", "removed_in") and v]
+            release = next((r for r in releases if str(r) not in wording), None)
+            if release is not None:
                 raise ClaimsError(f"{where}: the wording names the release of its {item.kind} evidence, {release}")
         if general:
             if not all(e.kind == "matrix" and e.fields["scenarios"] == "all" for e in evidence):
@@ -322,6 +346,16 @@ def _compare(actual: Any, expected: Any, what: str) -> str | None:
     return None if actual == expected else f"{what} is {actual!r}, the claim needs {expected!r}"
 
 
+def _compare_all(records: list[dict[str, Any]], patterns: str, fields: dict[str, Any], what: str) -> str | None:
+    """Every field of every named record against its value; the disagreements, joined (``None``: all agree)."""
+    problems = []
+    for pattern in patterns.split():
+        record = _record(records, pattern)
+        for name, value in fields.items():
+            problems.append(_compare(field_value(record, name), value, f"{what.format(pattern=pattern)}: {name}"))
+    return "; ".join(p for p in problems if p) or None
+
+
 def check_evidence(evidence: Evidence, sources: Sources, ran: Any) -> str | None:
     """Why ``evidence`` does not hold in this build, or ``None`` when it does.
 
@@ -337,15 +371,14 @@ def check_evidence(evidence: Evidence, sources: Sources, ran: Any) -> str | None
                 return f'{evidence.target} has no top-level assert with the message "{f["message"]}"'
             return ran(evidence.target)
         if evidence.kind == "probe":
-            record = _record(sources.probes()["records"], evidence.target)
-            return _compare(field_value(record, f["field"]), f["equals"], f"probe {evidence.target}: {f['field']}")
+            records = sources.probes()["records"]
+            return _compare_all(records, evidence.target, f["fields"], "probe {pattern}")
         if evidence.kind == "recorded":
             document = sources.recorded(evidence.target)
             section = f.get("section", "probes")
             records = document["probes"]["records"] if section == "probes" else document[section]
-            record = _record(records, f["pattern"])
-            what = f"data/compat/{evidence.target}.json {section} {f['pattern']}: {f['field']}"
-            return _compare(field_value(record, f["field"]), f["equals"], what)
+            what = f"data/compat/{evidence.target}.json {section} {{pattern}}"
+            return _compare_all(records, f["pattern"], f["fields"], what)
         if evidence.kind == "matrix":
             outcomes = sources.matrix()
             cells = {s: o for (r, s), o in outcomes.items() if r == evidence.target and o != "not applicable"}
@@ -357,8 +390,12 @@ def check_evidence(evidence: Evidence, sources: Sources, ran: Any) -> str | None
         if evidence.kind == "changelog":
             from lightning_migrate import registry
 
-            pattern = registry.get(evidence.target)
-            return _compare(getattr(pattern, f["field"]), f["equals"], f"registry {evidence.target}: {f['field']}")
+            problems = [
+                _compare(getattr(registry.get(pattern), name), value, f"registry {pattern}: {name}")
+                for pattern in evidence.target.split()
+                for name, value in f["fields"].items()
+            ]
+            return "; ".join(p for p in problems if p) or None
         defaults = sources.probes().get("trainer_defaults", {})
         if evidence.target not in defaults:
             return f"the probes recorded no Trainer default {evidence.target!r}"

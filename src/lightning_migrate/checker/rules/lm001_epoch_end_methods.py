@@ -56,9 +56,10 @@ class EpochEndMethods(Rule):
         "module-side caching. **rewrite** (opt-in, ``--rewrite-caching``) for ``validation_epoch_end`` and "
         "``test_epoch_end`` when it provably keeps the behaviour: the step has one ``return`` (its last "
         "statement) and no ``dataloader_idx``, ``__init__`` calls ``super().__init__()``, and the cache name is "
-        "free. The step then appends its output to ``self.validation_step_outputs`` (``None`` skipped, as Lightning "
-        "1.x did), and the hook takes a copy and clears the cache. ``training_epoch_end`` is never rewritten: "
-        "Lightning 1.x wrapped and detached training outputs, which a plain cache does not reproduce."
+        "free. The step then appends its output to ``self.validation_step_outputs``, skipping ``None`` "
+        "(:claim:`validation-outputs-skipped-none`), and the hook takes a copy and clears the cache. "
+        "``training_epoch_end`` is never rewritten: :claim:`training-outputs-wrapped-and-detached`, which a plain "
+        "cache does not reproduce."
     )
     example = """\
 import lightning.pytorch as pl

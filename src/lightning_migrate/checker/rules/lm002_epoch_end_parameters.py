@@ -35,14 +35,15 @@ PATTERNS = by_hook(
 class EpochEndParameters(Rule):
     code = "LM002"
     name = "epoch-end-parameters"
-    title = "on_*_epoch_end hooks that take outputs (or any parameter Lightning does not pass)"
+    title = "on_*_epoch_end hooks that take outputs, or another parameter without a default"
     hooks = frozenset(f"on_{stage}_epoch_end" for stage in STAGES)
     patterns = tuple(PATTERNS.values())
     summary = (
         "``on_train_epoch_end``, ``on_validation_epoch_end``, ``on_test_epoch_end`` or ``on_predict_epoch_end`` "
         "declaring a parameter beyond ``self`` on a ``LightningModule``, or beyond ``self, trainer, pl_module`` "
         "on a ``Callback`` -- typically the ``outputs`` of Lightning 1.x -- that has no default value. A parameter "
-        "with a default (``unused=None``) is not a finding: Lightning calls the hook without it, so it works. "
+        "with a default (``unused=None``) is not a finding: :claim:`epoch-end-hooks-called-without-outputs`, so the "
+        "default stands in. "
         "``*args`` and ``**kwargs`` are accepted."
     )
     fix_text = (

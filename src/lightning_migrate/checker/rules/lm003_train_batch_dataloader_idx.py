@@ -43,8 +43,8 @@ class TrainBatchDataloaderIdx(Rule):
         "``on_train_batch_start(self, batch, batch_idx, dataloader_idx)`` and "
         "``on_train_batch_end(self, outputs, batch, batch_idx, dataloader_idx)`` (module or callback, "
         "where a callback also takes ``trainer, pl_module``): any positional parameter after ``batch_idx``, "
-        "whatever its name (Lightning 1.5 called it ``unused``), that has no default value. One with a default "
-        "(``unused=0``) is not a finding: Lightning calls the hook without it, so it works."
+        "whatever its name, that has no default value. One with a default (``unused=0``) is not a finding: "
+        ":claim:`train-batch-hooks-called-without-dataloader-idx`, so the default stands in."
     )
     fix_text = (
         "**safe** when the body never reads the extra parameters: they are dropped. **manual** otherwise: "

@@ -40,20 +40,20 @@ RENAMES = {
 class NeverCalled(Rule):
     code = "LM006"
     name = "never-called-hooks"
-    title = "on_epoch_start, on_epoch_end, on_batch_start and on_batch_end: never called"
+    title = "on_epoch_start, on_epoch_end, on_batch_start and on_batch_end: the removed stage-less hooks"
     hooks = frozenset({"on_epoch_start", "on_epoch_end", "on_batch_start", "on_batch_end"})
     patterns = tuple(PATTERNS.values())
     summary = (
         "``on_epoch_start``, ``on_epoch_end``, ``on_batch_start`` or ``on_batch_end`` on a ``LightningModule`` "
-        "or a ``Callback``. Lightning removed them without an error in their place: the method is simply never "
-        "called, so the code in it silently stops running."
+        "or a ``Callback``. :claim:`stageless-hooks-removed`; :claim:`stageless-hooks-refused-on-1-9`; and "
+        ":claim:`stageless-hooks-ignored`: the code in them silently stops running."
     )
     fix_text = (
         "**safe** for a callback's ``on_batch_start(self, trainer, pl_module)`` / ``on_batch_end``: renamed to "
-        "``on_train_batch_start`` / ``on_train_batch_end`` with the parameters those take (the old hooks ran for "
-        "training batches only), unless the class already defines the new hook or the body uses one of the new "
-        "parameter names. **manual** for ``on_epoch_start`` / ``on_epoch_end``: they ran at the start and end of "
-        "every training, validation and test epoch, so pick the stage hooks you meant."
+        "``on_train_batch_start`` / ``on_train_batch_end`` with the parameters those take "
+        "(:claim:`batch-hooks-ran-for-training-batches`), unless the class already defines the new hook or the body uses one of the new "
+        "parameter names. **manual** for ``on_epoch_start`` / ``on_epoch_end``: :claim:`epoch-hooks-ran-for-every-loop`, "
+        "so pick the stage hooks you meant."
     )
     example = """\
 from lightning.pytorch.callbacks import Callback

@@ -57,7 +57,7 @@ class UnknownHooks(Rule):
         "A method of a ``LightningModule`` or ``Callback`` whose name looks like an epoch, batch or step hook "
         "(``..._epoch_end``, ``..._batch_start``, ``..._step_end``) but is not a name of the installed Lightning's "
         "classes -- ``on_training_epoch_end``, ``predict_epoch_end`` -- and that nothing in the project calls: "
-        "Lightning never calls it, so its code never runs. The message names the nearest real hook. The real "
+        "its code never runs (:claim:`unknown-names-never-called`). The message names the nearest real hook. The real "
         "names are recorded from Lightning's ``LightningModule``, ``Callback`` and hook classes, not typed by hand; "
         "names other rules cover are left to them."
     )
