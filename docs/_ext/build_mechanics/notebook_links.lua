@@ -12,7 +12,8 @@ and the attribute ``role``; this filter turns those into what Sphinx shows on th
   where nothing documents those objects: ``time.process_time()``.
 * ``:claim:`id``` becomes the claim's wording, as on the page: the claims extension (docs/_ext/guide/claims.py)
   writes every claim's rendered wording, one ``id<TAB>reST text`` line each, to the file named by the metadata
-  field ``claims_file``; the wording is read as rST and its own roles are converted like the block's.
+  field ``claims_file``; the wording is read as rST and its own roles are converted like the block's
+  (``:claim:`Id```, capitalized, starts a sentence: the wording's first letter is capitalized).
 * Sphinx's default role (single backticks) becomes emphasis, as Sphinx renders it.
 * An image given from the site's root (``.. image:: /examples/performance/images/sphx_glr_retained_memory_001.png``,
   a figure the example's own code draws) is shown from the hosted site, where Sphinx copies every image a page
@@ -95,9 +96,13 @@ local role, default_role
 --- The claim's wording, read as rST, its roles converted as in the block around it.
 local function claim_text(text)
   local id = text:match("^%s*(.-)%s*$")
-  local wording = claims[id]
+  local capital = id:match("^%u") ~= nil -- :claim:`Id` starts a sentence: its first letter capitalized
+  local wording = claims[id:gsub("^%u", string.lower)]
   if not wording then
     fail("claim", text, "no such claim in the file the claims extension wrote (data/claims.toml declares them)")
+  end
+  if capital then
+    wording = wording:gsub("^%l", string.upper)
   end
   local blocks = pandoc.read(wording, "rst+smart").blocks
   if #blocks ~= 1 or blocks[1].t ~= "Para" then

@@ -290,13 +290,18 @@ def page_assert_messages(path: Path) -> set[str]:
 
 
 def field_value(record: Any, dotted: str) -> Any:
-    """``record["a"]["b"]`` for ``"a.b"`` (``KeyError`` naming the missing part)."""
-    value = record
-    for part in dotted.split("."):
-        if isinstance(value, dict) and part in value:
-            value = value[part]
+    """``record["a"]["b"]`` for ``"a.b"``; a key that holds dots itself (a hook name such as
+    ``"LightningModule.on_train_epoch_end"``) is matched whole, the longest first. ``KeyError`` names the missing
+    part."""
+    value, parts, start = record, dotted.split("."), 0
+    while start < len(parts):
+        for end in range(len(parts), start, -1):
+            key = ".".join(parts[start:end])
+            if isinstance(value, dict) and key in value:
+                value, start = value[key], end
+                break
         else:
-            raise KeyError(f"no field {dotted!r} (missing {part!r})")
+            raise KeyError(f"no field {dotted!r} (missing {parts[start]!r})")
     return value
 
 
@@ -454,10 +459,12 @@ def parse_inline(text: str, settings: Any, source: str) -> list[nodes.Node]:
 
 
 class ClaimRole(SphinxRole):
-    """``:claim:`id```: the claim's wording, as :data:`claims` holds it."""
+    """``:claim:`id```: the claim's wording, as :data:`claims` holds it; ``:claim:`Id``` (the id capitalized) when
+    the wording starts a sentence: its first letter capitalized."""
 
     def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
-        claim_id = self.text.strip()
+        claim_id, capital = self.text.strip(), self.text.strip()[:1].isupper()
+        claim_id = claim_id[:1].lower() + claim_id[1:]
         known = claims(self.env.app)
         self.env.note_dependency(str(claims_path(self.env.app)))
         if claim_id not in known:
@@ -470,7 +477,10 @@ class ClaimRole(SphinxRole):
         usage = self.env.claims_used.setdefault(self.env.docname, {})  # type: ignore[attr-defined]
         usage.setdefault(claim_id, self.lineno)
         node = claim(claim_id=claim_id, note=note(claim_data, versions), classes=["claim"])
-        node += parse_inline(render_text(claim_data, versions), self.inliner.document.settings, f"<claim {claim_id}>")
+        text = render_text(claim_data, versions)
+        if capital:  # :claim:`Id` starts a sentence
+            text = text[:1].upper() + text[1:]
+        node += parse_inline(text, self.inliner.document.settings, f"<claim {claim_id}>")
         return [node], []
 
 

@@ -191,7 +191,7 @@ class SymptomIndexDirective(SphinxDirective):
         ]
 
     def _section(self, title: str, ident: str, symptoms: list[Symptom]) -> nodes.section:
-        section = nodes.section(ids=[ident])
+        section = nodes.section(ids=[ident], classes=["from-records"])  # headings and texts from this build's runs
         section += nodes.title(text=title)
         listing = nodes.bullet_list(classes=["symptom-index"])
         for symptom in sorted(symptoms, key=lambda s: (s.text.split(":")[0], s.text)):
