@@ -99,7 +99,7 @@ def test_a_claim_renders_on_the_page_and_in_the_notebook(tmp_path):
     page = (project / "_build" / "html" / "examples" / "two.html").read_text(encoding="utf-8")
     lightning = claims.installed_versions()["lightning"]
 
-    assert f'data-claim="sum-is-two" title="Checked in one process: the assert &quot;one plus one is two&quot;' in page
+    assert 'data-claim="sum-is-two" title="Checked in one process: the assert &quot;one plus one is two&quot;' in page
     assert f"on Python with Lightning {lightning} installed, in one process, <code" in page
     notebook = nbformat.read(project / "docs" / "examples" / "two.ipynb", as_version=4)
     text = "".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
@@ -134,7 +134,9 @@ def test_a_changelog_fact_that_disagrees_with_the_registry_fails_the_build(tmp_p
     data = project / "data" / "claims.toml"
     data.write_text(data.read_text(encoding="utf-8").replace('"1.8"', '"1.7"').replace("gives 1.8", "gives 1.7"))
     output = build(project, expect_failure=True)
-    assert "claims.toml:7: WARNING: claim epoch-end-removed: changelog evidence: registry module-on-epoch-end: " in output
+    assert (
+        "claims.toml:7: WARNING: claim epoch-end-removed: changelog evidence: registry module-on-epoch-end: " in output
+    )
     assert "removed_in is '1.8', the claim needs '1.7'" in output
 
 
@@ -164,20 +166,35 @@ def test_a_claim_no_page_uses_fails_the_build(tmp_path):
 @pytest.mark.parametrize(
     ("table", "error"),
     [
-        ('text = "in one process, x"\nchecked = "in one process"\nevidence = [{ assert = "p.py", message = "m" }]',
-         "its evidence ran on this build's release: the wording names it"),
-        ('text = "on {lightning}, x"\nchecked = "in one process"\nevidence = [{ assert = "p.py", message = "m" }]',
-         "the wording names its configuration: 'in one process' is not in its text"),
-        ('text = "on {lightning}, x"\nevidence = [{ probe = "training-epoch-end", field = "outcome", equals = "x" }]',
-         "checked names the configuration the evidence ran in"),
-        ('text = "on 1.9.5, x"\nchecked = "x"\nevidence = [{ recorded = "1.4.9", pattern = "p", field = "f", '
-         'equals = 0 }]', "the wording names the release of its recorded evidence, 1.4.9"),
-        ('text = "on {lightning}, x"\ngeneral = true\nevidence = [{ matrix = "r", scenarios = ["a"] }]',
-         "a general claim's evidence covers every scenario"),
-        ('text = "on {lightning}, x"\nchecked = "x"\nevidence = [{ probe = "p", equals = 1 }]',
-         "probe evidence needs field"),
-        ('text = "on {release}, x"\nchecked = "x"\nevidence = [{ probe = "p", field = "f", equals = 1 }]',
-         "unknown placeholder {release}"),
+        (
+            'text = "in one process, x"\nchecked = "in one process"\nevidence = [{ assert = "p.py", message = "m" }]',
+            "its evidence ran on this build's release: the wording names it",
+        ),
+        (
+            'text = "on {lightning}, x"\nchecked = "in one process"\nevidence = [{ assert = "p.py", message = "m" }]',
+            "the wording names its configuration: 'in one process' is not in its text",
+        ),
+        (
+            'text = "on {lightning}, x"\nevidence = [{ probe = "p", field = "outcome", equals = "x" }]',
+            "checked names the configuration the evidence ran in",
+        ),
+        (
+            'text = "on 1.9.5, x"\nchecked = "x"\nevidence = [{ recorded = "1.4.9", pattern = "p", field = "f", '
+            "equals = 0 }]",
+            "the wording names the release of its recorded evidence, 1.4.9",
+        ),
+        (
+            'text = "on {lightning}, x"\ngeneral = true\nevidence = [{ matrix = "r", scenarios = ["a"] }]',
+            "a general claim's evidence covers every scenario",
+        ),
+        (
+            'text = "on {lightning}, x"\nchecked = "x"\nevidence = [{ probe = "p", equals = 1 }]',
+            "probe evidence needs field",
+        ),
+        (
+            'text = "on {release}, x"\nchecked = "x"\nevidence = [{ probe = "p", field = "f", equals = 1 }]',
+            "unknown placeholder {release}",
+        ),
     ],
     ids=["no release", "no configuration", "checked missing", "other release", "general", "field", "placeholder"],
 )
@@ -198,24 +215,29 @@ def test_recorded_runs_are_read_from_the_release_data_files():
     """The project's own recording of pytorch-lightning 1.4.9: a callback's on_train_epoch_end(outputs) received an
     empty list, a module's training_epoch_end one entry per training batch."""
     sources = claims.Sources(ROOT)
-    holds = evidence('{ recorded = "1.4.9", pattern = "callback-on-train-epoch-end-outputs", field = "received.len", '
-                     "equals = 0 }")
+    holds = evidence(
+        '{ recorded = "1.4.9", pattern = "callback-on-train-epoch-end-outputs", field = "received.len", equals = 0 }'
+    )
     differs = evidence('{ recorded = "1.4.9", pattern = "training-epoch-end", field = "received.len", equals = 0 }')
     missing = evidence('{ recorded = "1.4.9", pattern = "training-epoch-end", field = "received.size", equals = 0 }')
     assert claims.check_evidence(holds, sources, ran=None) is None
     assert claims.check_evidence(differs, sources, ran=None) == (
         "data/compat/1.4.9.json probes training-epoch-end: received.len is 4, the claim needs 0"
     )
-    assert claims.check_evidence(missing, sources, ran=None) == "KeyError: \"no field 'received.size' (missing 'size')\""
+    assert (
+        claims.check_evidence(missing, sources, ran=None) == "KeyError: \"no field 'received.size' (missing 'size')\""
+    )
 
 
 def test_matrix_and_default_evidence_read_this_builds_results():
     sources = claims.Sources(ROOT)
-    document = {"cells": [
-        {"recipe": "r", "scenario": "a", "outcome": "holds", "detail": ""},
-        {"recipe": "r", "scenario": "b", "outcome": "differs", "detail": "1e-2"},
-        {"recipe": "r", "scenario": "c", "outcome": "not applicable", "detail": "why"},
-    ]}
+    document = {
+        "cells": [
+            {"recipe": "r", "scenario": "a", "outcome": "holds", "detail": ""},
+            {"recipe": "r", "scenario": "b", "outcome": "differs", "detail": "1e-2"},
+            {"recipe": "r", "scenario": "c", "outcome": "not applicable", "detail": "why"},
+        ]
+    }
     sources._cache["matrix"] = claims.matrix_outcomes(document)
     sources._cache["probes"] = {"records": [], "trainer_defaults": {"num_sanity_val_steps": 2}}
     assert claims.check_evidence(evidence('{ matrix = "r", scenarios = ["a"] }'), sources, None) is None
@@ -231,8 +253,8 @@ def test_matrix_and_default_evidence_read_this_builds_results():
 def test_top_level_asserts_of_a_myst_notebook_are_read_from_its_code_cells(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(
-        "# Page\n\n```{code-cell} ipython3\nx = 2\nassert x == 2, \"x is two\"\nfor i in range(1):\n"
-        "    assert i == 0, \"in a loop\"\n```\n\nText.\n",
+        '# Page\n\n```{code-cell} ipython3\nx = 2\nassert x == 2, "x is two"\nfor i in range(1):\n'
+        '    assert i == 0, "in a loop"\n```\n\nText.\n',
         encoding="utf-8",
     )
     assert claims.page_assert_messages(page) == {"x is two"}
@@ -242,8 +264,10 @@ def test_a_declared_warning_its_witness_no_longer_emits_is_reported():
     from build_mechanics import declared_warnings
 
     entry = next(e for e in declared_warnings.DECLARED if e.message.startswith("The number of training batches"))
-    seen = {"category": ["PossibleUserWarning", "UserWarning", "Warning"],
-            "message": "The number of training batches (1) is smaller than the logging interval"}
+    seen = {
+        "category": ["PossibleUserWarning", "UserWarning", "Warning"],
+        "message": "The number of training batches (1) is smaller than the logging interval",
+    }
     other = {"category": ["FutureWarning", "Warning"], "message": "`isinstance(treespec, LeafSpec)` is deprecated"}
     assert warning_witnesses.emitted([other, seen], entry)
     assert not warning_witnesses.emitted([other], entry)

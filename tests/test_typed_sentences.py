@@ -248,7 +248,7 @@ def typed_sentences(html_dir: Path, root: Path = ROOT) -> list[Finding]:
 def test_the_guard_flags_an_injected_typed_sentence_and_passes_claims(tmp_path):
     """A two-page project: one page says it through a claim, the other types the same kind of sentence. Only the
     typed one is flagged, with its file and line."""
-    from test_claims import claims_project, build
+    from test_claims import build, claims_project
 
     project = claims_project(tmp_path)
     sentence = "Lightning calls ``on_train_epoch_end`` once per epoch, after the callbacks"

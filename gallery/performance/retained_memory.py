@@ -328,10 +328,15 @@ print(f"F.mse_loss over (256, 1000) outputs: .detach() keeps {storage_bytes(wide
 # :claim:`detach-clone-keeps-one-element`. :claim:`Callback-outputs-loss-one-element`, and
 # :claim:`cross-entropy-one-element`. So a module that caches a scalar of ``BoringModel``'s kind caches
 # ``loss.detach().clone()`` (or ``loss.item()``, a plain float), as the approaches below do.
-assert all(
-    per_entry["BoringModel (F.mse_loss)", b]["loss"] == per_entry["BoringModel (F.mse_loss)", b][".detach()"] == b * 2 * 4
-    for b in (64, 256)
-) and storage_bytes(wide_loss.detach()) == 256 * 1000 * 4, "F.mse_loss's loss and its .detach() keep the whole buffer"
+assert (
+    all(
+        per_entry["BoringModel (F.mse_loss)", b]["loss"]
+        == per_entry["BoringModel (F.mse_loss)", b][".detach()"]
+        == b * 2 * 4
+        for b in (64, 256)
+    )
+    and storage_bytes(wide_loss.detach()) == 256 * 1000 * 4
+), "F.mse_loss's loss and its .detach() keep the whole buffer"
 assert all(
     forms_bytes[".detach().clone()"] == 4 and forms_bytes[".item()"] == 0 for forms_bytes in per_entry.values()
 ), ".detach().clone() keeps one float32 element and .item() no tensor"

@@ -217,12 +217,12 @@ def none_in_validation(pl) -> dict[str, Any]:
 
 def ddp_outputs(pl) -> dict[str, Any]:
     """``training-step-returning-a-tensor``
-    1 epoch whose ``training_step`` returns the bare loss tensor: each entry of the ``training_epoch_end`` list --
-    ``entry_type`` (class name), ``entry_keys`` (a dict's keys), ``loss_requires_grad``.
-``validation-step-returning-none``
-    one ``trainer.validate`` over 4 batches whose ``validation_step`` returns ``None`` for batch 1 and its loss
-    otherwise: ``entries`` of the ``validation_epoch_end`` list, of ``batches``.
-``ddp-training-epoch-end-outputs`` (see the module docstring)."""
+        1 epoch whose ``training_step`` returns the bare loss tensor: each entry of the ``training_epoch_end`` list --
+        ``entry_type`` (class name), ``entry_keys`` (a dict's keys), ``loss_requires_grad``.
+    ``validation-step-returning-none``
+        one ``trainer.validate`` over 4 batches whose ``validation_step`` returns ``None`` for batch 1 and its loss
+        otherwise: ``entries`` of the ``validation_epoch_end`` list, of ``batches``.
+    ``ddp-training-epoch-end-outputs`` (see the module docstring)."""
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 

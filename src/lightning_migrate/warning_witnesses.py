@@ -17,7 +17,6 @@ import argparse
 import contextlib
 import json
 import os
-import sys
 import tempfile
 import warnings
 from collections.abc import Callable

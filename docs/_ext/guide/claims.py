@@ -448,7 +448,6 @@ def note(claim_data: Claim, versions: dict[str, str]) -> str:
     return f"Checked {where}: {evidence}" if where else f"From {evidence}"
 
 
-
 def parse_inline(text: str, settings: Any, source: str) -> list[nodes.Node]:
     """The inline nodes of one line of reStructuredText (the roles of the page's Sphinx work in it)."""
     document = new_document(source, settings)
@@ -555,13 +554,15 @@ def page_runs(app: Sphinx) -> Any:
     srcdir = Path(app.srcdir)
     gallery = getattr(app.config, "sphinx_gallery_conf", None) or {}
     pairs = list(zip(_as_list(gallery.get("examples_dirs")), _as_list(gallery.get("gallery_dirs")), strict=False))
+    setting = getattr(app.config, "plot_gallery", True)  # sphinx-gallery's own option; "0" on the command line
+    plot_gallery = str(setting).lower() not in ("0", "false", "none", "")
 
     def ran(page: str) -> str | None:
         path = (root / page).resolve()
         for examples_dir, gallery_dir in pairs:
             examples = (srcdir / examples_dir).resolve()
             if path.is_relative_to(examples):
-                if not gallery.get("plot_gallery", True) or str(gallery.get("plot_gallery")).lower() in ("0", "false"):
+                if not plot_gallery:
                     return None  # a build asked to run no example (plot_gallery off): nothing ran, nothing to check
                 from sphinx_gallery.utils import get_md5sum
 

@@ -51,9 +51,9 @@ class NeverCalled(Rule):
     fix_text = (
         "**safe** for a callback's ``on_batch_start(self, trainer, pl_module)`` / ``on_batch_end``: renamed to "
         "``on_train_batch_start`` / ``on_train_batch_end`` with the parameters those take "
-        "(:claim:`batch-hooks-ran-for-training-batches`), unless the class already defines the new hook or the body uses one of the new "
-        "parameter names. **manual** for ``on_epoch_start`` / ``on_epoch_end``: :claim:`epoch-hooks-ran-for-every-loop`, "
-        "so pick the stage hooks you meant."
+        "(:claim:`batch-hooks-ran-for-training-batches`), unless the class already defines the new hook or the "
+        "body uses one of the new parameter names. **manual** for ``on_epoch_start`` / ``on_epoch_end``: "
+        ":claim:`epoch-hooks-ran-for-every-loop`, so pick the stage hooks you meant."
     )
     example = """\
 from lightning.pytorch.callbacks import Callback
