@@ -242,7 +242,11 @@ def test_matrix_and_default_evidence_read_this_builds_results():
     sources._cache["probes"] = {"records": [], "trainer_defaults": {"num_sanity_val_steps": 2}}
     assert claims.check_evidence(evidence('{ matrix = "r", scenarios = ["a"] }'), sources, None) is None
     assert claims.check_evidence(evidence('{ matrix = "r", scenarios = "all" }'), sources, None) == (
-        "r does not hold in: b: differs"
+        "r is not 'holds' in: b: differs"
+    )
+    assert (
+        claims.check_evidence(evidence('{ matrix = "r", scenarios = ["b"], outcome = "differs" }'), sources, None)
+        is None
     )
     assert claims.check_evidence(evidence('{ default = "num_sanity_val_steps", equals = 2 }'), sources, None) is None
     assert claims.check_evidence(evidence('{ default = "num_sanity_val_steps", equals = 0 }'), sources, None) == (

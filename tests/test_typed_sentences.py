@@ -11,7 +11,9 @@ claim and outside what the renderers of records wrote, in which a *name* is foll
   ``LightningModule`` and ``Callback`` hook with ``_`` in its name, and the callback classes Lightning exports), the
   old hooks of the registry, the ``Trainer`` entry points of the registry (``trainer.fit``, ...), and the words
   ``Lightning`` and ``Trainer``;
-- the verbs: :data:`VERBS`.
+- the verbs: :data:`VERBS`;
+
+and every sentence that names the default of a ``Trainer`` argument (:data:`DEFAULT_NAMED`).
 
 A finding names the source file and line of the sentence (found by its words in the page's source; the built page
 otherwise). Run it on a build: ``python tests/test_typed_sentences.py _build/html``.
@@ -28,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from lightning_migrate import hook_names, registry  # noqa: E402
+from lightning_migrate import hook_names, probes, registry  # noqa: E402
 
 #: What Lightning (the library, the Trainer, a callback class of Lightning's) does: behaviour verbs, inflected.
 VERBS = re.compile(
@@ -159,10 +161,21 @@ def sentences(text: str) -> list[str]:
     return [part for part in SENTENCE_END.split(text) if part.strip(" \x00") and not QUESTION.search(part.strip())]
 
 
+#: A default of Lightning named in prose: "default" with a ``Trainer`` argument whose default the probes record
+#: (``lightning_migrate.probes.TRAINER_DEFAULTS``) -- "num_sanity_val_steps, 2 by default".
+DEFAULT_NAMED = re.compile(
+    r"\bdefaults?\b.*\b(?:" + "|".join(map(re.escape, probes.TRAINER_DEFAULTS)) + r")\b|"
+    r"\b(?:" + "|".join(map(re.escape, probes.TRAINER_DEFAULTS)) + r")\b.*\bdefaults?\b"
+)
+
+
 def flagged(sentence: str) -> bool:
     """Whether a name of Lightning is followed, within :data:`GAP` words, by one of :data:`VERBS`, or a hook name by
-    one of :data:`HOOK_VERBS` (in the text outside claims and records)."""
+    one of :data:`HOOK_VERBS`, or a sentence names a default of a ``Trainer`` argument (:data:`DEFAULT_NAMED`) -- in
+    the text outside claims and records."""
     for part in sentence.split("\x00"):  # a claim or a record breaks the sentence: its parts are read apart
+        if DEFAULT_NAMED.search(part):
+            return True
         for names_, verbs in ((SUBJECTS, VERBS), (HOOKS, HOOK_VERBS)):
             for match in names_.finditer(part):
                 after = part[match.end() :].split()[: GAP + 1]

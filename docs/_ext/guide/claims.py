@@ -14,14 +14,17 @@ Evidence, one or more per claim (each an inline table of the TOML file, told apa
     whose message is exactly this text, found in the page's syntax tree -- so the reader's code is never
     instrumented -- and the page ran to its end: sphinx-gallery's checksum of a passing run matches the script
     (sphinx-gallery writes it only after every block ran), or myst-nb's execution of the notebook succeeded. A
-    top-level assert of a page that ran has passed.
+    top-level assert of a page that ran has passed. A build asked not to run a gallery page (``plot_gallery`` off,
+    or a ``filename_pattern`` it does not match) does not check that page's asserts, and says so.
 ``probe = "<pattern id>", field = "outcome", equals = "ignored"``
     a field of the probe record this build made on the installed Lightning (:mod:`guide.probe_records`).
 ``recorded = "1.4.9", pattern = "<pattern id>", field = "received.len", equals = 0``
     a field of a recorded run of an old or 2.x release (``data/compat/<release>.json``; ``section =
     "observations"`` reads the release's observations instead of its probe records).
 ``matrix = "<recipe id>", scenarios = "all" | ["<scenario id>", ...]``
-    cells of the scenario matrix of this build that hold (:func:`matrix_outcomes` reads its results).
+    cells of the scenario matrix of this build that hold (:func:`matrix_outcomes` reads its results); with
+    ``outcome = "raises"`` or ``"differs"``, cells with that outcome (the matrix itself checks what a raising
+    cell's error says and that the outcome is the one ``data/scenarios.toml`` declares).
 ``changelog = "<pattern id>", field = "removed_in", equals = "1.8"``
     a release fact of the registry, which cites Lightning's CHANGELOG (``src/lightning_migrate/registry.py``).
 ``default = "num_sanity_val_steps", equals = 2``
@@ -111,7 +114,7 @@ class Evidence:
             return f"the recorded run of {self.target} ({section} {f['pattern']}: {values})"
         if self.kind == "matrix":
             which = "every scenario" if f["scenarios"] == "all" else ", ".join(f["scenarios"])
-            return f"the scenario matrix of this build: {self.target} holds in {which}"
+            return f"the scenario matrix of this build: {self.target} {f.get('outcome', 'holds')} in {which}"
         if self.kind == "changelog":
             return f"Lightning's CHANGELOG, as the registry cites it ({self.target}: {values})"
         return f"Trainer() of the installed release: {self.target} = {f['equals']!r}"
@@ -222,7 +225,9 @@ def load_claims(path: Path) -> dict[str, Claim]:
             if release is not None:
                 raise ClaimsError(f"{where}: the wording names the release of its {item.kind} evidence, {release}")
         if general:
-            if not all(e.kind == "matrix" and e.fields["scenarios"] == "all" for e in evidence):
+            if not all(
+                e.kind == "matrix" and e.fields["scenarios"] == "all" and "outcome" not in e.fields for e in evidence
+            ):
                 raise ClaimsError(
                     f"{where}: a general claim's evidence covers every scenario: matrix evidence with scenarios = "
                     '"all" only'
@@ -390,8 +395,9 @@ def check_evidence(evidence: Evidence, sources: Sources, ran: Any) -> str | None
             if not cells:
                 return f"the scenario matrix has no cell of recipe {evidence.target!r}"
             wanted = cells if f["scenarios"] == "all" else f["scenarios"]
-            failing = [f"{s}: {cells.get(s, 'no such cell')}" for s in wanted if cells.get(s) != "holds"]
-            return f"{evidence.target} does not hold in: {'; '.join(failing)}" if failing else None
+            outcome = f.get("outcome", "holds")
+            failing = [f"{s}: {cells.get(s, 'no such cell')}" for s in wanted if cells.get(s) != outcome]
+            return f"{evidence.target} is not '{outcome}' in: {'; '.join(failing)}" if failing else None
         if evidence.kind == "changelog":
             from lightning_migrate import registry
 
@@ -554,17 +560,20 @@ def page_runs(app: Sphinx) -> Any:
     srcdir = Path(app.srcdir)
     gallery = getattr(app.config, "sphinx_gallery_conf", None) or {}
     pairs = list(zip(_as_list(gallery.get("examples_dirs")), _as_list(gallery.get("gallery_dirs")), strict=False))
-    setting = getattr(app.config, "plot_gallery", True)  # sphinx-gallery's own option; "0" on the command line
-    plot_gallery = str(setting).lower() not in ("0", "false", "none", "")
+
+    not_run: set[str] = set()
 
     def ran(page: str) -> str | None:
         path = (root / page).resolve()
         for examples_dir, gallery_dir in pairs:
             examples = (srcdir / examples_dir).resolve()
             if path.is_relative_to(examples):
-                if not plot_gallery:
-                    return None  # a build asked to run no example (plot_gallery off): nothing ran, nothing to check
+                from sphinx_gallery.gen_rst import executable_script
                 from sphinx_gallery.utils import get_md5sum
+
+                if not executable_script(path, gallery):  # plot_gallery off, or not matched by filename_pattern
+                    not_run.add(page)
+                    return None  # this build was asked not to run the page: its claims are not checked here
 
                 target = srcdir / gallery_dir / path.relative_to(examples)
                 checksum = Path(f"{target}.md5")
@@ -581,6 +590,7 @@ def page_runs(app: Sphinx) -> Any:
             return None
         return f"{page} is neither a gallery script nor a MyST notebook of this site"
 
+    ran.not_run = not_run  # type: ignore[attr-defined]
     return ran
 
 
@@ -600,6 +610,11 @@ def verify(app: Sphinx) -> list[tuple[Claim, str]]:
                 problems.append((claim_data, f"{evidence.kind} evidence: {reason}"))
     used = {claim_id for usage in app.env.claims_used.values() for claim_id in usage}
     problems += [(c, "no page uses this claim") for c in known.values() if c.id not in used]
+    if ran.not_run:
+        logger.info(
+            f"claims: the evidence on {len(ran.not_run)} page(s) was not checked: this build was asked not to run "
+            f"them (plot_gallery, filename_pattern): {', '.join(sorted(ran.not_run))}"
+        )
     return problems
 
 
