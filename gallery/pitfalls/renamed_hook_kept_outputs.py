@@ -109,6 +109,9 @@ class Migrated(BoringModel):
         super().__init__()
         self.validation_step_losses = []  # this validation run's cache
 
+    def on_validation_epoch_start(self):
+        self.validation_step_losses.clear()  # nothing left over from a run that stopped half-way
+
     def validation_step(self, batch, batch_idx):
         loss = self.step(batch)
         self.validation_step_losses.append(loss)
