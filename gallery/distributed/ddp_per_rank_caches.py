@@ -319,23 +319,14 @@ assert any("Received data size doesn't match expected size" in line for line in 
 # %%
 # The recipe: gather the lengths, pad to the longest, keep ``len(dataset)``
 # -------------------------------------------------------------------------
-# ``gather_in_sampler_order`` first gathers how many values each rank holds, pads every rank's values to the longest
-# (``torch.nn.functional.pad``), gathers them, and reads them column by column, leaving the padding out: the
-# sampler's order whatever the shard sizes. The module keeps a cache per ``dataloader_idx``, empties it when each
+# ``gather_in_sampler_order`` first gathers how many values each rank holds, pads every rank's values to the
+# longest (``torch.nn.functional.pad``), gathers them, and reads them column by column, leaving the padding out:
+# the sampler's order whatever the shard sizes. The module keeps a cache per ``dataloader_idx``, empties it when each
 # validation run starts as well as when it ends (a run that stopped half-way leaves nothing behind), and logs one
 # value for every validation loader on every rank, so that every rank makes the same collective calls. The dataset
 # comes from ``self.trainer.val_dataloaders`` (one loader, or a list of them). Every rank computes the same mean;
 # ``sync_dist=True`` averages identical values, as Lightning recommends for epoch-level values under DDP. With one
 # process ``all_gather`` adds no dimension and nothing is cut.
-
-
-def gather_in_sampler_order(module, values):
-    """Every rank's 1-D ``values``, whatever their lengths, in the order a distributed sampler dealt the samples."""
-    lengths = module.all_gather(torch.tensor([len(values)], device=values.device)).reshape(-1)
-    padded = torch.nn.functional.pad(values, (0, int(lengths.max()) - len(values)))
-    rows = module.all_gather(padded).reshape(len(lengths), -1)  # row r: rank r's values, then padding
-    kept = torch.arange(rows.shape[1], device=values.device) < lengths[:, None]
-    return rows.T[kept.T]  # column by column: rank 0's first, rank 1's first, ..., without the padding
 
 
 class DatasetMeanValidationLoss(BoringModel):
@@ -356,9 +347,17 @@ class DatasetMeanValidationLoss(BoringModel):
         loaders = loaders if isinstance(loaders, (list, tuple)) else [loaders]
         for idx, loader in enumerate(loaders):
             losses = torch.cat(self.sample_losses.get(idx, [torch.zeros(0, device=self.device)]))
-            every_sample_once = gather_in_sampler_order(self, losses)[: len(loader.dataset)]
+            every_sample_once = self.gather_in_sampler_order(losses)[: len(loader.dataset)]
             self.log(f"val_loss_{idx}", every_sample_once.mean(), sync_dist=True, add_dataloader_idx=False)
         self.sample_losses.clear()
+
+    def gather_in_sampler_order(self, values):
+        """Every rank's 1-D ``values``, whatever their lengths, in the order a distributed sampler dealt them."""
+        lengths = self.all_gather(torch.tensor([len(values)], device=values.device)).reshape(-1)
+        padded = torch.nn.functional.pad(values, (0, int(lengths.max()) - len(values)))
+        rows = self.all_gather(padded).reshape(len(lengths), -1)  # row r: rank r's values, then padding
+        kept = torch.arange(rows.shape[1], device=values.device) < lengths[:, None]
+        return rows.T[kept.T]  # column by column: rank 0's first, rank 1's first, ..., without the padding
 
 
 # %%
