@@ -118,15 +118,6 @@ assert "return_predictions" in last_line and "spawn or fork" in last_line
 # dataloader. ``all_predictions`` reads the file, in whichever process asks.
 
 
-def gather_rows(module, rows):
-    """Every rank's ``rows`` (a tensor, any length along dimension 0) joined: rank 0's, then rank 1's, ..."""
-    lengths = module.all_gather(torch.tensor([len(rows)], device=rows.device)).reshape(-1)
-    padded = torch.zeros(int(lengths.max()), *rows.shape[1:], dtype=rows.dtype, device=rows.device)
-    padded[: len(rows)] = rows
-    gathered = module.all_gather(padded).reshape(len(lengths), *padded.shape)
-    return torch.cat([gathered[rank, :length] for rank, length in enumerate(lengths.tolist())])
-
-
 class GatheredPredictionsWriter(BasePredictionWriter):
     def __init__(self, output_dir=None):
         super().__init__(write_interval="epoch")
@@ -136,11 +127,20 @@ class GatheredPredictionsWriter(BasePredictionWriter):
         per_loader = predictions if len(batch_indices) > 1 else [predictions]
         gathered = []
         for batches, indices in zip(per_loader, batch_indices, strict=True):
-            rows = gather_rows(pl_module, torch.cat(batches).to(pl_module.device))
+            rows = self.gather_rows(pl_module, torch.cat(batches).to(pl_module.device))
             flat_indices = torch.tensor([index for batch in indices for index in batch], device=pl_module.device)
-            gathered.append(rows[gather_rows(pl_module, flat_indices).argsort()].cpu())
+            gathered.append(rows[self.gather_rows(pl_module, flat_indices).argsort()].cpu())
         if trainer.is_global_zero:
             torch.save(gathered, self.output_file)
+
+    @staticmethod
+    def gather_rows(module, rows):
+        """Every rank's ``rows`` (a tensor, any length along dimension 0) joined: rank 0's, then rank 1's, ..."""
+        lengths = module.all_gather(torch.tensor([len(rows)], device=rows.device)).reshape(-1)
+        padded = torch.zeros(int(lengths.max()), *rows.shape[1:], dtype=rows.dtype, device=rows.device)
+        padded[: len(rows)] = rows
+        gathered = module.all_gather(padded).reshape(len(lengths), *padded.shape)
+        return torch.cat([gathered[rank, :length] for rank, length in enumerate(lengths.tolist())])
 
     @property
     def all_predictions(self):
