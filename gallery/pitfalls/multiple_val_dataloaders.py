@@ -268,8 +268,10 @@ assert not math.isclose(pooled[1], own[1], rel_tol=1e-4)
 # %%
 # The fix is one metric object per loader, in a ``torch.nn.ModuleList`` so that it moves with the module. The module
 # adds the metrics it needs when a validation run starts (``self.trainer.val_dataloaders`` is one loader or a list),
-# and resets them there, so every run starts from fresh states (see :ref:`validate-before-fit`). Because the metrics
-# are added after the module was made, ``self.log`` is told which attribute each one is (``metric_attribute``).
+# and resets them there, so every run starts from fresh states (see
+# :doc:`No cache at all </examples/stages/torchmetrics_no_cache>`, on ``trainer.validate()`` before ``fit``).
+# Because the metrics are added after the module was made, ``self.log`` is told which attribute each one is
+# (``metric_attribute``).
 
 
 class PerLoaderMetric(BoringModel):
