@@ -15,6 +15,8 @@ in the dataset's order, one tensor per predict dataloader.
 # The module-side replacement of the old ``on_predict_epoch_end(self, results)``: it appends in ``predict_step``
 # and joins the cache in ``on_predict_epoch_end``. A small callback beside it writes, on each rank, how many rows
 # that rank's cache held (the worker processes cannot print to this page, so the main process reads the files).
+import logging.handlers
+import re
 import tempfile
 from pathlib import Path
 
@@ -95,14 +97,22 @@ assert not hasattr(model, "all_predictions")
 
 # %%
 # Asking for the return value does not help: with a strategy that forks or spawns, Lightning refuses
-# ``return_predictions=True`` in the worker processes, and the main process receives their error.
+# ``return_predictions=True`` in the worker processes, and the main process receives their error. When one worker
+# fails, torch stops the other one and says so in its log; the page keeps that log line (``torch_log``) to show it.
+torch_log = logging.handlers.BufferingHandler(capacity=100)
+torch_logger = logging.getLogger("torch")
+torch_logger.handlers, saved_handlers = [torch_log], torch_logger.handlers
 return_error = None
 try:
     make_trainer(devices=WORLD_SIZE, strategy="ddp_fork").predict(model, predict_loader, return_predictions=True)
 except Exception as err:  # what the main process received from the workers
     return_error = err
+finally:
+    torch_logger.handlers = saved_handlers
 last_line = str(return_error).strip().splitlines()[-1]
 print(f"{type(return_error).__name__}, from a worker process: {last_line}")
+for record in torch_log.buffer:
+    print(f"torch: {re.sub(r'process [0-9]+', 'process <pid>', record.getMessage())}")
 
 # %%
 assert "return_predictions" in last_line and "spawn or fork" in last_line
