@@ -80,7 +80,12 @@ def names() -> tuple[list[str], list[str]]:
     ``LightningModule`` and ``Callback`` hook with ``_`` in its name, and the registry's old hooks), read from the
     recorded hook names and the registry, never typed here."""
     recorded = hook_names.load()
-    subjects = {"Lightning", "Trainer"} | {name for name in recorded["classes"] if name[0].isupper()}
+    callback_hooks = set(recorded["Callback"]["hooks"])
+    subjects = {"Lightning", "Trainer"} | {  # Lightning's callback classes, not the demo modules of lightning.demos
+        name
+        for name, methods in recorded["classes"].items()
+        if callback_hooks & set(methods) and "training_step" not in methods
+    }
     subjects |= {f"{owner}.{run}" for run in registry.RUNS for owner in ("trainer", "Trainer")}
     hooks = {pattern.hook for pattern in registry.PATTERNS}
     for kind in ("LightningModule", "Callback"):
@@ -161,12 +166,62 @@ def sentences(text: str) -> list[str]:
     return [part for part in SENTENCE_END.split(text) if part.strip(" \x00") and not QUESTION.search(part.strip())]
 
 
-#: A default of Lightning named in prose: "default" with a ``Trainer`` argument whose default the probes record
-#: (``lightning_migrate.probes.TRAINER_DEFAULTS``) -- "num_sanity_val_steps, 2 by default".
-DEFAULT_NAMED = re.compile(
-    r"\bdefaults?\b.*\b(?:" + "|".join(map(re.escape, probes.TRAINER_DEFAULTS)) + r")\b|"
-    r"\b(?:" + "|".join(map(re.escape, probes.TRAINER_DEFAULTS)) + r")\b.*\bdefaults?\b"
-)
+#: A default of Lightning named in prose: a default's value ("2 by default", "defaults to", "the default value") in a
+#: sentence that names a ``Trainer`` argument whose default the probes record (``probes.TRAINER_DEFAULTS``).
+_ARGUMENT = r"\b(?:" + "|".join(map(re.escape, probes.TRAINER_DEFAULTS)) + r")\b"
+_DEFAULT_VALUE = r"\b(?:by default|defaults? (?:to|of|is|are)|default values?)\b"
+DEFAULT_NAMED = re.compile(f"{_DEFAULT_VALUE}.*{_ARGUMENT}|{_ARGUMENT}.*{_DEFAULT_VALUE}")
+
+
+#: Words after which "run", "runs", "call" and "calls" are nouns ("a run that stopped", "their calls").
+NOUN_BEFORE = {
+    "a",
+    "an",
+    "the",
+    "each",
+    "every",
+    "one",
+    "this",
+    "that",
+    "its",
+    "their",
+    "whole",
+    "same",
+    "next",
+    "first",
+    "second",
+    "last",
+    "real",
+    "validation",
+    "training",
+    "test",
+    "predict",
+    "sanity",
+    "stopped",
+    "resumed",
+    "another",
+    "any",
+    "no",
+    "both",
+    "two",
+    "three",
+    "several",
+    "uninterrupted",
+    "interrupted",
+    "of",
+    "his",
+    "her",
+    "your",
+}
+
+
+def _verb_at(words: list[str], index: int, verbs: re.Pattern[str]) -> bool:
+    word = words[index].strip(".,;:()'\"`’”")
+    if not verbs.fullmatch(word):
+        return False
+    if word in ("run", "runs", "call", "calls") and index and words[index - 1].lower().strip("(,") in NOUN_BEFORE:
+        return False
+    return True
 
 
 def flagged(sentence: str) -> bool:
@@ -178,8 +233,9 @@ def flagged(sentence: str) -> bool:
             return True
         for names_, verbs in ((SUBJECTS, VERBS), (HOOKS, HOOK_VERBS)):
             for match in names_.finditer(part):
-                after = part[match.end() :].split()[: GAP + 1]
-                if any(verbs.fullmatch(word.strip(".,;:()'\"`’”")) for word in after):
+                before = part[: match.start()].split()[-1:]
+                words = before + part[match.end() :].split()[: GAP + 1]
+                if any(_verb_at(words, index, verbs) for index in range(len(before), len(words))):
                     return True
     return False
 

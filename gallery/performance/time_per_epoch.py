@@ -128,7 +128,7 @@ SHAPES = {"loss only": False, "loss + logits": True}
 # Timed epochs
 # ------------
 # One epoch of ``STEPS`` batches per fit, timed from the callback hook ``on_train_epoch_start`` to the end of
-# the module's ``on_train_epoch_end``: :claim:`module-train-epoch-end-after-plain-callbacks` (each fit checks it,
+# the module's ``on_train_epoch_end``: :claim:`plain-callbacks-before-module-train-epoch-end` (each fit checks it,
 # below), so the time includes every approach's epoch-end reduction. The time is this process's CPU time
 # (:func:`time.process_time`), which other programs on the machine inflate less than the wall clock. After one untimed
 # warm-up fit, each approach runs three times, in rounds that alternate the order of the approaches, so that none always

@@ -305,6 +305,9 @@ def field_value(record: Any, dotted: str) -> Any:
             if isinstance(value, dict) and key in value:
                 value, start = value[key], end
                 break
+            if isinstance(value, list) and end == start + 1 and key.isdigit() and int(key) < len(value):
+                value, start = value[int(key)], end  # "items.0": the first item of a recorded list
+                break
         else:
             raise KeyError(f"no field {dotted!r} (missing {parts[start]!r})")
     return value

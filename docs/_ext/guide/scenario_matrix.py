@@ -156,7 +156,8 @@ class ScenarioMatrix(SphinxDirective):
             recipe = recipes[cell["recipe"]]
             expectation = recipe["expect"].get(cell["scenario"], {})
             number = numbers[cell["scenario"]]
-            lines.append(f"- **{recipe['title']}** in *{number}. {titles[cell['scenario']]}* {cell['outcome']}:")
+            lines += ["- .. rst-class:: from-records", ""]  # the cell as the run recorded it; its reason follows
+            lines.append(f"  **{recipe['title']}** in *{number}. {titles[cell['scenario']]}* {cell['outcome']}:")
             lines += ["", "  .. code-block:: none", ""]  # site.css wraps these long single lines
             lines += [f"     {line}" for line in cell["detail"].splitlines()] + [""]
             if expectation.get("reason"):
@@ -171,7 +172,7 @@ class ScenarioMatrix(SphinxDirective):
                 )
         lines += ["", ".. rubric:: Cells that do not apply", ""]
         for reason, where in reasons.items():
-            lines.append(f"- {reason}: " + "; ".join(where) + ".")
+            lines += [f"- {reason}:", "", "  .. rst-class:: from-records", "", "  " + "; ".join(where) + "."]
         container = nodes.container()
         self.state.nested_parse(StringList(lines, source=self.get_source_info()[0]), self.content_offset, container)
         return container.children
