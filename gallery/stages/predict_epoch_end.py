@@ -2,10 +2,10 @@
 ``on_predict_epoch_end`` lost its ``outputs``
 =============================================
 
-This page shows the old ``on_predict_epoch_end`` hooks failing and checks three replacements against the model
-applied by hand -- the list returned by ``trainer.predict``, a callback reading ``trainer.predict_loop.predictions``
-at epoch end, a module collecting its own in ``predict_step`` --, then runs
-``trainer.predict(return_predictions=False)`` and two predict dataloaders.
+This page shows the old ``on_predict_epoch_end`` hooks failing, checks three replacements against the model applied
+by hand -- the list returned by ``trainer.predict``, a callback reading ``trainer.predict_loop.predictions`` at epoch
+end, a module that collects its own predictions --, then runs ``trainer.predict(return_predictions=False)`` and two
+predict dataloaders.
 
 :claim:`Old-predict-epoch-end-received-predictions`; :claim:`predict-epoch-end-called-without-them`.
 :claim:`Return-predictions-false-keeps-none`.
