@@ -5,6 +5,6 @@ Each extension here renders a Lightning fact from a run, never from typed text: 
 (``compat_table``), the checker's rule pages run through the checker (``checker_rules``), the scenario matrix run
 over every recipe page (``scenario_matrix``), the Lightning release each gallery page was produced with
 (``gallery_version``), every sentence about Lightning rendered from ``data/claims.toml`` and checked against its
-evidence (``claims``), and the declared warnings checked against the runs that emit them (``warning_witnesses``). How the site is built (execution, warnings, addresses, search, notebooks) is in
-``build_mechanics``.
+evidence (``claims``), and the declared warnings checked against the runs that emit them (``warning_witnesses``).
+How the site is built (execution, warnings, addresses, search, notebooks) is in ``build_mechanics``.
 """
