@@ -97,7 +97,7 @@ class PerLoaderCache(BoringModel):
 
     def validation_step(self, batch, batch_idx, dataloader_idx=0):
         loss = self.step(batch)
-        self.validation_step_losses[dataloader_idx].append(loss)
+        self.validation_step_losses[dataloader_idx].append(loss.clone())  # one element, not the loss's buffer
         return loss
 
     def on_validation_epoch_end(self):
@@ -183,7 +183,7 @@ class PerLoaderTestCache(BoringModel):
 
     def test_step(self, batch, batch_idx, dataloader_idx=0):
         loss = self.step(batch)
-        self.test_step_losses[dataloader_idx].append(loss)
+        self.test_step_losses[dataloader_idx].append(loss.clone())
         return loss
 
     def on_test_epoch_end(self):
