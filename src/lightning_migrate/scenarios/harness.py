@@ -479,7 +479,7 @@ def _observers():
 
     class MidEpochCheckpoint(pl.Callback):
         """Saves a checkpoint with ``trainer.save_checkpoint`` halfway through the second epoch (after batch
-        ``num_training_batches // 2 - 1``), as ``ModelCheckpoint(every_n_train_steps=...)`` would, then crashes at
+        ``num_training_batches // 2 - 1``, or batch 1 of a dataset without length), as ``ModelCheckpoint(every_n_train_steps=...)`` would, then crashes at
         the next batch: a job killed mid-epoch."""
 
         def __init__(self, path: Path):
@@ -491,7 +491,9 @@ def _observers():
                 raise InjectedCrash(CRASH)
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-            if trainer.current_epoch == 1 and batch_idx == max(trainer.num_training_batches // 2 - 1, 0):
+            batches = trainer.num_training_batches  # inf for a dataset without __len__: then after batch 1
+            half = max(batches // 2 - 1, 0) if math.isfinite(batches) else 1
+            if trainer.current_epoch == 1 and batch_idx == half:
                 trainer.save_checkpoint(self.path)
                 self.saved = True
 
