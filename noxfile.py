@@ -5,6 +5,7 @@ Arguments after ``--`` pass through to ``sphinx-build`` (``docs``, ``doctest``) 
 """
 
 import os
+import sys
 
 import nox
 
@@ -112,6 +113,22 @@ def legacy(session, version):
 def matrix(session, version):
     """The replacement examples and the old patterns on the declared 2.x releases (run after `legacy`)."""
     record_release(session, "matrix", version)
+
+
+@nox.session(python=PYTHON)
+def explore(session):
+    """Not a default session: draw many more scenarios than the build runs, at random, for a time budget, and print
+    every cell that does not behave as data/scenarios.toml declares (``nox -s explore -- --minutes 10 --seed 1``)."""
+    install_build(session)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "_ext"))
+    import declared_warnings  # the build's warning filters (conf.py sets the same)
+
+    env = {
+        "PYTHONPATH": os.path.abspath("src"),
+        "PYTHONWARNINGS": declared_warnings.pythonwarnings(),
+        "OMP_NUM_THREADS": "1",
+    }
+    session.run("python", "-m", "lightning_migrate.scenarios.explore", *session.posargs, env=env)
 
 
 @nox.session(python=PYTHON)

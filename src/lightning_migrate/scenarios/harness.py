@@ -370,7 +370,12 @@ def _observers():
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
             copy = [b.detach().clone() for b in batch] if isinstance(batch, (list, tuple)) else batch.detach().clone()
-            entry = {"epoch": trainer.current_epoch, "batch_idx": batch_idx, "batch": copy, "trainer": self.trainer_number}
+            entry = {
+                "epoch": trainer.current_epoch,
+                "batch_idx": batch_idx,
+                "batch": copy,
+                "trainer": self.trainer_number,
+            }
             self.record["train"].append({**entry, "weights": self._weights(pl_module)})
 
         def _evaluation(self, stage, trainer, pl_module, loaders):
@@ -479,8 +484,8 @@ def _observers():
 
     class MidEpochCheckpoint(pl.Callback):
         """Saves a checkpoint with ``trainer.save_checkpoint`` halfway through the second epoch (after batch
-        ``num_training_batches // 2 - 1``, or batch 1 of a dataset without length), as ``ModelCheckpoint(every_n_train_steps=...)`` would, then crashes at
-        the next batch: a job killed mid-epoch."""
+        ``num_training_batches // 2 - 1``, or batch 1 of a dataset without length), as
+        ``ModelCheckpoint(every_n_train_steps=...)`` would, then crashes at the next batch: a job killed mid-epoch."""
 
         def __init__(self, path: Path):
             self.path = Path(path)
@@ -544,7 +549,11 @@ def _compare(seen: list, expected: list) -> tuple[str, str, float]:
             wants = want if isinstance(want, list) else [want]
             gots = got if isinstance(want, list) and isinstance(got, (list, tuple)) else [got]
             if len(gots) != len(wants):
-                return "differs", f"run {run}: {len(gots)} tensors, expected {len(wants)} (one per dataloader)", math.inf
+                return (
+                    "differs",
+                    f"run {run}: {len(gots)} tensors, expected {len(wants)} (one per dataloader)",
+                    math.inf,
+                )
             pairs = [(f"dataloader {i}", a, b) for i, (a, b) in enumerate(zip(gots, wants, strict=True))]
         for name, a, b in pairs:
             if isinstance(b, torch.Tensor):
@@ -593,6 +602,8 @@ def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str,
     with tempfile.TemporaryDirectory(prefix=f"matrix-{recipe.id}-{scenario.id}-") as tmp:
         try:
             result = _run(recipe, scenario, root, Path(tmp))
+        except MatrixError:  # the matrix file or a page is wrong, not the recipe: the run stops, naming it
+            raise
         except Exception as error:  # the recipe's failure is the cell's outcome
             result = {
                 "outcome": "raises",
@@ -606,8 +617,12 @@ def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str,
 def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str, Any]:
     import lightning.pytorch as pl
     import torch
-    from lightning.pytorch.callbacks import EarlyStopping, GradientAccumulationScheduler, ModelCheckpoint
-    from lightning.pytorch.callbacks import BasePredictionWriter
+    from lightning.pytorch.callbacks import (
+        BasePredictionWriter,
+        EarlyStopping,
+        GradientAccumulationScheduler,
+        ModelCheckpoint,
+    )
 
     RecordingLogger, GroundTruth, GraphCheck, Crash, MidEpochCheckpoint = _observers()
     settings = scenario.settings
@@ -773,6 +788,8 @@ def quiet(declared: tuple = ()):
     The warnings the matrix file declares (``declared``: :class:`.space.ScenarioWarning`, Lightning's advice about a
     scenario's configuration itself) are ignored inside the block.
     """
+    import lightning.pytorch  # noqa: F401 - Lightning sets its log level to INFO when first imported: import first
+
     loggers = [logging.getLogger(name) for name in ("lightning.pytorch", "lightning.fabric")]
     levels = [logger.level for logger in loggers]
     for logger in loggers:

@@ -221,9 +221,7 @@ class Space:
             _merge(settings, axis.values[value_id].settings)
         source = extra.pop("source", None)
         _merge(settings, extra)
-        label = title or ", ".join(
-            self.axes[a].values[v].label for a, v in values.items() if v != self.axes[a].default
-        )
+        label = title or ", ".join(self.axes[a].values[v].label for a, v in values.items() if v != self.axes[a].default)
         return Scenario(sid, label or "defaults", values, settings, source, generated=title is None)
 
     def excluded(self, values: dict[str, str]) -> Constraint | None:
@@ -255,7 +253,7 @@ def _check_settings(where: str, settings: dict[str, Any]) -> None:
         raise MatrixError(f"{where}: unknown settings {sorted(unknown)} (see the header of the matrix file)")
     runs = settings.get("runs")
     if runs is not None and (not runs or {r.lstrip("+") for r in runs} - set(RUNS)):
-        raise MatrixError(f"{where}: runs must list fit/validate/test/predict (\"+\": a new Trainer), not {runs}")
+        raise MatrixError(f'{where}: runs must list fit/validate/test/predict ("+": a new Trainer), not {runs}')
     step = settings.get("step", {})
     if step.get("train", TRAIN_STEPS[0]) not in TRAIN_STEPS or step.get("eval", EVAL_STEPS[0]) not in EVAL_STEPS:
         raise MatrixError(f"{where}: step.train must be one of {TRAIN_STEPS}, step.eval one of {EVAL_STEPS}")
@@ -473,19 +471,20 @@ def cached_covering_set(space: Space, cache_dir: Path | None, strength: int = 2)
     return cells
 
 
-def random_cells(space: Space, seed: int, count: int) -> list[tuple[str, Scenario]]:
-    """``count`` allowed cells drawn at random (seeded ``random.Random``): each axis's value uniformly, redrawn
-    until no constraint, stage or domain excludes the cell. Named ``random-<seed>-<n>``."""
+def random_cells(space: Space, seed: int):
+    """Allowed cells drawn at random, without end (seeded ``random.Random``: the same seed draws the same cells):
+    each parameter's value uniformly, drawn again until no constraint, stage or domain excludes the cell. Yields
+    ``(recipe id, scenario)``, the scenarios named ``random-<seed>-<n>``."""
     rng = random.Random(seed)
     params = parameters(space)
-    cells: list[tuple[str, Scenario]] = []
-    while len(cells) < count:
+    drawn = 0
+    while True:
         values = {name: rng.choice(options) for name, options in params.items()}
         if not allowed(space, values):
             continue
+        drawn += 1
         rid = values.pop(RECIPE_AXIS)
-        cells.append((rid, space.scenario(f"random-{seed}-{len(cells) + 1}", values)))
-    return cells
+        yield rid, space.scenario(f"random-{seed}-{drawn}", values)
 
 
 def coverable_pairs(space: Space) -> set[tuple[tuple[str, str], tuple[str, str]]]:
@@ -517,9 +516,10 @@ def covered_pairs(cells: list[tuple[str, Scenario]]) -> set[tuple[tuple[str, str
     return pairs
 
 
-def scenario_table(scenario: Scenario, space: Space) -> str:
+def scenario_table(scenario: Scenario, space: Space, title: str | None = None) -> str:
     """The ``[scenario.<id>]`` table that adds ``scenario`` to the matrix file as a named scenario."""
     non_default = {a: v for a, v in scenario.values.items() if v != space.axes[a].default}
     inline = ", ".join(f'{a} = "{v}"' for a, v in non_default.items())
     sid = scenario.id.replace("-", "_")
-    return f'[scenario.{sid}]\ntitle = "{scenario.title}"\nvalues = {{ {inline} }}\n'
+    heading = json.dumps(title or scenario.title)
+    return f"[scenario.{sid}]\ntitle = {heading}\nvalues = {{ {inline} }}\n"

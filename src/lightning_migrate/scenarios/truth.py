@@ -133,10 +133,7 @@ def ground_truth(recipe: Recipe, scenario: Scenario, record: dict, datasets: dic
     if recipe.weighting == "predictions":
         return [run[0] if len(run) == 1 else run for run in runs], tags
     if recipe.over_runs == "running_min":  # the best value so far, run after run (a "best_val_loss")
-        best: list[float] = []
-        for n, run in enumerate(runs):
-            best.append(min(r[0] for r in runs[: n + 1]))
-        runs = [[value] for value in best]
+        runs = [[min(r[0] for r in runs[: n + 1])] for n in range(len(runs))]
     return _named(recipe, runs), tags
 
 
@@ -147,5 +144,7 @@ def _named(recipe: Recipe, runs: list[list[float]]) -> list[dict[str, Any]]:
         if len(recipe.metric) == 1 and "{idx}" in recipe.metric[0]:
             named.append({recipe.metric[0].format(idx=idx): value for idx, value in enumerate(run)})
         else:
-            named.append({recipe.metric[0]: run[0]} if len(run) == 1 else {f"{recipe.metric[0]} (one per dataloader)": run})
+            named.append(
+                {recipe.metric[0]: run[0]} if len(run) == 1 else {f"{recipe.metric[0]} (one per dataloader)": run}
+            )
     return named
