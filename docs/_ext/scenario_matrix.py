@@ -179,6 +179,10 @@ class Results:
                 counts[axis][values[axis]] = counts[axis].get(values[axis], 0) + 1
         return counts
 
+    def runs(self, recipe_id: str) -> set[str]:
+        """The values of the calls axis that run the stage of ``recipe_id`` (as the matrix file declares them)."""
+        return set(self.document["stage_calls"].get(self.recipes[recipe_id]["stage"], ()))
+
     def stage_axes(self, recipe_id: str) -> list[str]:
         """The axes that can change what ``recipe_id`` computes (an axis's ``stages``)."""
         stage = self.recipes[recipe_id]["stage"]
@@ -209,15 +213,14 @@ def domain_lines(results: Results, recipe_id: str, indent: str = "") -> list[str
     held = sum(c["outcome"] == "holds" for c in results.cells(recipe_id))
     lines = [f"{indent}**Works with** (checked by {held} cells of this build that hold):", ""]
     for axis in axes:
-        inside = [v["id"] for v in results.axes[axis]["values"] if (axis, v["id"]) not in outside]
+        relevant = [
+            v["id"] for v in results.axes[axis]["values"] if axis != "calls" or v["id"] in results.runs(recipe_id)
+        ]
+        inside = [v for v in relevant if (axis, v) not in outside]
         missing = [v for v in inside if not proven[axis].get(v)]
         if not inside:
             continue
-        shown = (
-            "every value"
-            if len(inside) == len(results.axes[axis]["values"])
-            else ", ".join(results.labels[axis][v] for v in inside)
-        )
+        shown = "every value" if inside == relevant else ", ".join(results.labels[axis][v] for v in inside)
         gap = f" (not run in this build: {', '.join(results.labels[axis][v] for v in missing)})" if missing else ""
         lines.append(f"{indent}- {results.axes[axis]['title']}: {shown}{gap}")
     lines.append("")
@@ -266,16 +269,20 @@ def summary_lines(results: Results) -> list[str]:
         ".. list-table:: Cells per recipe: " + ", ".join(f"{s} {o}" for o, s in SYMBOLS.items()),
         "   :header-rows: 1",
         "   :stub-columns: 1",
-        "   :class: scenario-matrix",
         "",
         "   * - Recipe",
     ]
     lines += [f"     - {symbol}" for symbol in SYMBOLS.values()]
     for rid, recipe in results.recipes.items():
         mine = results.cells(rid)
-        lines.append(f"   * - :ref:`{recipe['title']} <{recipe_anchor(rid)}>`")
+        lines.append(f"   * - :ref:`{_plain(recipe['title'])} <{recipe_anchor(rid)}>`")
         lines += [f"     - {sum(c['outcome'] == o for c in mine)}" for o in SYMBOLS]
     return [*lines, ""]
+
+
+def _plain(title: str) -> str:
+    """A title without its inline-literal markup, for the text of a link (which cannot nest markup)."""
+    return title.replace("``", "")
 
 
 def _heading(text: str, underline: str) -> list[str]:
@@ -291,12 +298,15 @@ def recipe_lines(results: Results, rid: str) -> list[str]:
     odd = [c for c in results.cells(rid) if c["outcome"] in ("differs", "raises")]
     if odd:
         lines += ["**Does not hold, on purpose** (a trap kept as evidence):", ""]
+        defaults = {a["id"]: a["default"] for a in results.document["axes"]}
         for cell in odd:
             scenario = results.scenarios[cell["scenario"]]
             declared = cell.get("declared") or {}
-            lines.append(f"- *{scenario['title']}* {cell['outcome']}:")
+            values = ", ".join(f"{a}={v}" for a, v in scenario["values"].items() if v != defaults[a]) or "defaults"
+            name = f"generated scenario {scenario['id']}" if scenario["generated"] else _plain(scenario["title"])
+            lines.append(f"- *{name}* {cell['outcome']}:")
             lines += ["", "  .. code-block:: none", ""]  # site.css wraps these long single lines
-            lines += [f"     {line}" for line in cell["detail"].strip().splitlines()[-3:]] + [""]
+            lines += [f"     {values}", f"     {cell['detail'].strip().splitlines()[-1]}", ""]
             if declared.get("reason"):
                 lines.append(f"  {declared['reason'].rstrip('.')}. Use :doc:`/{declared['see']}`.")
             lines.append("")

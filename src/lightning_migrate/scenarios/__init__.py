@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import space as space_module
 from .harness import OUTCOMES, REL_TOL, TRANSFORMS, page_definitions, page_source, quiet, run_cell
 from .space import (
     MATRIX_FILE,
@@ -153,6 +154,12 @@ def run_matrix(
             for r in recipes
         ],
         "covering": {"cells": len(generated), "strength": 2},
+        "stage_calls": {
+            stage: [c for c in space.axes["calls"].values if space_module.runs_stage(space, c, stage)]
+            for stage in space_module.STAGES
+        }
+        if "calls" in space.axes
+        else {},
         "cells": cells,
     }
 

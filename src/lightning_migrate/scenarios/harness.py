@@ -545,9 +545,9 @@ def _compare(seen: list, expected: list) -> tuple[str, str, float]:
             if set(got) != set(want):
                 return "differs", f"run {run}: logged {sorted(got)}, expected {sorted(want)}", math.inf
             pairs = [(name, got[name], want[name]) for name in sorted(want)]
-        else:
+        else:  # predictions: one tensor per dataloader (a bare tensor stands for the one loader's)
             wants = want if isinstance(want, list) else [want]
-            gots = got if isinstance(want, list) and isinstance(got, (list, tuple)) else [got]
+            gots = list(got) if isinstance(got, (list, tuple)) else [got]
             if len(gots) != len(wants):
                 return (
                     "differs",
@@ -607,7 +607,7 @@ def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str,
         except Exception as error:  # the recipe's failure is the cell's outcome
             result = {
                 "outcome": "raises",
-                "detail": f"{type(error).__name__}: {error}".strip(),
+                "detail": _error_text(error, Path(tmp)),
                 "where": _page_line(traceback.extract_tb(error.__traceback__), root / recipe.page),
             }
     result["seconds"] = round(time.perf_counter() - started, 3)
@@ -771,6 +771,17 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
                 outcome, detail = "differs", f"{name} is {score}, the best epoch value is {best!r}"
                 break
     return {"outcome": outcome, "detail": detail, "relative_error": None if math.isinf(error) else error}
+
+
+def _error_text(error: BaseException, tmp: Path) -> str:
+    """``Type: message`` of what the recipe raised, as it would read it. Under DDP the launcher re-raises a worker's
+    error with the worker's whole traceback in its message: the last line, the worker's own error, is kept. The
+    cell's temporary folder reads ``<run dir>``, so the text does not depend on the machine."""
+    text = f"{type(error).__name__}: {error}".strip()
+    if "Traceback (most recent call last)" in text:
+        lines = [line for line in text.splitlines() if line.strip()]
+        text = f"in a DDP worker: {lines[-1].strip()}"
+    return text.replace(str(tmp), "<run dir>")
 
 
 def _page_line(frames: traceback.StackSummary, page: Path) -> str | None:

@@ -381,7 +381,7 @@ def load_matrix(path: Path = MATRIX_FILE) -> tuple[list[Scenario], list[Recipe]]
 RECIPE_AXIS = "recipe"
 
 
-def _runs_stage(space: Space, calls: str, stage: str) -> bool:
+def runs_stage(space: Space, calls: str, stage: str) -> bool:
     runs = space.axes["calls"].values[calls].settings.get("runs", BASE_SETTINGS["runs"])
     return any(run.lstrip("+") in STAGE_RUNS[stage] for run in runs)
 
@@ -395,7 +395,7 @@ def allowed(space: Space, values: dict[str, str]) -> bool:
     if rid is None:
         return True
     recipe = next(r for r in space.recipes if r.id == rid)
-    if "calls" in values and not _runs_stage(space, values["calls"], recipe.stage):
+    if "calls" in values and not runs_stage(space, values["calls"], recipe.stage):
         return False
     return not any(values.get(o.axis) in o.values for o in recipe.outside)
 
@@ -419,7 +419,7 @@ def constraints_for_generator(space: Space) -> list[dict[str, Any]]:
 
     conditions = [none_of(c.values) for c in space.constraints]
     for recipe in space.recipes:
-        idle = [calls for calls in space.axes["calls"].values if not _runs_stage(space, calls, recipe.stage)]
+        idle = [calls for calls in space.axes["calls"].values if not runs_stage(space, calls, recipe.stage)]
         if idle:
             conditions.append(none_of({RECIPE_AXIS: [recipe.id], "calls": idle}))
         conditions += [none_of({RECIPE_AXIS: [recipe.id], o.axis: o.values}) for o in recipe.outside]
