@@ -121,7 +121,7 @@ def explore(session):
     every cell that does not behave as data/scenarios.toml declares (``nox -s explore -- --minutes 10 --seed 1``)."""
     install_build(session)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "_ext"))
-    import declared_warnings  # the build's warning filters (conf.py sets the same)
+    from build_mechanics import declared_warnings  # the build's warning filters (conf.py sets the same)
 
     env = {
         "PYTHONPATH": os.path.abspath("src"),

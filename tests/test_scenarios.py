@@ -473,7 +473,7 @@ def test_explore_prints_the_named_scenario_to_add_for_an_unexpected_cell(tmp_pat
 DOMAIN_CONF = f"""
 import sys
 sys.path[:0] = [{str(ROOT / "docs" / "_ext")!r}, {str(ROOT / "src")!r}]
-extensions = ["scenario_matrix"]
+extensions = ["guide.scenario_matrix"]
 scenario_matrix_file = "matrix.toml"
 scenario_matrix_root = "."
 """
@@ -507,7 +507,7 @@ def test_the_recipe_domain_box_says_where_a_recipe_holds_and_what_to_use_elsewhe
     build = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, check=False)
     assert build.returncode == 0, (build.stdout + build.stderr)[-5000:]
     page = (project / "_build" / "index.html").read_text(encoding="utf-8")
-    box = page[page.index('class="admonition recipe-domain') :]
+    box = page[page.index('class="recipe-domain admonition"') :]
     box = box[: box.index("</div>")]
     assert "Where this holds" in box and "Works with" in box
     assert "Training order: in order" in box  # the value inside the domain, proven by cells that held
