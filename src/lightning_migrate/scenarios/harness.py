@@ -55,6 +55,14 @@ class InjectedCrash(RuntimeError):
     """The crash a scenario injects part-way through a run."""
 
 
+class RunawayRun(RuntimeError):
+    """A run that went on past :data:`RUNAWAY_BATCHES` training batches: Lightning never ended it."""
+
+
+#: Training batches after which a cell's run is stopped as a runaway (the longest scenario runs fewer than 100).
+RUNAWAY_BATCHES = 500
+
+
 # -- Taking a recipe from its page ------------------------------------------------------------------------------
 def page_source(page: Path, transform: str | None = None) -> str:
     """The Python source of a page: a gallery script as it is; for a MyST notebook (``.md``), its ``code-cell``
@@ -369,6 +377,8 @@ def _observers():
                 self.record = torch.load(self.file, weights_only=False)
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            if len(self.record["train"]) >= RUNAWAY_BATCHES:  # every rank counts the same: all stop together
+                raise RunawayRun(f"more than {RUNAWAY_BATCHES} training batches: Lightning never ended the run")
             copy = [b.detach().clone() for b in batch] if isinstance(batch, (list, tuple)) else batch.detach().clone()
             entry = {
                 "epoch": trainer.current_epoch,
