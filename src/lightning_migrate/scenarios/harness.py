@@ -494,7 +494,7 @@ def _observers():
 
     class MidEpochCheckpoint(pl.Callback):
         """Saves a checkpoint with ``trainer.save_checkpoint`` halfway through the second epoch (after batch
-        ``num_training_batches // 2 - 1``, or batch 1 of a dataset without length), as
+        ``num_training_batches // 2 - 1``, or batch 0 of a dataset without length), as
         ``ModelCheckpoint(every_n_train_steps=...)`` would, then crashes at the next batch: a job killed mid-epoch."""
 
         def __init__(self, path: Path):
@@ -506,8 +506,8 @@ def _observers():
                 raise InjectedCrash(CRASH)
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-            batches = trainer.num_training_batches  # inf for a dataset without __len__: then after batch 1
-            half = max(batches // 2 - 1, 0) if math.isfinite(batches) else 1
+            batches = trainer.num_training_batches  # inf for a dataset without __len__: then after batch 0
+            half = max(batches // 2 - 1, 0) if math.isfinite(batches) else 0
             if trainer.current_epoch == 1 and batch_idx == half:
                 trainer.save_checkpoint(self.path)
                 self.saved = True
@@ -738,7 +738,9 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
             if not _is_injected(error):
                 raise
         else:
-            raise MatrixError(f"[scenario.{scenario.id}]: the injected crash never happened")
+            raise RuntimeError(
+                f"the scenario's crash was never injected: its run has no point to inject it at ({CRASH})"
+            )
         source.calls = {"test": 0, "predict": 0}
         observed = attempt(2, model, callbacks, [], ckpt_path=str(checkpoint) if checkpoint else None)
     else:
