@@ -738,9 +738,7 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
             if not _is_injected(error):
                 raise
         else:
-            raise RuntimeError(
-                f"the scenario's crash was never injected: its run has no point to inject it at ({CRASH})"
-            )
+            raise RuntimeError("the scenario's crash was never injected: its run has no point to inject it at")
         source.calls = {"test": 0, "predict": 0}
         observed = attempt(2, model, callbacks, [], ckpt_path=str(checkpoint) if checkpoint else None)
     else:
