@@ -6,7 +6,8 @@ the gallery examples; at ``env-before-read-docs`` the build waits for it. A cell
 
 The results live in one stable file, ``<doctreedir>/scenario-matrix.json``, written atomically by the matrix
 process and re-used by a later build only when nothing it depends on changed (the matrix file, the harness, every
-recipe page, the installed Lightning and torch -- their hash is stored beside it) and the build is not a CI build
+recipe page, the checker when a recipe runs its rewrite, the installed Lightning, torch and covertable -- their
+hash is stored beside it) and the build is not a CI build
 (``CI=true`` always runs it). The generated covering set is kept in the doctree folder too, by a key of what it
 depends on. The pages that render results note a dependency on the results file, so they are re-read whenever the
 results change.
@@ -76,6 +77,8 @@ def inputs_key(matrix_file: Path = scenarios.MATRIX_FILE, root: Path = ROOT) -> 
     space = scenarios.load_space(matrix_file)
     package = Path(scenarios.__file__).parent
     files = [matrix_file, *sorted(package.glob("*.py")), *sorted({root / r.page for r in space.recipes})]
+    if any(r.transform for r in space.recipes):  # the code that runs is what the checker's rewrite makes
+        files += sorted((package.parent / "checker").rglob("*.py"))
     for path in files:
         digest.update(path.name.encode() + path.read_bytes())
     for dist in ("lightning", "torch", "covertable"):
