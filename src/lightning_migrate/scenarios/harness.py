@@ -718,7 +718,9 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
                 trainer.test(model, **(data or {"dataloaders": source.loaders("test")}), verbose=False)
                 source.calls["test"] += 1
             else:
-                kwargs = scenario.settings["predict_kwargs"]
+                # Lightning refuses return_predictions=True under ddp_fork (the main process cannot receive them)
+                kwargs = {"return_predictions": False} if scenario.distributed else {}
+                kwargs.update(scenario.settings["predict_kwargs"])
                 trainer.predict(model, **(data or {"dataloaders": source.loaders("predict")}), **kwargs)
                 source.calls["predict"] += 1
         return {"log": log_file, "truth": truth_file, "graph": graph_check, "monitors": monitors, "trainers": trainers}
