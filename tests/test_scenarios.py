@@ -62,6 +62,12 @@ MUTATIONS = {
         sub(r"^\s*self\.training_step_losses\.clear\(\)\n", ""),
         {"defaults", "three_epochs"},
     ),
+    "cache-not-emptied-at-epoch-start": (
+        "core/callback_side_caching.py",
+        "callback_side",
+        sub(r"^(\s*)self\.batch_losses\.clear\(\)  # nothing left over.*$", r"\1pass"),
+        {"crash_and_rerun"},
+    ),
     "loss-under-accumulation": (
         "core/callback_side_caching.py",
         "callback_side",
@@ -89,7 +95,7 @@ MUTATIONS = {
     "stack-for-cat": (
         "stages/predict_epoch_end.py",
         "predict",
-        sub(r"torch\.cat\(self\.predict_step_outputs\)", "torch.stack(self.predict_step_outputs)"),
+        sub(r"\[torch\.cat\(batches\) for _, batches in", "[torch.stack(batches) for _, batches in"),
         {"uneven_last_batch"},
     ),
     "missing-clear-test": (
@@ -107,7 +113,7 @@ MUTATIONS = {
     "nan-predictions": (
         "stages/predict_epoch_end.py",
         "predict",
-        sub(r"^(\s*)self\.all_predictions = torch\.cat\(self\.predict_step_outputs\)$", r"\g<0> * float('nan')"),
+        sub(r"\[torch\.cat\(batches\) for _, batches in", "[torch.cat(batches) * float('nan') for _, batches in"),
         {"predict_only"},
     ),
     "global-step-as-sanity-guard": (
@@ -125,7 +131,7 @@ MUTATIONS = {
     "padded-sample-counted-twice": (
         "distributed/ddp_per_rank_caches.py",
         "ddp_dataset_mean",
-        sub(r"\[: len\(loaders\[idx\]\.dataset\)\]", ""),
+        sub(r"\[: len\(loader\.dataset\)\]", ""),
         {"ddp_odd_dataset"},
     ),
     "callback-cache-cleared-at-train-epoch-end": (
