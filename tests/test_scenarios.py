@@ -53,13 +53,13 @@ MUTATIONS = {
     "missing-clear-callback": (
         "core/callback_side_caching.py",
         "callback_side",
-        sub(r"^\s*self\.batch_losses\.clear\(\)\n", ""),
+        sub(r"^(\s*)self\.batch_losses\.clear\(\).*$", r"\1pass"),  # every clear: at epoch start and end
         {"defaults", "three_epochs"},
     ),
     "missing-clear-module": (
         "core/module_side_caching.py",
         "module_side",
-        sub(r"^\s*self\.training_step_losses\.clear\(\)\n", ""),
+        sub(r"^(\s*)self\.training_step_losses\.clear\(\).*$", r"\1pass"),  # every clear: at epoch start and end
         {"defaults", "three_epochs"},
     ),
     "cache-not-emptied-at-epoch-start": (
@@ -101,13 +101,13 @@ MUTATIONS = {
     "missing-clear-test": (
         "stages/test_epoch_end.py",
         "test",
-        sub(r"^\s*self\.test_step_losses\.clear\(\)\n", ""),
+        sub(r"^(\s*)self\.test_step_losses\.clear\(\).*$", r"\1pass"),  # every clear: at epoch start and end
         {"test_twice"},
     ),
     "missing-clear-predict": (
         "stages/predict_epoch_end.py",
         "predict",
-        sub(r"^\s*self\.predict_step_outputs\.clear\(\)\n", ""),
+        sub(r"^(\s*)self\.predict_step_outputs\.clear\(\).*$", r"\1pass"),  # every clear: at epoch start and end
         {"predict_twice"},
     ),
     "nan-predictions": (
