@@ -42,8 +42,9 @@ extensions = [
     "sphinx_design",
     "sphinx_copybutton",
     "guide.probe_records",  # the registry's probes, run on the installed Lightning; pages read their records
-    "guide.symptom_index",  # every error and warning text the build saw, linked to its fix
-    "build_mechanics.search_splitter",  # the search finds a pasted error that names the reader's own class
+    "guide.symptom_index",  # every error and warning Lightning prints for the old hooks, linked to its fix
+    "guide.symptom_search",  # the search ranks the fix of a pasted error first, whatever the reader's class is called
+    "build_mechanics.search_index_entries",  # a rebuild keeps the index entries of pages it does not rewrite
     "guide.reference_table",  # one row per old hook shape, from the registry and the probe records
     "guide.gallery_version",  # each gallery page names the Lightning release that produced its output
     "notfound.extension",
