@@ -50,8 +50,10 @@ extensions = [
     "notfound.extension",
     "sphinxext.opengraph",
     "build_mechanics.site_address",  # html_baseurl drives the 404 page, link previews and the checker's links
+    "build_mechanics.project_links",  # the repository's address and release tag from pyproject.toml
     "guide.compat_table",  # the recorded releases (data/compat/*.json)
     "build_mechanics.identifier_breaks",  # inline code breaks after _ . ( , only, never inside a word
+    "build_mechanics.phone_tables",  # a table marked stack-on-phone reads one block per row on a phone
     "guide.checker_rules",  # one page per checker rule, its example run through the checker
     "guide.scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
     "build_mechanics.notebook_baseurl",  # hands html_baseurl to the notebooks' pandoc filter

@@ -206,7 +206,8 @@ class CompatReceived(SphinxDirective):
     def _brief(self, version: str, data: dict[str, Any], records: dict[str, dict[str, Any]]) -> list[str]:
         """With ``:brief:``: one table row per pattern -- its outcome, calls, training steps, entries received."""
         release = f"{data['probes']['lightning']['distribution']} {version}"
-        lines = [".. list-table::", "   :header-rows: 1", "", "   * - Old hook", f"     - On {release}"]
+        lines = [".. list-table::", "   :header-rows: 1", "   :class: stack-on-phone", "", "   * - Old hook"]
+        lines.append(f"     - On {release}")
         lines += ["     - Calls", "     - Training steps", "     - ``outputs`` at its first call"]
         for pattern_id in self.options["patterns"].split():
             pattern = registry.get(pattern_id)
@@ -239,7 +240,7 @@ class CompatEquivalence(SphinxDirective):
             raise self.error(f"no data file for the reference release {reference_version}")
         reference = data[reference_version]["equivalence"]["variants"]["old"]
         names = {"old": "training_epoch_end(outputs)", "callback": "callback-side", "module": "module-side"}
-        lines = [".. list-table::", "   :header-rows: 1", ""]
+        lines = [".. list-table::", "   :header-rows: 1", "   :class: stack-on-phone", ""]
         epochs = len(reference)
         lines.append("   * - Release")
         lines.append("     - Variant")
@@ -263,7 +264,7 @@ class CompatExamples(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         matrix, data = load_all(self)
         versions = [v for v, entry in matrix["versions"].items() if entry["group"] == "matrix" and v in data]
-        lines = [".. list-table::", "   :header-rows: 1", "", "   * - Example"]
+        lines = [".. list-table::", "   :header-rows: 1", "   :class: stack-on-phone", "", "   * - Example"]
         lines += [f"     - {_version_header(v, data[v])}" for v in versions]
         for script in matrix["scripts"]:
             lines.append(f"   * - ``{script}``")

@@ -127,7 +127,7 @@ class OldHooksTable(SphinxDirective):
             raise ExtensionError("old-hooks-table needs the probe_records extension (conf.py: extensions)")
         self.env.note_dependency(records_path)  # re-read this page whenever the probes produce new records
 
-        table = nodes.table(classes=["old-hooks-table"])
+        table = nodes.table(classes=["old-hooks-table", "stack-on-phone"])  # build_mechanics/phone_tables.py
         group = nodes.tgroup(cols=len(COLUMNS))
         table += group
         for _, width in COLUMNS:

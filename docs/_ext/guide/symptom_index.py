@@ -574,7 +574,12 @@ class SymptomQuotesDirective(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         self.env.note_dependency(str(REGISTRY_FILE))
-        by_id = {record["pattern"]: record for record in probe_records.records(self.env.app)["records"]}
+        document = probe_records.records(self.env.app)
+        by_id = {record["pattern"]: record for record in document["records"]}
+        intro = nodes.paragraph(
+            text=f"What Lightning {document['lightning']['version']} raises for each of these old signatures "
+            f"(your class name where these say {' or '.join(registry.PROBE_CLASSES.values())}):"
+        )
         listing = nodes.bullet_list(classes=["symptom-quotes"])
         for pattern_id in self.arguments:
             try:
@@ -600,7 +605,7 @@ class SymptomQuotesDirective(SphinxDirective):
             item += head
             item += nodes.literal_block(text, text, language="none", classes=["symptom"])
             listing += item
-        return [listing]
+        return [intro, listing]
 
 
 def _init_env(app: Sphinx, env: Any, docnames: list[str]) -> None:
