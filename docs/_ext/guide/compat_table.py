@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
@@ -132,7 +133,7 @@ class CompatTable(SphinxDirective):
         ]
         lines.append("   * - Old pattern (each outcome links to its fix)")
         for version in versions:
-            own = " (this build)" if version == built_with else ""
+            own = " (the examples' release)" if version == built_with else ""
             lines.append(f"     - {_version_header(version, data[version])}{own}")
         for pattern in registry.PATTERNS:
             lines.append(f"   * - ``{pattern.owner}.{pattern.old_signature}``")
@@ -258,6 +259,22 @@ class CompatEquivalence(SphinxDirective):
         return self.parse_text_to_nodes("\n".join(lines))
 
 
+def example_page(app: Any, script: str) -> str:
+    """The docname of the gallery page of ``script`` (a path from the repository root, ``gallery/core/x.py``), by
+    sphinx-gallery's ``examples_dirs`` and ``gallery_dirs``.
+
+    Raises:
+        ValueError: ``script`` is in no gallery directory.
+    """
+    conf = app.config.sphinx_gallery_conf
+    path = (compat.ROOT / script).resolve()
+    for source, target in zip(conf["examples_dirs"], conf["gallery_dirs"], strict=True):
+        root = (Path(app.srcdir) / source).resolve()
+        if path.is_relative_to(root):
+            return f"{target}/{path.relative_to(root).with_suffix('').as_posix()}"
+    raise ValueError(f"{script} is in no gallery directory")
+
+
 class CompatExamples(SphinxDirective):
     """``.. compat-examples::`` -- replacement example x ``[matrix]`` release: passed or failed."""
 
@@ -267,7 +284,11 @@ class CompatExamples(SphinxDirective):
         lines = [".. list-table::", "   :header-rows: 1", "   :class: stack-on-phone", "", "   * - Example"]
         lines += [f"     - {_version_header(v, data[v])}" for v in versions]
         for script in matrix["scripts"]:
-            lines.append(f"   * - ``{script}``")
+            try:
+                page = example_page(self.env.app, script)
+            except ValueError as err:
+                raise self.error(f"{compat.MATRIX_FILE}: {err}") from None
+            lines.append(f"   * - :doc:`/{page}`")
             for version in versions:
                 runs = {ex["script"]: ex for ex in data[version].get("examples", [])}
                 ex = runs.get(script)
