@@ -84,6 +84,8 @@ sphinx_gallery_conf = {
     "download_all_examples": False,
     # No sg_execution_times pages: they are timings of one build, not guide content (and 8 more pages to write).
     "write_computation_times": False,
+    # Nor a running time at the end of each example: how long one build took, not something the reader runs.
+    "min_reported_time": float("inf"),
     "remove_config_comments": True,
     # Sections in reading order: the core pattern, each stage, then the pitfalls, caching, DDP and cost.
     "subsection_order": [

@@ -41,6 +41,7 @@ BUILD_WORDS: dict[str, str] = {
     r"\bsphinx-build\b": "sphinx-build",
     r"\bCI=": "CI=true",
     r"\b\d+ cells in [\d.]+ s\b": "a timing of the build",
+    r"\brunning time of the script\b": "a timing of the build",
     r"\bis out of date\b": "this page is out of date",
     r"#\s*noqa:(?!\s*LM\d)": "a linter's noqa comment",
 }

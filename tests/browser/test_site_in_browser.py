@@ -51,10 +51,13 @@ def test_page_loads_without_console_errors_or_broken_images(browser, base_url, d
 
 
 @pytest.mark.parametrize("docname", GALLERY_PAGES)
-def test_gallery_page_names_the_lightning_that_produced_it(browser, base_url, docname):
+def test_gallery_page_names_the_lightning_that_produced_it_and_what_to_install(browser, base_url, docname):
     open_page(browser, f"{base_url}{docname}.html")
     note = browser.find_element(By.CSS_SELECTOR, "p.lightning-version").text
-    assert f"produced by Lightning {LIGHTNING}" in note
+    assert f"what Lightning {LIGHTNING} printed" in note
+    install = browser.find_element(By.XPATH, "//p[contains(@class, 'example-install')]/following-sibling::div[1]//pre")
+    assert install.is_displayed()
+    assert install.text.startswith("$ pip install ") and f"lightning=={LIGHTNING}" in install.text.split()
 
 
 def test_reference_row_anchor_targets_its_row(browser, base_url):
