@@ -57,6 +57,7 @@ extensions = [
     "guide.checker_rules",  # one page per checker rule, its example run through the checker
     "guide.scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
     "build_mechanics.notebook_baseurl",  # hands html_baseurl to the notebooks' pandoc filter
+    "build_mechanics.reader_downloads",  # the downloaded script and notebook: title, then what to install, quiet log
 ]
 
 root_doc = "index"
@@ -102,8 +103,8 @@ sphinx_gallery_conf = {
     ),
     # Before each example and after it: declared_warnings.strict_warnings saves and restores the warning filters.
     "reset_modules_order": "both",
-    # The downloaded notebooks turn Lightning's informational log down as the build's examples ran (one cell).
-    "first_notebook_cell": declared_warnings.FIRST_NOTEBOOK_CELL,
+    # No first_notebook_cell: it would come before the title. The downloads start with the title, then one cell for
+    # the reader (what to install, Lightning's log turned down as on the page): build_mechanics/reader_downloads.py.
     "capture_repr": (),
     "show_signature": False,
     # The downloaded notebooks: pandoc converts each rST text block to GitHub-flavoured Markdown, as Jupyter renders

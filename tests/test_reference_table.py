@@ -148,14 +148,6 @@ def test_gallery_page_without_a_lightning_line_is_reported(site):
         gallery_version.version_note(without)
 
 
-def test_an_example_page_installs_the_pins_of_what_its_script_imports():
-    requirements = "# comment\ntorch==2.13.0\nlightning==2.6.6\nmatplotlib==3.11.2\nsphinx==9.0.4\n"
-    script = "import csv\nimport lightning.pytorch as pl\nfrom torch.utils.data import DataLoader\nimport torch\n"
-    assert gallery_version.install_line(script, requirements) == "pip install lightning==2.6.6 torch==2.13.0"
-    with pytest.raises(LookupError, match="imports psutil, which requirements.txt does not pin"):
-        gallery_version.install_line("import psutil\n", requirements)
-
-
 def test_row_with_a_missing_example_stops_the_build_and_names_it(tmp_path):
     tree = copy_tree(tmp_path / "tree")
     registry_file = tree / "src" / "lightning_migrate" / "registry.py"

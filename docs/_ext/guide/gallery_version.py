@@ -7,8 +7,7 @@ itself: every example prints ``Lightning X.Y.Z`` near its top (a house rule the 
 this extension finds that line in the captured output of each generated example page and inserts, just before the
 download buttons, a note naming that release (and saying so when it differs from the installed one), and the
 ``pip install`` line of the packages the script imports, at the versions ``requirements.txt`` pins
-(:func:`install_line`; the distribution of an imported module is found with
-:func:`importlib.metadata.packages_distributions`).
+(:func:`build_mechanics.reader_downloads.install_line`, the line the downloads start with too).
 
 A page that shows captured output without a ``Lightning X.Y.Z`` line gets a build warning naming its script
 (``-W`` makes it an error), and so does a script that imports a package ``requirements.txt`` does not pin. A page
@@ -18,13 +17,12 @@ without captured output (the example was not executed, e.g. while iterating with
 
 from __future__ import annotations
 
-import ast
 import re
-import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from build_mechanics.reader_downloads import REQUIREMENTS, install_line
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
@@ -34,50 +32,8 @@ logger = logging.getLogger(__name__)
 OUTPUT_BLOCK = re.compile(r"^\.\. rst-class:: sphx-glr-script-out\n\n(?P<body>(?:[ \t]+.*\n|\n)+)", re.M)
 VERSION_LINE = re.compile(r"^\s+Lightning (?P<version>\d+\.\d+\S*)\s*$", re.M)
 DOWNLOAD_LABEL = re.compile(r"^\.\. _sphx_glr_download_", re.M)
-#: The pinned build environment: every example runs on exactly these versions.
-REQUIREMENTS = Path(__file__).resolve().parents[3] / "requirements.txt"
 #: What a reader adds to run the downloaded notebook.
 NOTEBOOK_FRONT_END = "jupyterlab"
-
-
-def pins(requirements: str) -> dict[str, str]:
-    """``{normalized distribution name: "name==version"}`` of the ``name==version`` lines of a requirements file."""
-    found = {}
-    for line in requirements.splitlines():
-        match = re.match(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", line)
-        if match:
-            found[re.sub(r"[-_.]+", "-", match[1]).lower()] = f"{match[1]}=={match[2]}"
-    return found
-
-
-def imported_modules(source: str) -> list[str]:
-    """The top-level modules a script imports, in the order it first imports them (relative imports left out)."""
-    found: dict[str, None] = {}
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found.update(dict.fromkeys(alias.name.split(".")[0] for alias in node.names))
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found[node.module.split(".")[0]] = None
-    return list(found)
-
-
-def install_line(source: str, requirements: str) -> str:
-    """``pip install torch==2.13.0 lightning==2.6.6 ...``: the pins of every third-party package ``source`` imports.
-
-    Raises:
-        LookupError: the script imports a third-party module whose distribution ``requirements`` does not pin.
-    """
-    pinned, distributions = pins(requirements), metadata.packages_distributions()
-    line: dict[str, None] = {}
-    for module in imported_modules(source):
-        if module in sys.stdlib_module_names:
-            continue
-        names = [re.sub(r"[-_.]+", "-", name).lower() for name in distributions.get(module, [module])]
-        found = [pinned[name] for name in names if name in pinned]
-        if not found:
-            raise LookupError(f"it imports {module}, which {REQUIREMENTS.name} does not pin")
-        line[found[0]] = None
-    return "pip install " + " ".join(line)
 
 
 def installed_lightning() -> str:
