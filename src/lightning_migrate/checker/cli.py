@@ -31,8 +31,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lightning_migrate.checker.core import MANUAL, PREFILTER, REWRITE, RULES, SAFE, Finding, check_source
+from lightning_migrate.checker.base import MANUAL, SAFE, UNSAFE, Finding
+from lightning_migrate.checker.core import PREFILTER, check_source
 from lightning_migrate.checker.resolve import Project, project_root
+from lightning_migrate.checker.rules import RULES
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", ".nox", ".tox", "__pycache__", "node_modules", ".eggs"})
 #: Files per worker task: small enough to balance two cores, large enough to amortise the process round trip.
@@ -91,7 +93,7 @@ class Options:
     (``None``: all) and whether informational findings (``--notes``) are kept."""
 
     fix: bool = False
-    rewrite_caching: bool = False
+    unsafe_fixes: bool = False
     select: frozenset[str] | None = None
     notes: bool = False
 
@@ -128,7 +130,7 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
             path,
             _PROJECT,
             fix=options.fix,
-            rewrite_caching=options.rewrite_caching,
+            unsafe_fixes=options.unsafe_fixes,
             select=options.select,
             notes=options.notes,
         )
@@ -230,10 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     mode.add_argument("--fix", action="store_true", help="write the fixes (safe tier, and manual markers)")
     parser.add_argument(
-        "--rewrite-caching",
+        "--unsafe-fixes",
         action="store_true",
-        help="also rewrite validation/test_epoch_end to module-side caching where provably equivalent",
+        help="with --fix / --diff, also apply the opt-in rewrites: caching rewrites of hooks that read outputs "
+        "(the values 1.x passed, collected in the batch-end hook), renames that make dead hooks run again",
     )
+    parser.add_argument("--rewrite-caching", dest="unsafe_fixes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--select", help="comma-separated rule codes to run (default: all)")
     parser.add_argument("--ignore", help="comma-separated rule codes not to run")
     parser.add_argument(
@@ -307,8 +311,6 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on a usage error already; keep --help at 0
         return int(exc.code or 0)
-    from lightning_migrate.checker import rules as _rules  # noqa: F401 - registers every rule
-
     if args.list_rules:
         for rule in RULES.values():
             print(f"{rule.code}  {rule.name:38} {rule.title}")
@@ -330,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     every_file, roots = project_files(args.paths, files)
     project = Project(every_file, roots)
     by_abs = dict(zip(checked, files, strict=True))
-    options = Options(args.fix or args.diff, args.rewrite_caching, select, args.notes)
+    options = Options(args.fix or args.diff, args.unsafe_fixes, select, args.notes)
     reports = run_checks(checked, project, options, jobs=args.jobs)
     changed = 0
     counts: Counter[str] = Counter()
@@ -361,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
                         "filename": str(shown),
                         "line": finding.line,
                         "column": finding.col,
-                        "fix": finding.tier if finding.tier in (SAFE, REWRITE) else None,
+                        "fix": finding.tier if finding.tier in (SAFE, UNSAFE) else None,
                         "note": finding.note,
                         "patterns": list(finding.pattern_ids),
                         "url": finding.url,
@@ -390,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
         where = f" in {with_findings} file{plural}" if found else ""
         parts = [f"{found} finding{'s' * (found != 1)}{where} ({len(files)} file{'s' * (len(files) != 1)} checked)"]
         if found:
-            parts.append(f"{counts[SAFE]} safe fix, {counts[REWRITE]} caching rewrite, {counts[MANUAL]} manual")
+            unsafe = f"{counts[UNSAFE]} unsafe fix" + ("" if options.unsafe_fixes else " (--unsafe-fixes)")
+            parts.append(f"{counts[SAFE]} safe fix, {unsafe}, {counts[MANUAL]} manual")
         if options.fix:
             parts.append(f"{verb} {changed} file{'s' * (changed != 1)}")
         if errors:

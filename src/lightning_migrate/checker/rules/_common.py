@@ -31,6 +31,12 @@ def by_hook(pattern_ids: tuple[str, ...]) -> dict[tuple[str, str], str]:
     return {(registry.get(pid).hook, registry.get(pid).owner): pid for pid in pattern_ids}
 
 
+def literal_list(names) -> str:
+    """``a``, ``b`` and ``c`` (reST literals) of names, in their order."""
+    names = [f"``{name}``" for name in names]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def plain(rst: str) -> str:
     """reST inline literals as plain backticks: the registry's text, fit for a terminal."""
     return rst.replace("``", "`")
@@ -64,9 +70,25 @@ def signature(func: cst.FunctionDef) -> str:
     return " ".join(f"{func.name.value}({', '.join(parts)})".split())
 
 
-def removed(pattern_id: str, func: cst.FunctionDef | None = None) -> str:
+def removed(pattern_id: str, func: cst.FunctionDef | None = None, bare: bool = False) -> str:
     """``"<signature> was removed in Lightning <version>: <replacement>"``, from the registry entry; the signature
-    is the user's own (``func``) when given, else the registry's old signature."""
+    is the user's own (``func``) when given, else the registry's old signature; ``bare`` leaves it out."""
     pattern = registry.get(pattern_id)
     shown = signature(func) if func is not None else pattern.old_signature
-    return f"`{shown}` was removed in Lightning {pattern.removed_in}: {plain(pattern.replacement)}"
+    text = f"was removed in Lightning {pattern.removed_in}: {plain(pattern.replacement)}"
+    return text if bare else f"`{shown}` {text}"
+
+
+def default_zero(func: cst.FunctionDef, index: int) -> cst.FunctionDef:
+    """``func`` with the positional parameter at ``index`` (``self`` is 0) defaulting to ``0``."""
+    params = func.params
+    posonly = len(params.posonly_params)
+    seq = list(params.posonly_params if index < posonly else params.params)
+    at = index if index < posonly else index - posonly
+    param = seq[at]
+    space = cst.SimpleWhitespace(" " if param.annotation is not None else "")
+    seq[at] = param.with_changes(
+        default=cst.Integer("0"), equal=cst.AssignEqual(whitespace_before=space, whitespace_after=space)
+    )
+    attr = "posonly_params" if index < posonly else "params"
+    return func.with_changes(params=params.with_changes(**{attr: seq}))
