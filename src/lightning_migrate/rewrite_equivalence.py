@@ -240,19 +240,20 @@ def _quiet():
 
 
 def record(pl=None) -> dict[str, dict[str, Any]]:
-    """Every shape as written, in every configuration of its stage, on the installed Lightning:
-    ``{file name: {config: run result}}``."""
+    """Every shape as written, in every configuration of its stage, on the installed Lightning: ``{file name:
+    {"sha256": of the file, "runs": {configuration: run result}}}``."""
+    import hashlib
+
     if pl is None:
         from lightning_migrate.probes import import_lightning
 
         pl, _, _ = import_lightning()
-    return {
-        path.name: {
-            name: run(path.read_text(encoding="utf-8"), str(path), config, pl)
-            for name, config in CONFIGS[stage_of(path)].items()
-        }
-        for path in shapes()
-    }
+    records = {}
+    for path in shapes():
+        source = path.read_text(encoding="utf-8")
+        runs = {name: run(source, str(path), config, pl) for name, config in CONFIGS[stage_of(path)].items()}
+        records[path.name] = {"sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "runs": runs}
+    return records
 
 
 def _by_name(logged: list[list[Any]]) -> dict[str, list[Any]]:
