@@ -10,10 +10,11 @@ from lightning.pytorch.demos.boring_classes import BoringModel
 
 class PredictionsEpochLoss(BoringModel):
     def training_step(self, batch, batch_idx):
+        preds = self(batch)
         output = super().training_step(batch, batch_idx)
         if output is None:
             return None
-        output["preds"] = self(batch)  # keeps its graph until the epoch ends in Lightning 1.x
+        output["preds"] = preds  # keeps its graph until the epoch ends in Lightning 1.x
         return output
 
     def training_epoch_end(self, outputs):

@@ -278,8 +278,8 @@ class _Spec:
         if self.stage == "train":
             test = f"if {outputs}:  # empty for a step that returned None: Lightning 1.x left it out\n"
             return test + f"    {target}.append(recursive_detach({outputs}))\n"
-        if self.stage == "predict":  # 1.x kept every prediction, None included
-            return f"{target}.append({outputs})\n"
+        if self.stage == "predict":
+            return f"{target}.append({outputs})  # every prediction, None included, as 1.x kept them\n"
         test = f"if {outputs} is not None:  # Lightning 1.x left out a step that returned None\n"
         return test + f"    {target}.append({outputs})\n"
 
