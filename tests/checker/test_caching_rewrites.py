@@ -197,9 +197,9 @@ class LossHistory(pl.Callback):
         self.history = []
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if outputs:  # empty for a step that returned None: Lightning 1.4 left it out
+        if outputs:  # empty for a step that returned None: Lightning 1.x left it out
             cached = recursive_detach(outputs)
-            if "loss" in cached:  # 1.4 passed the whole loss; 2.x hands on loss / accumulate_grad_batches
+            if "loss" in cached:  # before 1.5 it came whole, 2.x divides it by accumulation
                 cached["loss"] = cached["loss"] * trainer.accumulate_grad_batches
             self.training_step_outputs.append(cached)
 
@@ -318,13 +318,13 @@ REFUSED = {
     "a callback whose project has no module that made 1.4 collect outputs": (
         "import pytorch_lightning as pl\n\n\nclass C(pl.Callback):\n"
         "    def on_train_epoch_end(self, trainer, pl_module, outputs):\n        self.n = len(outputs)\n",
-        "Lightning 1.3-1.4 passed a callback an empty list here unless the LightningModule defined "
+        "Lightning before 1.5 passed a callback an empty list here unless the LightningModule defined "
         "`training_epoch_end` or `on_train_epoch_end(self, outputs)`, and no module of this project does",
     ),
     "a parameter 1.4 did not pass (only one named outputs)": (
         "import pytorch_lightning as pl\n\n\nclass M(pl.LightningModule):\n"
         "    def on_train_epoch_end(self, outs):\n        self.n = len(outs)\n",
-        "Lightning 1.3-1.4 passed `outputs` only to a parameter of that name (or `*args`), "
+        "Lightning before 1.5 passed `outputs` only to a parameter of that name (or `*args`), "
         "so this hook raised TypeError",
     ),
 }

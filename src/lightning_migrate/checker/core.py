@@ -27,6 +27,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from lightning_migrate import registry
 from lightning_migrate.checker.base import (
     CALLBACK,
     DOCS_URL_VARIABLE,
@@ -48,6 +49,8 @@ from lightning_migrate.checker.rules import RULES
 
 __all__ = ["DOCS_URL_VARIABLE", "PREFILTER", "RULES", "Result", "check_source", "docs_url", "rules_for"]
 
+#: A class whose base is not resolved but that defines this method may be a LightningModule (notes only).
+TRAINING_STEP = registry.STEP_METHODS["train"]
 #: Bytes every name a rule inspects contains (the rules' hook names, and the hook-like names LM007 matches): a file
 #: without any of them is skipped unparsed.
 PREFILTER = re.compile(
@@ -189,7 +192,7 @@ def _may_report(node: ast.ClassDef, file: FileContext, select: frozenset[str] | 
     if not any(rules_for(name, kind, select) for name in names for kind in kinds):
         return False
     kind = file.project.classify(file.info, [dotted(base) for base in node.bases])
-    if kind.kind is not None or (kind.unknown and "training_step" in names):
+    if kind.kind is not None or (kind.unknown and TRAINING_STEP in names):
         return True
     return _mixed_into(node, file) is not None
 
@@ -256,7 +259,7 @@ def _classes(
             if mixed is not None:
                 ctx.kind, ctx.confident, ctx.root = mixed[0].kind, True, mixed[0].root
                 ctx.mixed_into, ctx.mixed_into_at = mixed[1], mixed[2]
-            elif kind.unknown and "training_step" in methods:
+            elif kind.unknown and TRAINING_STEP in methods:
                 ctx.kind, ctx.confident = MODULE, False  # possibly a module: notes only
             else:
                 continue

@@ -164,7 +164,8 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         risks.append("the cached tensors are detached (1.x kept the graph of every key but the loss)")
     if stage == "predict":
         risks.append("with `return_predictions=False` 1.x passed empty lists, the rewrite the predictions")
-    whole_loss = stage == "train" and registry.get(pattern_id).removed_in in WHOLE_LOSS_RELEASES
+    removed_in = registry.get(pattern_id).removed_in
+    whole_loss = removed_in if stage == "train" and removed_in in WHOLE_LOSS_RELEASES else None
     spec = _Spec(kind, stage, outputs, old_hook, new_hook, batch_end, cache, per_dataloader, whole_loss)
     return Fix(
         UNSAFE,
@@ -269,9 +270,9 @@ class _Spec:
             taken = set(params) | (names_in(existing) if existing is not None else set())
             kept = next(name for name in ("cached", "cached_output", "cached_output_") if name not in taken)
             return (
-                f"if {outputs}:  # empty for a step that returned None: Lightning 1.4 left it out\n"
+                f"if {outputs}:  # empty for a step that returned None: Lightning 1.x left it out\n"
                 f"    {kept} = recursive_detach({outputs})\n"
-                f'    if "loss" in {kept}:  # 1.4 passed the whole loss; 2.x hands on loss / accumulate_grad_batches\n'
+                f'    if "loss" in {kept}:  # before {self.whole_loss} it came whole, 2.x divides it by accumulation\n'
                 f'        {kept}["loss"] = {kept}["loss"] * {trainer}.accumulate_grad_batches\n'
                 f"    {target}.append({kept})\n"
             )

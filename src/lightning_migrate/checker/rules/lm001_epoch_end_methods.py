@@ -32,12 +32,12 @@ _NEW = literal_list(new_hook(pid) for pid in PATTERN_IDS)
 class EpochEndMethods(Rule):
     code = "LM001"
     name = "epoch-end-methods"
-    title = f"{_OLD.replace('``', '')} on a LightningModule"
+    title = f"{_OLD.replace('``', '')} on a {MODULE}"
     hooks = frozenset(HOOKS)
     owners = frozenset({MODULE})
     patterns = PATTERN_IDS
     summary = (
-        f"A ``LightningModule`` (or a subclass of one, or a mixin one derives from, in any file checked) that "
+        f"A ``{MODULE}`` (or a subclass of one, or a mixin one derives from, in any file checked) that "
         f"defines {_OLD} -- or binds one in its class body (``{next(iter(HOOKS))} = log_epoch``)."
     )
     fix_text = (

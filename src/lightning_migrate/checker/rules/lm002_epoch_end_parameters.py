@@ -55,8 +55,8 @@ class EpochEndParameters(Rule):
     hooks = HOOKS
     patterns = tuple(PATTERNS.values())
     summary = (
-        f"{literal_list(sorted(HOOKS))} declaring a parameter beyond ``self`` on a ``LightningModule``, or beyond "
-        "``self, trainer, pl_module`` on a ``Callback`` -- typically the ``outputs`` of Lightning 1.x -- that has no "
+        f"{literal_list(sorted(HOOKS))} declaring a parameter beyond ``self`` on a ``{MODULE}``, or beyond "
+        f"``self, trainer, pl_module`` on a ``{CALLBACK}`` -- typically the ``outputs`` of Lightning 1.x -- that has no "
         "default value. A parameter with a default (``unused=None``) is not a finding: Lightning calls the hook "
         "without it, so it works. ``*args`` and ``**kwargs`` are accepted."
     )
@@ -64,12 +64,14 @@ class EpochEndParameters(Rule):
         "**safe** when the body never reads the extra parameters: they are dropped. **unsafe** (opt-in, "
         "``--unsafe-fixes``) when the body reads the ``outputs`` a 1.x release passed: on a module, module-side "
         "caching (as for LM001); on a callback, callback-side caching -- the callback's batch-end hook collects "
-        "each batch's ``outputs`` and the epoch-end hook takes and clears them. Lightning 1.3 and 1.4 passed a "
-        "callback's ``outputs`` (and a module's) only to a parameter named ``outputs``, and for training only when "
-        "the module defined ``training_epoch_end`` or ``on_train_epoch_end(self, outputs)`` -- an empty list "
-        "otherwise: the rewrite is offered where the project has such a module, and the marker says so where not. "
-        "**manual** otherwise: a marker comment says why; collect what you need in the batch-end hook "
-        "(callback-side caching) or in the step (module-side caching)."
+        f"each batch's ``outputs`` and the epoch-end hook takes and clears them. The releases before "
+        f"{_TRACKING[1].removed_in} passed a callback's ``outputs`` (and a module's) only to a parameter named "
+        f"``outputs``, for training only when the module defined ``{_TRACKING[0].hook}`` or "
+        f"``{_TRACKING[1].old_signature}`` -- an empty list otherwise -- and passed the loss whole, where 2.x hands on "
+        "the loss divided by ``accumulate_grad_batches``: the rewrite multiplies it back, and it is offered where "
+        "the project has such a module (the marker says so where not). **manual** otherwise: a marker comment says "
+        "why; collect what you need in the batch-end hook (callback-side caching) or in the step (module-side "
+        "caching)."
     )
     example = """\
 from pytorch_lightning import Callback
@@ -126,13 +128,14 @@ class PrintEpoch(Callback):
             old_name = new_params_of_old(pattern)[-1]
             if params[-1].name.value != old_name:
                 return (
-                    f"Lightning 1.3-1.4 passed `{old_name}` only to a parameter of that name (or `*args`), so this "
-                    "hook raised TypeError"
+                    f"Lightning before {pattern.removed_in} passed `{old_name}` only to a parameter of that name "
+                    "(or `*args`), so this hook raised TypeError"
                 )
             if ctx.kind == CALLBACK and not _project_module_tracks_outputs(ctx):
                 return (
-                    f"Lightning 1.3-1.4 passed a callback an empty list here unless the LightningModule defined "
-                    f"`{_TRACKING[0].hook}` or `{_TRACKING[1].old_signature}`, and no module of this project does"
+                    f"Lightning before {pattern.removed_in} passed a callback an empty list here unless the "
+                    f"{MODULE} defined `{_TRACKING[0].hook}` or `{_TRACKING[1].old_signature}`, and no module of "
+                    "this project does"
                 )
         return None
 

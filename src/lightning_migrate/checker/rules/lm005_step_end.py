@@ -24,11 +24,11 @@ PATTERNS = {
 class StepEnd(Rule):
     code = "LM005"
     name = "step-end-methods"
-    title = f"{literal_list(PATTERNS).replace('``', '')} on a LightningModule"
+    title = f"{literal_list(PATTERNS).replace('``', '')} on a {MODULE}"
     hooks = frozenset(PATTERNS)
     owners = frozenset({MODULE})
     patterns = tuple(PATTERNS.values())
-    summary = f"A ``LightningModule`` that defines (or binds in its class body) {literal_list(PATTERNS)}."
+    summary = f"A ``{MODULE}`` that defines (or binds in its class body) {literal_list(PATTERNS)}."
     fix_text = (
         "**safe** when the method only returns what it received (``return step_output``, a docstring allowed): "
         "it is removed. **manual** otherwise: move its work to the end of the step or to the batch-end hook."

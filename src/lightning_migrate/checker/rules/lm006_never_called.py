@@ -7,6 +7,7 @@ import libcst as cst
 from lightning_migrate import registry
 from lightning_migrate.checker.base import (
     CALLBACK,
+    MODULE,
     UNSAFE,
     ClassContext,
     Finding,
@@ -44,7 +45,7 @@ class NeverCalled(Rule):
     hooks = HOOKS
     patterns = tuple(PATTERNS.values())
     summary = (
-        f"{literal_list(sorted(HOOKS))} on a ``LightningModule`` or a ``Callback``. Lightning removed them without "
+        f"{literal_list(sorted(HOOKS))} on a ``{MODULE}`` or a ``{CALLBACK}``. Lightning removed them without "
         "an error in their place: the method is simply never called, so the code in it silently stops running."
     )
     fix_text = (
@@ -73,9 +74,7 @@ class CountBatches(Callback):
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         hook = func.name.value
         pattern_id = PATTERNS.get((hook, ctx.kind))
-        message = (
-            removed(pattern_id, func) if pattern_id else f"`{hook}` is not a LightningModule hook: it is never called"
-        )
+        message = removed(pattern_id, func) if pattern_id else f"`{hook}` is not a {ctx.kind} hook: it is never called"
         fix = manual_fix(self.code, "never called: use the stage hooks")
         if ctx.kind == CALLBACK and hook in RENAMES:
             new_hook, added = RENAMES[hook]
