@@ -56,8 +56,8 @@ class EpochEndParameters(Rule):
     patterns = tuple(PATTERNS.values())
     summary = (
         f"{literal_list(sorted(HOOKS))} declaring a parameter beyond ``self`` on a ``{MODULE}``, or beyond "
-        f"``self, trainer, pl_module`` on a ``{CALLBACK}`` -- typically the ``outputs`` of Lightning 1.x -- that has no "
-        "default value. A parameter with a default (``unused=None``) is not a finding: Lightning calls the hook "
+        f"``self, trainer, pl_module`` on a ``{CALLBACK}`` -- typically the ``outputs`` of Lightning 1.x -- that has "
+        "no default value. A parameter with a default (``unused=None``) is not a finding: Lightning calls the hook "
         "without it, so it works. ``*args`` and ``**kwargs`` are accepted."
     )
     fix_text = (
