@@ -297,7 +297,7 @@ REFUSED = {
     ),
     "the cache's name is taken": (
         MODULE.replace("return batch.sum()", "self.validation_step_outputs = None\n        return batch.sum()"),
-        "the class already uses the name `validation_step_outputs`",
+        "the class already uses `self.validation_step_outputs`",
     ),
     "several optimizers": (
         MODULE.replace("validation", "training").replace("batch_idx):", "batch_idx, optimizer_idx):", 1),
@@ -381,6 +381,22 @@ class C(Callback):
 def test_look_alikes_are_left_alone(source):
     assert rewrite_source(source) == source
     assert fix(source, unsafe_fixes=True) == source
+
+
+def test_a_hook_parameter_named_like_the_cache_is_not_the_cache():
+    source = MODULE.replace("outputs", "validation_step_outputs")
+    rewritten = rewrite_source(source)
+    assert "validation_step_outputs = list(self.validation_step_outputs)" in rewritten
+
+
+def test_a_call_of_the_hook_in_another_class_does_not_block_the_rewrite():
+    source = MODULE + (
+        "\n\nclass Other(pl.LightningModule):\n    def test_epoch_end(self, outputs):\n"
+        "        self.validation_epoch_end(outputs)\n\n    def validation_epoch_end(self, outputs):\n        pass\n"
+    )
+    fixed = fix(source, unsafe_fixes=True)
+    assert "def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):" in fixed  # class M
+    assert "manual fix, `validation_epoch_end` is used at line 14 of this file" in fixed  # class Other's own call
 
 
 def test_the_rewrite_keeps_the_file_s_newlines_and_encoding():

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from lightning_migrate import registry
-from lightning_migrate.checker.resolve import LIGHTNING_ROOTS, Uses, uses_of
+from lightning_migrate.checker.resolve import LIGHTNING_ROOTS, Reference, Uses, uses_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from lightning_migrate.checker.resolve import ModuleInfo, Project
@@ -175,28 +175,36 @@ class FileContext:
         return any(counts[word.encode()] > defs[word.encode()] for word in words)
 
     def caller(
-        self, name: str, dropped: tuple[str, ...] = (), dynamic: bool = False, name_uses: bool = True
+        self,
+        name: str,
+        dropped: tuple[str, ...] = (),
+        dynamic: bool = False,
+        name_uses: bool = True,
+        of: ClassContext | None = None,
     ) -> str | None:
         """Where code calls the method ``name`` (or passes one of ``dropped`` by keyword to it, or to a call whose
         target is built at run time): this file first, then every other file of the project; ``None`` when
         nothing does, so a rename or a dropped parameter cannot break a call. The answer names the place.
 
-        With ``dynamic``, a string that ends the name (``"_epoch_end"``, two words or more) counts as a use too:
-        code such as ``getattr(self, f"{stage}_epoch_end")`` builds the name at run time; without ``name_uses``,
-        only those strings count."""
+        With ``of``, the class whose method it is: ``self.name`` and ``super().name`` count only in that class, its
+        bases and its subclasses (another class's own method of that name is another method), and a call on
+        another object inside the method itself (``return self.adapter.name(outputs)``) is delegation, not a
+        call of it. With ``dynamic``, a string that ends the name (``"_epoch_end"``, two words or more) counts as
+        a use too: code such as ``getattr(self, f"{stage}_epoch_end")`` builds the name at run time; without
+        ``name_uses``, only those strings count."""
         fragments = dynamic_fragments(name) if dynamic else ()
         words = (*((name,) if name_uses else ()), *dropped, *fragments)
         if words and self._mentioned(words):
             uses = self.uses()
             found = []
-            if name_uses and name in uses.names:
-                found.append((uses.names[name][0], f"`{name}` is used at line {{}} of this file"))
+            if name_uses:
+                use = next((u for u in uses.names.get(name, ()) if self._relevant(u, None, of, name)), None)
+                if use is not None:
+                    found.append((use.line, f"`{name}` is used at line {{}} of this file"))
             call = uses.keyword_call(name, dropped)
             if call is not None:
                 found.append((call[0], f"a call passes `{call[1]}=` at line {{}} of this file"))
-            found += [
-                (uses.names[f][0], f"`{f}` is used at line {{}} of this file") for f in fragments if uses.string(f)
-            ]
+            found += [(uses.string(f), f"`{f}` is used at line {{}} of this file") for f in fragments if uses.string(f)]
             if found:
                 line, text = min(found)
                 return text.format(line)
@@ -205,20 +213,41 @@ class FileContext:
         for ref in self.project.references(name, dropped, exclude=self.path, fragments=fragments):
             if not name_uses and ref.what not in ("keyword", "fragment"):
                 continue
+            if ref.what in ("attribute", "name", "string") and not self._relevant(ref, ref.path, of, name):
+                continue
             where = shown_path(ref.path)
             if ref.what == "keyword":
                 return f"a call passes a dropped parameter by keyword at {where}:{ref.line}"
             return f"`{name}` is used at {where}:{ref.line}"
         return None
 
+    def _relevant(self, use: Reference, path: Path | None, of: ClassContext | None, name: str) -> bool:
+        """Whether a use may call the method ``name`` of the class ``of`` (see :meth:`caller`)."""
+        if of is None:
+            return True
+        first, last = of.spans.get(name, (0, -1))
+        if path is None and use.receiver == "other" and first <= use.line <= last:
+            return False  # delegation to another object inside the method itself
+        if use.receiver not in ("self", "super") or use.cls is None:
+            return True
+        info = self.info if path is None else self.project.info(path)
+        if info is None or use.cls not in info.classes:
+            return True
+        mine = (self.info.name, of.name)
+        if (info.name, use.cls) == mine:
+            return True
+        theirs = {(a.name, c) for a, c in self.project.ancestors(info, info.classes[use.cls])}
+        bases = {(a.name, c) for a, c in self.project.ancestors(self.info, self.info.classes.get(of.name, []))}
+        return mine in theirs or (info.name, use.cls) in bases
+
     def use_site(self, name: str) -> str | None:
         """``path:line`` of the first use of ``name`` (an attribute, a bare name or a string): this file first,
         then the project's other files; ``None`` when nothing uses it."""
         if self._mentioned((name,)):
             uses = self.uses()
-            if name in uses.names:
+            if uses.names.get(name):
                 where = shown_path(self.path).as_posix() if self.path is not None else "line"
-                return f"{where}:{uses.names[name][0]}"
+                return f"{where}:{uses.names[name][0].line}"
         if self.path is None or self.path not in self.project.name_of:
             return None
         for ref in self.project.references(name, (), exclude=self.path):
@@ -263,10 +292,12 @@ class ClassContext:
     root: str | None = None
     #: the class's source lines, as bytes (a quick test for a name the class may use)
     text: bytes = b""
+    #: method name -> its first and last line in the file (its decorators included)
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
 
-    def mentions(self, word: str) -> bool:
-        """Whether the class's source holds ``word`` as a whole word (in code, a string or a comment)."""
-        return re.search(rb"\b" + re.escape(word.encode()) + rb"\b", self.text) is not None
+    def uses_attribute(self, name: str) -> bool:
+        """Whether the class's source holds ``.name`` (an attribute of that name: ``self.name``, ``obj.name``)."""
+        return re.search(rb"\.\s*" + re.escape(name.encode()) + rb"\b", self.text) is not None
 
 
 class Rule:

@@ -242,6 +242,11 @@ def _classes(
         kind = file.project.classify(file.info, [dotted(base) for base in ast_node.bases])
         first = min([ast_node.lineno, *(d.lineno for d in ast_node.decorator_list)])
         text = b"\n".join(lines[first - 1 : ast_node.end_lineno])
+        spans = {
+            item.name: (min([item.lineno, *(d.lineno for d in item.decorator_list)]), item.end_lineno or item.lineno)
+            for item in ast_node.body
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
         ctx = ClassContext(
             node.name.value,
             kind.kind,
@@ -253,6 +258,7 @@ def _classes(
             path=path,
             root=kind.root,
             text=text,
+            spans=spans,
         )
         if kind.kind is None:
             mixed = _mixed_into(ast_node, file)
@@ -363,7 +369,7 @@ def _callers(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str | No
     fix = finding.fix
     if fix.tier == MANUAL or not fix.changes_callers or not isinstance(node, cst.FunctionDef):
         return None
-    caller = ctx.file.caller(node.name.value, fix.dropped)
+    caller = ctx.file.caller(node.name.value, fix.dropped, of=ctx)
     return None if caller is None else f"{caller}: change the callers too"
 
 

@@ -14,6 +14,7 @@ had callbacks the installed one has not).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import re
 import sys
@@ -307,12 +308,12 @@ class Project:
     def references(
         self, name: str, keywords: tuple[str, ...], exclude: Path | None, fragments: tuple[str, ...] = ()
     ) -> list[Reference]:
-        """Uses of the method ``name`` in the project's files other than ``exclude``: an attribute, a bare name
-        or a string equal to it (:class:`Uses`), a call that passes one of ``keywords`` to ``name`` or to a target
-        built at run time, and a string equal to one of ``fragments`` (the ``"_epoch_end"`` of
-        ``getattr(self, f"{stage}_epoch_end")``). A file is searched as bytes first and parsed only when it
-        mentions one of the names; each question is answered once per process, so a file with many findings
-        costs one search of the project per distinct name."""
+        """Uses of the method ``name`` in the project's files other than ``exclude``, in file order: every
+        attribute, bare name or string equal to it (:class:`Uses`), a call that passes one of ``keywords`` to
+        ``name`` or to a target built at run time, and a string equal to one of ``fragments`` (the
+        ``"_epoch_end"`` of ``getattr(self, f"{stage}_epoch_end")``). A file is searched as bytes first and parsed
+        only when it mentions one of the names; each question is answered once per process, so a file with many
+        findings costs one search of the project per distinct name."""
         key = (name, keywords, fragments)
         found = self._references.get(key)
         if found is None:
@@ -324,12 +325,11 @@ class Project:
                 if not needle.search(self.read(path)):
                     continue
                 uses = self.uses(path)
-                if name in uses.names:
-                    found.append(Reference(path, *uses.names[name]))
+                found += [dataclasses.replace(use, path=path) for use in uses.names.get(name, ())]
                 call = uses.keyword_call(name, keywords)
                 if call is not None:
                     found.append(Reference(path, call[0], "keyword"))
-                found += [Reference(path, uses.names[f][0], "fragment") for f in fragments if uses.string(f)]
+                found += [Reference(path, uses.string(f), "fragment") for f in fragments if uses.string(f)]
             self._references[key] = found
         return [ref for ref in found if ref.path != exclude]
 
@@ -437,12 +437,15 @@ def project_root(path: Path) -> Path | None:
 
 @dataclass(frozen=True)
 class Reference:
-    """A use of a name somewhere in the project: ``path``:``line`` and what it is (``attribute``, ``name``,
-    ``string``, ``keyword``, or ``fragment``: a string that ends the name, for a name built at run time)."""
+    """A use of a name somewhere in the project: ``path``:``line``, what it is (``attribute``, ``name``,
+    ``string``, ``keyword``, or ``fragment``: a string that ends the name, for a name built at run time) and, for an
+    attribute, its receiver (``self``, ``super`` -- ``super().name`` -- or ``other``) and the class it is written in."""
 
-    path: Path
+    path: Path | None
     line: int
     what: str
+    receiver: str | None = None
+    cls: str | None = None
 
 
 @dataclass
@@ -450,21 +453,21 @@ class Uses:
     """What one file uses, indexed once: every caller question about the file is a dictionary lookup.
 
     Attributes:
-        names: the first use of each attribute name, bare name and identifier-like string constant: ``(line,
-            kind)`` with kind ``attribute``, ``name`` or ``string``. A string that is a dict display's key or a
-            subscript's index (``{"on_train_batch_end": 0}``, ``counts["on_train_batch_end"]``) is data, not a
-            use of a method, and is left out; a ``def`` of a name is not a use either.
+        names: every use of each attribute name, bare name and identifier-like string constant, in source order
+            (:class:`Reference` without a path). A string that is a dict display's key or a subscript's index
+            (``{"on_train_batch_end": 0}``, ``counts["on_train_batch_end"]``) is data, not a use of a method, and is
+            left out; a ``def`` of a name is not a use either.
         keywords: for each call keyword, the calls passing it: ``(line, callee)``, where ``callee`` is the called
             attribute's or name's identifier (``self.log(outputs=...)`` -> ``log``), or ``None`` when the call's
             target is built at run time (``getattr(cb, name)(..., outputs=...)``).
     """
 
-    names: dict[str, tuple[int, str]] = field(default_factory=dict)
+    names: dict[str, list[Reference]] = field(default_factory=dict)
     keywords: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
 
-    def string(self, text: str) -> bool:
-        """Whether a string constant (not a key) equal to ``text`` is used."""
-        return self.names.get(text, (0, ""))[1] == "string"
+    def string(self, text: str) -> int | None:
+        """The line of the first string constant (not a key) equal to ``text``, or ``None``."""
+        return next((use.line for use in self.names.get(text, ()) if use.what == "string"), None)
 
     def keyword_call(self, method: str, keywords: tuple[str, ...] | set[str]) -> tuple[int, str] | None:
         """``(line, keyword)`` of the first call that passes one of ``keywords`` to ``method`` -- by name, or to a
@@ -486,14 +489,26 @@ def _is_string(node: ast.AST | None) -> bool:
 class _UsesVisitor(ast.NodeVisitor):
     def __init__(self) -> None:
         self.uses = Uses()
+        self.classes: list[str] = []
 
-    def _add(self, name: str, line: int, kind: str) -> None:
-        known = self.uses.names.get(name)
-        if known is None or line < known[0]:
-            self.uses.names[name] = (line, kind)
+    def _add(self, name: str, line: int, kind: str, receiver: str | None = None) -> None:
+        cls = self.classes[-1] if self.classes and receiver in ("self", "super") else None
+        self.uses.names.setdefault(name, []).append(Reference(None, line, kind, receiver, cls))
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.classes.append(node.name)
+        self.generic_visit(node)
+        self.classes.pop()
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        self._add(node.attr, node.lineno, "attribute")
+        value = node.value
+        if isinstance(value, ast.Name) and value.id == "self":
+            receiver = "self"
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
+            receiver = "super"
+        else:
+            receiver = "other"
+        self._add(node.attr, node.lineno, "attribute", receiver)
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:

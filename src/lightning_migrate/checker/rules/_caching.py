@@ -32,6 +32,8 @@ Lightning, over the same data and weights.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from lightning_migrate import hook_names, registry
@@ -109,13 +111,16 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     cache = cache_name(stage)
     if new_hook != old_hook and new_hook in ctx.methods:
         return f"the class already defines `{new_hook}`: merge by hand"
-    if ctx.mentions(cache):
-        return f"the class already uses the name `{cache}`"
+    if ctx.uses_attribute(cache):
+        return f"the class already uses `self.{cache}`"
     file = ctx.file
     for base_info, base in file.project.ancestors(file.info, file.info.classes.get(ctx.name, [])):
         defined = base_info.methods.get(base, set())
         if batch_hook in defined:
             return f"base class `{base}` defines `{batch_hook}`"
+        path = file.project.by_name.get(base_info.name)
+        if path is not None and re.search(rb"\.\s*" + cache.encode() + rb"\b", file.project.read(path)):
+            return f"base class `{base}`'s file uses `.{cache}`"
     if ctx.via is not None and batch_hook in hook_names.load()["classes"].get(ctx.via, ()):
         return f"Lightning's `{ctx.via}` defines `{batch_hook}`"
     if kind == MODULE and stage == "train":
@@ -126,7 +131,7 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
                 f"`{step.name.value}` takes {extra}: with several optimizers (or truncated back-propagation) 1.x "
                 "passed one list per optimizer (per split)"
             )
-        if ctx.mentions("truncated_bptt_steps"):
+        if ctx.uses_attribute("truncated_bptt_steps"):
             return "truncated back-propagation: 1.x passed one list per split of each batch"
     step_end = STEP_END.get(stage)
     if kind == MODULE and step_end is not None:
@@ -136,7 +141,7 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     if file.path is not None and file.path in file.project.name_of:
         for hook in {batch_hook, new_hook}:
             if file.project.subclasses_defining(file.info, ctx.name, hook):
-                return f"a subclass defines `{hook}` and would replace the cache's"
+                return f"a subclass defines `{hook}`, which would replace the rewritten class's"
     per_dataloader = stage != "train" and (
         stage == "predict" or kind == CALLBACK or not _single_loader_step(ctx, stage)
     )
