@@ -11,17 +11,19 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+MECHANICS = ROOT / "docs" / "_ext" / "build_mechanics"
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))  # the packages guide/ and build_mechanics/
 sys.path.insert(0, str(ROOT / "src"))  # the registry of old patterns, shared with the probes and the checker
 
 # The examples train toy models: one intra-op thread per process is faster than two threads contending
 # for two cores with Sphinx, the probes and the notebook kernel (measured: benchmarks/build_speed.py).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# A Python warning fails the build unless docs/_ext/declared_warnings.py declares it, with its reason. The processes
-# the build starts inherit the filters through PYTHONWARNINGS: sphinx-gallery's workers, the notebook kernel, the
-# probes and the scenario matrix; sphinx-gallery's reset_modules entry `declared_warnings.strict_warnings` installs
-# them around each example (also in this process, with -j 1). A warning is then an exception naming its file and line.
-import declared_warnings  # noqa: E402 - docs/_ext is on sys.path from here
+# A Python warning fails the build unless docs/_ext/build_mechanics/declared_warnings.py declares it, with its
+# reason. The processes the build starts inherit the filters through PYTHONWARNINGS: sphinx-gallery's workers, the
+# notebook kernel, the probes and the scenario matrix; sphinx-gallery's reset_modules entry
+# `declared_warnings.strict_warnings` installs them around each example (also in this process, with -j 1). A warning
+# is then an exception naming its file and line.
+from build_mechanics import declared_warnings  # noqa: E402 - docs/_ext is on sys.path from here
 
 os.environ["PYTHONWARNINGS"] = declared_warnings.pythonwarnings()
 
@@ -29,27 +31,29 @@ project = "Lightning epoch-end migration guide"
 author = "The migration guide authors"
 copyright = "2026, the migration guide authors"
 
+# docs/_ext/guide/: the guide's extensions, pages that state what Lightning does, produced by running it.
+# docs/_ext/build_mechanics/: how the site is built; they state no Lightning fact. (Order as registered.)
 extensions = [
     "sphinx.ext.doctest",
     "sphinx_gallery.gen_gallery",
-    "example_workers",  # sphinx-gallery's parallel workers, started only when an example will run
-    "gallery_orphans",  # removes the generated pages of deleted or renamed gallery scripts
+    "build_mechanics.example_workers",  # sphinx-gallery's parallel workers, started only when an example will run
+    "build_mechanics.gallery_orphans",  # removes the generated pages of deleted or renamed gallery scripts
     "myst_nb",
     "sphinx_design",
     "sphinx_copybutton",
-    "probe_records",
-    "symptom_index",
-    "pasted_errors",  # the search finds a pasted error that names the reader's own class
-    "reference_table",
-    "gallery_version",
+    "guide.probe_records",  # the registry's probes, run on the installed Lightning; pages read their records
+    "guide.symptom_index",  # every error and warning text the build saw, linked to its fix
+    "build_mechanics.search_splitter",  # the search finds a pasted error that names the reader's own class
+    "guide.reference_table",  # one row per old hook shape, from the registry and the probe records
+    "guide.gallery_version",  # each gallery page names the Lightning release that produced its output
     "notfound.extension",
     "sphinxext.opengraph",
-    "site_address",  # html_baseurl drives the 404 page, link previews and the checker's links
-    "compat_table",
-    "identifier_breaks",  # inline code breaks after _ . ( , only, never inside a word
-    "checker_rules",
-    "scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
-    "notebook_markdown",  # hands html_baseurl to the pandoc filter of the notebooks (sphinx_gallery_conf["pypandoc"])
+    "build_mechanics.site_address",  # html_baseurl drives the 404 page, link previews and the checker's links
+    "guide.compat_table",  # the recorded releases (data/compat/*.json)
+    "build_mechanics.identifier_breaks",  # inline code breaks after _ . ( , only, never inside a word
+    "guide.checker_rules",  # one page per checker rule, its example run through the checker
+    "guide.scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
+    "build_mechanics.notebook_baseurl",  # hands html_baseurl to the notebooks' pandoc filter
 ]
 
 root_doc = "index"
@@ -68,10 +72,11 @@ sphinx_gallery_conf = {
     # An example that raises fails the build (after all examples ran, so every failure is reported).
     "only_warn_on_example_error": False,
     "abort_on_example_error": False,
-    # sphinx-gallery re-runs only examples whose own file changed; CI re-runs all of them (docs/_ext/example_workers).
+    # sphinx-gallery re-runs only examples whose own file changed; CI re-runs all of them
+    # (docs/_ext/build_mechanics/example_workers.py).
     "run_stale_examples": False,
     # Examples run side by side in joblib workers, as many as Sphinx's -j; only in builds that run one
-    # (docs/_ext/example_workers).
+    # (docs/_ext/build_mechanics/example_workers.py).
     "parallel": True,
     "download_all_examples": False,
     # No sg_execution_times pages: they are timings of one build, not guide content (and 8 more pages to write).
@@ -85,7 +90,11 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
     # Before each example: matplotlib's state reset, and the heap the worker has already walked frozen
-    "reset_modules": ("matplotlib", "example_workers.freeze_survivors", "declared_warnings.strict_warnings"),
+    "reset_modules": (
+        "matplotlib",
+        "build_mechanics.example_workers.freeze_survivors",
+        "build_mechanics.declared_warnings.strict_warnings",
+    ),
     # Before each example and after it: declared_warnings.strict_warnings saves and restores the warning filters.
     "reset_modules_order": "both",
     # The downloaded notebooks turn Lightning's informational log down as the build's examples ran (one cell).
@@ -93,14 +102,15 @@ sphinx_gallery_conf = {
     "capture_repr": (),
     "show_signature": False,
     # The downloaded notebooks: pandoc converts each rST text block to GitHub-flavoured Markdown, as Jupyter renders
-    # it. Its reader (docs/_ext/notebook_rst.lua) is pandoc's rST reader with smart dashes and quotes, as Sphinx's
-    # smartquotes print them, and ranks headings by their underline as on the whole page; its filter
-    # (docs/_ext/notebook_links.lua) turns :doc: roles into links to the hosted pages under html_baseurl, which
-    # docs/_ext/notebook_markdown.py passes. The later --from/--to override those sphinx-gallery passes (rst, md).
+    # it. Its reader (docs/_ext/build_mechanics/notebook_rst_reader.lua) is pandoc's rST reader with smart dashes and
+    # quotes, as Sphinx's smartquotes print them, and ranks headings by their underline as on the whole page; its
+    # filter (docs/_ext/build_mechanics/notebook_links.lua) turns :doc: roles into links to the hosted pages under
+    # html_baseurl, which docs/_ext/build_mechanics/notebook_baseurl.py passes. The later --from/--to override those
+    # sphinx-gallery passes (rst, md).
     # pandoc comes from the pypandoc_binary wheel.
     "pypandoc": {
-        "extra_args": [f"--from={ROOT / 'docs' / '_ext' / 'notebook_rst.lua'}", "--to=gfm", "--wrap=none"],
-        "filters": [str(ROOT / "docs" / "_ext" / "notebook_links.lua")],
+        "extra_args": [f"--from={MECHANICS / 'notebook_rst_reader.lua'}", "--to=gfm", "--wrap=none"],
+        "filters": [str(MECHANICS / "notebook_links.lua")],
     },
     # Thumbnails: an example's first figure (sphinx_gallery_thumbnail_number picks another); the examples
     # whose lesson is a raised error or a printed check draw none, and get the guide's own picture of the change
@@ -137,8 +147,8 @@ copybutton_exclude = ".linenos, .gp, .go"
 
 # -- Publishing: where the site lives ---------------------------------------------------------------
 #: The site's address: the one setting the 404 page, link previews, the checker's links on the rule pages and the
-#: downloaded notebooks' links follow (docs/_ext/site_address.py). Here the address of a local build, served as
-#: README says (`python3 -m http.server -d _build/html 8000`); the hosted builds pass theirs with
+#: downloaded notebooks' links follow (docs/_ext/build_mechanics/site_address.py). Here the address of a local build,
+#: served as README says (`python3 -m http.server -d _build/html 8000`); the hosted builds pass theirs with
 #: `-D html_baseurl=...` (.readthedocs.yaml, .github/workflows/docs.yml).
 html_baseurl = "http://127.0.0.1:8000/"
 # Open Graph tags (title, description, canonical URL) for link previews; no generated images, nothing fetched.

@@ -1,4 +1,4 @@
-"""The build's own extensions (docs/_ext): gallery workers, orphaned gallery pages, probe records that stay current."""
+"""The build's extensions (docs/_ext): gallery workers, orphaned gallery pages, probe records that stay current."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 from conftest import ROOT, copy_tree
 
 EXT = ROOT / "docs" / "_ext"
-sys.path.insert(0, str(EXT))
 
 
 def build(srcdir: Path, *args: str, ci: bool = False, conf_dir: Path | None = None) -> str:
@@ -40,7 +39,7 @@ def build(srcdir: Path, *args: str, ci: bool = False, conf_dir: Path | None = No
 GALLERY_CONF = f"""
 import sys
 sys.path.insert(0, {str(EXT)!r})
-extensions = ["sphinx_gallery.gen_gallery", "example_workers"]
+extensions = ["sphinx_gallery.gen_gallery", "build_mechanics.example_workers"]
 sphinx_gallery_conf = {{"examples_dirs": "gallery", "gallery_dirs": "examples", "filename_pattern": "",
                         "parallel": True}}
 """
@@ -78,7 +77,7 @@ def test_workers_start_only_when_an_example_runs_and_ci_reruns_everything(tmp_pa
 
 
 def test_gallery_orphans_lists_only_what_sphinx_gallery_wrote_for_deleted_scripts(tmp_path):
-    import gallery_orphans
+    from build_mechanics import gallery_orphans
 
     source, target = tmp_path / "gallery", tmp_path / "docs" / "examples"
     (source / "kept").mkdir(parents=True)

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from lightning_migrate import registry  # noqa: E402
 
-#: The block a fix page gets from docs/_ext/symptom_index.py (a container holding one <details> element).
+#: The block a fix page gets from docs/_ext/guide/symptom_index.py (a container holding one <details> element).
 FIX_BLOCK = re.compile(r'<div class="[^"]*symptoms-fixed-here[^"]*" id="if-you-saw-this-error">(.*?</details>)', re.S)
 
 

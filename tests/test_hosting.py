@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from build_mechanics import site_address
 from packaging.requirements import Requirement
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 HOSTED = "requirements-hosted.txt"
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-
-import site_address  # noqa: E402 - docs/_ext is not a package
 
 
 def requirement_lines(path: Path) -> list[str]:

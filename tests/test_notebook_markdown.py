@@ -3,8 +3,8 @@
 sphinx-gallery writes a notebook next to each example (``docs/examples/<section>/<name>.ipynb``) and copies it
 into the HTML output for download (``_build/html/_downloads/<hash>/<name>.ipynb``). Its text blocks are rST;
 pandoc converts them (``sphinx_gallery_conf["pypandoc"]`` in conf.py, with the Lua filter
-``docs/_ext/notebook_links.lua``). These tests read what a reader downloads: no rST markup may be left in a
-markdown cell, and every link must be absolute, under the site's ``html_baseurl`` (read from the built pages'
+``docs/_ext/build_mechanics/notebook_links.lua``). These tests read what a reader downloads: no rST markup may be left
+in a markdown cell, and every link must be absolute, under the site's ``html_baseurl`` (read from the built pages'
 canonical link), to a page the build wrote.
 """
 
@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import nbformat
 import pypandoc
 import pytest
+from build_mechanics.notebook_baseurl import pandoc_metadata_args, pass_baseurl
 from conftest import GALLERY_SCRIPTS, ROOT, copy_tree, sphinx_build
 from markdown_it import MarkdownIt
 
@@ -167,10 +168,9 @@ def test_the_what_to_do_instead_cell_links_the_callback_side_page(site):
 
 @pytest.fixture(scope="module")
 def pandoc_options():
-    """conf.py's ``sphinx_gallery_conf["pypandoc"]``, plus the metadata docs/_ext/notebook_markdown.py adds."""
+    """conf.py's ``sphinx_gallery_conf["pypandoc"]``, plus the metadata that
+    docs/_ext/build_mechanics/notebook_baseurl.py adds."""
     options = runpy.run_path(str(ROOT / "conf.py"))["sphinx_gallery_conf"]["pypandoc"]
-    from notebook_markdown import pandoc_metadata_args  # docs/_ext, on sys.path once conf.py ran
-
     extra_args = [*options["extra_args"], *pandoc_metadata_args("https://example.org/guide/")]
     return {**options, "extra_args": extra_args}
 
@@ -226,7 +226,6 @@ def test_reader_rejects_a_heading_underline_outside_the_gallery_convention(pando
 
 
 def test_the_extension_passes_the_configured_html_baseurl(pandoc_options):
-    from notebook_markdown import pass_baseurl  # importable once conf.py ran (the pandoc_options fixture)
     from sphinx.errors import ConfigError
 
     config = SimpleNamespace(

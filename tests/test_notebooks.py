@@ -1,25 +1,22 @@
 """Every notebook sphinx-gallery generated runs on its own, in a real Jupyter kernel, in an empty directory.
 
-The kernel runs under the build's warning filters (``docs/_ext/declared_warnings.py``): an undeclared warning is
-an error there too. A notebook that writes to standard error fails, naming the script line of the cell.
+The kernel runs under the build's warning filters (``docs/_ext/build_mechanics/declared_warnings.py``): an undeclared
+warning is an error there too. A notebook that writes to standard error fails, naming the script line of the cell.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-import sys
 from importlib import metadata
 from pathlib import Path
 
 import nbformat
 import pytest
+from build_mechanics import declared_warnings  # the build's one list of accepted warnings
 from conftest import GALLERY_SCRIPTS, ROOT
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
-
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-import declared_warnings  # noqa: E402 - the build's one list of accepted warnings
 
 
 def run_alone(notebook_path: Path, monkeypatch) -> nbformat.NotebookNode:

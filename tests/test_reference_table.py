@@ -9,19 +9,13 @@ from __future__ import annotations
 import html
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, copy_tree, sphinx_build
+from guide import gallery_version, reference_table
 
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-sys.path.insert(0, str(ROOT / "src"))
-
-import gallery_version  # noqa: E402
-import reference_table  # noqa: E402
-
-from lightning_migrate import registry  # noqa: E402
+from lightning_migrate import registry
 
 
 def probe_document(site) -> dict:

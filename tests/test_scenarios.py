@@ -255,7 +255,8 @@ def test_results_are_rerun_when_a_recipe_page_changes(tmp_path):
 
     tree = copy_tree(tmp_path / "tree")
     script = (
-        "import sys; sys.path[:0] = ['docs/_ext', 'src']; import scenario_matrix; print(scenario_matrix.inputs_key())"
+        "import sys; sys.path[:0] = ['docs/_ext', 'src']; from guide import scenario_matrix; "
+        "print(scenario_matrix.inputs_key())"
     )
 
     def key() -> str:

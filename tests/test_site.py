@@ -12,10 +12,8 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from build_mechanics import declared_warnings  # the build's one list of accepted warnings
 from conftest import GALLERY_SCRIPTS, ROOT
-
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-import declared_warnings  # noqa: E402 - the build's one list of accepted warnings
 
 LIGHTNING = metadata.version("lightning")
 

@@ -3,7 +3,7 @@
  * which then keeps this Scorer instead of its own; the weights below are the ones Sphinx's searchtools.js
  * declares for its default Scorer. Added: score(), so that at an equal match an executed example -- the pages
  * under examples/, which run the fix -- ranks above the reference tables and rule pages that only name it.
- * A symptom text pasted whole is found by the index entry of its fix page first (docs/_ext/symptom_index.py);
+ * A symptom text pasted whole is found by the index entry of its fix page first (docs/_ext/guide/symptom_index.py);
  * this order also holds where Sphinx's rebuilt search index lacks those entries (sphinx-doc/sphinx#12599).
  */
 var Scorer = {

@@ -10,18 +10,14 @@ the pages go to ``SCREENSHOT_DIR`` (``layout-<page>-<width>.png``).
 
 from __future__ import annotations
 
-import sys
 from importlib import resources
-from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
+from build_mechanics import identifier_breaks
 from PIL import Image, ImageChops
 
 from lightning_migrate import compat, registry
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
-import identifier_breaks  # noqa: E402  (docs/_ext is not a package; conf.py puts it on the path the same way)
 
 from ._util import GALLERY_PAGES, ROOT, SCREENSHOT_DIR, WIDTHS, WRITTEN_PAGES, fetch, open_page, set_width
 

@@ -89,7 +89,8 @@ QUALIFIED_CALL = re.compile(r"\b[A-Za-z_]\w*\.(?=[A-Za-z_]\w*\()")
 def test_a_pasted_error_naming_the_readers_own_class_ranks_its_fix_page_in_the_top_three(
     site, browser, base_url, width
 ):
-    """Readers paste their traceback, whose class name is theirs, on no page of the site (docs/_ext/pasted_errors).
+    """Readers paste their traceback, whose class name is theirs, on no page of the site
+    (docs/_ext/build_mechanics/search_splitter.py).
 
     Without its class name, a module's and a callback's ``on_train_epoch_end() missing ... 'outputs'`` are the same
     text: either pattern's fix page answers it.

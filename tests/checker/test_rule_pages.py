@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from guide import checker_rules  # the Sphinx extension, from docs/_ext/guide
 from sphinx.errors import ExtensionError
 
 from lightning_migrate.checker import RULES
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
-import checker_rules  # noqa: E402 - the Sphinx extension, from docs/_ext
 
 
 @pytest.mark.parametrize("code", sorted(RULES))

@@ -7,7 +7,7 @@ and the attribute ``role``; this filter turns those into what Sphinx shows on th
 
 * ``:doc:`title </docname>``` becomes a link to ``<html_baseurl><docname>.html``, the page on the hosted site
   (a notebook is read away from the site, so a relative link would lead nowhere). The base URL is the document
-  metadata field ``html_baseurl``, which docs/_ext/notebook_markdown.py passes from Sphinx's config.
+  metadata field ``html_baseurl``, which docs/_ext/build_mechanics/notebook_baseurl.py passes from Sphinx's config.
 * ``:func:``, ``:meth:``, ``:class:``, ``:mod:`` ... (the Python domain) become inline code, as on the page,
   where nothing documents those objects: ``time.process_time()``.
 * Sphinx's default role (single backticks) becomes emphasis, as Sphinx renders it.
@@ -84,7 +84,7 @@ local function role(code)
   elseif name == "ref" then
     fail(name, code.text, "Sphinx resolves labels after the notebooks are written; link the page with :doc:`text </docname>`")
   end
-  fail(name, code.text, "this role has no Markdown form here (docs/_ext/notebook_links.lua)")
+  fail(name, code.text, "this role has no Markdown form here (docs/_ext/build_mechanics/notebook_links.lua)")
 end
 
 local function default_role(span)

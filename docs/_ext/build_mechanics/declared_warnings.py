@@ -5,7 +5,7 @@ This list is the one place a warning may be declared. Everything that runs code 
 - ``conf.py`` sets :data:`PYTHONWARNINGS <os.environ>` to :func:`pythonwarnings` (``error`` first, then one
   ``ignore`` entry per declared warning), so every Python process the build starts inherits the filters:
   sphinx-gallery's ``parallel`` workers, the myst-nb notebook kernel, the probes
-  (``docs/_ext/probe_records.py``) and the scenario matrix (``docs/_ext/scenario_matrix.py``);
+  (``docs/_ext/guide/probe_records.py``) and the scenario matrix (``docs/_ext/guide/scenario_matrix.py``);
 - :func:`strict_warnings` is a sphinx-gallery ``reset_modules`` entry: it installs the same filters around each
   example, also when examples run in the Sphinx process (``-j 1``), and turns Lightning's informational log down;
 - ``tests/test_notebooks.py`` runs the downloaded notebooks in a kernel started with :func:`pythonwarnings`.

@@ -47,13 +47,13 @@ function Reader(input, opts)
       local mark = marks[count]
       local title = pandoc.utils.stringify(header.content)
       if not mark then
-        error("notebook_rst.lua: cannot find the underline of the heading '" .. title .. "'", 0)
+        error("notebook_rst_reader.lua: cannot find the underline of the heading '" .. title .. "'", 0)
       end
       local level = LEVELS[mark.char]
       if not level then
         error(
           string.format(
-            "notebook_rst.lua: the heading '%s' is underlined with '%s'; gallery pages use = (title), - (section), "
+            "notebook_rst_reader.lua: the heading '%s' is underlined with '%s'; gallery pages use = (title), - (section), "
               .. "~ (subsection), ^ and \"",
             title,
             mark.char
@@ -67,7 +67,7 @@ function Reader(input, opts)
   })
   if count ~= #marks then
     error(
-      string.format("notebook_rst.lua: %d headings but %d underlines in the block that starts '%s'", count, #marks,
+      string.format("notebook_rst_reader.lua: %d headings but %d underlines in the block that starts '%s'", count, #marks,
         text:match("^%s*([^\n]*)")),
       0
     )

@@ -21,13 +21,13 @@ import html
 from pathlib import Path
 from typing import Any
 
-import probe_records
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
+from guide import probe_records
 from lightning_migrate import probes, registry
 
 REGISTRY_FILE = Path(registry.__file__).resolve()
@@ -302,7 +302,7 @@ def _on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.setup_extension("probe_records")
+    app.setup_extension("guide.probe_records")
     app.add_node(behaviour_placeholder)
     app.add_directive("old-hooks-table", OldHooksTable)
     app.add_directive("probe-environment", RecordedOn)

@@ -1,4 +1,4 @@
-"""Sphinx extension: the site search finds a pasted error that names the reader's own class.
+"""Sphinx extension: splits search queries so that a pasted error naming the reader's own class finds its fix.
 
 A traceback line names the reader's class before the hook: ``TypeError: LitClassifier.training_epoch_end() missing 1
 required positional argument: 'outputs'``. Sphinx's search keeps only the pages that hold every term of a query
@@ -18,7 +18,7 @@ from sphinx.application import Sphinx
 from sphinx.search.en import SearchEnglish
 
 #: The query splitter, a ``splitQuery`` function as Sphinx's ``searchtools.js`` expects it.
-SPLITTER = Path(__file__).resolve().parents[1] / "_static" / "search_splitter.js"
+SPLITTER = Path(__file__).resolve().parents[2] / "_static" / "search_splitter.js"
 
 
 class SearchEnglishPastedErrors(SearchEnglish):

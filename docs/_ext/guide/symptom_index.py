@@ -42,13 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import probe_records
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
+from guide import probe_records
 from lightning_migrate import registry
 
 REGISTRY_FILE = Path(registry.__file__).resolve()
@@ -398,7 +398,7 @@ def _check_built(app: Sphinx, exception: BaseException | None) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.setup_extension("probe_records")
+    app.setup_extension("guide.probe_records")
     app.add_directive("symptom-index", SymptomIndexDirective)
     app.add_directive("symptom-quotes", SymptomQuotesDirective)
     app.connect("doctree-read", _on_doctree_read)

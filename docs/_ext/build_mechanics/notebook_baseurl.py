@@ -1,4 +1,4 @@
-"""Sphinx extension: the downloaded notebooks link to the pages of the hosted site.
+"""Sphinx extension: hands ``html_baseurl`` to the notebooks' pandoc filter, so their links lead to the hosted site.
 
 sphinx-gallery writes a notebook next to each example and converts the example's rST text blocks to Markdown
 with pandoc (its ``pypandoc`` option, set in conf.py with the Lua filter ``notebook_links.lua``). The filter turns
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from site_address import site_path
 from sphinx.application import Sphinx
 from sphinx.config import Config
+
+from build_mechanics.site_address import site_path
 
 
 def pandoc_metadata_args(html_baseurl: str) -> list[str]:

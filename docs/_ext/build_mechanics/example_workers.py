@@ -33,8 +33,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from build_mode import forced_execution
 from sphinx.application import Sphinx
+
+from build_mechanics.execution_mode import forced_execution
 
 #: Runs before sphinx-gallery's ``builder-inited`` handler, which is connected at Sphinx's default, 500.
 PRIORITY = 400

@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from build_mode import forced_execution
+from build_mechanics.execution_mode import forced_execution
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.application import Sphinx
@@ -37,7 +37,7 @@ from sphinx.util.docutils import SphinxDirective
 from lightning_migrate import scenarios
 
 logger = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RESULTS = "scenario-matrix.json"
 SYMBOLS = {"holds": "✓", "differs": "≠", "raises": "✗", "not applicable": "·"}
 

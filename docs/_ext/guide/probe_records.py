@@ -28,14 +28,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from build_mode import forced_execution
+from build_mechanics.execution_mode import forced_execution
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SRC = ROOT / "src"
 PACKAGE = SRC / "lightning_migrate"
 REGISTRY_FILE = Path("src") / "lightning_migrate" / "registry.py"
@@ -75,7 +75,7 @@ def start_probes(output: Path) -> ProbeRun:
 
     Its standard output goes to ``output`` with the suffix ``.log``, its standard error to the suffix
     ``.stderr``. It inherits this process's environment, so the warning filters ``conf.py`` puts in
-    ``PYTHONWARNINGS`` (``docs/_ext/declared_warnings.py``). :func:`finish_probes` waits for it.
+    ``PYTHONWARNINGS`` (``docs/_ext/build_mechanics/declared_warnings.py``). :func:`finish_probes` waits for it.
     """
     output.parent.mkdir(parents=True, exist_ok=True)
     log, errors = output.with_suffix(".log"), output.with_suffix(".stderr")
