@@ -58,6 +58,9 @@ class LitModel(pl.LightningModule):
             return None
         return {"val_loss": loss}
 
+    def on_validation_epoch_start(self):
+        self.validation_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
     def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
         if outputs is not None:  # Lightning 1.x left out a step that returned None
             self.validation_step_outputs.append(outputs)
@@ -112,6 +115,9 @@ class LitModel(pl.LightningModule):
             self.test_step_outputs[loader_idx].append(out)
         self.last = out
 
+    def on_test_epoch_start(self):
+        self.test_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
     def on_test_epoch_end(self):
         # one list per dataloader, as Lightning 1.x passed them
         outputs = [self.test_step_outputs[idx] for idx in range(len(self.trainer.num_test_batches))]
@@ -156,6 +162,9 @@ class LitModel(LightningModule):
             return None  # skip this batch
         return {"loss": loss, "preds": self.layer(batch)}
 
+    def on_train_epoch_start(self):
+        self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
     def on_train_batch_end(self, outputs, batch, batch_idx):
         if outputs:  # empty for a step that returned None: Lightning 1.x left it out
             self.training_step_outputs.append(recursive_detach(outputs))
@@ -196,6 +205,9 @@ class LossHistory(pl.Callback):
         self.training_step_outputs = []  # what each batch returned, until the epoch ends
         self.history = []
 
+    def on_train_epoch_start(self, trainer, pl_module):
+        self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if outputs:  # empty for a step that returned None: Lightning 1.x left it out
             cached = recursive_detach(outputs)
@@ -213,6 +225,9 @@ class Model(pl.LightningModule):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.training_step_outputs = []  # what each batch returned, until the epoch ends
+
+    def on_train_epoch_start(self):
+        self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
         if outputs:  # empty for a step that returned None: Lightning 1.x left it out
@@ -243,6 +258,9 @@ class Predictor(pl.LightningModule):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.predict_step_outputs = defaultdict(list)  # dataloader_idx -> what its batches returned
+
+    def on_predict_epoch_start(self):
+        self.predict_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
         self.predict_step_outputs[dataloader_idx].append(outputs)  # every prediction, None included, as 1.x kept them

@@ -83,6 +83,15 @@ DETACH_MODULE = {
 }
 
 
+def epoch_start(new_hook: str, kind: str) -> str:
+    """The epoch-start hook of the stage whose epoch-end hook is ``new_hook`` (checked against the hooks recorded
+    from Lightning). Raises ``ValueError`` when Lightning has no such hook."""
+    hook = new_hook.removesuffix("_end") + "_start"
+    if hook not in hook_names.load()[kind]["hooks"]:
+        raise ValueError(f"Lightning has no {kind} hook {hook}")
+    return hook
+
+
 def cache_name(stage: str) -> str:
     """``validation_step_outputs``: the name Lightning's own 2.0 migration notes give the cache of a stage."""
     return f"{registry.STEP_METHODS[stage]}_outputs"
@@ -108,6 +117,7 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     old_hook = func.name.value
     new_hook = pattern.new_signature.partition("(")[0]
     batch_hook = batch_end.new_signature.partition("(")[0]
+    start_hook = epoch_start(new_hook, kind)
     cache = cache_name(stage)
     if new_hook != old_hook and new_hook in ctx.methods:
         return f"the class already defines `{new_hook}`: merge by hand"
@@ -116,13 +126,15 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     file = ctx.file
     for base_info, base in file.project.ancestors(file.info, file.info.classes.get(ctx.name, [])):
         defined = base_info.methods.get(base, set())
-        if batch_hook in defined:
-            return f"base class `{base}` defines `{batch_hook}`"
+        for hook in (batch_hook, start_hook):
+            if hook in defined:
+                return f"base class `{base}` defines `{hook}`"
         path = file.project.by_name.get(base_info.name)
         if path is not None and re.search(rb"\.\s*" + cache.encode() + rb"\b", file.project.read(path)):
             return f"base class `{base}`'s file uses `.{cache}`"
-    if ctx.via is not None and batch_hook in hook_names.load()["classes"].get(ctx.via, ()):
-        return f"Lightning's `{ctx.via}` defines `{batch_hook}`"
+    for hook in (batch_hook, start_hook):
+        if ctx.via is not None and hook in hook_names.load()["classes"].get(ctx.via, ()):
+            return f"Lightning's `{ctx.via}` defines `{hook}`"
     if kind == MODULE and stage == "train":
         step = ctx.methods.get(registry.STEP_METHODS[stage])
         if step is not None and (len(positional(step)) > 3 or not plain_signature(step)):
@@ -155,6 +167,9 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         bound = file.info.imports.get(name)
         if (bound is not None and bound != f"{module}.{name}") or (bound is None and name in file.info.top_level):
             return f"`{name}` is another name in this file"
+    started = ctx.methods.get(start_hook)
+    if started is not None and started.asynchronous is not None:
+        return f"`{start_hook}` is `async def`"
     existing = ctx.methods.get(batch_hook)
     if existing is not None:
         if not plain_signature(existing) or len(positional(existing)) < expected_count(kind, 4):
@@ -171,7 +186,7 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         risks.append("with `return_predictions=False` 1.x passed empty lists, the rewrite the predictions")
     removed_in = registry.get(pattern_id).removed_in
     whole_loss = removed_in if stage == "train" and removed_in in WHOLE_LOSS_RELEASES else None
-    spec = _Spec(kind, stage, outputs, old_hook, new_hook, batch_end, cache, per_dataloader, whole_loss)
+    spec = _Spec(kind, stage, outputs, old_hook, new_hook, batch_end, cache, per_dataloader, whole_loss, start_hook)
     return Fix(
         UNSAFE,
         spec.apply,
@@ -251,9 +266,10 @@ def _names(node: cst.CSTNode) -> list[cst.Name]:
 class _Spec:
     """One rewrite: what to write, and :meth:`apply` to write it into the class node."""
 
-    def __init__(self, kind, stage, outputs, old_hook, new_hook, batch_end, cache, per_dataloader, whole_loss):
+    def __init__(self, kind, stage, outputs, old_hook, new_hook, batch_end, cache, per_dataloader, whole_loss, start):
         self.kind, self.stage, self.outputs, self.old_hook, self.new_hook = kind, stage, outputs, old_hook, new_hook
         self.batch_end, self.cache, self.per_dataloader, self.whole_loss = batch_end, cache, per_dataloader, whole_loss
+        self.start_hook = start
         self.batch_hook = batch_end.new_signature.partition("(")[0]
 
     def init_line(self) -> str:
@@ -325,13 +341,20 @@ class _Spec:
         old = index(self.old_hook)
         hook = with_name(self.new_hook, {self.outputs})(body[old])
         body[old] = _prepend(hook, _statements(self.take_lines()))
-        at = index(self.batch_hook)
-        if at is not None:
-            body[at] = _prepend(body[at], _statements([self.append_lines(body[at])]))
-        else:
-            text = f"def {self.batch_end.new_signature}:\n" + "".join(
-                "    " + line for line in self.append_lines(None).splitlines(keepends=True)
+        clear = f"self.{self.cache}.clear()  # nothing left over from a run that stopped half-way\n"
+        params = "self, trainer, pl_module" if self.kind == CALLBACK else "self"
+        for name, lines, header in (
+            (self.start_hook, [clear], f"def {self.start_hook}({params}):\n"),
+            (self.batch_hook, None, f"def {self.batch_end.new_signature}:\n"),
+        ):
+            at = index(name)
+            if at is not None:
+                body[at] = _prepend(body[at], _statements(lines or [self.append_lines(body[at])]))
+                continue
+            text = header + "".join(
+                "    " + line for line in "".join(lines or [self.append_lines(None)]).splitlines(keepends=True)
             )
+            old = index(self.new_hook)  # the new method goes right above the epoch-end hook
             method = cst.parse_statement(text).with_changes(leading_lines=body[old].leading_lines)
             body[old] = body[old].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
             body.insert(old, method)
