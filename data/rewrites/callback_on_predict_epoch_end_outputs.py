@@ -2,7 +2,7 @@
 callback.
 
 Classes: ``PredictionsCallback`` (callback; the module is ``BoringModel``). Stage: predict. Weighting:
-predictions. Keeps: ``epoch_predictions`` (attribute of the callback).
+predictions. Keeps: ``epoch_predictions`` (attribute of the callback: one tensor per predict dataloader).
 """
 
 import torch
@@ -11,4 +11,4 @@ from lightning.pytorch import Callback
 
 class PredictionsCallback(Callback):
     def on_predict_epoch_end(self, trainer, pl_module, outputs):
-        self.epoch_predictions = torch.cat([preds for loader in outputs for preds in loader])
+        self.epoch_predictions = [torch.cat(preds) for preds in outputs]

@@ -156,9 +156,11 @@ def _loaders(samples: list[int], seed: int):
     ]
 
 
-def _floats(value: Any) -> list[float] | float | None:
+def _floats(value: Any) -> list | float | None:
     import torch
 
+    if isinstance(value, list | tuple):
+        return [_floats(item) for item in value]
     if isinstance(value, torch.Tensor):
         return [float(v) for v in value.detach().flatten()] if value.numel() != 1 else float(value)
     if isinstance(value, int | float):
