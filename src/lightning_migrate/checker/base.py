@@ -331,8 +331,8 @@ class Rule:
     fixable: bool = True
     #: the example's fix is an opt-in rewrite: the rule page shows it with ``--unsafe-fixes``
     example_unsafe: bool = False
-    #: names beyond :attr:`hooks` that the rule inspects (:meth:`matches` decides; the byte prefilter uses it)
-    name_pattern: re.Pattern[str] | None = None
+    #: for a rule over a name pattern (:meth:`matches`): text every name it matches contains (the byte prefilter)
+    name_fragments: tuple[str, ...] = ()
 
     @property
     def page(self) -> str:

@@ -51,13 +51,16 @@ __all__ = ["DOCS_URL_VARIABLE", "PREFILTER", "RULES", "Result", "check_source", 
 
 #: A class whose base is not resolved but that defines this method may be a LightningModule (notes only).
 TRAINING_STEP = registry.STEP_METHODS["train"]
-#: Bytes every name a rule inspects contains (the rules' hook names, and the hook-like names LM007 matches): a file
-#: without any of them is skipped unparsed.
+#: Bytes every name a rule inspects contains: the name fragments of the name-pattern rules, and the listed hook
+#: names holding none of them. A file without any is skipped unparsed; literal alternatives keep the search as quick
+#: as a substring search.
+_FRAGMENTS = sorted({fragment for rule in RULES.values() for fragment in rule.name_fragments})
 PREFILTER = re.compile(
-    "|".join(
-        [re.escape(hook) for rule in RULES.values() for hook in sorted(rule.hooks)]
-        + [rule.name_pattern.pattern.strip("^$") for rule in RULES.values() if rule.name_pattern is not None]
-    ).encode()
+    b"|".join(
+        re.escape(text.encode())
+        for text in _FRAGMENTS
+        + sorted({h for r in RULES.values() for h in r.hooks if not any(f in h for f in _FRAGMENTS)})
+    )
 )
 
 

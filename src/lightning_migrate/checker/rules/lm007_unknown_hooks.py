@@ -19,8 +19,10 @@ from lightning_migrate.checker.base import (
 )
 from lightning_migrate.checker.rules._common import signature
 
-#: What a hook name looks like: the epoch, batch and step events Lightning's hooks are named after.
-HOOK_LIKE = re.compile(r"^(?:on_)?[a-z]+(?:_[a-z]+)*_(?:epoch_(?:start|end)|batch_(?:start|end)|step_end)$")
+#: The events Lightning's hooks are named after: a hook-like name ends with one of them.
+EVENTS = ("_epoch_start", "_epoch_end", "_batch_start", "_batch_end", "_step_end")
+#: What a hook name looks like: words joined by underscores, ending with an event.
+HOOK_LIKE = re.compile(r"^(?:on_)?[a-z]+(?:_[a-z]+)*(?:" + "|".join(EVENTS) + r")$")
 
 
 #: Words users write for the words in Lightning's hook names (spelling, not facts about Lightning).
@@ -83,7 +85,7 @@ class LitModel(pl.LightningModule):
 """
     #: renaming would make Lightning start calling code that never ran: a change of behaviour, so never automatic
     fixable = False
-    name_pattern = HOOK_LIKE
+    name_fragments = EVENTS
 
     def matches(self, name: str, kind: str) -> bool:
         return name not in recorded()[kind]["names"] and bool(HOOK_LIKE.match(name))
