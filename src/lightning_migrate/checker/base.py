@@ -163,16 +163,24 @@ class FileContext:
         return self._uses
 
     @functools.cached_property
-    def _word_counts(self) -> tuple[Counter, Counter]:
-        """How often each word occurs in the file's bytes, and how often it follows ``def``: one pass, then every
-        question is a lookup."""
-        return Counter(re.findall(rb"\w+", self.source)), Counter(re.findall(rb"\bdef\s+(\w+)", self.source))
+    def _word_counts(self) -> tuple[Counter, Counter, Counter]:
+        """How often each word occurs in the file's bytes, how often it follows ``def``, and how often ``=``
+        follows it (a keyword argument, or an assignment): one pass each, then every question is a lookup."""
+        source = self.source
+        return (
+            Counter(re.findall(rb"\w+", source)),
+            Counter(re.findall(rb"\bdef\s+(\w+)", source)),
+            Counter(re.findall(rb"\b(\w+)\s*=(?!=)", source)),
+        )
 
-    def _mentioned(self, words: tuple[str, ...]) -> bool:
-        """Whether the file's bytes hold one of ``words`` other than in a ``def`` of it (a cheap test that spares
-        indexing the whole file when nothing but the hook's own definition names it)."""
-        counts, defs = self._word_counts
-        return any(counts[word.encode()] > defs[word.encode()] for word in words)
+    def _mentioned(self, words: tuple[str, ...], keywords: tuple[str, ...] = ()) -> bool:
+        """Whether the file's bytes hold one of ``words`` other than in a ``def`` of it, or one of ``keywords``
+        followed by ``=`` (a cheap test that spares indexing the whole file when nothing but the hook's own
+        definition names it)."""
+        counts, defs, assigned = self._word_counts
+        return any(counts[word.encode()] > defs[word.encode()] for word in words) or any(
+            assigned[word.encode()] for word in keywords
+        )
 
     def caller(
         self,
@@ -193,8 +201,8 @@ class FileContext:
         a use too: code such as ``getattr(self, f"{stage}_epoch_end")`` builds the name at run time; without
         ``name_uses``, only those strings count."""
         fragments = dynamic_fragments(name) if dynamic else ()
-        words = (*((name,) if name_uses else ()), *dropped, *fragments)
-        if words and self._mentioned(words):
+        words = (*((name,) if name_uses else ()), *fragments)
+        if (words or dropped) and self._mentioned(words, dropped):
             uses = self.uses()
             found = []
             if name_uses:
@@ -208,7 +216,7 @@ class FileContext:
             if found:
                 line, text = min(found)
                 return text.format(line)
-        if self.path is None or self.path not in self.project.name_of or not words:
+        if self.path is None or self.path not in self.project.name_of or not (words or dropped):
             return None
         for ref in self.project.references(name, dropped, exclude=self.path, fragments=fragments):
             if not name_uses and ref.what not in ("keyword", "fragment"):
@@ -294,6 +302,16 @@ class ClassContext:
     text: bytes = b""
     #: method name -> its first and last line in the file (its decorators included)
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: method name -> its :mod:`ast` node (reading names there is quicker than a libcst visit)
+    ast_methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+
+    def reads(self, func: cst.FunctionDef, name: str) -> bool:
+        """:func:`body_uses`, answered from the method's :mod:`ast` node when the class has it."""
+        node = self.ast_methods.get(func.name.value)
+        if node is None:
+            return body_uses(func, name)
+        names = {n.id for statement in node.body for n in ast.walk(statement) if isinstance(n, ast.Name)}
+        return name in names or bool(names & {"locals", "vars", "eval", "exec"})
 
     def uses_attribute(self, name: str) -> bool:
         """Whether the class's source holds ``.name`` (an attribute of that name: ``self.name``, ``obj.name``)."""

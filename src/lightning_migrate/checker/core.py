@@ -262,6 +262,9 @@ def _classes(
             root=kind.root,
             text=text,
             spans=spans,
+            ast_methods={
+                item.name: item for item in ast_node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+            },
         )
         if kind.kind is None:
             mixed = _mixed_into(ast_node, file)

@@ -32,6 +32,7 @@ Lightning, over the same data and weights.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import libcst as cst
@@ -332,7 +333,7 @@ class _Spec:
 
         if index(self.old_hook) is None:  # pragma: no cover - the rule found the hook in this class
             return class_node
-        init_line = cst.parse_statement(self.init_line())
+        init_line = _statement(self.init_line())
         at = index("__init__")
         if at is not None:
             body[at] = _insert_in_init(body[at], init_line)
@@ -355,7 +356,7 @@ class _Spec:
                 "    " + line for line in "".join(lines or [self.append_lines(None)]).splitlines(keepends=True)
             )
             old = index(self.new_hook)  # the new method goes right above the epoch-end hook
-            method = cst.parse_statement(text).with_changes(leading_lines=body[old].leading_lines)
+            method = _statement(text).with_changes(leading_lines=body[old].leading_lines)
             body[old] = body[old].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
             body.insert(old, method)
         return class_node.with_changes(body=class_node.body.with_changes(body=body))
@@ -368,7 +369,7 @@ def _with_new_init(body: list[cst.BaseStatement], init_line: cst.BaseStatement) 
         "def __init__(self, *args, **kwargs):\n    super().__init__(*args, **kwargs)\n    "
         + cst.Module([init_line]).code
     )
-    init = cst.parse_statement(text)
+    init = _statement(text)
     first = next((i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)), len(body))
     if first < len(body):
         init = init.with_changes(leading_lines=body[first].leading_lines)
@@ -385,7 +386,19 @@ def _with_new_init(body: list[cst.BaseStatement], init_line: cst.BaseStatement) 
 
 def _statements(lines: list[str]) -> list[cst.BaseStatement]:
     """The statements of ``lines`` of code, a comment line kept above the statement it precedes."""
-    return list(cst.parse_module("pass\n" + "".join(lines)).body[1:])
+    return list(_parsed("".join(lines)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> tuple[cst.BaseStatement, ...]:
+    """The statements of ``text``, parsed once: libcst nodes are immutable, so one parse serves every class a
+    file's rewrites write the same code into."""
+    return tuple(cst.parse_module("pass\n" + text).body[1:])
+
+
+def _statement(text: str) -> cst.BaseStatement:
+    [statement] = _parsed(text)
+    return statement
 
 
 def _prepend(func: cst.FunctionDef, statements: list[cst.BaseStatement]) -> cst.FunctionDef:

@@ -12,7 +12,6 @@ from lightning_migrate.checker.base import (
     Finding,
     Fix,
     Rule,
-    body_uses,
     manual_fix,
     named_params,
     plain_signature,
@@ -73,7 +72,7 @@ class LitModel(pl.LightningModule):
         replacement = new_hook(pattern_id)
         message = removed(pattern_id, func)
         params = [param.name.value for param in named_params(func)[1:]]
-        used = [name for name in params if body_uses(func, name)]
+        used = [name for name in params if ctx.reads(func, name)]
         if replacement in ctx.methods:
             fix = manual_fix(self.code, f"merge into the existing {replacement}")
             message += f" (the class already defines `{replacement}`: merge by hand)"

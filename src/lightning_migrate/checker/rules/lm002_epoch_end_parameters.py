@@ -15,7 +15,6 @@ from lightning_migrate.checker.base import (
     Finding,
     Fix,
     Rule,
-    body_uses,
     drop_params,
     expected_count,
     manual_fix,
@@ -92,7 +91,7 @@ class PrintEpoch(Callback):
         hook = func.name.value
         if not extra:
             defaulted = [p.name.value for p in [*positional(func)[expected:], *func.params.kwonly_params]]
-            read = [name for name in defaulted if body_uses(func, name)]
+            read = [name for name in defaulted if ctx.reads(func, name)]
             if read:  # it works, but the body reads a value Lightning never passes: always the default
                 message = f"`{hook}` is called without `{', '.join(read)}`: the body always sees the default value"
                 yield Finding(self.code, message, (), note=True)
@@ -102,7 +101,7 @@ class PrintEpoch(Callback):
         message = f"`{hook}` takes only `{takes}`; `{', '.join(extra)}` is never passed"
         if pattern_id is not None:
             message = removed(pattern_id, func)
-        read = [name for name in extra if body_uses(func, name)]
+        read = [name for name in extra if ctx.reads(func, name)]
         if not read:
             names = set(extra)
             fix = Fix(

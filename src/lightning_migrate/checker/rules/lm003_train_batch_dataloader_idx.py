@@ -12,7 +12,6 @@ from lightning_migrate.checker.base import (
     Finding,
     Fix,
     Rule,
-    body_uses,
     drop_params,
     expected_count,
     is_static,
@@ -67,7 +66,7 @@ class Timer(L.Callback):
             return
         pattern_id = PATTERNS[(func.name.value, ctx.kind)]
         params = positional(func)
-        if any(body_uses(func, name) for name in extra):
+        if any(ctx.reads(func, name) for name in extra):
             if len(extra) == 1 and params[-1].name.value == extra[0] and not is_static(func):
                 index = len(params) - 1
                 fix = Fix(
