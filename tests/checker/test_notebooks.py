@@ -109,11 +109,32 @@ def test_ipython_syntax_is_left_out_but_python_that_looks_like_it_is_read():
     assert book.place(lines.index('       % "x")') + 1) == (2, 2)
 
 
-def test_a_cell_that_does_not_parse_is_reported_with_its_cell(tmp_path, capsys):
-    path = make(tmp_path / "broken.ipynb", IMPORTS, "def training_epoch_end(self, outputs:\n    pass")
-    code, _, err = run([path], capsys)
+def test_a_cell_that_does_not_parse_is_reported_and_the_others_are_checked(tmp_path, capsys):
+    path = make(tmp_path / "broken.ipynb", IMPORTS, "def training_epoch_end(self, outputs:\n    pass", MODEL)
+    code, lines, err = run([path], capsys)
     assert code == 2
-    assert f"{path}:cell 2:1:" in err and "syntax error, file skipped" in err
+    assert f"{path}:cell 2:1:" in err and "syntax error, cell skipped" in err
+    assert [line.split(": LM")[0] for line in lines] == [f"{path}:cell 3:5:9"]
+
+
+def test_a_cell_that_does_not_parse_alone_is_left_out_and_named():
+    cells = [nbformat.v4.new_code_cell(s) for s in ("x = [1,\n 2", "y = 1", "await asyncio.sleep(0)")]
+    book = notebook.read(nbformat.writes(nbformat.v4.new_notebook(cells=cells)))
+    [(number, err)] = book.broken  # the cell left open, not the next one; a top-level await is IPython's
+    assert number == 1 and err.lineno == 1
+    assert "x = [1" not in book.source and "y = 1" in book.source
+
+
+def test_a_shell_line_continued_with_a_backslash_is_left_out_whole():
+    book = notebook.read(
+        nbformat.writes(
+            nbformat.v4.new_notebook(
+                cells=[nbformat.v4.new_code_cell("!nsys profile \\\n    --delay 15 \\\n    python x.py\nz = 1")]
+            )
+        )
+    )
+    compile(book.source, "nb", "exec")
+    assert sum("lightning-migrate-ipython" in line for line in book.source.splitlines()) == 3
 
 
 def test_a_notebook_in_another_language_is_not_read(tmp_path, capsys):

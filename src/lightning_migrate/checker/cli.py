@@ -137,6 +137,12 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
                 report.error = f"{path}: {err}, file skipped"
             return report
         source = book.source.encode("utf-8")
+        if book.broken:
+            number, err = book.broken[0]
+            more = f" (and {len(book.broken) - 1} more cells)" if len(book.broken) > 1 else ""
+            report.error = (
+                f"{path}:cell {number}:{err.lineno or 0}:{err.offset or 0}: syntax error, cell skipped{more}: {err.msg}"
+            )
     else:
         source = data
     if not PREFILTER.search(source):
@@ -188,10 +194,9 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
 def _syntax_error(path: Path, err: SyntaxError, book: notebook.Notebook | None) -> str:
     """``path:line:col: syntax error, file skipped: cause`` (``path:cell N:line:col`` in a notebook)."""
     where = f"{err.lineno or 0}:{err.offset or 0}"
-    if book is not None and err.lineno:
+    if book is not None and err.lineno and book.place(err.lineno) is not None:
         place = book.place(err.lineno)
-        if place is not None:
-            where = f"cell {place[0]}:{place[1]}:{err.offset or 0}"
+        where = f"cell {place[0]}:{place[1]}:{err.offset or 0}"
     return f"{path}:{where}: syntax error, file skipped: {err.msg}"
 
 
@@ -387,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
         report.path = shown
         if report.error:
             errors.append(report.error.replace(str(report.path.resolve()), str(shown)))
-            continue
+            if not report.findings and report.new_source is None:
+                continue
         failing = [finding for finding in report.findings if not finding.note]
         with_findings += bool(failing)
         for finding in report.findings:

@@ -5,11 +5,13 @@ defined in one cell and subclassed in another resolves), with IPython's own synt
 (``%matplotlib inline``), a shell line (``!pip install ...``, ``files = !ls``) or a help line (``obj?``) becomes a
 comment of the same indentation, and a cell that starts with a cell magic (``%%bash``) is skipped whole. Findings
 are placed as ``cell N`` (the N-th code cell, counting from 1, as ruff and nbQA count) and the line in that cell.
-Fixes go back into the cells' sources; outputs, metadata and every other cell are left as they were.
+A cell that does not parse on its own (Jupyter runs each cell alone) is reported and left out; the others are
+still read. Fixes go back into the cells' sources; outputs, metadata and every other cell are left as they were.
 """
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import re
@@ -51,6 +53,8 @@ class Notebook:
     places: list[tuple[int, int] | None] = field(default_factory=list)
     token: str = ""
     text: str = ""
+    #: the code cells that do not parse on their own, left out of :attr:`source`: ``(cell number, error)``
+    broken: list[tuple[int, SyntaxError]] = field(default_factory=list)
 
     def place(self, line: int) -> tuple[int, int] | None:
         """``(cell number, line in that cell)`` of a line of :attr:`source`."""
@@ -100,7 +104,7 @@ def read(text: str) -> Notebook:
     if language not in (None, "python"):
         raise NotebookError(f"a {language} notebook, not Python")
     token = secrets.token_hex(4)
-    cells, out, places, number = [], [], [], 0
+    cells, out, places, number, broken = [], [], [], 0, []
     for index, cell in enumerate(data["cells"]):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -110,17 +114,27 @@ def read(text: str) -> Notebook:
         cells.append(Cell(index, number, lines, checked, form))
         if not checked:
             continue
-        out.append(f"# lightning-migrate-cell {token} {number}\n")
-        places.append(None)
         continued = _continued_lines(lines)
+        escaped = False  # the line before was IPython's and ended with a backslash: this one continues it
+        python = []
         for at, line in enumerate(lines, start=1):
             body = line.rstrip("\r\n")
-            if at not in continued and IPYTHON_LINE.match(body):
+            if escaped or (at not in continued and IPYTHON_LINE.match(body)):
+                escaped = body.endswith("\\")
                 indent = body[: len(body) - len(body.lstrip())]
                 body = f"{indent}# lightning-migrate-ipython {token} {number} {at}"
-            out.append(body + "\n")
-            places.append((number, at))
-    return Notebook(data, cells, "".join(out), places, token, text)
+            python.append(body + "\n")
+        try:  # Jupyter runs each cell on its own: a cell that does not parse alone is reported and left out
+            compile("".join(python), f"cell {number}", "exec", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        except (SyntaxError, ValueError) as err:
+            cells[-1].checked = False
+            broken.append((number, err if isinstance(err, SyntaxError) else SyntaxError(str(err))))
+            continue
+        out.append(f"# lightning-migrate-cell {token} {number}\n")
+        places.append(None)
+        out += python
+        places += [(number, at) for at in range(1, len(python) + 1)]
+    return Notebook(data, cells, "".join(out), places, token, text, broken)
 
 
 def write(notebook: Notebook, new_source: str) -> str:
