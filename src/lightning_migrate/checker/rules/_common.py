@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from lightning_migrate import registry
+from lightning_migrate.checker.base import Finding, manual_fix
 
 
 def new_hook(pattern_id: str) -> str:
@@ -77,6 +78,17 @@ def removed(pattern_id: str, func: cst.FunctionDef | None = None, bare: bool = F
     shown = signature(func) if func is not None else pattern.old_signature
     text = f"was removed in Lightning {pattern.removed_in}: {plain(pattern.replacement)}"
     return text if bare else f"`{shown}` {text}"
+
+
+def assigned_finding(code: str, pattern_id: str, name: str, what: str) -> Finding:
+    """The finding of a removed hook bound in a class body (``name = some_function``): the registry's message, and
+    a marker -- the function is defined elsewhere, so nothing is rewritten -- saying ``what`` to do."""
+    return Finding(
+        code,
+        f"`{name}` (assigned in the class body) {removed(pattern_id, bare=True)}",
+        (pattern_id,),
+        fix=manual_fix(code, f"assigned in the class body: {what}"),
+    )
 
 
 def default_zero(func: cst.FunctionDef, index: int) -> cst.FunctionDef:

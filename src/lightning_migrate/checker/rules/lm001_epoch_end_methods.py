@@ -18,7 +18,7 @@ from lightning_migrate.checker.base import (
     with_name,
 )
 from lightning_migrate.checker.rules._caching import caching_fix
-from lightning_migrate.checker.rules._common import literal_list, new_hook, removed
+from lightning_migrate.checker.rules._common import assigned_finding, literal_list, new_hook, removed
 
 #: the registry patterns of the rule; hooks, replacements and releases come from their entries
 PATTERN_IDS = ("training-epoch-end", "validation-epoch-end", "test-epoch-end")
@@ -93,9 +93,4 @@ class LitModel(pl.LightningModule):
 
     def check_assigned(self, ctx: ClassContext, name: str):
         pattern_id = HOOKS[name]
-        yield Finding(
-            self.code,
-            f"`{name}` (assigned in the class body) {removed(pattern_id, bare=True)}",
-            (pattern_id,),
-            fix=manual_fix(self.code, f"assigned in the class body: define {new_hook(pattern_id)}(self) instead"),
-        )
+        yield assigned_finding(self.code, pattern_id, name, f"define {new_hook(pattern_id)}(self) instead")

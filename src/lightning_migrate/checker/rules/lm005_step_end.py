@@ -14,7 +14,7 @@ from lightning_migrate.checker.base import (
     manual_fix,
     positional,
 )
-from lightning_migrate.checker.rules._common import by_hook, literal_list, removed
+from lightning_migrate.checker.rules._common import assigned_finding, by_hook, literal_list, removed
 
 PATTERNS = {
     hook: pid for (hook, _owner), pid in by_hook(("training-step-end", "validation-step-end", "test-step-end")).items()
@@ -55,13 +55,7 @@ class LitModel(pl.LightningModule):
         yield Finding(self.code, removed(pattern_id, func), (pattern_id,), fix=fix)
 
     def check_assigned(self, ctx: ClassContext, name: str):
-        pattern_id = PATTERNS[name]
-        yield Finding(
-            self.code,
-            f"`{name}` (assigned in the class body) {removed(pattern_id, bare=True)}",
-            (pattern_id,),
-            fix=manual_fix(self.code, "assigned in the class body: move its work into the step"),
-        )
+        yield assigned_finding(self.code, PATTERNS[name], name, "move its work into the step")
 
 
 def _returns_its_input(func: cst.FunctionDef) -> bool:
