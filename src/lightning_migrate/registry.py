@@ -17,6 +17,16 @@ from dataclasses import dataclass
 
 #: Trainer entry points a probe can run: ``fit`` trains (with validation), the others evaluate one stage.
 RUNS = ("fit", "validate", "test", "predict")
+#: The classes whose hooks the patterns are about (a pattern's ``owner``).
+OWNERS = ("LightningModule", "Callback")
+#: The ``LightningModule`` method that runs each batch of a stage (``stage`` -> step); the tests check each name
+#: against the hooks recorded from the installed Lightning (:mod:`lightning_migrate.hook_names`).
+STEP_METHODS = {
+    "train": "training_step",
+    "validation": "validation_step",
+    "test": "test_step",
+    "predict": "predict_step",
+}
 #: The class a pattern's ``source`` defines, by owner: the name Lightning's messages quote when the probe runs it.
 PROBE_CLASSES = {"LightningModule": "LitModel", "Callback": "MyCallback"}
 
@@ -57,8 +67,8 @@ class OldPattern:
     source: str
 
     def __post_init__(self) -> None:
-        if self.owner not in ("LightningModule", "Callback"):
-            raise ValueError(f"{self.id}: owner must be LightningModule or Callback, not {self.owner!r}")
+        if self.owner not in OWNERS:
+            raise ValueError(f"{self.id}: owner must be one of {OWNERS}, not {self.owner!r}")
         if self.run not in RUNS:
             raise ValueError(f"{self.id}: run must be one of {RUNS}, not {self.run!r}")
         if f"class {self.probe_class}(" not in self.source:
