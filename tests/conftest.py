@@ -96,4 +96,33 @@ def site(tmp_path_factory) -> Build:
     return build
 
 
+def rebuild(build: Build, destination: Path) -> Build:
+    """Build ``build``'s tree again into a copy of its output directory (doctrees included), with nothing changed
+    and without ``CI`` (nothing cached is re-executed): what a second ``nox -s docs`` does to the first one's output.
+    Returns the :class:`Build` of the copy (never raises on a failed build)."""
+    outdir = destination / build.outdir.name
+    shutil.copytree(build.outdir, outdir)  # modification times kept: the pages are up to date
+    env = {key: value for key, value in os.environ.items() if key != "CI"} | {"PYTHONHASHSEED": "0"}
+    command = [sys.executable, "-m", "sphinx", "-T", "-W", "--keep-going", "-j", "auto", "-b", "html", "-c", "."]
+    proc = subprocess.run(
+        [*command, "-d", str(outdir / ".doctrees"), "docs", str(outdir)],
+        cwd=build.tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return Build(build.tree, outdir, proc.returncode, proc.stdout + proc.stderr)
+
+
+@pytest.fixture(scope="session")
+def rebuilt_site(site, tmp_path_factory) -> Build:
+    """:func:`site` rebuilt with nothing changed (:func:`rebuild`); ``site`` itself is left as its clean build wrote
+    it."""
+    build = rebuild(site, tmp_path_factory.mktemp("rebuilt"))
+    assert build.returncode == 0, build.output[-6000:]
+    assert "targets for 0 source files that are out of date" in build.output, build.output[-6000:]
+    return build
+
+
 GALLERY_SCRIPTS = sorted(p.relative_to(ROOT / "gallery") for p in (ROOT / "gallery").rglob("*.py"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -127,3 +128,44 @@ def test_pages_follow_new_probe_records_in_a_rebuild_without_ci(tmp_path):
     probes.write_text(text.replace("EPOCHS = 4, 2,", "EPOCHS = 5, 2,"), encoding="utf-8")
     build(docs, *no_examples, conf_dir=tree)
     assert hooks_table_steps(tree) == {"5"}
+
+
+def index_entries(site: Path) -> dict[str, list]:
+    """The ``indexentries`` of ``site``'s built ``searchindex.js``."""
+    text = (site / "_build" / "html" / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text[text.index("(") + 1 : text.rindex(")")])["indexentries"]
+
+
+def indexed_pages(tmp_path: Path, extensions: list[str]) -> Path:
+    """A Sphinx project of two pages, each with an index entry, and one page without."""
+    (tmp_path / "conf.py").write_text(f"import sys\nsys.path.insert(0, {str(EXT)!r})\nextensions = {extensions!r}\n")
+    (tmp_path / "index.rst").write_text("Site\n====\n\n.. toctree::\n\n   fix\n   other\n   plain\n")
+    (tmp_path / "fix.rst").write_text("Fix\n===\n\n.. index:: single: TypeError: Foo.hook() missing 1\n\nA fix.\n")
+    (tmp_path / "other.rst").write_text("Other\n=====\n\n.. index:: some entry\n\nMore.\n")
+    (tmp_path / "plain.rst").write_text("Plain\n=====\n\nNo entry.\n")
+    return tmp_path
+
+
+def test_a_rebuild_keeps_the_index_entries_of_pages_it_does_not_write(tmp_path):
+    site = indexed_pages(tmp_path, ["build_mechanics.search_index_entries"])
+    build(site)
+    first = index_entries(site)
+    assert set(first) == {"typeerror: foo.hook() missing 1", "some entry"}
+    assert "0 source files that are out of date" in build(site)  # a no-op rebuild
+    assert index_entries(site) == first
+    (site / "plain.rst").write_text("Plain\n=====\n\nEdited.\n")
+    assert "1 source files that are out of date" in build(site)  # a rebuild that writes another page
+    assert index_entries(site) == first
+    (site / "other.rst").write_text("Other\n=====\n\nNo entry any more.\n")
+    build(site)
+    assert set(index_entries(site)) == {"typeerror: foo.hook() missing 1"}  # a removed entry goes
+
+
+def test_sphinx_alone_still_drops_them_sphinx_doc_sphinx_12599(tmp_path):
+    """The upstream bug build_mechanics/search_index_entries.py works around. When this fails, Sphinx keeps the
+    entries itself: remove that extension."""
+    site = indexed_pages(tmp_path, [])
+    build(site)
+    assert len(index_entries(site)) == 2
+    build(site)
+    assert index_entries(site) == {}

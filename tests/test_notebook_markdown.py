@@ -136,7 +136,7 @@ def test_the_title_is_the_only_level_1_heading(site):
             for token in MARKDOWN.parse(source)
             if token.type == "heading_open"
         ]
-        first_markdown = next(index for index, _ in markdown_cells(path))  # after first_notebook_cell's code
+        first_markdown = next(index for index, _ in markdown_cells(path))  # the title
         if not levels or levels[0] != (first_markdown, "h1") or [tag for _, tag in levels].count("h1") != 1:
             problems.append(f"{path.relative_to(site.tree)}: headings (cell, tag) {levels}")
     assert problems == [], "\n".join(problems)

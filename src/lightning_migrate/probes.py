@@ -214,10 +214,10 @@ def probe(pattern: registry.OldPattern, pl=None) -> dict[str, Any]:
     exec(compile(pattern.source, f"<registry:{pattern.id}>", "exec"), namespace)  # noqa: S102 - our own data
     torch.manual_seed(0)
     if pattern.owner == "LightningModule":
-        model, old_callback = namespace["LitModel"](), None
+        model, old_callback = namespace[pattern.probe_class](), None
         hook_owner = model
     else:
-        model, old_callback = namespace["ProbeModel"](), namespace["MyCallback"]()
+        model, old_callback = namespace["ProbeModel"](), namespace[pattern.probe_class]()
         hook_owner = old_callback
     counter = _batch_counter(pl)
     callbacks = [counter] + ([old_callback] if old_callback is not None else [])

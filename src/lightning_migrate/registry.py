@@ -27,6 +27,8 @@ STEP_METHODS = {
     "test": "test_step",
     "predict": "predict_step",
 }
+#: The class a pattern's ``source`` defines, by owner: the name Lightning's messages quote when the probe runs it.
+PROBE_CLASSES = {"LightningModule": "LitModel", "Callback": "MyCallback"}
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,10 @@ class OldPattern:
         replacement: one sentence (reStructuredText) saying what to do instead.
         example: docname of the executed example that shows the fix.
         run: the ``Trainer`` method that exercises the hook (one of :data:`RUNS`).
-        source: Python source of the old shape: defines ``LitModel`` (subclass of ``ProbeModel``) for a module
-            pattern or ``MyCallback`` (subclass of ``Callback``) for a callback pattern. The hook appends to
-            ``self.calls`` when Lightning calls it, so a probe can tell "called", "failed" and "never called".
+        source: Python source of the old shape: defines the :attr:`probe_class` -- ``LitModel`` (subclass of
+            ``ProbeModel``) for a module pattern or ``MyCallback`` (subclass of ``Callback``) for a callback
+            pattern. The hook appends to ``self.calls`` when Lightning calls it, so a probe can tell "called",
+            "failed" and "never called".
     """
 
     id: str
@@ -68,9 +71,13 @@ class OldPattern:
             raise ValueError(f"{self.id}: owner must be one of {OWNERS}, not {self.owner!r}")
         if self.run not in RUNS:
             raise ValueError(f"{self.id}: run must be one of {RUNS}, not {self.run!r}")
-        expected_class = "class LitModel(" if self.owner == "LightningModule" else "class MyCallback("
-        if expected_class not in self.source:
-            raise ValueError(f"{self.id}: source must define {expected_class.split()[1].rstrip('(')}")
+        if f"class {self.probe_class}(" not in self.source:
+            raise ValueError(f"{self.id}: source must define {self.probe_class}")
+
+    @property
+    def probe_class(self) -> str:
+        """The name of the class :attr:`source` defines (:data:`PROBE_CLASSES`): Lightning's messages quote it."""
+        return PROBE_CLASSES[self.owner]
 
 
 _CORE = "examples/core/"

@@ -174,7 +174,7 @@ class CheckerRule(SphinxDirective):
             "",
         ]
         if rule.patterns:
-            lines += [f"What {version} does with each old shape, recorded by the probes when this page was built:", ""]
+            lines += [f"What {version} does with each old shape:", ""]
         else:
             from lightning_migrate import hook_names
 
@@ -184,8 +184,7 @@ class CheckerRule(SphinxDirective):
                 "and nothing says so. The names the checker compares with are recorded from "
                 f"``{recorded['lightning']['distribution']}`` {recorded['lightning']['version']} "
                 f"({len(recorded['LightningModule']['hooks'])} ``LightningModule`` hooks, "
-                f"{len(recorded['Callback']['hooks'])} ``Callback`` hooks; "
-                "``python -m lightning_migrate.hook_names`` records them).",
+                f"{len(recorded['Callback']['hooks'])} ``Callback`` hooks).",
                 "",
             ]
         for pattern_id in rule.patterns:
@@ -222,7 +221,7 @@ class CheckerRule(SphinxDirective):
             "",
             *["   " + line for line in rule.example.splitlines()],
             "",
-            "The checker on this example, run when this page was built:",
+            "What the checker prints for this example, and the fixes it offers:",
             "",
             ".. code-block:: console",
             "",
@@ -246,16 +245,15 @@ class CheckerRule(SphinxDirective):
 
 
 class CheckerRuleTable(SphinxDirective):
-    """``.. checker-rule-table::``: code, title and registry patterns of every rule, linking the rule pages."""
+    """``.. checker-rule-table::``: code and title of every rule, linking the rule pages (which name the old hook
+    shapes each rule covers and their fixes)."""
 
     def run(self) -> list[nodes.Node]:
-        lines = [".. list-table::", "   :header-rows: 1", "   :widths: 10 50 40", "", "   * - Rule", "     - Finds"]
-        lines += ["     - Registry patterns", ""]
+        lines = [".. list-table::", "   :header-rows: 1", "   :widths: 15 85", "", "   * - Rule", "     - Finds", ""]
         for rule in _rules().values():
             lines += [
                 f"   * - :doc:`{rule.code} <rules/{rule.code}>`",
                 f"     - {rule.title}",
-                "     - " + ", ".join(f"``{p}``" for p in rule.patterns),
             ]
         container = nodes.section()
         self.state.nested_parse(StringList(lines, source="<checker rules>"), self.content_offset, container)

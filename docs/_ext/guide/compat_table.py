@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
@@ -132,7 +133,7 @@ class CompatTable(SphinxDirective):
         ]
         lines.append("   * - Old pattern (each outcome links to its fix)")
         for version in versions:
-            own = " (this build)" if version == built_with else ""
+            own = " (the examples' release)" if version == built_with else ""
             lines.append(f"     - {_version_header(version, data[version])}{own}")
         for pattern in registry.PATTERNS:
             lines.append(f"   * - ``{pattern.owner}.{pattern.old_signature}``")
@@ -206,7 +207,8 @@ class CompatReceived(SphinxDirective):
     def _brief(self, version: str, data: dict[str, Any], records: dict[str, dict[str, Any]]) -> list[str]:
         """With ``:brief:``: one table row per pattern -- its outcome, calls, training steps, entries received."""
         release = f"{data['probes']['lightning']['distribution']} {version}"
-        lines = [".. list-table::", "   :header-rows: 1", "", "   * - Old hook", f"     - On {release}"]
+        lines = [".. list-table::", "   :header-rows: 1", "   :class: stack-on-phone", "", "   * - Old hook"]
+        lines.append(f"     - On {release}")
         lines += ["     - Calls", "     - Training steps", "     - ``outputs`` at its first call"]
         for pattern_id in self.options["patterns"].split():
             pattern = registry.get(pattern_id)
@@ -239,7 +241,7 @@ class CompatEquivalence(SphinxDirective):
             raise self.error(f"no data file for the reference release {reference_version}")
         reference = data[reference_version]["equivalence"]["variants"]["old"]
         names = {"old": "training_epoch_end(outputs)", "callback": "callback-side", "module": "module-side"}
-        lines = [".. list-table::", "   :header-rows: 1", ""]
+        lines = [".. list-table::", "   :header-rows: 1", "   :class: stack-on-phone", ""]
         epochs = len(reference)
         lines.append("   * - Release")
         lines.append("     - Variant")
@@ -257,16 +259,36 @@ class CompatEquivalence(SphinxDirective):
         return self.parse_text_to_nodes("\n".join(lines))
 
 
+def example_page(app: Any, script: str) -> str:
+    """The docname of the gallery page of ``script`` (a path from the repository root, ``gallery/core/x.py``), by
+    sphinx-gallery's ``examples_dirs`` and ``gallery_dirs``.
+
+    Raises:
+        ValueError: ``script`` is in no gallery directory.
+    """
+    conf = app.config.sphinx_gallery_conf
+    path = (compat.ROOT / script).resolve()
+    for source, target in zip(conf["examples_dirs"], conf["gallery_dirs"], strict=True):
+        root = (Path(app.srcdir) / source).resolve()
+        if path.is_relative_to(root):
+            return f"{target}/{path.relative_to(root).with_suffix('').as_posix()}"
+    raise ValueError(f"{script} is in no gallery directory")
+
+
 class CompatExamples(SphinxDirective):
     """``.. compat-examples::`` -- replacement example x ``[matrix]`` release: passed or failed."""
 
     def run(self) -> list[nodes.Node]:
         matrix, data = load_all(self)
         versions = [v for v, entry in matrix["versions"].items() if entry["group"] == "matrix" and v in data]
-        lines = [".. list-table::", "   :header-rows: 1", "", "   * - Example"]
+        lines = [".. list-table::", "   :header-rows: 1", "   :class: stack-on-phone", "", "   * - Example"]
         lines += [f"     - {_version_header(v, data[v])}" for v in versions]
         for script in matrix["scripts"]:
-            lines.append(f"   * - ``{script}``")
+            try:
+                page = example_page(self.env.app, script)
+            except ValueError as err:
+                raise self.error(f"{compat.MATRIX_FILE}: {err}") from None
+            lines.append(f"   * - :doc:`/{page}`")
             for version in versions:
                 runs = {ex["script"]: ex for ex in data[version].get("examples", [])}
                 ex = runs.get(script)
