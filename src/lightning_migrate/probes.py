@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-import json
 import platform
 import sys
 import traceback
@@ -27,7 +26,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from lightning_migrate import registry
+from lightning_migrate import records, registry
 
 TRAIN_BATCHES, EVAL_BATCHES, BATCH_SIZE, FEATURES, EPOCHS = 4, 2, 2, 4, 2
 #: Schema version of the records: bump when a field changes meaning.
@@ -321,14 +320,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _quiet_lightning()
     result = probe_all(args.patterns or None)
-    text = json.dumps(result, indent=2, sort_keys=False) + "\n"
     if args.output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(records.dumps(result))
     else:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.output.with_suffix(args.output.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(args.output)  # atomic: a reader never sees half a file
+        records.write_record(args.output, result)  # atomic: a reader never sees half a file
     return 0
 
 

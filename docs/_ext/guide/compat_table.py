@@ -33,32 +33,25 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from lightning_migrate import compat, registry
+from lightning_migrate.records import PROBE_OUTCOMES
 
 logger = logging.getLogger(__name__)
 
-LABELS = {
-    "called": "works",
-    "called_with_warning": "deprecated (warning)",
-    "ignored": "silently ignored",
-}
-
 
 def outcome_label(record: dict[str, Any]) -> str:
-    """The cell text of one probe record: ``works``, ``deprecated (warning)``, ``silently ignored`` or an error."""
+    """The text of one probe record in a list: its outcome's word (:data:`lightning_migrate.records.PROBE_OUTCOMES`:
+    ``works``, ``warns (deprecated)``, ``silently ignored``), or for an error the type raised and when."""
     if record["outcome"] == "error":
         steps = record["training_steps"]
-        return f"error: ``{record['error_type']}`` (during {record['failed_during']}, after {steps} training steps)"
-    return LABELS[record["outcome"]]
-
-
-SHORT_LABELS = {"called": "works", "called_with_warning": "warns (deprecated)", "ignored": "silently ignored"}
+        return f"raises ``{record['error_type']}`` (during {record['failed_during']}, after {steps} training steps)"
+    return PROBE_OUTCOMES[record["outcome"]]
 
 
 def _short_label(record: dict[str, Any]) -> str:
-    """The text of one compatibility-table cell: the outcome, or the error type Lightning raised."""
+    """The text of one compatibility-table cell: the outcome's word, or ``raises`` and the error type."""
     if record["outcome"] == "error":
-        return f"raises {record['error_type']}"
-    return SHORT_LABELS[record["outcome"]]
+        return f"{PROBE_OUTCOMES['error']} {record['error_type']}"
+    return PROBE_OUTCOMES[record["outcome"]]
 
 
 def load_all(directive: SphinxDirective, warn: bool = False) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
