@@ -86,7 +86,8 @@ def tests(session):
     install_build(session)
     session.install("-r", "requirements-test.txt")
     session.install(".")  # the lightning_migrate package and its lightning-migrate command
-    session.run("pytest", *session.posargs, env={"GUIDE_RUN_CACHE": run_cache()})
+    # -n auto: one pytest-xdist worker per core; the site is built once for all of them (tests/conftest.py)
+    session.run("pytest", "-n", "auto", *session.posargs, env={"GUIDE_RUN_CACHE": run_cache()})
 
 
 @nox.session(python=PYTHON)

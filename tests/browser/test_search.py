@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import sys
 from urllib.parse import parse_qs, quote_plus, urlsplit
 
 import pytest
@@ -20,11 +19,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from ._util import ROOT, SCREENSHOT_DIR, WAIT, WIDTHS, click, open_page, search_results, set_width
+from lightning_migrate import registry
 
-sys.path.insert(0, str(ROOT / "src"))
-
-from lightning_migrate import registry  # noqa: E402
+from ._util import SCREENSHOT_DIR, WAIT, WIDTHS, click, open_page, search_results, set_width
 
 #: What Sphinx's search page says once it has listed every result.
 FINISHED = ("Search finished", "did not match")
