@@ -45,6 +45,7 @@ extensions = [
     "guide.symptom_index",  # every error and warning text the build saw, linked to its fix
     "build_mechanics.search_splitter",  # the search finds a pasted error that names the reader's own class
     "guide.reference_table",  # one row per old hook shape, from the registry and the probe records
+    "guide.changelog_roles",  # :deprecated-in: and :removed-in: print a pattern's releases from the registry
     "guide.gallery_version",  # each gallery page names the Lightning release that produced its output
     "notfound.extension",
     "sphinxext.opengraph",

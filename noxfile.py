@@ -120,8 +120,9 @@ COMPAT = _compat_matrix()
 def install_lightning_release(session, entry):
     """torch's CPU wheel first, then the release's ``pins`` with torch held, then ``after`` without dependencies.
 
-    ``after`` is for pins that contradict torch 2.13's metadata (1.4.9 is pinned with setuptools<70, torch declares
-    setuptools>=77): resolved together, pip would replace torch by an older CUDA build instead.
+    ``after`` is for pins that contradict the pinned torch's metadata (the oldest legacy release is pinned with
+    setuptools<70, torch declares setuptools>=77): resolved together, pip would replace torch by an older CUDA
+    build instead.
     """
     session.install(torch_pin())
     session.install(torch_pin(), *entry["pins"])

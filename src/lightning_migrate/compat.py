@@ -104,6 +104,28 @@ def load_matrix(path: Path = MATRIX_FILE) -> dict[str, Any]:
     }
 
 
+def release_key(version: str) -> tuple[int, ...]:
+    """``"1.4.9"`` -> ``(1, 4, 9)``, ``"1.5"`` -> ``(1, 5)``: releases in order."""
+    return tuple(int(part) for part in version.split("."))
+
+
+def newest_release_before_removal(pattern_ids: list[str], matrix: dict[str, Any]) -> str:
+    """The newest release of ``matrix`` (:func:`load_matrix`) older than the release that removed any of the
+    registry patterns ``pattern_ids`` (their ``removed_in``): the release where they all still ran.
+
+    Raises:
+        KeyError: an id the registry does not know.
+        ValueError: no declared release is that old.
+    """
+    from lightning_migrate import registry
+
+    removed = min(release_key(registry.get(pattern_id).removed_in) for pattern_id in pattern_ids)
+    older = [version for version in matrix["versions"] if release_key(version) < removed]
+    if not older:
+        raise ValueError(f"{MATRIX_FILE} declares no release before the removal of {' '.join(pattern_ids)}")
+    return max(older, key=release_key)
+
+
 def data_path(version: str, folder: Path = COMPAT_DIR) -> Path:
     """Where the data file of ``version`` lives (the committed record by default)."""
     return folder / f"{version}.json"

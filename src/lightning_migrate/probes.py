@@ -1,10 +1,10 @@
 """Run every old pattern of the registry on the installed Lightning and record what Lightning does.
 
 This is the only place where facts about Lightning's behaviour are made: the reference table, the symptom index
-and the compatibility table render the records written here. Works on every release this guide covers
-(pytorch-lightning 1.4 to lightning 2.x): it imports ``lightning.pytorch`` when present, else ``pytorch_lightning``,
-and passes only the ``Trainer`` arguments the installed release accepts. ``nox -s legacy`` and ``nox -s matrix`` run it
-on every release of ``data/compat/matrix.toml`` (pytorch-lightning 1.4.9 and 1.9.5, lightning 2.0.9 to 2.6.6).
+and the compatibility table render the records written here. Works on every release this guide covers (the
+pytorch-lightning 1.x and lightning 2.x releases of ``data/compat/matrix.toml``): it imports ``lightning.pytorch``
+when present, else ``pytorch_lightning``, and passes only the ``Trainer`` arguments the installed release accepts.
+``nox -s legacy`` and ``nox -s matrix`` run it on every release of ``data/compat/matrix.toml``.
 
 Usage::
 

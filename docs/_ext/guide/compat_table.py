@@ -156,14 +156,26 @@ class CompatTable(SphinxDirective):
 
 
 class CompatReceived(SphinxDirective):
-    """``.. compat-received:: <version>`` -- what the old hooks received on one release, and the warnings."""
+    """``.. compat-received:: [<version>]`` -- what the old hooks received on one release, and the warnings.
 
-    required_arguments = 1
+    Without a version: the newest declared release on which none of the ``:patterns:`` was removed yet
+    (:func:`lightning_migrate.compat.newest_release_before_removal`), so the page types no release number.
+    """
+
+    optional_arguments = 1
     option_spec = {"patterns": directives.unchanged_required, "brief": directives.flag}
 
     def run(self) -> list[nodes.Node]:
-        _, data = load_all(self)
-        version = self.arguments[0]
+        matrix, data = load_all(self)
+        self.env.note_dependency(registry.__file__)
+        try:
+            version = (
+                self.arguments[0]
+                if self.arguments
+                else compat.newest_release_before_removal(self.options["patterns"].split(), matrix)
+            )
+        except (KeyError, ValueError) as error:
+            raise self.error(str(error)) from None
         if version not in data:
             raise self.error(f"no data file for {version}")
         records = _records(data[version])
