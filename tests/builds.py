@@ -33,6 +33,7 @@ IGNORED = shutil.ignore_patterns(
     ".jupyter_cache",
     "lightning_logs",
     "artifacts",
+    "build",
 )
 #: What a build writes into the source tree (git-ignored): a copy of the tree never carries them.
 GENERATED = ("docs/examples", "docs/sg_execution_times.rst", "docs/checker/rules")
@@ -74,9 +75,26 @@ class Build:
         return path.read_text(encoding="utf-8")
 
 
+def source_files() -> list[str] | None:
+    """The project's files as a fresh clone of this tree would hold them, once committed: what git tracks plus what
+    it does not ignore (relative paths); ``None`` outside a git checkout."""
+    listing = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True
+    )
+    if listing.returncode != 0:
+        return None
+    return sorted({name for name in listing.stdout.decode().split("\0") if name and (ROOT / name).is_file()})
+
+
 def copy_tree(destination: Path) -> Path:
-    """Copy the project's sources (no generated output) to ``destination``; return it."""
-    shutil.copytree(ROOT, destination, ignore=IGNORED)
+    """Copy the project's sources (no generated output, nothing git ignores) to ``destination``; return it."""
+    files = source_files()
+    if files is None:  # not a git checkout: leave out the generated and tool-owned paths by name
+        shutil.copytree(ROOT, destination, ignore=IGNORED)
+    else:
+        for name in files:
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, destination / name)
     for generated in GENERATED:
         path = destination / generated
         if path.is_dir():

@@ -4,7 +4,7 @@ This is the only place where facts about Lightning's behaviour are made: the ref
 and the compatibility table render the records written here. Works on every release this guide covers (the
 pytorch-lightning 1.x and lightning 2.x releases of ``data/compat/matrix.toml``): it imports ``lightning.pytorch``
 when present, else ``pytorch_lightning``, and passes only the ``Trainer`` arguments the installed release accepts.
-``nox -s legacy`` and ``nox -s matrix`` run it on every release of ``data/compat/matrix.toml``.
+``nox -s record``, ``nox -s legacy`` and ``nox -s matrix`` run it on every release of ``data/compat/matrix.toml``.
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""Sphinx extension: the compatibility pages, rendered from the data files ``nox -s legacy`` / ``nox -s matrix`` wrote.
+"""Sphinx extension: the compatibility pages, rendered from the data files ``nox -s record`` wrote.
 
 Every cell comes from ``data/compat/<version>.json`` (written by :mod:`lightning_migrate.compat` with that release
 installed); nothing about a release's behaviour is typed here. Directives:
@@ -66,15 +66,13 @@ def load_all(directive: SphinxDirective, warn: bool = False) -> tuple[dict[str, 
         path = compat.data_path(version)
         if not path.is_file():
             if warn:
-                logger.warning(
-                    f"{path}: missing; run `nox -s legacy` / `nox -s matrix`", location=directive.get_location()
-                )
+                logger.warning(f"{path}: missing; run `nox -s record`", location=directive.get_location())
             continue
         directive.env.note_dependency(str(path))
         item = json.loads(path.read_text(encoding="utf-8"))
         if warn and item.get("matrix_sha256") != matrix["sha256"]:
             logger.warning(
-                f"{path}: written under an older {compat.MATRIX_FILE.name}; re-run its nox session",
+                f"{path}: written under an older {compat.MATRIX_FILE.name}; run `nox -s record`",
                 location=directive.get_location(),
             )
         data[version] = item
