@@ -78,10 +78,13 @@ class Build:
 def source_files() -> list[str] | None:
     """The project's files as a fresh clone of this tree would hold them, once committed: what git tracks plus what
     it does not ignore (relative paths); ``None`` outside a git checkout."""
-    listing = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True
-    )
-    if listing.returncode != 0:
+    try:
+        listing = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True
+        )
+    except OSError:  # no git
+        return None
+    if listing.returncode != 0:  # not a git checkout (a source archive)
         return None
     return sorted({name for name in listing.stdout.decode().split("\0") if name and (ROOT / name).is_file()})
 

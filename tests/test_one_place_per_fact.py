@@ -15,13 +15,13 @@ checked later (its scripts print the installed release they ran on).
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
-import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
-from builds import ROOT
+from builds import ROOT, source_files
 
 from lightning_migrate import registry
 
@@ -54,9 +54,11 @@ def recorded_releases() -> set[str]:
 
 
 def committed(*patterns: str) -> list[Path]:
-    """The committed files matching git pathspecs (a fresh clone holds exactly these)."""
-    listing = subprocess.run(["git", "ls-files", "-z", *patterns], cwd=ROOT, capture_output=True, check=True)
-    return [ROOT / name for name in listing.stdout.decode().split("\0") if name]
+    """The project's files matching ``patterns`` (``*`` also matches ``/``), as a fresh clone holds them: what
+    git tracks or does not ignore (tests/builds.py), so no file a build generates."""
+    files = source_files()
+    assert files is not None, "the project's files are listed by git: run the tests in a git checkout"
+    return [ROOT / name for name in files if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)]
 
 
 def page_lines(path: Path) -> list[tuple[int, str]]:
