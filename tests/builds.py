@@ -111,7 +111,8 @@ def sphinx_build(tree: Path, builder: str = "html", *args: str, source: str = "d
     """Build ``tree``'s site (sources in ``tree/source``, ``conf.py`` in ``tree``) with ``builder`` into
     ``tree/_build/<builder>``; return the :class:`Build` (never raises on a failed build)."""
     outdir = tree / "_build" / builder
-    env = {k: v for k, v in os.environ.items() if k != "CI"} | {"PYTHONHASHSEED": "0"}
+    # CI and PYTHONWARNINGS are the build's own (conf.py sets the warning filters of the processes it starts)
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTHONWARNINGS")} | {"PYTHONHASHSEED": "0"}
     if ci:
         env["CI"] = "true"
     command = [sys.executable, "-m", "sphinx", "-T", "-W", "--keep-going", "-j", "auto", "-b", builder, "-c", "."]

@@ -10,6 +10,7 @@ canonical link), to a page the build wrote.
 
 from __future__ import annotations
 
+import os
 import re
 import runpy
 from pathlib import Path
@@ -170,7 +171,12 @@ def test_the_what_to_do_instead_cell_links_the_callback_side_page(site):
 def pandoc_options():
     """conf.py's ``sphinx_gallery_conf["pypandoc"]``, plus the metadata that
     docs/_ext/build_mechanics/notebook_baseurl.py adds."""
-    options = runpy.run_path(str(ROOT / "conf.py"))["sphinx_gallery_conf"]["pypandoc"]
+    environ = dict(os.environ)
+    try:
+        options = runpy.run_path(str(ROOT / "conf.py"))["sphinx_gallery_conf"]["pypandoc"]
+    finally:  # conf.py sets PYTHONWARNINGS and OMP_NUM_THREADS for the build's processes, not for the tests'
+        os.environ.clear()
+        os.environ.update(environ)
     extra_args = [*options["extra_args"], *pandoc_metadata_args("https://example.org/guide/")]
     return {**options, "extra_args": extra_args}
 
