@@ -78,20 +78,32 @@ assert counter.runs == [(True, 2), (False, 3)]
 # ------------
 # Return early while ``trainer.sanity_checking`` is true, in both hooks: the sanity batches are never cached,
 # and nothing is reduced for them. The cache is keyed by ``dataloader_idx`` (several validation dataloaders
-# reach the same hooks) and emptied in ``on_validation_epoch_end`` -- the hook that ends every validation run,
-# inside ``fit`` or in ``trainer.validate()`` (a cache cleared in ``on_train_epoch_end`` is not: see the end of
-# this page, and :doc:`Hook order: when validation runs inside a training epoch </examples/caching/hook_order>`). (Or
-# pass ``num_sanity_val_steps=0`` to the ``Trainer``, giving up the early check of the validation code.)
+# reach the same hooks), emptied when each validation run starts (a run that stopped half-way leaves nothing behind)
+# and reduced and emptied in ``on_validation_epoch_end`` -- the hook that ends every validation run, inside ``fit``
+# or in ``trainer.validate()`` (a cache cleared in ``on_train_epoch_end`` is not: see the end of this page, and
+# :doc:`Hook order: when validation runs inside a training epoch </examples/caching/hook_order>`). (Or pass
+# ``num_sanity_val_steps=0`` to the ``Trainer``, giving up the early check of the validation code.)
+#
+# ``outputs`` is whatever ``validation_step`` returned: here ``BoringModel``'s ``{"x": loss}``, but a step may
+# return the loss itself, or nothing at all when it only logs. The callback reads the loss under ``key`` from a
+# dictionary, takes a tensor as it is, and skips a batch that gave it nothing
+# (:doc:`Empty outputs </examples/pitfalls/empty_outputs>` shows each case).
 
 
 class ValidationCache(pl.Callback):
+    key = "x"  # where validation_step's dictionary holds the loss
+
     def __init__(self):
         self.losses = {}  # dataloader_idx -> this validation run's losses
 
+    def on_validation_epoch_start(self, trainer, pl_module):
+        self.losses.clear()
+
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
-        if trainer.sanity_checking:
+        loss = outputs.get(self.key) if isinstance(outputs, dict) else outputs
+        if trainer.sanity_checking or loss is None:
             return
-        self.losses.setdefault(dataloader_idx, []).append(outputs["x"].detach())
+        self.losses.setdefault(dataloader_idx, []).append(loss.detach())
 
     def on_validation_epoch_end(self, trainer, pl_module):
         if trainer.sanity_checking:
@@ -150,11 +162,14 @@ assert cache.losses == {}
 # %%
 # Clearing in the wrong hook
 # --------------------------
-# The same callback clearing in ``on_train_epoch_end`` instead: with ``val_check_interval=0.5`` validation runs
-# twice in the epoch, and the second run reduces its own 3 batches together with the first run's 3.
+# The same callback clearing only in ``on_train_epoch_end`` instead: with ``val_check_interval=0.5`` validation
+# runs twice in the epoch, and the second run reduces its own 3 batches together with the first run's 3.
 
 
 class ClearsAtTrainEpochEnd(ValidationCache):
+    def on_validation_epoch_start(self, trainer, pl_module):
+        pass  # no clearing here
+
     def on_validation_epoch_end(self, trainer, pl_module):
         if trainer.sanity_checking:
             return

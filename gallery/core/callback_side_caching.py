@@ -19,7 +19,10 @@ This page checks, epoch by epoch, that the callback sees exactly what the old ``
 #   ``training_step`` returns nothing: skip those batches, as the old ``outputs`` list had no entry for them;
 # * with ``accumulate_grad_batches=N`` Lightning hands on the loss divided by ``N``
 #   (:doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`): multiply it back;
-# * an epoch with no cached loss logs nothing instead of failing in ``torch.stack``.
+# * an epoch with no cached loss logs nothing instead of failing in ``torch.stack``;
+# * the cache is also emptied when each epoch starts, so that a run that stopped half-way and is started again with
+#   the same callback object leaves nothing behind
+#   (:doc:`Interrupted runs and mid-epoch checkpoints </examples/pitfalls/interrupted_and_resumed_runs>`).
 import csv
 import math
 import tempfile
@@ -38,6 +41,9 @@ print(f"Lightning {lightning.__version__}")
 class EpochLossCallback(pl.Callback):
     def __init__(self):
         self.batch_losses = []  # this epoch's cache
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self.batch_losses.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if not outputs:  # the step returned None, or nothing under manual optimization

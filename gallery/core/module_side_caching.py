@@ -12,7 +12,10 @@ that the cache holds exactly what the old ``outputs`` list held.
 # The module
 # ----------
 # ``training_step`` appends the detached loss: a cached tensor that still requires grad would keep the
-# batch's whole autograd graph alive until the epoch ends. ``on_train_epoch_end`` reduces, logs and clears.
+# batch's whole autograd graph alive until the epoch ends. ``on_train_epoch_end`` reduces, logs and clears;
+# ``on_train_epoch_start`` clears too, so that a run that stopped half-way and is started again with the same module
+# leaves nothing behind (:doc:`Interrupted runs and mid-epoch checkpoints
+# </examples/pitfalls/interrupted_and_resumed_runs>`).
 import csv
 import math
 import tempfile
@@ -33,6 +36,9 @@ class LossCachingModel(BoringModel):
     def __init__(self):
         super().__init__()
         self.training_step_losses = []  # this epoch's cache
+
+    def on_train_epoch_start(self):
+        self.training_step_losses.clear()  # nothing left over from a run that stopped half-way
 
     def training_step(self, batch, batch_idx):
         output = super().training_step(batch, batch_idx)

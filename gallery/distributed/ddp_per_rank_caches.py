@@ -6,8 +6,9 @@ With several processes (DDP), each rank runs its own copy of the module and its 
 hook of a rank sees only the batches of that rank's shard. This page trains on 2 CPU processes with
 Lightning's ``ddp_fork`` strategy and shows the per-rank cache lengths, what ``self.all_gather`` returns,
 and the difference ``self.log(..., sync_dist=True)`` makes. Then it validates on 21 samples, which do not
-divide by 2: the distributed sampler repeats a sample, a gathered cache counts it twice, and the recipe at
-the end de-duplicates it.
+divide by 2: the distributed sampler repeats a sample, and a gathered cache counts it twice. A sampler that does
+not pad gives the ranks caches of different lengths, and a plain ``all_gather`` of them aborts. The recipe at the
+end gathers caches of any lengths and counts every sample once.
 """
 
 # %%
@@ -17,6 +18,8 @@ the end de-duplicates it.
 # which samples a rank saw. ``training_step`` appends them; ``on_train_epoch_end`` gathers the per-rank
 # cache length and mean across processes and logs them. Values computed in the worker processes reach the
 # main process through ``trainer.callback_metrics`` (the only logged values the launcher sends back).
+import contextlib
+import logging
 import math
 import os
 import tempfile
@@ -236,16 +239,94 @@ assert not math.isclose(naive["val_loss_all_gathered"], true_mean, rel_tol=1e-3)
 assert naive["first_21_in_dataset_order"] == 1.0
 
 # %%
-# The recipe: gather, put back in the sampler's order, keep ``len(dataset)``
-# --------------------------------------------------------------------------
-# ``all_gather`` stacks the ranks' caches: row ``r`` is rank ``r``'s losses, in the order its batches ran.
-# Reading the rows column by column (``gathered.T.reshape(-1)``) restores the sampler's list of indices (the
-# dataset's order here, asserted above) and the repeated samples are its tail, so the
-# first ``len(dataset)`` values are every sample exactly once. The dataset comes from
-# ``self.trainer.val_dataloaders`` (one loader, or a list of them: the cache is keyed by ``dataloader_idx``).
-# Every rank computes the same mean; ``sync_dist=True`` averages identical values, as Lightning recommends for
-# epoch-level values under DDP. With one process ``all_gather`` adds no dimension and nothing is cut.
-# The cache must hold whole batches in order, one validation run at a time -- as ``validation_step`` fills it.
+# Gathering assumes every rank cached as many values
+# --------------------------------------------------
+# ``all_gather`` stacks the ranks' caches: row ``r`` is rank ``r``'s losses, in the order its batches ran. Reading
+# the rows column by column (``gathered.T.reshape(-1)``) restores the sampler's list of indices (the dataset's order
+# here, asserted above), the repeated samples at its tail, so the first ``len(dataset)`` values are every sample
+# once. The module below does exactly that -- and holds only while every rank caches the same number of losses, as
+# Lightning's ``DistributedSampler`` makes them do.
+
+
+class EqualLengthGather(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.sample_losses = []
+
+    def validation_step(self, batch, batch_idx):
+        self.sample_losses.append(per_sample_loss(self, batch))
+
+    def on_validation_epoch_end(self):
+        gathered = self.all_gather(torch.cat(self.sample_losses)).reshape(self.trainer.world_size, -1)
+        every_sample_once = gathered.T.reshape(-1)[: len(self.trainer.val_dataloaders.dataset)]
+        self.log("val_loss", every_sample_once.mean(), sync_dist=True)
+        self.sample_losses.clear()
+
+
+# %%
+# A sampler that does not pad hands the ranks shards of different sizes. Here the module builds its own validation
+# loader in ``val_dataloader`` -- rank ``r`` takes every second sample from ``r`` on, 11 samples on rank 0 and 10 on
+# rank 1 -- and the ``Trainer`` is told to leave it alone (``use_distributed_sampler=False``). When a worker process
+# dies, torch and gloo write their messages to standard error; the small helper below keeps them in a file, so that
+# the page can show them.
+
+
+class OwnShards(EqualLengthGather):
+    def val_dataloader(self):
+        dataset = IndexDataset(VAL_SAMPLES)
+        shard = range(self.trainer.global_rank, len(dataset), self.trainer.world_size)
+        return DataLoader(dataset, batch_size=8, sampler=shard)
+
+
+@contextlib.contextmanager
+def standard_error_into(path):
+    """Standard error of this process and of the processes it starts (file descriptor 2, and torch's log) goes to
+    the file ``path`` inside the ``with`` block."""
+    torch_log = logging.getLogger("torch")
+    saved_handlers, saved_fd = torch_log.handlers, os.dup(2)
+    with open(path, "w") as file:
+        os.dup2(file.fileno(), 2)
+        torch_log.handlers = [logging.StreamHandler(file)]
+        try:
+            yield
+        finally:
+            os.dup2(saved_fd, 2)
+            os.close(saved_fd)
+            torch_log.handlers = saved_handlers
+
+
+pl.seed_everything(0, verbose=False)
+unequal_trainer = make_trainer(
+    devices=WORLD_SIZE, strategy="ddp_fork", max_epochs=1, limit_val_batches=None, use_distributed_sampler=False
+)
+workers_stderr = Path(tempfile.mkdtemp(), "stderr.txt")
+with standard_error_into(workers_stderr):
+    try:
+        unequal_trainer.fit(OwnShards(), train_loader)
+    except Exception as err:  # what the main process received
+        unequal_error = err
+print(f"{type(unequal_error).__name__}: {unequal_error}")
+gloo_lines = [line.split("] ", 1)[-1] for line in workers_stderr.read_text().splitlines() if "what()" in line]
+print("\n".join(gloo_lines))
+
+# %%
+# The two ranks sent 11 and 10 values to one ``all_gather``: gloo found a size it did not expect and aborted the
+# worker process, and the main process got the exception above. (On GPUs, NCCL may wait instead, until the process
+# group's timeout.)
+assert "SIGABRT" in str(unequal_error)
+assert any("Received data size doesn't match expected size" in line for line in gloo_lines)
+
+# %%
+# The recipe: gather the lengths, pad to the longest, keep ``len(dataset)``
+# -------------------------------------------------------------------------
+# ``gather_in_sampler_order`` first gathers how many values each rank holds, pads every rank's values to the
+# longest (``torch.nn.functional.pad``), gathers them, and reads them column by column, leaving the padding out:
+# the sampler's order whatever the shard sizes. The module keeps a cache per ``dataloader_idx``, empties it when each
+# validation run starts as well as when it ends (a run that stopped half-way leaves nothing behind), and logs one
+# value for every validation loader on every rank, so that every rank makes the same collective calls. The dataset
+# comes from ``self.trainer.val_dataloaders`` (one loader, or a list of them). Every rank computes the same mean;
+# ``sync_dist=True`` averages identical values, as Lightning recommends for epoch-level values under DDP. With one
+# process ``all_gather`` adds no dimension and nothing is cut.
 
 
 class DatasetMeanValidationLoss(BoringModel):
@@ -253,45 +334,72 @@ class DatasetMeanValidationLoss(BoringModel):
         super().__init__()
         self.sample_losses = {}  # dataloader_idx -> per-sample losses of this rank, in batch order
 
+    def on_validation_epoch_start(self):
+        self.sample_losses.clear()
+
     def validation_step(self, batch, batch_idx, dataloader_idx=0):
         predictions = self(batch)
         losses = torch.nn.functional.mse_loss(predictions, torch.ones_like(predictions), reduction="none")
-        self.sample_losses.setdefault(dataloader_idx, []).append(losses.mean(dim=1).detach())
+        self.sample_losses.setdefault(dataloader_idx, []).append(losses.mean(dim=1))
 
     def on_validation_epoch_end(self):
         loaders = self.trainer.val_dataloaders
         loaders = loaders if isinstance(loaders, (list, tuple)) else [loaders]
-        for idx, losses in sorted(self.sample_losses.items()):
-            gathered = self.all_gather(torch.cat(losses)).reshape(self.trainer.world_size, -1)
-            every_sample_once = gathered.T.reshape(-1)[: len(loaders[idx].dataset)]
+        for idx, loader in enumerate(loaders):
+            losses = torch.cat(self.sample_losses.get(idx, [torch.zeros(0, device=self.device)]))
+            every_sample_once = self.gather_in_sampler_order(losses)[: len(loader.dataset)]
             self.log(f"val_loss_{idx}", every_sample_once.mean(), sync_dist=True, add_dataloader_idx=False)
         self.sample_losses.clear()
 
+    def gather_in_sampler_order(self, values):
+        """Every rank's 1-D ``values``, whatever their lengths, in the order a distributed sampler dealt them."""
+        lengths = self.all_gather(torch.tensor([len(values)], device=values.device)).reshape(-1)
+        padded = torch.nn.functional.pad(values, (0, int(lengths.max()) - len(values)))
+        rows = self.all_gather(padded).reshape(len(lengths), -1)  # row r: rank r's values, then padding
+        kept = torch.arange(rows.shape[1], device=values.device) < lengths[:, None]
+        return rows.T[kept.T]  # column by column: rank 0's first, rank 1's first, ..., without the padding
 
-pl.seed_everything(0, verbose=False)
-recipe_model = DatasetMeanValidationLoss()
-recipe_trainer = make_trainer(devices=WORLD_SIZE, strategy="ddp_fork", max_epochs=2, limit_val_batches=None)
-recipe_trainer.fit(recipe_model, train_loader, val_loader)
-recipe_value = recipe_trainer.callback_metrics["val_loss_0"].item()
-recipe_true_mean = dataset_mean_loss(recipe_model, val_loader.dataset)
-print(f"recipe, 2 processes: {recipe_value:.6f}; over the dataset by hand: {recipe_true_mean:.6f}")
 
 # %%
-# One process, the same class: nothing is padded, nothing is cut.
-single_recipe_model = DatasetMeanValidationLoss()
-single_recipe_trainer = make_trainer(devices=1, max_epochs=2, limit_val_batches=None)
-single_recipe_trainer.fit(single_recipe_model, train_loader, val_loader)
-single_recipe_value = single_recipe_trainer.callback_metrics["val_loss_0"].item()
-single_true_mean = dataset_mean_loss(single_recipe_model, val_loader.dataset)
-print(f"recipe, 1 process: {single_recipe_value:.6f}; over the dataset by hand: {single_true_mean:.6f}")
+# Three runs of the same class: 2 processes with Lightning's padding sampler, 2 processes with shards of 11 and 10
+# samples, 1 process. Each is compared with the mean over the 21 samples computed by hand with the weights the
+# workers sent back.
+
+
+class DatasetMeanOwnShards(DatasetMeanValidationLoss):
+    val_dataloader = OwnShards.val_dataloader
+
+
+runs = {
+    "2 processes, padding sampler": (DatasetMeanValidationLoss(), {"devices": WORLD_SIZE, "strategy": "ddp_fork"}),
+    "2 processes, shards of 11 and 10": (
+        DatasetMeanOwnShards(),
+        {"devices": WORLD_SIZE, "strategy": "ddp_fork", "use_distributed_sampler": False},
+    ),
+    "1 process": (DatasetMeanValidationLoss(), {"devices": 1}),
+}
+recipe_results = {}
+for name, (recipe_model, options) in runs.items():
+    pl.seed_everything(0, verbose=False)
+    recipe_trainer = make_trainer(max_epochs=2, limit_val_batches=None, **options)
+    own_loader = isinstance(recipe_model, DatasetMeanOwnShards)
+    recipe_trainer.fit(recipe_model, train_loader, None if own_loader else val_loader)
+    logged = recipe_trainer.callback_metrics["val_loss_0"].item()
+    by_hand = dataset_mean_loss(recipe_model, val_loader.dataset)
+    recipe_results[name] = (logged, by_hand, recipe_model)
+    print(f"{name}: logged {logged:.6f}; over the dataset by hand: {by_hand:.6f}")
 
 # %%
 # What the recipe delivered
 # -------------------------
-# With 2 processes and with 1, the logged value is the mean over the 21 samples, each once, at the weights of the
-# last validation run. The :doc:`scenario matrix </reference/scenarios>` runs this same class with the sanity
-# check, several validation runs per epoch, two validation dataloaders, ``trainer.validate()`` and DDP over 21
-# validation samples, against a mean computed from the dataset without Lightning.
-assert math.isclose(recipe_value, recipe_true_mean, rel_tol=1e-5)
-assert math.isclose(single_recipe_value, single_true_mean, rel_tol=1e-5)
-assert recipe_model.sample_losses == {} and single_recipe_model.sample_losses == {}
+# In all three runs the logged value is the mean over the 21 samples, each once, at the weights of the last
+# validation run, and the cache is empty afterwards. The :doc:`scenario matrix </reference/scenarios>` runs this
+# same class with the sanity check, several validation runs per epoch, two validation dataloaders,
+# ``trainer.validate()`` and DDP over 21 validation samples, against a mean computed from the dataset without
+# Lightning. Every rank must make the same logging calls with ``sync_dist=True``, in the same order -- never only
+# ``if self.trainer.is_global_zero`` (:doc:`Every rank must make the same sync_dist calls
+# </examples/distributed/ddp_same_log_calls>`); for predictions, see
+# :doc:`Predictions under DDP </examples/distributed/ddp_predict>`.
+for logged, by_hand, recipe_model in recipe_results.values():
+    assert math.isclose(logged, by_hand, rel_tol=1e-5)
+    assert recipe_model.sample_losses == {}

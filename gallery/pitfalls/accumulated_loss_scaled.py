@@ -154,6 +154,9 @@ class EpochLossCallback(pl.Callback):
     def __init__(self):
         self.batch_losses = []  # this epoch's cache
 
+    def on_train_epoch_start(self, trainer, pl_module):
+        self.batch_losses.clear()  # nothing left over from a run that stopped half-way
+
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if not outputs:  # the step returned None, or nothing under manual optimization
             return

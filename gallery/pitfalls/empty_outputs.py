@@ -1,11 +1,13 @@
 """
-Empty ``outputs``: a skipped batch and manual optimization
-==========================================================
+Empty ``outputs``: a skipped batch, manual optimization, a validation step that only logs
+=========================================================================================
 
 A ``training_step`` may return ``None`` to skip a batch, and under manual optimization it may return nothing at
 all. For those batches ``on_train_batch_end`` receives an empty ``outputs``, and a callback that reads
 ``outputs["loss"]`` stops the training with a ``KeyError``. This page shows what the callback receives in each
-case -- manual optimization that returns the loss included -- and the fix: skip the empty ``outputs``.
+case -- manual optimization that returns the loss included -- and the fix: skip the empty ``outputs``. The last
+section does the same for ``on_validation_batch_end``, whose ``outputs`` is exactly what ``validation_step``
+returned: ``None`` for a step that only logs, the loss itself for a step that returns it.
 """
 
 # %%
@@ -188,6 +190,9 @@ class EpochLossCallback(pl.Callback):
     def __init__(self):
         self.batch_losses = []  # this epoch's cache
 
+    def on_train_epoch_start(self, trainer, pl_module):
+        self.batch_losses.clear()  # nothing left over from a run that stopped half-way
+
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if not outputs:  # the step returned None, or nothing under manual optimization
             return
@@ -234,3 +239,156 @@ for logged, reference, error, recipe in results.values():
     assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(logged, reference, strict=True))
 assert len(results["SkipsBatchOne"][0]) == len(results["ManualOptimization"][0]) == 2
 assert results["ManualReturnsNothing"][0] == []
+
+# %%
+# Validation ``outputs``
+# ----------------------
+# ``on_validation_batch_end`` receives what ``validation_step`` returned, as it is: Lightning builds nothing from it.
+# Three validation steps a user writes -- ``BoringModel``'s own returns ``{"x": loss}`` -- and a callback that
+# records what it receives.
+
+
+class ValidationReturnsLoss(BoringModel):
+    def validation_step(self, batch, batch_idx):
+        return self.step(batch)
+
+
+class ValidationOnlyLogs(BoringModel):
+    def validation_step(self, batch, batch_idx):
+        self.log("val_loss", self.step(batch))
+
+
+class ValidationOutputsSeen(pl.Callback):
+    def __init__(self):
+        self.outputs = []
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        self.outputs.append(outputs)
+
+
+pl.seed_everything(6, verbose=False)
+fit_loaders = DataLoader(RandomDataset(32, 32), batch_size=8), DataLoader(RandomDataset(32, 16), batch_size=8)
+
+
+def validate_and_fit(module_class, callback):
+    """Fit a seeded ``module_class()`` for one epoch of 4 batches, validating 2 batches (after a sanity check of 2);
+    returns the trainer and the error the fit raised (or ``None``)."""
+    torch.manual_seed(5)
+    trainer = pl.Trainer(
+        max_epochs=1,
+        callbacks=[callback],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    error = None
+    with warnings.catch_warnings(record=True):  # what the reader would see is the error below
+        warnings.simplefilter("always")
+        try:
+            trainer.fit(module_class(), *fit_loaders)
+        except Exception as err:  # the page prints what Lightning or Python raised
+            error = err
+    return trainer, error
+
+
+for module_class in (BoringModel, ValidationReturnsLoss, ValidationOnlyLogs):
+    seen = ValidationOutputsSeen()
+    validate_and_fit(module_class, seen)
+    print(f"{module_class.__name__}: outputs of the first validation batch: {seen.outputs[0]!r}")
+
+# %%
+# The symptom
+# -----------
+# A callback written for ``BoringModel``'s ``{"x": loss}`` reads ``outputs["x"]``, and skips the sanity check as it
+# should. Given the two other steps:
+
+
+class NaiveValidationCache(pl.Callback):
+    def __init__(self):
+        self.losses = []
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        if trainer.sanity_checking:
+            return
+        self.losses.append(outputs["x"].detach())
+
+    def on_validation_epoch_end(self, trainer, pl_module):
+        if not trainer.sanity_checking:
+            pl_module.log("val_loss_0", torch.stack(self.losses).mean())
+            self.losses.clear()
+
+
+validation_symptoms = {}
+for module_class in (ValidationReturnsLoss, ValidationOnlyLogs):
+    trainer, error = validate_and_fit(module_class, NaiveValidationCache())
+    validation_symptoms[module_class.__name__] = trainer, error
+    print(f"{module_class.__name__}: {type(error).__name__}: {error}")
+    print(f"  training steps taken before the failure: {trainer.global_step}")
+
+# %%
+# A bare loss is a 0-d tensor, which cannot be indexed (``IndexError``); ``None`` cannot be indexed either
+# (``TypeError``). Both come after the sanity check and the whole training epoch: the guard that skips the sanity
+# check also skipped the line that fails.
+trainer, error = validation_symptoms["ValidationReturnsLoss"]
+assert isinstance(error, IndexError) and trainer.global_step == 4
+trainer, error = validation_symptoms["ValidationOnlyLogs"]
+assert isinstance(error, TypeError) and "NoneType" in str(error) and trainer.global_step == 4
+
+# %%
+# The fix
+# -------
+# Read the loss from a dictionary by its key, take a tensor as it is, and skip a batch that returned nothing. This is
+# the callback of :doc:`A callback that owns its cache </examples/caching/callback_owned_cache>`; an epoch whose
+# steps returned no loss logs nothing.
+
+
+class ValidationCache(pl.Callback):
+    key = "x"  # where validation_step's dictionary holds the loss
+
+    def __init__(self):
+        self.losses = {}  # dataloader_idx -> this validation run's losses
+
+    def on_validation_epoch_start(self, trainer, pl_module):
+        self.losses.clear()
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        loss = outputs.get(self.key) if isinstance(outputs, dict) else outputs
+        if trainer.sanity_checking or loss is None:
+            return
+        self.losses.setdefault(dataloader_idx, []).append(loss.detach())
+
+    def on_validation_epoch_end(self, trainer, pl_module):
+        if trainer.sanity_checking:
+            return
+        for idx, losses in sorted(self.losses.items()):
+            pl_module.log(f"val_loss_{idx}", torch.stack(losses).mean(), add_dataloader_idx=False)
+        self.losses.clear()
+
+
+# %%
+# The reference is the trained model's mean validation loss over the 2 batches, computed by hand (the one
+# validation run after training used the final weights).
+fixed = {}
+for module_class in (BoringModel, ValidationReturnsLoss, ValidationOnlyLogs):
+    recipe = ValidationCache()
+    trainer, error = validate_and_fit(module_class, recipe)
+    module = trainer.lightning_module
+    with torch.no_grad():
+        reference = torch.stack([module.step(batch) for batch in fit_loaders[1]])
+    logged = trainer.callback_metrics.get("val_loss_0")
+    fixed[module_class.__name__] = error, logged, reference.mean(), recipe
+    print(f"{module_class.__name__}: error {error}, logged val_loss_0 {logged}, by hand {reference.mean().item():.6f}")
+
+# %%
+# What the fix delivers
+# ---------------------
+# No error with any of the three steps; the mean of the 2 batches' losses, equal to the mean by hand, for the two
+# steps that return the loss; nothing logged for the step that only logs (its own ``self.log`` is the value to
+# use there); an empty cache at the end.
+for name, (error, logged, reference, recipe) in fixed.items():
+    assert error is None and recipe.losses == {}
+    if name == "ValidationOnlyLogs":
+        assert logged is None
+    else:
+        assert math.isclose(logged.item(), reference.item(), rel_tol=1e-6)

@@ -4,7 +4,9 @@ Several validation dataloaders
 
 ``validation_epoch_end(self, outputs)`` received one list of outputs per dataloader. Its replacement must
 keep them apart itself: ``validation_step`` takes a ``dataloader_idx`` argument, and the cache is keyed by it.
-``on_validation_epoch_end`` still runs once per validation run, after all the dataloaders.
+``on_validation_epoch_end`` still runs once per validation run, after all the dataloaders. The same holds for
+test dataloaders, for the results ``trainer.validate`` returns, and for a ``torchmetrics`` metric: one metric
+object per dataloader.
 """
 
 # %%
@@ -14,6 +16,7 @@ keep them apart itself: ``validation_step`` takes a ``dataloader_idx`` argument,
 # training batch per epoch.
 import copy
 import csv
+import math
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -21,6 +24,7 @@ from pathlib import Path
 import lightning
 import lightning.pytorch as pl
 import torch
+import torchmetrics
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
@@ -58,13 +62,12 @@ class NoDataloaderIdx(BoringModel):
 
 
 trainer = make_trainer()
+error = None
 try:
     trainer.fit(NoDataloaderIdx(), train_loader, val_loaders)
 except RuntimeError as err:
     error = err
     print(f"{type(err).__name__}: {err}")
-else:
-    raise AssertionError("two loaders without dataloader_idx no longer fail: this page is out of date")
 print(f"training steps taken: {trainer.global_step}")
 
 # %%
@@ -77,13 +80,17 @@ assert trainer.global_step == trainer.num_training_batches == 1
 # The fix: a cache keyed by ``dataloader_idx``
 # --------------------------------------------
 # ``dataloader_idx=0`` as a default keeps the same method usable with a single loader. The epoch-end hook logs
-# one mean per loader, under a name that carries the loader's index.
+# one mean per loader, under a name that carries the loader's index. The cache is also emptied when each
+# validation run starts, so that a run that stopped half-way leaves nothing behind.
 
 
 class PerLoaderCache(BoringModel):
     def __init__(self):
         super().__init__()
         self.validation_step_losses = defaultdict(list)  # dataloader_idx -> this run's losses
+
+    def on_validation_epoch_start(self):
+        self.validation_step_losses.clear()
 
     def validation_step(self, batch, batch_idx, dataloader_idx=0):
         loss = self.step(batch)
@@ -148,11 +155,189 @@ for run, (means, expected) in enumerate(zip(logged, reference_means, strict=True
 # %%
 # Two epochs, two validation runs, two calls of the hook -- not one per loader. Each call found both loaders'
 # losses in the cache (2 and 3 batches) and logged both means in one row, equal to the references; the cache is
-# empty afterwards. The :doc:`scenario matrix </reference/scenarios>` runs ``PerLoaderCache`` in every
-# configuration it declares, with one validation loader or two. Under DDP each rank caches only its own shard and
-# the value logged is rank 0's own mean: :doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`
-# shows the variant.
+# empty afterwards.
 assert len(observer.cache_sizes) == 2
 assert observer.cache_sizes == [{0: len(val_loaders[0]), 1: len(val_loaders[1])}] * 2 == [{0: 2, 1: 3}] * 2
 assert logged == reference_means
 assert not model.validation_step_losses
+
+# %%
+# Test dataloaders
+# ----------------
+# ``test_epoch_end(self, outputs)`` also received one list per dataloader, and ``trainer.test`` takes a list of
+# loaders the same way: the test cache is keyed by ``dataloader_idx`` too. (For prediction, see
+# :doc:`on_predict_epoch_end lost its outputs </examples/stages/predict_epoch_end>`: one tensor per dataloader.)
+
+
+class PerLoaderTestCache(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.test_step_losses = defaultdict(list)  # dataloader_idx -> this run's losses
+
+    def on_test_epoch_start(self):
+        self.test_step_losses.clear()
+
+    def test_step(self, batch, batch_idx, dataloader_idx=0):
+        loss = self.step(batch)
+        self.test_step_losses[dataloader_idx].append(loss)
+        return loss
+
+    def on_test_epoch_end(self):
+        for idx, losses in sorted(self.test_step_losses.items()):
+            self.log(f"test_loss_{idx}", torch.stack(losses).mean())
+        self.test_step_losses.clear()
+
+
+test_model = PerLoaderTestCache()
+test_model.load_state_dict(model.state_dict())
+test_results = make_trainer().test(test_model, val_loaders, verbose=False)
+test_references = {idx: reference_mean(model.state_dict(), loader) for idx, loader in enumerate(val_loaders)}
+print(f"trainer.test returned {test_results}")
+print(f"by hand: {test_references}")
+
+# %%
+# ``trainer.test`` returns one dictionary per test dataloader.
+assert len(test_results) == 2
+assert [test_results[0][f"test_loss_{idx}"] for idx in (0, 1)] == [test_references[0], test_references[1]]
+
+# %%
+# What ``trainer.validate`` and ``trainer.test`` return
+# -----------------------------------------------------
+# The list they return has one dictionary per dataloader -- but a value logged in ``on_validation_epoch_end`` or
+# ``on_test_epoch_end`` belongs to no dataloader (the hook runs once, after all of them), and Lightning puts it in
+# every dictionary: each of the two dictionaries above holds both ``test_loss_0`` and ``test_loss_1``.
+# ``trainer.validate`` does the same:
+validate_results = make_trainer().validate(model, val_loaders, verbose=False)
+for idx, results in enumerate(validate_results):
+    print(f"trainer.validate, dictionary {idx}: {results}")
+
+# %%
+# Read such a value by its name (from any dictionary, or from ``trainer.callback_metrics``), not by its position in
+# the list: ``validate_results[1]`` also holds loader 0's mean.
+assert validate_results[0] == validate_results[1]
+assert test_results[0] == test_results[1]
+assert set(validate_results[1]) == {"val_loss_0", "val_loss_1"}
+
+# %%
+# A ``torchmetrics`` metric per dataloader
+# ----------------------------------------
+# :doc:`No cache at all </examples/stages/torchmetrics_no_cache>` replaces the cache with a ``torchmetrics`` metric
+# object, updated in every step and logged with ``on_epoch=True``. With several loaders, a ``validation_step`` that
+# takes ``dataloader_idx`` but still updates its one metric object pools them: Lightning computes and resets the
+# metric at the end of the validation run, after all the loaders.
+
+
+class OneMetricForAllLoaders(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.val_mean_loss = torchmetrics.MeanMetric()
+
+    def validation_step(self, batch, batch_idx, dataloader_idx=0):
+        loss = self.step(batch)
+        self.val_mean_loss.update(loss, weight=len(batch))
+        self.log("val_metric", self.val_mean_loss, on_step=False, on_epoch=True)
+
+
+def sample_mean(state_dict, loaders):
+    """The mean loss over every sample of ``loaders``, computed by hand (no Lightning)."""
+    reference = BoringModel()
+    reference.load_state_dict(state_dict)
+    reference.eval()
+    with torch.no_grad():
+        batches = [batch for loader in loaders for batch in loader]
+        return torch.cat([((reference(batch) - 1) ** 2).mean(dim=1) for batch in batches]).mean().item()
+
+
+pooled_model = OneMetricForAllLoaders()
+pooled_model.load_state_dict(model.state_dict())
+[pooled_0, pooled_1] = make_trainer().validate(pooled_model, val_loaders, verbose=False)
+pooled = [pooled_0["val_metric/dataloader_idx_0"], pooled_1["val_metric/dataloader_idx_1"]]
+weights = model.state_dict()
+own = [sample_mean(weights, [loader]) for loader in val_loaders]
+both = sample_mean(weights, val_loaders)
+print(f"logged: loader 0 {pooled[0]:.6f}, loader 1 {pooled[1]:.6f}")
+print(f"by hand: loader 0 {own[0]:.6f}, loader 1 {own[1]:.6f}, both loaders' samples together {both:.6f}")
+gap = (pooled[1] - own[1]) / own[1]
+print(f"loader 1's logged value is off by {gap:.2%}")
+
+# %%
+# Loader 1's value is the mean over both loaders' 40 samples, not over its own 24.
+assert math.isclose(pooled[1], both, rel_tol=1e-6)
+assert not math.isclose(pooled[1], own[1], rel_tol=1e-4)
+
+# %%
+# The fix is one metric object per loader, in a ``torch.nn.ModuleList`` so that it moves with the module. The module
+# adds the metrics it needs when a validation run starts (``self.trainer.val_dataloaders`` is one loader or a list),
+# and resets them there, so every run starts from fresh states (see
+# :doc:`No cache at all </examples/stages/torchmetrics_no_cache>`, on ``trainer.validate()`` before ``fit``).
+# Because the metrics are added after the module was made, ``self.log`` is told which attribute each one is
+# (``metric_attribute``).
+
+
+class PerLoaderMetric(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.val_mean_loss = torch.nn.ModuleList()  # one MeanMetric per validation dataloader
+
+    def on_validation_epoch_start(self):
+        loaders = self.trainer.val_dataloaders
+        count = len(loaders) if isinstance(loaders, (list, tuple)) else 1
+        while len(self.val_mean_loss) < count:
+            self.val_mean_loss.append(torchmetrics.MeanMetric().to(self.device))
+        for metric in self.val_mean_loss:
+            metric.reset()
+
+    def validation_step(self, batch, batch_idx, dataloader_idx=0):
+        loss = self.step(batch)
+        metric = self.val_mean_loss[dataloader_idx]
+        metric.update(loss, weight=len(batch))
+        name, attribute = f"val_metric_{dataloader_idx}", f"val_mean_loss.{dataloader_idx}"
+        self.log(name, metric, on_step=False, on_epoch=True, add_dataloader_idx=False, metric_attribute=attribute)
+
+
+# %%
+# Two epochs with the default sanity check, then ``trainer.validate``; a callback beside the module keeps the
+# weights of every validation run.
+
+
+class ValidationWeights(pl.Callback):
+    def __init__(self):
+        self.snapshots = []
+
+    def on_validation_epoch_start(self, trainer, pl_module):
+        self.snapshots.append(copy.deepcopy(pl_module.state_dict()))
+
+
+metric_observer = ValidationWeights()
+metric_logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
+metric_model = PerLoaderMetric()
+metric_trainer = pl.Trainer(
+    max_epochs=2,
+    callbacks=[metric_observer],
+    logger=metric_logger,
+    log_every_n_steps=1,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+)
+metric_trainer.fit(metric_model, train_loader, val_loaders)
+validated = metric_trainer.validate(metric_model, val_loaders, verbose=False)
+with open(Path(metric_logger.log_dir, "metrics.csv"), newline="") as file:
+    rows = [row for row in csv.DictReader(file) if row.get("val_metric_0")]
+metric_logged = [[float(row[f"val_metric_{idx}"]) for idx in (0, 1)] for row in rows]
+real_runs = metric_observer.snapshots[1:]  # the first snapshot is the sanity check's, which Lightning does not log
+metric_references = [[sample_mean(state, [loader]) for loader in val_loaders] for state in real_runs]
+for run, (seen, expected) in enumerate(zip(metric_logged, metric_references, strict=True)):
+    print(f"run {run}: logged {[round(v, 6) for v in seen]} (by hand: {[round(v, 6) for v in expected]})")
+print(f"trainer.validate returned {validated}")
+
+# %%
+# Each loader's value is the mean over its own samples, in both epochs and in ``trainer.validate``, which returns
+# each loader's value in that loader's dictionary only: logged in ``validation_step``, a value belongs to a loader.
+# The :doc:`scenario matrix </reference/scenarios>` runs ``PerLoaderCache``, ``PerLoaderTestCache`` and
+# ``PerLoaderMetric`` with one loader or two. Under DDP each rank caches only its own shard and the value logged is
+# rank 0's own mean: :doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant.
+assert len(metric_logged) == len(metric_references) == 3  # 2 epochs, then trainer.validate
+for seen, expected in zip(metric_logged, metric_references, strict=True):
+    assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(seen, expected, strict=True))
+assert [set(results) for results in validated] == [{"val_metric_0"}, {"val_metric_1"}]

@@ -5,7 +5,8 @@ Renamed the hook but kept ``outputs``
 A half-done migration renames ``validation_epoch_end(self, outputs)`` to ``on_validation_epoch_end`` and
 keeps the argument. Lightning calls the new hook without arguments, so Python raises ``TypeError``. By
 default the first validation run is the sanity check before training, so the error comes before any
-training step; with the sanity check turned off, a whole training epoch runs first.
+training step; with the sanity check turned off, a whole training epoch runs first. The same half-done
+migration of ``test_epoch_end`` fails later still: after the whole of training and every test batch.
 """
 
 # %%
@@ -25,6 +26,7 @@ from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
 
+pl.seed_everything(0, verbose=False)
 train_loader = DataLoader(RandomDataset(32, 32), batch_size=8)
 val_loader = DataLoader(RandomDataset(32, 16), batch_size=8)
 
@@ -58,13 +60,12 @@ class HalfMigrated(BoringModel):
 
 sanity = SanityCheckSeen()
 trainer = make_trainer(callbacks=[sanity])
+error = None
 try:
     trainer.fit(HalfMigrated(), train_loader, val_loader)
 except TypeError as err:
     error = err
     print(f"{type(err).__name__}: {err}")
-else:
-    raise AssertionError("the half-migrated hook no longer fails: this page is out of date")
 print(f"sanity check started: {sanity.started}, finished: {sanity.finished}")
 print(f"training steps taken: {trainer.global_step}")
 
@@ -81,13 +82,14 @@ assert trainer.global_step == 0
 # ``num_sanity_val_steps=0`` only moves the failure to the first real validation run, after the first
 # training epoch: four steps here, hours on a real model.
 trainer = make_trainer(num_sanity_val_steps=0)
+later_error = None
 try:
     trainer.fit(HalfMigrated(), train_loader, val_loader)
 except TypeError as err:
+    later_error = err
     print(f"{type(err).__name__}: {err}")
-else:
-    raise AssertionError("the half-migrated hook no longer fails: this page is out of date")
 print(f"training steps taken: {trainer.global_step}")
+assert isinstance(later_error, TypeError)
 assert trainer.global_step == trainer.num_training_batches == 4
 
 # %%
@@ -106,6 +108,9 @@ class Migrated(BoringModel):
     def __init__(self):
         super().__init__()
         self.validation_step_losses = []  # this validation run's cache
+
+    def on_validation_epoch_start(self):
+        self.validation_step_losses.clear()  # nothing left over from a run that stopped half-way
 
     def validation_step(self, batch, batch_idx):
         loss = self.step(batch)
@@ -149,3 +154,71 @@ assert len(logged) == 1
 assert math.isclose(logged[0], reference, rel_tol=1e-6)
 assert trainer.global_step == 4
 assert model.validation_step_losses == []
+
+# %%
+# ``test_epoch_end`` renamed, ``outputs`` kept
+# --------------------------------------------
+# ``trainer.fit`` never runs the test hooks, and ``trainer.test`` calls ``on_test_epoch_end`` only after the last
+# test batch: the ``TypeError`` comes after the whole of training and every test batch.
+test_loader = DataLoader(RandomDataset(32, 40), batch_size=8)
+
+
+class HalfMigratedTest(BoringModel):
+    def on_test_epoch_end(self, outputs):
+        self.log("test_loss", torch.stack([out["y"] for out in outputs]).mean())
+
+
+half_migrated = HalfMigratedTest()
+trainer = make_trainer(num_sanity_val_steps=0)
+trainer.fit(half_migrated, train_loader, val_loader)
+test_error = None
+try:
+    trainer.test(half_migrated, test_loader, verbose=False)
+except TypeError as err:
+    test_error = err
+    print(f"{type(err).__name__}: {err}")
+print(f"training steps taken: {trainer.global_step}")
+print(f"test batches run before the failure: {trainer.test_loop.batch_progress.total.completed} of {len(test_loader)}")
+
+# %%
+# Training ran its 4 steps and testing its 5 batches; then Python raised ``TypeError``.
+assert isinstance(test_error, TypeError) and "outputs" in str(test_error)
+assert trainer.global_step == 4
+assert trainer.test_loop.batch_progress.total.completed == len(test_loader) == 5
+
+# %%
+# The fix is the same: keep the values in ``test_step``, reduce and clear them in the argument-less hook (emptied
+# when each test run starts too, so that a run that stopped half-way leaves nothing behind).
+
+
+class MigratedTest(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.test_step_losses = []  # this test run's cache
+
+    def on_test_epoch_start(self):
+        self.test_step_losses.clear()
+
+    def test_step(self, batch, batch_idx):
+        loss = self.step(batch)
+        self.test_step_losses.append(loss)
+        return {"y": loss}
+
+    def on_test_epoch_end(self):
+        self.log("test_loss", torch.stack(self.test_step_losses).mean())
+        self.test_step_losses.clear()
+
+
+migrated_test = MigratedTest()
+trainer = make_trainer(num_sanity_val_steps=0)
+trainer.fit(migrated_test, train_loader, val_loader)
+[test_results] = trainer.test(migrated_test, test_loader, verbose=False)
+migrated_test.eval()
+with torch.no_grad():
+    test_reference = torch.stack([migrated_test.step(batch) for batch in test_loader]).mean().item()
+print(f"trainer.test returned {test_results}; by hand: {test_reference:.6f}")
+
+# %%
+# The test mean equals the trained model's mean test loss computed by hand, and the cache is empty.
+assert math.isclose(test_results["test_loss"], test_reference, rel_tol=1e-6)
+assert migrated_test.test_step_losses == []

@@ -8,7 +8,7 @@ Lightning 1.x passed the predictions of the whole epoch to ``on_predict_epoch_en
 module can collect its own in ``predict_step``. This page shows the old hooks failing and checks all three
 replacements against the model applied by hand -- then runs ``trainer.predict(return_predictions=False)``,
 where Lightning keeps no predictions: only the module's own cache and a ``BasePredictionWriter`` callback
-still have them.
+still have them -- and two predict dataloaders, where each replacement keeps one list per dataloader.
 """
 
 # %%
@@ -48,7 +48,7 @@ def predict_and_capture(model, callbacks=()):
         print(f"{type(err).__name__}: {err}")
         print(f"predict batches run before the failure: {trainer.predict_loop.batch_progress.total.completed}")
         return err, trainer
-    raise AssertionError("this old hook no longer fails: the page is out of date")
+    return None, trainer
 
 
 class OldModuleHook(BoringModel):
@@ -77,25 +77,36 @@ for error, trainer in [(module_error, module_trainer), (callback_error, callback
 # 1. the list ``trainer.predict`` returns (one entry per batch);
 # 2. a callback reading ``trainer.predict_loop.predictions`` in ``on_predict_epoch_end(trainer, pl_module)``;
 # 3. a module that appends in ``predict_step`` and reads its cache in ``on_predict_epoch_end(self)``.
+#
+# Both keep one tensor per predict dataloader in ``all_predictions``, as the old hooks received one list per
+# dataloader: with one loader ``trainer.predict_loop.predictions`` is the list of batches, with several a list of
+# such lists (``len(trainer.num_predict_batches)`` is the number of loaders), and the module keys its cache by
+# ``dataloader_idx``. The module also empties its cache when each predict run starts, so a run that stopped
+# half-way leaves nothing behind.
 
 
 class PredictionsReader(pl.Callback):
     def on_predict_epoch_end(self, trainer, pl_module):
-        self.all_predictions = torch.cat(trainer.predict_loop.predictions)
+        predictions = trainer.predict_loop.predictions
+        per_loader = predictions if len(trainer.num_predict_batches) > 1 else [predictions]
+        self.all_predictions = [torch.cat(batches) for batches in per_loader]
 
 
 class PredictionCache(BoringModel):
     def __init__(self):
         super().__init__()
-        self.predict_step_outputs = []
+        self.predict_step_outputs = {}  # dataloader_idx -> this run's predictions, one tensor per batch
+
+    def on_predict_epoch_start(self):
+        self.predict_step_outputs.clear()
 
     def predict_step(self, batch, batch_idx, dataloader_idx=0):
         prediction = self(batch)
-        self.predict_step_outputs.append(prediction)
+        self.predict_step_outputs.setdefault(dataloader_idx, []).append(prediction)
         return prediction
 
     def on_predict_epoch_end(self):
-        self.all_predictions = torch.cat(self.predict_step_outputs)
+        self.all_predictions = [torch.cat(batches) for _, batches in sorted(self.predict_step_outputs.items())]
         self.predict_step_outputs.clear()
 
 
@@ -115,19 +126,21 @@ with torch.no_grad():
 
 candidates = {
     "trainer.predict return value": torch.cat(returned),
-    "trainer.predict_loop.predictions (callback)": reader.all_predictions,
-    "predict_step cache (module)": model.all_predictions,
+    "trainer.predict_loop.predictions (callback)": torch.cat(reader.all_predictions),
+    "predict_step cache (module)": torch.cat(model.all_predictions),
 }
 for name, predictions in candidates.items():
     print(f"{name}: shape {tuple(predictions.shape)}, equal to the reference: {torch.equal(predictions, reference)}")
 
 # %%
-# All three hold exactly the reference predictions, 20 rows of 2 outputs, and the module's cache was cleared.
+# All three hold exactly the reference predictions, 20 rows of 2 outputs (the callback and the module in one
+# tensor, for the one dataloader), and the module's cache was cleared.
 assert len(returned) == len(predict_loader) == 5
 assert reference.shape == (20, 2)
+assert len(reader.all_predictions) == len(model.all_predictions) == 1
 for predictions in candidates.values():
     assert torch.equal(predictions, reference)
-assert model.predict_step_outputs == []
+assert model.predict_step_outputs == {}
 
 # %%
 # ``return_predictions=False``
@@ -136,21 +149,20 @@ assert model.predict_step_outputs == []
 # output. Then ``trainer.predict`` returns ``None`` and ``trainer.predict_loop.predictions`` stays empty: the
 # callback that reads it fails in ``torch.cat``.
 reader_trainer = make_trainer([PredictionsReader()])
+reader_error = None
 try:
     reader_trainer.predict(model, predict_loader, return_predictions=False)
 except ValueError as err:
     reader_error = err
     print(f"{type(err).__name__}: {err}")
-else:
-    raise AssertionError("PredictionsReader no longer fails without return_predictions: this page is out of date")
 kept = reader_trainer.predict_loop.predictions
 print(f"trainer.predict_loop.predictions after {len(predict_loader)} batches: {kept}")
 
 # %%
 # A callback that needs the predictions in any case subclasses Lightning's ``BasePredictionWriter`` with
 # ``write_interval="epoch"``: Lightning keeps the predictions for it and hands them to ``write_on_epoch_end``
-# (one list per dataloader), whatever ``return_predictions`` says. The module's own cache does not depend on it
-# either.
+# whatever ``return_predictions`` says -- in the shape of ``trainer.predict_loop.predictions``, with
+# ``batch_indices`` always one list per dataloader. The module's own cache does not depend on it either.
 
 
 class PredictionsWriter(BasePredictionWriter):
@@ -158,7 +170,8 @@ class PredictionsWriter(BasePredictionWriter):
         super().__init__(write_interval="epoch")
 
     def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices):
-        self.all_predictions = torch.cat(predictions)  # or write them to disk
+        per_loader = predictions if len(batch_indices) > 1 else [predictions]
+        self.all_predictions = [torch.cat(batches) for batches in per_loader]  # or write them to disk
 
 
 writer = PredictionsWriter()
@@ -166,19 +179,75 @@ quiet_model = PredictionCache()
 quiet_model.load_state_dict(model.state_dict())
 not_returned = make_trainer([writer]).predict(quiet_model, predict_loader, return_predictions=False)
 print(f"trainer.predict returned {not_returned}")
-kept_elsewhere = {"BasePredictionWriter": writer.all_predictions, "module": quiet_model.all_predictions}
+kept_elsewhere = {"BasePredictionWriter": writer.all_predictions[0], "module": quiet_model.all_predictions[0]}
 for name, predictions in kept_elsewhere.items():
     print(f"return_predictions=False, {name}: equal to the reference: {torch.equal(predictions, reference)}")
 
 # %%
 # Without ``return_predictions`` the return value is ``None`` and the predict loop's list is empty; the writer
-# and the module's cache hold exactly the reference. The :doc:`scenario matrix </reference/scenarios>` runs
-# ``PredictionCache`` with and without ``return_predictions`` and with a smaller last batch (``torch.cat``, not
-# ``torch.stack``, joins batches of different sizes).
+# and the module's cache hold exactly the reference.
 assert not_returned is None
 assert kept == []
 assert reader_trainer.predict_loop.batch_progress.total.completed == len(predict_loader)
-assert "non-empty" in str(reader_error)
-assert torch.equal(writer.all_predictions, reference)
-assert torch.equal(quiet_model.all_predictions, reference)
-assert quiet_model.predict_step_outputs == []
+assert isinstance(reader_error, ValueError) and "non-empty" in str(reader_error)
+for predictions in kept_elsewhere.values():
+    assert torch.equal(predictions, reference)
+assert quiet_model.predict_step_outputs == {}
+
+# %%
+# Two predict dataloaders
+# -----------------------
+# ``trainer.predict`` also takes a list of loaders. Code written for one loader -- ``torch.cat(predictions)`` --
+# then meets a list of lists:
+
+
+class CatsOneList(BasePredictionWriter):
+    def __init__(self):
+        super().__init__(write_interval="epoch")
+
+    def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices):
+        self.all_predictions = torch.cat(predictions)
+
+
+pl.seed_everything(13, verbose=False)
+predict_loaders = [DataLoader(RandomDataset(32, 12), batch_size=4), DataLoader(RandomDataset(32, 6), batch_size=4)]
+one_list_error = None
+try:
+    make_trainer([CatsOneList()]).predict(model, predict_loaders)
+except TypeError as err:
+    one_list_error = err
+    print(f"{type(err).__name__}: {err}")
+
+# %%
+# The three replacements above, with the same two loaders: the return value is one list per loader, and the
+# callback, the writer and the module each keep one tensor per loader.
+two_loader_model = PredictionCache()
+two_loader_model.load_state_dict(model.state_dict())
+reader, writer = PredictionsReader(), PredictionsWriter()
+returned = make_trainer([reader, writer]).predict(two_loader_model, predict_loaders)
+two_loader_model.eval()
+with torch.no_grad():
+    references = [torch.cat([two_loader_model(batch) for batch in loader]) for loader in predict_loaders]
+kept_per_loader = {
+    "trainer.predict return value": [torch.cat(batches) for batches in returned],
+    "trainer.predict_loop.predictions (callback)": reader.all_predictions,
+    "BasePredictionWriter": writer.all_predictions,
+    "predict_step cache (module)": two_loader_model.all_predictions,
+}
+for name, per_loader in kept_per_loader.items():
+    shapes = [tuple(predictions.shape) for predictions in per_loader]
+    print(f"{name}: shapes {shapes}, equal to the references: {all(map(torch.equal, per_loader, references))}")
+
+# %%
+# ``torch.cat`` of a list of lists raises ``TypeError``; the replacements keep the 12 and the 6 rows of the two
+# loaders apart, each equal to its reference. The :doc:`scenario matrix </reference/scenarios>` runs
+# ``PredictionCache``, ``PredictionsReader`` and ``PredictionsWriter`` with and without ``return_predictions`` and
+# with a smaller last batch (``torch.cat``, not ``torch.stack``, joins batches of different sizes). Under DDP each
+# rank predicts only its own share of the samples: see
+# :doc:`Predictions under DDP </examples/distributed/ddp_predict>`.
+assert isinstance(one_list_error, TypeError) and "expected Tensor as element 0" in str(one_list_error)
+for per_loader in kept_per_loader.values():
+    assert len(per_loader) == len(predict_loaders) == 2
+    assert all(map(torch.equal, per_loader, references))
+assert [len(predictions) for predictions in references] == [12, 6]
+assert two_loader_model.predict_step_outputs == {}

@@ -182,8 +182,9 @@ for epoch, ((metric, scalar), state) in enumerate(zip(unweighted, unweighted_obs
 # disagree in every epoch. The :doc:`scenario matrix </reference/scenarios>` runs ``MetricModel`` (with the
 # weight) in every configuration it declares; with an uneven last batch both of its values match the mean over
 # every sample. Two configurations need a variant: several validation dataloaders, where Lightning refuses a
-# ``validation_step`` without ``dataloader_idx``
-# (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>`), and DDP, where ``MeanMetric``
+# ``validation_step`` without ``dataloader_idx`` and one metric object would pool the loaders
+# (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>` keeps one metric per loader),
+# and DDP, where ``MeanMetric``
 # sums every rank's shard -- the distributed sampler repeats a sample to fill the last one, so it counts twice -- and
 # ``self.log`` without ``sync_dist=True`` logs rank 0's own mean
 # (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`).

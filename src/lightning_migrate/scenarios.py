@@ -572,7 +572,8 @@ def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str,
         if recipe.weighting == "predictions":
             attribute = recipe.metric[0].removeprefix("attribute:")
             owners = [owner for owner in (model, *callbacks) if hasattr(owner, attribute)]
-            seen = [[getattr(owners[0], attribute)]] if owners else []
+            # one tensor per predict dataloader (every scenario here predicts with one dataloader)
+            seen = [list(getattr(owners[0], attribute))] if owners else []
             expected = expected[-1:]  # the attribute holds what the last predict run left
         else:
             seen = _logged(log_file, names)
