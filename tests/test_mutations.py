@@ -32,13 +32,15 @@ REPLACEMENTS = [
 
 
 def remove_clear_calls(source: str) -> str:
-    """Delete every statement line that calls ``.clear()``."""
-    return re.sub(r"^[ \t]*[\w.\[\]\"']+\.clear\(\)[ \t]*\n", "", source, flags=re.M)
+    """Every statement that only calls ``.clear()`` (a comment may follow) becomes ``pass``: the cache is never
+    cleared, and a method that did nothing else stays valid Python."""
+    return re.sub(r"^([ \t]*)[\w.\[\]\"']+\.clear\(\)[ \t]*(?:#.*)?$", r"\1pass", source, flags=re.M)
 
 
 def overwrite_instead_of_append(source: str) -> str:
-    """``cache.append(x)`` becomes ``cache = [x]``."""
-    return re.sub(r"(self\.\w+)\.append\((.*)\)$", r"\1 = [\2]", source, flags=re.M)
+    """``cache.append(x)`` becomes ``cache = [x]``; ``cache.setdefault(key, []).append(x)``, ``cache[key] = [x]``."""
+    source = re.sub(r"(self\.\w+)\.append\((.*)\)$", r"\1 = [\2]", source, flags=re.M)
+    return re.sub(r"(self\.\w+)\.setdefault\((\w+), \[\]\)\.append\((.*)\)$", r"\1[\2] = [\3]", source, flags=re.M)
 
 
 MUTATIONS = {"clear-removed": remove_clear_calls, "overwrite-instead-of-append": overwrite_instead_of_append}
@@ -102,8 +104,10 @@ def test_scenario_matrix_names_each_mutated_page(tmp_path, name):
     if name == "overwrite-instead-of-append":  # no matrix mutant overwrites a cache: every page is this test's
         assert pages == {f"gallery/{script}" for script in REPLACEMENTS}
     assert pages, f"every page's {name} mutant is in tests/test_scenarios.py: this case has nothing left to run"
-    selected = [recipe.id for recipe in recipes if recipe.page in pages]
-    assert {recipe.page for recipe in recipes if recipe.id in selected} == pages
+    first_recipe = {}  # one recipe per page is enough to show the page is caught: the matrix file's first
+    for recipe in recipes:
+        first_recipe.setdefault(recipe.page, recipe.id)
+    selected = [first_recipe[page] for page in sorted(pages)]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONWARNINGS=declared_warnings.pythonwarnings())
     args = [arg for recipe in selected for arg in ("--recipe", recipe)]
     command = [sys.executable, "-m", "lightning_migrate.scenarios", "--root", str(tmp_path), *args]
