@@ -172,8 +172,9 @@ def bench_checker(session):
 
 @nox.session(python=PYTHON)
 def corpus(session):
-    """Precision, recall and --fix figures of the checker on hand-labelled public repositories (not a default
-    session: the checkouts are fetched separately). ``nox -s corpus -- DIR``; see data/corpus/labels.toml."""
+    """Precision, recall and --fix --unsafe-fixes figures of the checker on hand-labelled public repositories (not a
+    default session: the checkouts are fetched separately). ``nox -s corpus -- DIR [DIR ...]``; see
+    data/corpus/labels.toml."""
     session.install(".")
     labels = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "corpus", "labels.toml")
     session.run("python", "-m", "lightning_migrate.checker.corpus", "--labels", labels, *session.posargs)

@@ -28,7 +28,7 @@ from lightning_migrate import registry
 #: A number that reads as a release (``1.5``, ``2.6.6``), not part of a longer number or a word.
 RELEASE = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)?)(?![\w]|\.\d)")
 #: A number followed by a unit is a measurement, never a release (``1.9 s``, ``2.0 x``).
-UNIT = re.compile(r"\s*(?:s|ms|x|%|GB|MB|KB|B|seconds?|times)\b")
+UNIT = re.compile(r"\s*(?:s|ms|min|minutes?|h|x|%|GB|MB|KB|B|seconds?|times)\b")
 
 
 def requirement_pins() -> dict[str, str]:
@@ -171,7 +171,7 @@ def test_a_typed_release_in_an_extension_string_is_found_and_its_docstring_is_no
 
 def test_a_measurement_and_other_numbers_are_not_releases(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("A no-op rebuild took 1.9 s; 2.0 x slower; nox==2026.10.20; 0.1867980659.\n", encoding="utf-8")
+    page.write_text("A rebuild took 1.9 s, nox 1.5 min; 2.0 x slower; nox==2026.10.20; 0.1867980659.\n", encoding="utf-8")
     assert typed_releases([page], recorded_releases()) == []
 
 

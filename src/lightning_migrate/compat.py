@@ -23,6 +23,11 @@ The data file holds, for the installed release:
     old ``training_epoch_end(outputs)`` and both replacements, asserted identical in this process;
     ``replacements``: both replacements, asserted identical to each other and -- exactly, float for float -- to
     the old hook's values on the reference release read from its data file; ``old``: the old hook only).
+``rewrites``
+    for ``[legacy]`` releases: :func:`lightning_migrate.rewrite_equivalence.record` -- each rewrite shape of
+    ``data/rewrites`` as written, in each configuration of its stage: what its epoch-end code logged, or the error;
+    ``tests/checker/test_rewrite_equivalence.py`` compares the checker's rewrite of each shape on the build's
+    release with these records.
 ``examples``
     for ``[matrix]`` releases: each replacement example of ``[examples] scripts`` run with this Python in an empty
     directory -- ``passed``, the return code, what it printed and, on failure, the last line of its error output.
@@ -46,7 +51,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from lightning_migrate import equivalence, probes, records
+from lightning_migrate import equivalence, probes, records, rewrite_equivalence
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPAT_DIR = ROOT / "data" / "compat"
@@ -184,6 +189,8 @@ def collect(version: str, matrix: dict[str, Any], folder: Path = COMPAT_DIR) -> 
             )
         eq["reference"] = {"version": matrix["reference"], "variant": "old", "identical": True}
     result["equivalence"] = eq
+    if entry["group"] == "legacy":
+        result["rewrites"] = rewrite_equivalence.record()
     if entry["group"] == "matrix":
         result["examples"] = [run_example(ROOT / script) for script in matrix["scripts"]]
     return result
@@ -202,6 +209,9 @@ def summary(result: dict[str, Any]) -> str:
             lines.append(f"    {record['error_type']} during {record['failed_during']}: {record['error_message']}")
     for variant, epochs in result["equivalence"]["variants"].items():
         lines.append(f"  per-epoch mean loss, {variant}: {[epoch['mean'] for epoch in epochs]}")
+    for shape, recorded in result.get("rewrites", {}).items():
+        ran = [name for name, run in recorded["runs"].items() if "error" not in run]
+        lines.append(f"  rewrite shape {shape}: ran in {', '.join(ran) or 'no configuration'}")
     for ex in result.get("examples", []):
         lines.append(f"  {ex['script']}: {'passed' if ex['passed'] else 'FAILED: ' + str(ex['error'])}")
     return "\n".join(lines)

@@ -17,6 +17,16 @@ from dataclasses import dataclass
 
 #: Trainer entry points a probe can run: ``fit`` trains (with validation), the others evaluate one stage.
 RUNS = ("fit", "validate", "test", "predict")
+#: The classes whose hooks the patterns are about (a pattern's ``owner``).
+OWNERS = ("LightningModule", "Callback")
+#: The ``LightningModule`` method that runs each batch of a stage (``stage`` -> step); the tests check each name
+#: against the hooks recorded from the installed Lightning (:mod:`lightning_migrate.hook_names`).
+STEP_METHODS = {
+    "train": "training_step",
+    "validation": "validation_step",
+    "test": "test_step",
+    "predict": "predict_step",
+}
 
 
 @dataclass(frozen=True)
@@ -53,8 +63,8 @@ class OldPattern:
     body: str
 
     def __post_init__(self) -> None:
-        if self.owner not in CLASSES:
-            raise ValueError(f"{self.id}: owner must be one of {list(CLASSES)}, not {self.owner!r}")
+        if self.owner not in OWNERS:
+            raise ValueError(f"{self.id}: owner must be one of {OWNERS}, not {self.owner!r}")
         if self.run not in RUNS:
             raise ValueError(f"{self.id}: run must be one of {RUNS}, not {self.run!r}")
         if not self.hook.isidentifier() or not self.old_signature.endswith(")"):
@@ -74,7 +84,7 @@ class OldPattern:
         return f"\nclass {CLASSES[self.owner]}:\n    def {self.old_signature}:\n{body}"
 
 
-#: The class a probe defines for a pattern of each owner (its ``source``), and what it subclasses.
+#: The class a probe defines for a pattern of each owner (:data:`OWNERS`; its ``source``), and what it subclasses.
 CLASSES = {"LightningModule": "LitModel(ProbeModel)", "Callback": "MyCallback(Callback)"}
 
 _CORE = "examples/core/"

@@ -76,11 +76,13 @@ def _console(args: list[str], proc: subprocess.CompletedProcess) -> str:
     return f"$ lightning-migrate {shlex.join(args)}\n{proc.stdout}{proc.stderr}$ echo $?\n{proc.returncode}"
 
 
-def run_example(code: str, example: str, fixable: bool = True) -> dict[str, Any]:
+def run_example(code: str, example: str, fixable: bool = True, unsafe: bool = False) -> dict[str, Any]:
     """Run the command on a rule's example: plain, ``--diff``, ``--fix``, and plain again.
 
     A rule without an automatic fix (``fixable`` false, :attr:`Rule.fixable`) must instead leave its marker
-    comment: the finding is still reported after ``--fix``, and a second ``--fix`` changes nothing.
+    comment: the finding is still reported after ``--fix``, and a second ``--fix`` changes nothing. A rule whose
+    example's fix is opt-in (``unsafe``, :attr:`Rule.example_unsafe`) is run with ``--unsafe-fixes`` for ``--diff``
+    and ``--fix``.
 
     Returns:
         ``{"check": console text, "diff": console text}``.
@@ -89,12 +91,13 @@ def run_example(code: str, example: str, fixable: bool = True) -> dict[str, Any]
         ExtensionError: the example is not flagged by rule ``code`` (exit code 1), or ``--fix`` leaves findings
         (a fixable rule), or ``--fix`` does not mark it once (a rule without an automatic fix).
     """
+    opt_in = ["--unsafe-fixes"] if unsafe else []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "example.py").write_text(example, encoding="utf-8")
         check = run_command(["example.py"], folder)
-        diff = run_command(["--diff", "example.py"], folder)
-        fixed = run_command(["--fix", "--quiet", "example.py"], folder)
+        diff = run_command(["--diff", *opt_in, "example.py"], folder)
+        fixed = run_command(["--fix", *opt_in, "--quiet", "example.py"], folder)
         after = run_command(["example.py"], folder)
         again = run_command(["--fix", "example.py"], folder)
         marked = (folder / "example.py").read_text(encoding="utf-8")
@@ -117,7 +120,7 @@ def run_example(code: str, example: str, fixable: bool = True) -> dict[str, Any]
             f"checker rule {code}: its example still has findings after --fix "
             f"(exit {after.returncode}):\n{after.stdout}{after.stderr}"
         )
-    return {"check": _console(["example.py"], check), "diff": _console(["--diff", "example.py"], diff)}
+    return {"check": _console(["example.py"], check), "diff": _console(["--diff", *opt_in, "example.py"], diff)}
 
 
 def _outcome(record: dict[str, Any]) -> str:
@@ -224,12 +227,16 @@ class CheckerRule(SphinxDirective):
             ".. code-block:: console",
             "",
         ]
-        outputs = run_example(rule.code, rule.example, rule.fixable)
+        outputs = run_example(rule.code, rule.example, rule.fixable, rule.example_unsafe)
         lines += ["   " + line for line in outputs["check"].splitlines()]
         lines += ["", ".. code-block:: console", ""]
         lines += ["   " + line for line in outputs["diff"].splitlines()]
         if rule.fixable:
-            lines += ["", "After ``lightning-migrate --fix example.py`` the checker finds nothing in it (exit code 0)."]
+            option = " --unsafe-fixes" if rule.example_unsafe else ""
+            lines += [
+                "",
+                f"After ``lightning-migrate --fix{option} example.py`` the checker finds nothing in it (exit code 0).",
+            ]
         else:
             lines += ["", "``lightning-migrate --fix example.py`` adds the marker comment once; the finding stays."]
         container = nodes.section()
