@@ -46,6 +46,7 @@ extensions = [
     "guide.symptom_search",  # the search ranks the fix of a pasted error first, whatever the reader's class is called
     "build_mechanics.search_index_entries",  # a rebuild keeps the index entries of pages it does not rewrite
     "guide.reference_table",  # one row per old hook shape, from the registry and the probe records
+    "guide.changelog_roles",  # :deprecated-in: and :removed-in: print a pattern's releases from the registry
     "guide.gallery_version",  # each gallery page names the Lightning release that produced its output
     "notfound.extension",
     "sphinxext.opengraph",

@@ -8,10 +8,8 @@ import ast
 import html
 import json
 import re
-import sys
 from pathlib import Path
 
-from conftest import ROOT
 from test_site import script_outputs
 
 #: A printed error or warning line, as the symptom index defines it (independent copy of its rule).
@@ -19,9 +17,7 @@ SYMPTOM = re.compile(r"^\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Warning|Exce
 
 
 def registry():
-    """The project's registry module (``src/`` is not installed; the Sphinx conf puts it on the path the same way)."""
-    if str(ROOT / "src") not in sys.path:
-        sys.path.insert(0, str(ROOT / "src"))
+    """The project's registry module."""
     from lightning_migrate import registry as module
 
     return module

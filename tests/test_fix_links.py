@@ -13,14 +13,11 @@ import html
 import json
 import posixpath
 import re
-import sys
 
 import pytest
-from conftest import ROOT, copy_tree, sphinx_build
+from builds import GALLERY_CONF, GALLERY_EXTENSIONS, example_stubs, project, sphinx_build
 
-sys.path.insert(0, str(ROOT / "src"))
-
-from lightning_migrate import registry  # noqa: E402
+from lightning_migrate import registry
 
 #: The block a fix page gets from docs/_ext/guide/symptom_index.py (a container holding one <details> element).
 FIX_BLOCK = re.compile(r'<div class="[^"]*symptoms-fixed-here[^"]*" id="if-you-saw-this-error">(.*?</details>)', re.S)
@@ -129,15 +126,16 @@ def test_fix_page_shows_the_recorded_texts_of_its_patterns(site, pattern):
 
 
 def test_unknown_pattern_in_the_landing_quotes_fails_the_build_naming_file_and_line(tmp_path):
-    tree = copy_tree(tmp_path / "tree")
-    index = tree / "docs" / "index.rst"
-    text = index.read_text(encoding="utf-8")
-    quoted = "   callback-on-train-epoch-end-outputs\n"
-    assert quoted in text
-    index.write_text(text.replace(quoted, "   no-such-pattern\n", 1), encoding="utf-8")
-    line = 1 + text[: text.index(".. symptom-quotes::")].count("\n")
-    # No gallery example needs to run for this check.
-    build = sphinx_build(tree, "html", "-D", "sphinx_gallery_conf.filename_pattern=^$")
+    """The landing page's ``symptom-quotes`` directive, on a fixture project: an id the registry does not know
+    fails the build, naming the page and the directive's line."""
+    files = example_stubs()
+    quotes = ".. symptom-quotes::\n   training-epoch-end\n   no-such-pattern\n"
+    files["index.rst"] += f"\nQuoted errors\n-------------\n\n{quotes}"
+    line = 1 + files["index.rst"][: files["index.rst"].index(".. symptom-quotes::")].count("\n")
+    files["gallery/README.txt"] = "Gallery\n=======\n"  # the symptom index also reads the gallery's pages: none here
+    conf = f"extensions = {[*GALLERY_EXTENSIONS, 'guide.probe_records', 'guide.symptom_index']!r}\n{GALLERY_CONF}"
+    tree = project(tmp_path, files, conf)
+    build = sphinx_build(tree, source=".")
     assert build.returncode != 0
-    assert f"index.rst:{line}" in build.output
+    assert f"index.rst:{line}" in build.output, build.output[-3000:]
     assert "no old pattern 'no-such-pattern'" in build.output

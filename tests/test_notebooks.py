@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from build_mechanics import declared_warnings  # the build's one list of accepted warnings
-from conftest import GALLERY_SCRIPTS, ROOT
+from builds import GALLERY_SCRIPTS, ROOT
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -26,15 +25,11 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
+from test_site import script_outputs
 
-from ._util import ROOT, SCREENSHOT_DIR, WAIT, WIDTHS, click, open_page, set_width
+from lightning_migrate import compat, registry
 
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from test_site import script_outputs  # noqa: E402
-
-from lightning_migrate import compat, registry  # noqa: E402
+from ._util import SCREENSHOT_DIR, WAIT, WIDTHS, click, open_page, set_width
 
 #: The class name a reader's code uses: on no page of the site.
 READERS_CLASS = "ReadersOwnNet"

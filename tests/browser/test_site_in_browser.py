@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import tomllib
 import urllib.error
 import urllib.request
@@ -62,7 +61,6 @@ def test_gallery_page_names_the_lightning_that_produced_it_and_what_to_install(b
 
 
 def test_reference_row_anchor_targets_its_row(browser, base_url):
-    sys.path.insert(0, str(ROOT / "src"))
     from lightning_migrate import registry
 
     pattern = registry.PATTERNS[-1]  # the last row: reaching it needs the anchor, not the top of the page

@@ -49,7 +49,7 @@ LIGHTNING_ON_TORCH: tuple[Declared, ...] = (
         message="`isinstance(treespec",
         category="FutureWarning",
         reason=(
-            "Lightning 2.6 calls a torch.utils._pytree API that torch 2.13 deprecates, on every fit; it says nothing "
+            "Lightning calls a torch.utils._pytree API that the pinned torch deprecates, on every fit; it says nothing "
             "about this guide. The one-line fix is Lightning's: lightning/pytorch/utilities/_pytree.py builds its "
             "leaf spec with torch's deprecated LeafSpec()."
         ),
@@ -58,8 +58,8 @@ LIGHTNING_ON_TORCH: tuple[Declared, ...] = (
         message="torch.distributed.nn.functional.all_gather is deprecated",
         category="Warning",
         reason=(
-            "Lightning 2.6's all_gather (lightning/fabric/utilities/distributed.py) calls a torch API that torch "
-            "2.13 deprecates; the DDP pages and scenarios gather per-rank caches through it."
+            "Lightning's all_gather (lightning/fabric/utilities/distributed.py) calls a torch API that the pinned "
+            "torch deprecates; the DDP pages and scenarios gather per-rank caches through it."
         ),
     ),
 )

@@ -4,7 +4,8 @@ Each extension here renders a Lightning fact from a run, never from typed text: 
 installed Lightning (``probe_records``), the reference table drawn from them, the symptom index drawn from them and
 from the recorded releases, with the search that finds a pasted error's fix (``symptom_index``,
 ``symptom_search``), the recorded releases (``compat_table``), the checker's rule pages run through the checker
-(``checker_rules``), the scenario matrix run over every recipe page (``scenario_matrix``), and the Lightning release
-each gallery page was produced with (``gallery_version``). How the site is built (execution, warnings, addresses,
-the search index, notebooks) is in ``build_mechanics``.
+(``checker_rules``), the scenario matrix run over every recipe page (``scenario_matrix``), the Lightning release
+each gallery page was produced with (``gallery_version``), and the releases that deprecated and removed each
+pattern, from the registry (``changelog_roles``). How the site is built (execution, warnings, addresses, the search
+index, notebooks) is in ``build_mechanics``.
 """

@@ -1,4 +1,4 @@
-"""Sphinx extension: the compatibility pages, rendered from the data files ``nox -s legacy`` / ``nox -s matrix`` wrote.
+"""Sphinx extension: the compatibility pages, rendered from the data files ``nox -s record`` wrote.
 
 Every cell comes from ``data/compat/<version>.json`` (written by :mod:`lightning_migrate.compat` with that release
 installed); nothing about a release's behaviour is typed here. Directives:
@@ -34,32 +34,25 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from lightning_migrate import compat, registry
+from lightning_migrate.records import PROBE_OUTCOMES
 
 logger = logging.getLogger(__name__)
 
-LABELS = {
-    "called": "works",
-    "called_with_warning": "deprecated (warning)",
-    "ignored": "silently ignored",
-}
-
 
 def outcome_label(record: dict[str, Any]) -> str:
-    """The cell text of one probe record: ``works``, ``deprecated (warning)``, ``silently ignored`` or an error."""
+    """The text of one probe record in a list: its outcome's word (:data:`lightning_migrate.records.PROBE_OUTCOMES`:
+    ``works``, ``warns (deprecated)``, ``silently ignored``), or for an error the type raised and when."""
     if record["outcome"] == "error":
         steps = record["training_steps"]
-        return f"error: ``{record['error_type']}`` (during {record['failed_during']}, after {steps} training steps)"
-    return LABELS[record["outcome"]]
-
-
-SHORT_LABELS = {"called": "works", "called_with_warning": "warns (deprecated)", "ignored": "silently ignored"}
+        return f"raises ``{record['error_type']}`` (during {record['failed_during']}, after {steps} training steps)"
+    return PROBE_OUTCOMES[record["outcome"]]
 
 
 def _short_label(record: dict[str, Any]) -> str:
-    """The text of one compatibility-table cell: the outcome, or the error type Lightning raised."""
+    """The text of one compatibility-table cell: the outcome's word, or ``raises`` and the error type."""
     if record["outcome"] == "error":
-        return f"raises {record['error_type']}"
-    return SHORT_LABELS[record["outcome"]]
+        return f"{PROBE_OUTCOMES['error']} {record['error_type']}"
+    return PROBE_OUTCOMES[record["outcome"]]
 
 
 def load_all(directive: SphinxDirective, warn: bool = False) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -74,15 +67,13 @@ def load_all(directive: SphinxDirective, warn: bool = False) -> tuple[dict[str, 
         path = compat.data_path(version)
         if not path.is_file():
             if warn:
-                logger.warning(
-                    f"{path}: missing; run `nox -s legacy` / `nox -s matrix`", location=directive.get_location()
-                )
+                logger.warning(f"{path}: missing; run `nox -s record`", location=directive.get_location())
             continue
         directive.env.note_dependency(str(path))
         item = json.loads(path.read_text(encoding="utf-8"))
         if warn and item.get("matrix_sha256") != matrix["sha256"]:
             logger.warning(
-                f"{path}: written under an older {compat.MATRIX_FILE.name}; re-run its nox session",
+                f"{path}: written under an older {compat.MATRIX_FILE.name}; run `nox -s record`",
                 location=directive.get_location(),
             )
         data[version] = item
@@ -164,14 +155,26 @@ class CompatTable(SphinxDirective):
 
 
 class CompatReceived(SphinxDirective):
-    """``.. compat-received:: <version>`` -- what the old hooks received on one release, and the warnings."""
+    """``.. compat-received:: [<version>]`` -- what the old hooks received on one release, and the warnings.
 
-    required_arguments = 1
+    Without a version: the newest declared release on which none of the ``:patterns:`` was removed yet
+    (:func:`lightning_migrate.compat.newest_release_before_removal`), so the page types no release number.
+    """
+
+    optional_arguments = 1
     option_spec = {"patterns": directives.unchanged_required, "brief": directives.flag}
 
     def run(self) -> list[nodes.Node]:
-        _, data = load_all(self)
-        version = self.arguments[0]
+        matrix, data = load_all(self)
+        self.env.note_dependency(registry.__file__)
+        try:
+            version = (
+                self.arguments[0]
+                if self.arguments
+                else compat.newest_release_before_removal(self.options["patterns"].split(), matrix)
+            )
+        except (KeyError, ValueError) as error:
+            raise self.error(str(error)) from None
         if version not in data:
             raise self.error(f"no data file for {version}")
         records = _records(data[version])

@@ -249,7 +249,7 @@ class OldHooksSummary(SphinxDirective):
 
 
 def _release(document: dict[str, Any]) -> str:
-    """``"Lightning 2.6.6"`` (or ``"pytorch-lightning 1.9.5"``) from a probe document."""
+    """``"Lightning X.Y.Z"`` (or ``"pytorch-lightning X.Y.Z"``) from a probe document."""
     lightning = document["lightning"]
     name = "Lightning" if lightning["distribution"] == "lightning" else lightning["distribution"]
     return f"{name} {lightning['version']}"
@@ -258,7 +258,7 @@ def _release(document: dict[str, Any]) -> str:
 def summary(document: dict[str, Any]) -> str:
     """A sentence counting the probe outcomes of ``document`` (the JSON :func:`probe_records.records` returns).
 
-    "Lightning 2.6.6, the release the examples run on, stops 9 of the 14 old hook shapes with an error
+    "Lightning X.Y.Z, the release the examples run on, stops 9 of the 14 old hook shapes with an error
     (4 of them only after training has started) and silently never calls the other 5." -- with the counts and
     version of the records, never typed.
     """

@@ -7,8 +7,9 @@ the gallery examples; at ``env-before-read-docs`` the build waits for it. A cell
 The results live in one stable file, ``<doctreedir>/scenario-matrix.json``, written atomically by the matrix
 process and re-used by a later build only when nothing it depends on changed (the matrix file, the harness, every
 recipe page, the installed Lightning and torch -- their hash is stored beside it) and the build is not a CI build
-(``CI=true`` always runs it). The page that renders it notes a dependency on that file, so it is re-read whenever
-the results change.
+(``CI=true`` always runs it; in a test run, a build takes the results an earlier build of the same run made from
+the same inputs: ``build_mechanics.run_cache``). The page that renders it notes a dependency on that file, so it is
+re-read whenever the results change.
 
 ``.. scenario-matrix::`` renders the grid (scenario x recipe), then every cell that does not hold, with the
 captured detail, the declared reason and the page that shows the variant that holds, and the cells that do not
@@ -21,11 +22,11 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from build_mechanics import run_cache
 from build_mechanics.execution_mode import forced_execution
 from docutils import nodes
 from docutils.statemachine import StringList
@@ -76,11 +77,17 @@ def _on_builder_inited(app: Sphinx) -> None:
     if not forced_execution() and results.exists() and key_file.exists() and key_file.read_text() == key:
         return
     results.parent.mkdir(parents=True, exist_ok=True)
+    if run_cache.lookup("scenario-matrix", key, results):
+        key_file.write_text(key, encoding="utf-8")
+        logger.info("scenario matrix: run by an earlier build of this test run from the same inputs")
+        return
     logger.info("running the scenario matrix (data/scenarios.toml) ...")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    path = [str(ROOT / "src"), str(ROOT / "docs" / "_ext"), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+    environment = results.with_suffix(".environment.json")
     with log.open("w", encoding="utf-8") as handle:
         process = subprocess.Popen(
-            [sys.executable, "-m", "lightning_migrate.scenarios", "--output", str(results)],
+            run_cache.run_command("lightning_migrate.scenarios", "--output", str(results), environment=environment),
             cwd=ROOT,
             env=env,
             stdout=handle,
@@ -106,6 +113,8 @@ def _finish(app: Sphinx, *args: Any) -> None:
             f"exit code {code}):\n{detail}"
         )
     key_file.write_text(key, encoding="utf-8")
+    results = key_file.with_name(RESULTS)
+    run_cache.store("scenario-matrix", key, results, results.with_suffix(".environment.json"))
     logger.info(text.strip().splitlines()[-1] if text.strip() else "scenario matrix: done")
 
 

@@ -21,13 +21,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
-import errno
 import json
 import os
 import re
 import stat
 import sys
-import tempfile
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -38,6 +36,7 @@ from lightning_migrate.checker.base import MANUAL, SAFE, UNSAFE, Finding
 from lightning_migrate.checker.core import PREFILTER, check_source
 from lightning_migrate.checker.resolve import Project, project_root
 from lightning_migrate.checker.rules import RULES
+from lightning_migrate.records import write_atomic  # the project's one atomic write
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", ".nox", ".tox", "__pycache__", "node_modules", ".eggs"})
 #: Files per worker task: small enough to balance two cores, large enough to amortise the process round trip.
@@ -223,24 +222,6 @@ def run_checks(files, project, options: Options = Options(), *, jobs=None) -> li
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(project,)) as pool:
         results = pool.map(_check_chunk, chunks, [options] * len(chunks))
         return [report for chunk in results for report in chunk]
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path``'s content with ``data`` atomically (temporary file in the same folder, then rename),
-    keeping its permission bits; a symlink is resolved so the link stays a link."""
-    target = path.resolve()
-    if not target.stat().st_mode & 0o222:
-        raise PermissionError(errno.EACCES, "the file is read-only; not rewritten", str(path))
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, target.stat().st_mode & 0o7777)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def unified_diff(report: FileReport) -> str:
