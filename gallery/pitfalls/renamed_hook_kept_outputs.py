@@ -71,7 +71,7 @@ print(f"training steps taken: {trainer.global_step}")
 
 # %%
 # The error came from inside the sanity check (it started and never finished), before any training step.
-assert isinstance(error, TypeError)
+assert error is not None, "the half-migrated hook did not fail"
 assert "outputs" in str(error)
 assert sanity.started and not sanity.finished
 assert trainer.global_step == 0
@@ -89,7 +89,7 @@ except TypeError as err:
     later_error = err
     print(f"{type(err).__name__}: {err}")
 print(f"training steps taken: {trainer.global_step}")
-assert isinstance(later_error, TypeError)
+assert later_error is not None, "the half-migrated hook did not fail"
 assert trainer.global_step == trainer.num_training_batches == 4
 
 # %%
@@ -182,7 +182,8 @@ print(f"test batches run before the failure: {trainer.test_loop.batch_progress.t
 
 # %%
 # Training ran its 4 steps and testing its 5 batches; then Python raised ``TypeError``.
-assert isinstance(test_error, TypeError) and "outputs" in str(test_error)
+assert test_error is not None, "the half-migrated test hook did not fail"
+assert "outputs" in str(test_error)
 assert trainer.global_step == 4
 assert trainer.test_loop.batch_progress.total.completed == len(test_loader) == 5
 

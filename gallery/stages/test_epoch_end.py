@@ -62,7 +62,7 @@ except NotImplementedError as err:
 # Training ran all four steps; ``trainer.test`` then refused the model before its first test batch.
 assert old_trainer.global_step == 4
 assert old_trainer.test_loop.batch_progress.total.started == 0
-assert isinstance(old_error, NotImplementedError)
+assert old_error is not None, "trainer.test accepted test_epoch_end"
 assert "test_epoch_end" in str(old_error)
 
 # %%

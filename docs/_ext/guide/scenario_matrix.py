@@ -7,10 +7,10 @@ the gallery examples; at ``env-before-read-docs`` the build waits for it. A cell
 The results live in one stable file, ``<doctreedir>/scenario-matrix.json``, written atomically by the matrix
 process and re-used by a later build only when nothing it depends on changed (the matrix file, the harness, every
 recipe page, the checker when a recipe runs its rewrite, the installed Lightning, torch and covertable -- their
-hash is stored beside it) and the build is not a CI build
-(``CI=true`` always runs it). The generated covering set is kept in the doctree folder too, by a key of what it
-depends on. The pages that render results note a dependency on the results file, so they are re-read whenever the
-results change.
+hash is stored beside it) and the build is not a CI build (``CI=true`` always runs it; in a test run, a build takes
+the results an earlier build of the same run made from the same inputs: ``build_mechanics.run_cache``). The
+generated covering set is kept in the doctree folder too, by a key of what it depends on. The pages that render
+results note a dependency on the results file, so they are re-read whenever the results change.
 
 * ``.. scenario-matrix::`` renders the reference page: a summary table of the recipes, one section per recipe
   (its domain, the cells that do not hold and why), the axes with the source of each value, the values that
@@ -31,11 +31,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from build_mechanics import run_cache
 from build_mechanics.execution_mode import forced_execution
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -102,12 +102,23 @@ def _on_builder_inited(app: Sphinx) -> None:
     if not forced_execution() and results.exists() and key_file.exists() and key_file.read_text() == key:
         return
     results.parent.mkdir(parents=True, exist_ok=True)
+    if run_cache.lookup("scenario-matrix", key, results):
+        key_file.write_text(key, encoding="utf-8")
+        logger.info("scenario matrix: run by an earlier build of this test run from the same inputs")
+        return
     logger.info("running the scenario matrix (data/scenarios.toml) ...")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
-    command = [sys.executable, "-m", "lightning_migrate.scenarios", "--output", str(results)]
-    command += ["--matrix", str(matrix_file), "--root", str(root), "--cache", str(results.parent)]
+    path = [str(ROOT / "src"), str(ROOT / "docs" / "_ext"), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+    environment = results.with_suffix(".environment.json")
+    args = ["--output", str(results), "--matrix", str(matrix_file), "--root", str(root), "--cache", str(results.parent)]
     with log.open("w", encoding="utf-8") as handle:
-        process = subprocess.Popen(command, cwd=root, env=env, stdout=handle, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            run_cache.run_command("lightning_migrate.scenarios", *args, environment=environment),
+            cwd=root,
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
     app._scenario_matrix = (process, key, key_file, log)  # type: ignore[attr-defined]
 
 
@@ -128,6 +139,8 @@ def _finish(app: Sphinx, *args: Any) -> None:
             f"exit code {code}):\n{detail}"
         )
     key_file.write_text(key, encoding="utf-8")
+    results = key_file.with_name(RESULTS)
+    run_cache.store("scenario-matrix", key, results, results.with_suffix(".environment.json"))
     summary = [line for line in text.splitlines() if line.startswith("scenario matrix: ")]
     logger.info(summary[-1] if summary else "scenario matrix: done")
 

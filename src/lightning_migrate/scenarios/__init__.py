@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..records import write_atomic
 from . import space as space_module
 from .harness import OUTCOMES, REL_TOL, TRANSFORMS, page_definitions, page_source, quiet, run_cell
 from .space import (
@@ -50,13 +51,12 @@ from .space import (
     scenario_table,
 )
 from .truth import reduce as _reduce
-from .writer import write_atomically
 
 __all__ = [
     "MATRIX_FILE", "OUTCOMES", "REL_TOL", "TRANSFORMS", "MatrixError", "Recipe", "Scenario", "Space",
     "cached_covering_set", "coverable_pairs", "covered_pairs", "covering_set", "failures", "load_matrix",
     "load_space", "main", "page_definitions", "page_source", "random_cells", "run_cells", "run_matrix",
-    "scenario_table", "write_atomically", "_reduce",
+    "scenario_table", "write_atomic", "_reduce",
 ]  # fmt: skip
 
 
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.output:
-        write_atomically(args.output, json.dumps(document, indent=1, default=str) + "\n")
+        write_atomic(args.output, json.dumps(document, indent=1, default=str) + "\n")
     counts = {outcome: sum(c["outcome"] == outcome for c in document["cells"]) for outcome in OUTCOMES}
     scenarios = len(document["scenarios"])
     print(

@@ -464,10 +464,10 @@ def cached_covering_set(space: Space, cache_dir: Path | None, strength: int = 2)
         return [(rid, space.scenario(sid, values)) for sid, rid, values in rows]
     cells = covering_set(space, strength)
     if path:
-        from .writer import write_atomically
+        from ..records import write_atomic
 
         rows = [[scenario.id, rid, scenario.values] for rid, scenario in cells]
-        write_atomically(path, json.dumps(rows) + "\n")
+        write_atomic(path, json.dumps(rows) + "\n")
     return cells
 
 
