@@ -7,6 +7,7 @@ Arguments after ``--`` pass through to ``sphinx-build`` (``docs``, ``doctest``) 
 
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -160,6 +161,22 @@ def record(session, version):
     releases compare with the reference release's new record). Review the diff, then commit it."""
     group = "legacy" if version in COMPAT["legacy"] else "matrix"
     run_release(session, group, version)
+
+
+@nox.session(python=PYTHON)
+def explore(session):
+    """Not a default session: draw many more scenarios than the build runs, at random, for a time budget, and print
+    every cell that does not behave as data/scenarios.toml declares (``nox -s explore -- --minutes 10 --seed 1``)."""
+    install_build(session)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "_ext"))
+    from build_mechanics import declared_warnings  # the build's warning filters (conf.py sets the same)
+
+    env = {
+        "PYTHONPATH": os.path.abspath("src"),
+        "PYTHONWARNINGS": declared_warnings.pythonwarnings(),
+        "OMP_NUM_THREADS": "1",
+    }
+    session.run("python", "-m", "lightning_migrate.scenarios.explore", *session.posargs, env=env)
 
 
 @nox.session(python=PYTHON)
