@@ -10,7 +10,7 @@ import tomllib
 import pytest
 import yaml
 from build_mechanics import project_links
-from conftest import ROOT
+from builds import ROOT
 from sphinx.errors import ExtensionError
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]

@@ -13,7 +13,7 @@ import re
 import sys
 
 import pytest
-from conftest import GALLERY_SCRIPTS, ROOT
+from builds import GALLERY_SCRIPTS, ROOT
 
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))

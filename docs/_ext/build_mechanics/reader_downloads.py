@@ -57,7 +57,7 @@ def imported_modules(source: str) -> list[str]:
 
 
 def install_line(source: str, requirements: str) -> str:
-    """``pip install torch==2.13.0 lightning==2.6.6 ...``: the pins of every third-party package ``source`` imports,
+    """``pip install torch==<pin> lightning==<pin> ...``: the pins of every third-party package ``source`` imports,
     in the order of ``requirements`` (torch first there: its pinned CPU build before what depends on it).
 
     Raises:
