@@ -42,20 +42,25 @@ extensions = [
     "sphinx_design",
     "sphinx_copybutton",
     "guide.probe_records",  # the registry's probes, run on the installed Lightning; pages read their records
-    "guide.symptom_index",  # every error and warning text the build saw, linked to its fix
-    "build_mechanics.search_splitter",  # the search finds a pasted error that names the reader's own class
+    "guide.symptom_index",  # every error and warning Lightning prints for the old hooks, linked to its fix
+    "guide.symptom_search",  # the search ranks the fix of a pasted error first, whatever the reader's class is called
+    "build_mechanics.search_index_entries",  # a rebuild keeps the index entries of pages it does not rewrite
     "guide.reference_table",  # one row per old hook shape, from the registry and the probe records
+    "guide.changelog_roles",  # :deprecated-in: and :removed-in: print a pattern's releases from the registry
     "guide.gallery_version",  # each gallery page names the Lightning release that produced its output
     "notfound.extension",
     "sphinxext.opengraph",
     "build_mechanics.site_address",  # html_baseurl drives the 404 page, link previews and the checker's links
+    "build_mechanics.project_links",  # the repository's address and release tag from pyproject.toml
     "guide.compat_table",  # the recorded releases (data/compat/*.json)
     "build_mechanics.identifier_breaks",  # inline code breaks after _ . ( , only, never inside a word
+    "build_mechanics.phone_tables",  # a table marked stack-on-phone reads one block per row on a phone
     "guide.checker_rules",  # one page per checker rule, its example run through the checker
     "guide.scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
     "guide.claims",  # :claim:`id` renders a statement about Lightning from data/claims.toml, checked against its run
     "guide.warning_witnesses",  # every declared warning is still emitted by its witness run
     "build_mechanics.notebook_baseurl",  # hands html_baseurl to the notebooks' pandoc filter
+    "build_mechanics.reader_downloads",  # the downloaded script and notebook: title, then what to install, quiet log
 ]
 
 root_doc = "index"
@@ -83,6 +88,8 @@ sphinx_gallery_conf = {
     "download_all_examples": False,
     # No sg_execution_times pages: they are timings of one build, not guide content (and 8 more pages to write).
     "write_computation_times": False,
+    # Nor a running time at the end of each example: how long one build took, not something the reader runs.
+    "min_reported_time": float("inf"),
     "remove_config_comments": True,
     # Sections in reading order: the core pattern, each stage, then the pitfalls, caching, DDP and cost.
     "subsection_order": [
@@ -99,8 +106,8 @@ sphinx_gallery_conf = {
     ),
     # Before each example and after it: declared_warnings.strict_warnings saves and restores the warning filters.
     "reset_modules_order": "both",
-    # The downloaded notebooks turn Lightning's informational log down as the build's examples ran (one cell).
-    "first_notebook_cell": declared_warnings.FIRST_NOTEBOOK_CELL,
+    # No first_notebook_cell: it would come before the title. The downloads start with the title, then one cell for
+    # the reader (what to install, Lightning's log turned down as on the page): build_mechanics/reader_downloads.py.
     "capture_repr": (),
     "show_signature": False,
     # The downloaded notebooks: pandoc converts each rST text block to GitHub-flavoured Markdown, as Jupyter renders

@@ -1,10 +1,15 @@
 """Sessions of the migration guide.
 
-``nox -s docs`` builds the site; ``nox`` (the default sessions) is the test command CI runs.
+``nox -s docs`` builds the site; ``nox`` (the default sessions) is the test command CI runs; ``nox -s record``
+rewrites the committed records of the old and 2.x releases (``data/compat/*.json``) on purpose.
 Arguments after ``--`` pass through to ``sphinx-build`` (``docs``, ``doctest``) or ``pytest`` (``tests``).
 """
 
 import os
+import shutil
+import sys
+import time
+from pathlib import Path
 
 import nox
 
@@ -16,6 +21,7 @@ nox.options.error_on_missing_interpreters = True
 nox.options.reuse_venv = "yes"
 
 PYTHON = "3.11"
+ROOT = Path(__file__).resolve().parent
 # -T: a failing MyST notebook shows its failing cell, not only its path; -j auto: read and write pages on every core
 SPHINX = ("sphinx-build", "-T", "-W", "--keep-going", "-j", "auto", "-c", ".")
 
@@ -30,6 +36,35 @@ def install_build(session):
     session.install("-r", BUILD_REQUIREMENTS)
 
 
+def torch_pin() -> str:
+    """The torch requirement of requirements.txt (``torch==<version>``, the CPU wheel), its one place.
+
+    Raises:
+        ValueError: requirements.txt pins no torch.
+    """
+    path = ROOT / "requirements.txt"
+    for line in path.read_text(encoding="utf-8").splitlines():
+        requirement = line.split("#")[0].strip()
+        if requirement.startswith("torch==") and len(requirement) > len("torch=="):
+            return requirement
+    raise ValueError(f"{path}: no `torch==<version>` line")
+
+
+_RUN_CACHE = []
+
+
+def run_cache() -> str:
+    """This ``nox`` run's directory of recorded runs (``_build/run-cache/<run>``), created on first use, the
+    previous runs' removed: the doc-test session and pytest's builds make the probes and the scenario matrix once
+    per set of inputs there (docs/_ext/build_mechanics/run_cache.py), and a new ``nox`` run makes them again."""
+    if not _RUN_CACHE:
+        parent = ROOT / "_build" / "run-cache"
+        if parent.is_dir():
+            shutil.rmtree(parent, ignore_errors=True)
+        _RUN_CACHE.append(str(parent / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"))
+    return _RUN_CACHE[0]
+
+
 @nox.session(python=PYTHON)
 def docs(session):
     """Build the HTML site into _build/html, executing every example."""
@@ -41,17 +76,19 @@ def docs(session):
 def doctest(session):
     """The doc-test session: the doctest builder, with every example executed; any error or warning fails."""
     install_build(session)
-    env = {"CI": os.environ.get("CI", "true")}  # never reuse cached example results here
+    # Never reuse a result of an earlier build here; the probes and the scenario matrix run once per `nox` run.
+    env = {"CI": os.environ.get("CI", "true"), "GUIDE_RUN_CACHE": run_cache()}
     session.run(*SPHINX, "-b", "doctest", "docs", "_build/doctest", *session.posargs, env=env)
 
 
 @nox.session(python=PYTHON)
 def tests(session):
-    """pytest: build the site from a copy of the tree, run every notebook, mutation-test the examples."""
+    """pytest: build the site once from a copy of the tree, the extensions on small projects, run every notebook."""
     install_build(session)
     session.install("-r", "requirements-test.txt")
     session.install(".")  # the lightning_migrate package and its lightning-migrate command
-    session.run("pytest", *session.posargs)
+    # -n auto: one pytest-xdist worker per core; the site is built once for all of them (tests/conftest.py)
+    session.run("pytest", "-n", "auto", *session.posargs, env={"GUIDE_RUN_CACHE": run_cache()})
 
 
 @nox.session(python=PYTHON)
@@ -84,34 +121,62 @@ COMPAT = _compat_matrix()
 def install_lightning_release(session, entry):
     """torch's CPU wheel first, then the release's ``pins`` with torch held, then ``after`` without dependencies.
 
-    ``after`` is for pins that contradict torch 2.13's metadata (1.4.9 is pinned with setuptools<70, torch declares
-    setuptools>=77): resolved together, pip would replace torch by an older CUDA build instead.
+    ``after`` is for pins that contradict the pinned torch's metadata (the oldest legacy release is pinned with
+    setuptools<70, torch declares setuptools>=77): resolved together, pip would replace torch by an older CUDA
+    build instead.
     """
-    session.install("torch==2.13.0")
-    session.install("torch==2.13.0", *entry["pins"])
+    session.install(torch_pin())
+    session.install(torch_pin(), *entry["pins"])
     if entry.get("after"):
         session.install("--no-deps", *entry["after"])
 
 
-def record_release(session, group, version):
-    """Install ``version`` in the session's own environment and write data/compat/<version>.json."""
+def run_release(session, group, version, *args):
+    """Install ``version`` in the session's own environment and run lightning_migrate.compat there with ``args``."""
     install_lightning_release(session, COMPAT[group][version])
-    src = os.path.abspath("src")  # the project's code runs from the tree: its data files are written there
-    session.run("python", "-m", "lightning_migrate.compat", "--version", version, env={"PYTHONPATH": src})
+    src = str(ROOT / "src")  # the project's code runs from the tree: its records are read and written there
+    session.run("python", "-m", "lightning_migrate.compat", "--version", version, *args, env={"PYTHONPATH": src})
 
 
 @nox.session(python=PYTHON)
 @nox.parametrize("version", list(COMPAT["legacy"]))
 def legacy(session, version):
-    """The old patterns on 1.x: what each old hook received, Lightning's deprecation warnings, the equivalence."""
-    record_release(session, "legacy", version)
+    """The old patterns on 1.x: what each old hook received, Lightning's deprecation warnings, the equivalence;
+    fails when the run differs from the committed data/compat/<version>.json."""
+    run_release(session, "legacy", version, "--check")
 
 
 @nox.session(python=PYTHON)
 @nox.parametrize("version", list(COMPAT["matrix"]))
 def matrix(session, version):
-    """The replacement examples and the old patterns on the declared 2.x releases (run after `legacy`)."""
-    record_release(session, "matrix", version)
+    """The replacement examples and the old patterns on the declared 2.x releases (run after `legacy`, whose
+    records of this run they compare with); fails when the run differs from the committed record."""
+    run_release(session, "matrix", version, "--check")
+
+
+@nox.session(python=PYTHON, default=False)
+@nox.parametrize("version", [*COMPAT["legacy"], *COMPAT["matrix"]])
+def record(session, version):
+    """Rewrite data/compat/<version>.json from a run on that release, on purpose (legacy releases first: the 2.x
+    releases compare with the reference release's new record). Review the diff, then commit it."""
+    group = "legacy" if version in COMPAT["legacy"] else "matrix"
+    run_release(session, group, version)
+
+
+@nox.session(python=PYTHON)
+def explore(session):
+    """Not a default session: draw many more scenarios than the build runs, at random, for a time budget, and print
+    every cell that does not behave as data/scenarios.toml declares (``nox -s explore -- --minutes 10 --seed 1``)."""
+    install_build(session)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "_ext"))
+    from build_mechanics import declared_warnings  # the build's warning filters (conf.py sets the same)
+
+    env = {
+        "PYTHONPATH": os.path.abspath("src"),
+        "PYTHONWARNINGS": declared_warnings.pythonwarnings(),
+        "OMP_NUM_THREADS": "1",
+    }
+    session.run("python", "-m", "lightning_migrate.scenarios.explore", *session.posargs, env=env)
 
 
 @nox.session(python=PYTHON)
@@ -124,8 +189,9 @@ def bench_checker(session):
 
 @nox.session(python=PYTHON)
 def corpus(session):
-    """Precision, recall and --fix figures of the checker on hand-labelled public repositories (not a default
-    session: the checkouts are fetched separately). ``nox -s corpus -- DIR``; see data/corpus/labels.toml."""
+    """Precision, recall and --fix --unsafe-fixes figures of the checker on hand-labelled public repositories (not a
+    default session: the checkouts are fetched separately). ``nox -s corpus -- DIR [DIR ...]``; see
+    data/corpus/labels.toml."""
     session.install(".")
     labels = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "corpus", "labels.toml")
     session.run("python", "-m", "lightning_migrate.checker.corpus", "--labels", labels, *session.posargs)

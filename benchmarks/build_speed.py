@@ -7,14 +7,17 @@ For each repeat, in a fresh copy of the tree:
 1. **plain**: the gallery scripts run one after the other in one plain Python process (this interpreter),
    each through :func:`runpy.run_path` in a fresh namespace with its own directory as working directory --
    what the examples cost with no Sphinx around them -- then the scenario matrix
-   (``python -m lightning_migrate.scenarios``, the same command the build runs);
+   (``python -m lightning_migrate.scenarios``, the same command the build runs: the named scenarios and the
+   generated covering set, on loky workers, one per core);
 2. **clean**: ``sphinx-build`` of the whole site with ``CI=true`` (every example, MyST notebook and probe
    executed);
 3. **no-op**: ``sphinx-build`` again in the same build directory, nothing changed (a developer's rebuild, so
    without ``CI=true``: CI re-executes everything by design).
 
 The three runs are interleaved and the minimum of each over the repeats is kept, so machine load hits every
-side alike. Then one example is edited and rebuilt: the script reports which examples sphinx-gallery re-ran
+side alike. The matrix's share is printed twice: its wall time in the plain run, and the seconds it reports inside
+the clean build (where it runs beside the examples), with the mean cost of a cell in one process and under DDP.
+Then one example is edited and rebuilt: the script reports which examples sphinx-gallery re-ran
 (from its ``.md5`` files) and fails if it is not exactly the edited one. Both sides run with the same
 environment, so thread settings (``OMP_NUM_THREADS``) cannot favour either. The goals (clean <= 1.25 x plain,
 no-op <= 10 % of clean) are printed next to the figures; the exit code is non-zero only when the build fails
@@ -150,6 +153,7 @@ def main() -> int:
 
     plain_runs, clean_runs, noop_runs, matrix_runs = [], [], [], []  # (wall, cpu)
     matrix_in_build = []  # seconds the matrix process reported inside each clean build
+    cell_costs: dict[str, list[float]] = {"one process": [], "DDP": []}  # seconds per cell that ran, in the build
     tree = None
     for repeat in range(args.repeats):
         tree = fresh_tree(workdir, f"tree-{repeat}")
@@ -159,6 +163,7 @@ def main() -> int:
         matrix_env = dict(ci_env, PYTHONPATH=str(tree / "src"))
         matrix_wall, matrix_cpu, out = timed(MATRIX_COMMAND, tree, matrix_env, "scenario matrix")
         cells = re.search(r"scenario matrix: (\d+) cells", out)
+        matrix_cells = cells[1] if cells else "?"
         print(f"  repeat {repeat}: scenario matrix, {cells[1] if cells else '?'} cells {matrix_wall:6.1f} s wall "
               f"{matrix_cpu:6.1f} s CPU", flush=True)  # fmt: skip
         matrix_runs.append((matrix_wall, matrix_cpu))
@@ -167,6 +172,11 @@ def main() -> int:
         clean_runs.append((wall, cpu))
         in_build = json.loads((tree / "_build" / "html" / ".doctrees" / "scenario-matrix.json").read_text())
         matrix_in_build.append(in_build["seconds"])
+        strategy = {s["id"]: s["values"].get("strategy", "single") for s in in_build["scenarios"]}
+        for cell in in_build["cells"]:
+            if cell["outcome"] != "not applicable":
+                kind = "one process" if strategy[cell["scenario"]] == "single" else "DDP"
+                cell_costs[kind].append(cell["seconds"])
         executed = re.search(r"executed (\d+) out of (\d+)", output)
         print(f"  repeat {repeat}: clean build (CI=true)  {wall:6.1f} s wall {cpu:6.1f} s CPU  [{executed.group(0)}]")
         if executed is None or int(executed.group(1)) != len(scripts):
@@ -198,8 +208,14 @@ def main() -> int:
     print()
     print(f"                          wall (min of {args.repeats})   CPU")
     print(f"plain run of the scripts  {plain:8.1f} s   {plain_cpu:8.1f} s   (scripts, then the scenario matrix)")
-    print(f"  of which the matrix     {min(matrix_runs)[0]:8.1f} s   {min(matrix_runs)[1]:8.1f} s")
-    print(f"scenario matrix, in build {min(matrix_in_build):8.1f} s   (its own clock, beside the examples)")
+    matrix_wall = min(matrix_runs)[0]
+    print(f"  of which the matrix     {matrix_wall:8.1f} s   {min(matrix_runs)[1]:8.1f} s   "
+          f"({matrix_wall / plain:.0%} of the plain run, {matrix_cells} cells)")  # fmt: skip
+    print(f"scenario matrix, in build {min(matrix_in_build):8.1f} s   (its own clock, beside the examples: "
+          f"{min(matrix_in_build) / clean:.0%} of the clean build's wall time)")  # fmt: skip
+    for kind, costs in cell_costs.items():
+        if costs:
+            print(f"  a cell, {kind:11s}   {sum(costs) / len(costs):8.2f} s   (mean of {len(costs)} cells that ran)")
     print(f"clean build (CI=true)     {clean:8.1f} s   {clean_cpu:8.1f} s")
     print(f"no-op rebuild             {noop:8.1f} s   {noop_cpu:8.1f} s")
     verdict = {True: "met", False: "NOT met"}

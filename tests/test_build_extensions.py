@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
-from conftest import ROOT, copy_tree
+import pytest
+from build_mechanics import run_cache
+from builds import ROOT, copy_tree, example_stubs, project, sphinx_build
 
 EXT = ROOT / "docs" / "_ext"
 
@@ -107,23 +111,156 @@ def test_gallery_orphans_lists_only_what_sphinx_gallery_wrote_for_deleted_script
     }
 
 
-def hooks_table_steps(tree: Path) -> set[str]:
-    """Every "at the end of the first training epoch, after N training steps" of ``tree``'s hooks reference table."""
-    page = (tree / "_build" / "html" / "reference" / "hooks.html").read_text(encoding="utf-8")
+def hooks_table_steps(outdir: Path) -> set[str]:
+    """Every "at the end of the first training epoch, after N training steps" of the built hooks reference table."""
+    page = (outdir / "hooks.html").read_text(encoding="utf-8")
     return set(re.findall(r"at the end of the first training epoch, after (\d+) training steps?", page))
 
 
 def test_pages_follow_new_probe_records_in_a_rebuild_without_ci(tmp_path):
-    """What a Lightning upgrade does: the probes record something else. A local rebuild must show it."""
+    """What a Lightning upgrade does: the probes record something else. A local rebuild must show it.
+
+    A copy of the tree's code (so that its probes can change) and a fixture project of the reference table.
+    """
     tree = copy_tree(tmp_path / "tree")
-    docs = tree / "docs"
-    no_examples = ("-D", "plot_gallery=0")  # the probes and the pages that render them are what is tested
-    build(docs, *no_examples, conf_dir=tree)
-    assert hooks_table_steps(tree) == {"4"}  # 4 training batches per epoch (probes.TRAIN_BATCHES)
+    files = example_stubs()
+    files["index.rst"] += "   hooks\n"
+    files["hooks.rst"] = "Hooks\n=====\n\n.. old-hooks-table::\n"
+    conf = 'extensions = ["guide.probe_records", "guide.reference_table"]'
+    site = project(tree / "fixture", files, conf, guide_conf=tree / "conf.py")
+    first = sphinx_build(site, source=".", ci=False)
+    assert first.returncode == 0, first.output[-4000:]
+    assert hooks_table_steps(first.outdir) == {"4"}  # 4 training batches per epoch (probes.TRAIN_BATCHES)
 
     probes = tree / "src" / "lightning_migrate" / "probes.py"
     text = probes.read_text(encoding="utf-8")
     assert "TRAIN_BATCHES, EVAL_BATCHES, BATCH_SIZE, FEATURES, EPOCHS = 4, 2, 2, 4, 2" in text
     probes.write_text(text.replace("EPOCHS = 4, 2,", "EPOCHS = 5, 2,"), encoding="utf-8")
-    build(docs, *no_examples, conf_dir=tree)
-    assert hooks_table_steps(tree) == {"5"}
+    second = sphinx_build(site, source=".", ci=False)
+    assert second.returncode == 0, second.output[-4000:]
+    assert "running the Lightning probes" in second.output
+    assert hooks_table_steps(second.outdir) == {"5"}
+
+
+# -- build_mechanics.run_cache: the probes and the matrix once per set of inputs in a test run --------------------
+
+RECORDER = """
+import argparse, json, sys
+import packaging  # an installed distribution: the run imports it, so its version is part of the run's inputs
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--output")
+parser.add_argument("--fail", action="store_true")
+args = parser.parse_args()
+with open(args.output, "w") as handle:
+    json.dump({"recorded": True}, handle)
+sys.exit(1 if args.fail else 0)
+"""
+
+
+def run_recorder(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """Run a tiny recorder module through ``run_cache.run_command``; return the run, its output and its
+    environment file."""
+    (tmp_path / "tiny_recorder.py").write_text(RECORDER, encoding="utf-8")
+    output, environment = tmp_path / "out.json", tmp_path / "out.environment.json"
+    command = run_cache.run_command("tiny_recorder", "--output", str(output), *args, environment=environment)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(EXT), str(ROOT / "src")]))
+    return subprocess.run(command, env=env, capture_output=True, text=True, check=False), output, environment
+
+
+def test_the_launcher_records_the_distributions_a_run_imported_and_its_exit_code(tmp_path):
+    from importlib import metadata
+
+    run, output, environment = run_recorder(tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(output.read_text()) == {"recorded": True}
+    imported = json.loads(environment.read_text())
+    assert imported["packaging"] == metadata.version("packaging")
+    assert "lightning-migrate" not in imported  # the project's own code is hashed by the extension's key instead
+    environment.unlink()
+    failed, _, _ = run_recorder(tmp_path, "--fail")
+    assert failed.returncode == 1 and not environment.exists()  # a failed run is never kept
+
+
+def test_a_kept_run_is_used_only_for_the_same_inputs_and_environment(tmp_path, monkeypatch):
+    run, output, environment = run_recorder(tmp_path)
+    assert run.returncode == 0, run.stderr
+    target = tmp_path / "build" / "records.json"
+    monkeypatch.delenv(run_cache.VARIABLE, raising=False)
+    run_cache.store("tiny", "key-1", output, environment)  # no directory: nothing kept
+    assert not run_cache.lookup("tiny", "key-1", target) and not target.exists()
+
+    monkeypatch.setenv(run_cache.VARIABLE, str(tmp_path / "kept"))
+    run_cache.store("tiny", "key-1", output, environment)
+    assert run_cache.lookup("tiny", "key-2", target) is False  # other inputs
+    assert run_cache.lookup("other", "key-1", target) is False  # another recorder
+    assert run_cache.lookup("tiny", "key-1", target) is True
+    assert json.loads(target.read_text()) == {"recorded": True}
+
+    target.unlink()
+    monkeypatch.setenv("PYTHONWARNINGS", "error")  # other warning filters: other inputs
+    assert run_cache.lookup("tiny", "key-1", target) is False
+    monkeypatch.delenv("PYTHONWARNINGS")
+    for kept in (tmp_path / "kept").glob("*.environment.json"):  # as if packaging had another version here
+        kept.write_text(json.dumps({"packaging": "0.0.1"}))
+    assert run_cache.lookup("tiny", "key-1", target) is False and not target.exists()
+
+
+def test_a_failing_scenario_matrix_fails_the_build_naming_recipe_scenario_and_page(tmp_path):
+    """The extension's side of the matrix (its own mutants are in tests/test_scenarios.py): a matrix process that
+    exits 1 fails the build with each of its ``recipe × scenario`` lines, page included."""
+    from guide import scenario_matrix
+    from sphinx.errors import ExtensionError
+
+    line = "scenario matrix: callback_side × accumulate_3: expected holds, got differs: 0.3 [gallery/core/x.py:12]"
+    log = tmp_path / "scenario-matrix.log"
+    with log.open("w") as handle:
+        code = f"import sys; print('scenario matrix: 4 cells'); print({line!r}, file=sys.stderr); sys.exit(1)"
+        process = subprocess.Popen([sys.executable, "-c", code], stdout=handle, stderr=subprocess.STDOUT)
+    app = types.SimpleNamespace(_scenario_matrix=(process, "key", tmp_path / "scenario-matrix.key", log))
+    with pytest.raises(ExtensionError) as raised:
+        scenario_matrix._finish(app)
+    assert "callback_side × accumulate_3: expected holds, got differs: 0.3 [gallery/core/x.py:12]" in str(raised.value)
+    assert "exit code 1" in str(raised.value)
+    assert not (tmp_path / "scenario-matrix.key").exists()  # failed results are not marked current
+
+
+def index_entries(site: Path) -> dict[str, list]:
+    """The ``indexentries`` of ``site``'s built ``searchindex.js``."""
+    text = (site / "_build" / "html" / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text[text.index("(") + 1 : text.rindex(")")])["indexentries"]
+
+
+def indexed_pages(tmp_path: Path, extensions: list[str]) -> Path:
+    """A Sphinx project of two pages, each with an index entry, and one page without."""
+    (tmp_path / "conf.py").write_text(f"import sys\nsys.path.insert(0, {str(EXT)!r})\nextensions = {extensions!r}\n")
+    (tmp_path / "index.rst").write_text("Site\n====\n\n.. toctree::\n\n   fix\n   other\n   plain\n")
+    (tmp_path / "fix.rst").write_text("Fix\n===\n\n.. index:: single: TypeError: Foo.hook() missing 1\n\nA fix.\n")
+    (tmp_path / "other.rst").write_text("Other\n=====\n\n.. index:: some entry\n\nMore.\n")
+    (tmp_path / "plain.rst").write_text("Plain\n=====\n\nNo entry.\n")
+    return tmp_path
+
+
+def test_a_rebuild_keeps_the_index_entries_of_pages_it_does_not_write(tmp_path):
+    site = indexed_pages(tmp_path, ["build_mechanics.search_index_entries"])
+    build(site)
+    first = index_entries(site)
+    assert set(first) == {"typeerror: foo.hook() missing 1", "some entry"}
+    assert "0 source files that are out of date" in build(site)  # a no-op rebuild
+    assert index_entries(site) == first
+    (site / "plain.rst").write_text("Plain\n=====\n\nEdited.\n")
+    assert "1 source files that are out of date" in build(site)  # a rebuild that writes another page
+    assert index_entries(site) == first
+    (site / "other.rst").write_text("Other\n=====\n\nNo entry any more.\n")
+    build(site)
+    assert set(index_entries(site)) == {"typeerror: foo.hook() missing 1"}  # a removed entry goes
+
+
+def test_sphinx_alone_still_drops_them_sphinx_doc_sphinx_12599(tmp_path):
+    """The upstream bug build_mechanics/search_index_entries.py works around. When this fails, Sphinx keeps the
+    entries itself: remove that extension."""
+    site = indexed_pages(tmp_path, [])
+    build(site)
+    assert len(index_entries(site)) == 2
+    build(site)
+    assert index_entries(site) == {}

@@ -1,6 +1,6 @@
 """The compatibility data (data/compat/*.json) is complete, fresh and says what the runs recorded.
 
-The data files are written by ``nox -s legacy`` and ``nox -s matrix`` (src/lightning_migrate/compat.py), one per
+The data files are written by ``nox -s record`` (src/lightning_migrate/compat.py), one per
 release declared in data/compat/matrix.toml; the site's compatibility page renders them. These tests fail when a
 declared release has no data file, when a data file was written under another matrix definition or misses a
 registry pattern, and when what was recorded contradicts the changelog facts of the registry or the equivalence.
@@ -15,6 +15,7 @@ import re
 import pytest
 
 from lightning_migrate import compat, equivalence, probes, registry
+from lightning_migrate.records import PROBE_OUTCOMES
 
 MATRIX = compat.load_matrix()
 VERSIONS = list(MATRIX["versions"])
@@ -26,7 +27,7 @@ def _release(version: str) -> tuple[int, ...]:
 
 def _data(version: str) -> dict:
     path = compat.data_path(version)
-    assert path.is_file(), f"{path} is missing: run `nox -s legacy` / `nox -s matrix`"
+    assert path.is_file(), f"{path} is missing: run `nox -s record`"
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -49,7 +50,7 @@ def test_data_file_is_fresh_and_complete(version):
     assert data["version"] == version
     assert data["probes"]["lightning"]["version"] == version, "written in an environment with another Lightning"
     assert data["matrix_sha256"] == MATRIX["sha256"], (
-        f"{compat.data_path(version)} is older than {compat.MATRIX_FILE}: re-run its nox session"
+        f"{compat.data_path(version)} is older than {compat.MATRIX_FILE}: run `nox -s record`"
     )
     assert data["probes"]["schema"] == probes.SCHEMA
     assert set(_records(version)) == set(registry.BY_ID), "data file does not cover exactly the registry's patterns"
@@ -61,7 +62,7 @@ def test_outcomes_agree_with_the_changelog(version):
     records = _records(version)
     for pattern in registry.PATTERNS:
         record = records[pattern.id]
-        assert record["outcome"] in {"called", "called_with_warning", "error", "ignored"}
+        assert record["outcome"] in PROBE_OUTCOMES
         if record["outcome"] == "error":
             assert record["error_type"] and record["error_message"] and record["failed_during"]
         else:

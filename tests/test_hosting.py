@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from build_mechanics import site_address
+from builds import source_files
 from packaging.requirements import Requirement
 from packaging.version import Version
 
@@ -42,13 +43,13 @@ def test_the_cpu_build_satisfies_the_torch_pin_and_is_preferred_over_pypis_wheel
 
 
 def test_the_cpu_index_is_written_once():
+    """Among the project's files (what git tracks or does not ignore: no environment, no build output)."""
     mentions = [
-        path.relative_to(ROOT).as_posix()
-        for path in ROOT.rglob("*")
-        if path.is_file()
-        and path.suffix in {".txt", ".yml", ".yaml", ".py", ".toml", ".cfg"}
-        and not set(path.relative_to(ROOT).parts) & {".git", ".nox", "_build", "tests"}
-        and CPU_INDEX in path.read_text(encoding="utf-8", errors="replace")
+        name
+        for name in source_files()
+        if Path(name).suffix in {".txt", ".yml", ".yaml", ".py", ".toml", ".cfg"}
+        and Path(name).parts[0] != "tests"
+        and CPU_INDEX in (ROOT / name).read_text(encoding="utf-8", errors="replace")
     ]
     assert mentions == [HOSTED]
 

@@ -10,6 +10,7 @@ canonical link), to a page the build wrote.
 
 from __future__ import annotations
 
+import os
 import re
 import runpy
 from pathlib import Path
@@ -19,7 +20,7 @@ import nbformat
 import pypandoc
 import pytest
 from build_mechanics.notebook_baseurl import pandoc_metadata_args, pass_baseurl
-from conftest import GALLERY_SCRIPTS, ROOT, copy_tree, sphinx_build
+from builds import GALLERY_CONF, GALLERY_EXTENSIONS, GALLERY_SCRIPTS, ROOT, project, sphinx_build
 from markdown_it import MarkdownIt
 
 #: rST left in a markdown cell, searched in the cell's text outside fenced code: (what it is, pattern).
@@ -136,7 +137,7 @@ def test_the_title_is_the_only_level_1_heading(site):
             for token in MARKDOWN.parse(source)
             if token.type == "heading_open"
         ]
-        first_markdown = next(index for index, _ in markdown_cells(path))  # after first_notebook_cell's code
+        first_markdown = next(index for index, _ in markdown_cells(path))  # the title
         if not levels or levels[0] != (first_markdown, "h1") or [tag for _, tag in levels].count("h1") != 1:
             problems.append(f"{path.relative_to(site.tree)}: headings (cell, tag) {levels}")
     assert problems == [], "\n".join(problems)
@@ -170,7 +171,12 @@ def test_the_what_to_do_instead_cell_links_the_callback_side_page(site):
 def pandoc_options():
     """conf.py's ``sphinx_gallery_conf["pypandoc"]``, plus the metadata that
     docs/_ext/build_mechanics/notebook_baseurl.py adds."""
-    options = runpy.run_path(str(ROOT / "conf.py"))["sphinx_gallery_conf"]["pypandoc"]
+    environ = dict(os.environ)
+    try:
+        options = runpy.run_path(str(ROOT / "conf.py"))["sphinx_gallery_conf"]["pypandoc"]
+    finally:  # conf.py sets PYTHONWARNINGS and OMP_NUM_THREADS for the build's processes, not for the tests'
+        os.environ.clear()
+        os.environ.update(environ)
     extra_args = [*options["extra_args"], *pandoc_metadata_args("https://example.org/guide/")]
     return {**options, "extra_args": extra_args}
 
@@ -242,14 +248,25 @@ def test_the_extension_passes_the_configured_html_baseurl(pandoc_options):
 
 
 def test_a_relative_doc_target_fails_the_build_and_names_the_role(tmp_path):
-    tree = copy_tree(tmp_path / "tree")
-    script = tree / "gallery" / "core" / "old_outputs_hooks.py"
-    source = script.read_text(encoding="utf-8")
-    absolute = ":doc:`Callback-side caching </examples/core/callback_side_caching>`"
-    assert absolute in source
-    script.write_text(source.replace(absolute, ":doc:`callback_side_caching`"), encoding="utf-8")
-    # Nothing needs to run: sphinx-gallery writes the notebook of every script, executed or not.
-    build = sphinx_build(tree, "html", "-D", "sphinx_gallery_conf.filename_pattern=^$")
+    """A fixture gallery with the guide's notebook conversion: a ``:doc:`` that is not written from the site's root
+    fails the build, naming the role and the script. Nothing runs: sphinx-gallery writes every script's notebook."""
+    script = '''"""
+Old hooks
+=========
+
+Read :doc:`callback_side_caching` instead.
+"""
+
+print("never run")
+'''
+    files = {
+        "index.rst": "Site\n====\n\n.. toctree::\n\n   examples/index\n",
+        "gallery/README.txt": "Gallery\n=======\n",
+        "gallery/old_outputs_hooks.py": script,
+    }
+    conf = f"extensions = {list(GALLERY_EXTENSIONS)!r}\n{GALLERY_CONF}"
+    tree = project(tmp_path, files, conf)
+    build = sphinx_build(tree, "html", "-D", "sphinx_gallery_conf.filename_pattern=^$", source=".")
     assert build.returncode != 0
     assert ":doc:`callback_side_caching` in a gallery text block" in build.output
     assert "old_outputs_hooks.py" in build.output

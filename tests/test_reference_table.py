@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, copy_tree, sphinx_build
+from builds import ROOT, example_stubs, project, sphinx_build
 from guide import gallery_version, reference_table
 
 from lightning_migrate import registry
@@ -149,14 +149,18 @@ def test_gallery_page_without_a_lightning_line_is_reported(site):
 
 
 def test_row_with_a_missing_example_stops_the_build_and_names_it(tmp_path):
-    tree = copy_tree(tmp_path / "tree")
-    registry_file = tree / "src" / "lightning_migrate" / "registry.py"
-    source = registry_file.read_text(encoding="utf-8")
-    broken = source.replace('example=_CORE + "module_side_caching"', 'example=_CORE + "no_such_example"', 1)
-    assert broken != source
-    registry_file.write_text(broken, encoding="utf-8")
-    build = sphinx_build(tree, "html", "-D", "sphinx_gallery_conf.filename_pattern=^$")
+    """A fixture project with a stub page for every registry pattern's example but one: the build stops, naming
+    the pattern, its ``example`` and registry.py, where it is fixed."""
+    files = example_stubs()
+    pattern = registry.PATTERNS[0]
+    missing = f"{pattern.example}.rst"
+    del files[missing]
+    files["index.rst"] = files["index.rst"].replace(f"   {pattern.example}\n", "")
+    tree = project(tmp_path, files, 'extensions = ["guide.probe_records"]')
+    build = sphinx_build(tree, source=".")
     assert build.returncode != 0
-    assert "module-on-train-epoch-end-outputs: 'examples/core/no_such_example'" in build.output
+    assert f"{pattern.id}: {pattern.example!r}" in build.output
     assert "is not a document of this site" in build.output
     assert str(Path("src") / "lightning_migrate" / "registry.py") in build.output
+    named = re.findall(r"^\s+([\w-]+): '[^']+'$", build.output, flags=re.M)  # the error's lines, one per pattern
+    assert named == [p.id for p in registry.PATTERNS if p.example == pattern.example]

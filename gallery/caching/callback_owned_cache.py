@@ -29,6 +29,7 @@ from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
 
+pl.seed_everything(0, verbose=False)  # seeded before the data is drawn: the same numbers at every run
 loader = DataLoader(RandomDataset(32, 64), batch_size=8)  # training and validation alike
 
 

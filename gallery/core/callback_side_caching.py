@@ -119,7 +119,7 @@ for epoch, (seen, expected) in enumerate(zip(logged, reference_means, strict=Tru
 # What the callback delivered
 # ---------------------------
 # One logged mean per epoch, equal to the plain loop's, and an empty cache at the end. A callback that forgets
-# ``.clear()`` or overwrites instead of appending fails these checks -- and with them the build of this page. The
+# ``.clear()`` or overwrites instead of appending fails these checks. The
 # :doc:`scenario matrix </reference/scenarios>` runs this same class under gradient accumulation, several
 # validation runs per epoch, skipped batches, manual optimization, monitoring callbacks and DDP:
 # :claim:`callback-side-ddp-logs-rank-0` (:claim:`old-ddp-lists-per-rank`).

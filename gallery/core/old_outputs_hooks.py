@@ -36,16 +36,16 @@ def make_trainer(callbacks=()):
 
 
 def fit_and_capture(model, callbacks=()):
-    """Fit ``model``; return the exception Lightning raised and the trainer it came from."""
+    """Fit ``model``; return the exception Lightning raised (``None`` if none) and the trainer it came from."""
     pl.seed_everything(0, verbose=False)
     trainer = make_trainer(callbacks)
     try:
         trainer.fit(model, DataLoader(RandomDataset(32, 32), batch_size=8))
-    except Exception as err:  # noqa: BLE001 - we show whatever Lightning raises
+    except Exception as err:  # whatever Lightning raises: the checks below say which
         print(f"{type(err).__name__}: {err}")
         print(f"training steps taken before the failure: {trainer.global_step}")
         return err, trainer
-    raise AssertionError("this old pattern no longer fails: the page is out of date")
+    return None, trainer
 
 
 # %%

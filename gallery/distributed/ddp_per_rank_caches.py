@@ -114,7 +114,7 @@ def make_trainer(**kwargs):
 # Two processes
 # -------------
 # ``strategy="ddp_fork"`` forks the worker processes (gloo on CPU), which also works inside a Jupyter
-# kernel (the tests of this site run this page's notebook in one). The main process takes no part in
+# kernel, so this page's notebook runs as it is. The main process takes no part in
 # training: it waits for the workers, then receives rank 0's ``callback_metrics`` and trained weights.
 pl.seed_everything(0, verbose=False)
 ddp_model = ShardCachingModel()

@@ -45,7 +45,7 @@ from torch.utils.data import DataLoader, TensorDataset
 # sphinx_gallery_dummy_images = 1
 print(f"Lightning {lightning.__version__}")
 print(f"torchmetrics {torchmetrics.__version__}, torch {torch.__version__}")
-torch.set_num_threads(1)  # the toy model's tensors are too small for more threads to help (as in the site's build)
+torch.set_num_threads(1)  # the toy model's tensors are too small for more threads to help
 
 FEATURES, CLASSES, BATCH = 32, 10, 64
 
@@ -353,7 +353,7 @@ assert all(per_entry["classifier", b][".detach()"] == 4 for b in (64, 256)), "F.
 # ``ClosureResult`` to build ``outputs``, then each approach's ``on_train_batch_end`` -- under
 # ``torch.no_grad()`` and without optimizer steps, which change the values but not the sizes of what is kept.
 # The same driver is first run for 20 and 100 steps and must match the Trainer's bytes exactly: that check
-# is what licenses the shortcut, and it keeps this page fast enough to run at every build.
+# is what licenses the shortcut, and it keeps this page quick to run.
 #
 # Process RSS (``psutil``) is the second view, for the logits model: it includes what the byte count leaves
 # out (the tensor and Python objects around each storage, the allocator's rounding). There each approach
@@ -364,7 +364,11 @@ process = psutil.Process()
 try:  # glibc: hand memory freed by earlier work back to the system, so that it cannot hide a cache's growth
     release_free_memory = ctypes.CDLL("libc.so.6").malloc_trim
 except (OSError, AttributeError):  # another C library: RSS growth may then start late
-    release_free_memory = lambda pad: None  # noqa: E731
+
+    def release_free_memory(pad):
+        return 0
+
+
 CHECKPOINTS = (100, 300, 1_000, 3_000, 10_000)
 
 
@@ -477,7 +481,7 @@ assert all(
 # ------------------------------
 # RSS growth while each cache filled (MiB, 2**20 bytes). It counts what the byte count leaves out -- each
 # cached element sits in a whole tensor object -- but it is coarse: the allocators hand out
-# memory in pages and reuse pools that earlier work left, so the scalar caches' figures move from one build to
+# memory in pages and reuse pools that earlier work left, so the scalar caches' figures move from one run to
 # the next, and two caches that hold the same data can differ. Only what stands far above that noise is
 # asserted: the old contract's growth against the others'.
 rss = {name: direct["loss + logits", name] for name in APPROACHES}

@@ -29,8 +29,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 print(f"Lightning {lightning.__version__}")
 print(f"torchmetrics {torchmetrics.__version__}, torch {torch.__version__}")
-# The toy model's tensors are far too small for several threads to help: one intra-op thread, as in the build
-# of this site, keeps a downloaded copy of this page measuring the same thing on any machine.
+# The toy model's tensors are far too small for several threads to help: one intra-op thread, as on the site, keeps
+# a downloaded copy of this page measuring the same thing on any machine.
 torch.set_num_threads(1)
 
 FEATURES, CLASSES, BATCH, STEPS = 32, 10, 64, 100
@@ -193,11 +193,11 @@ for shape in SHAPES:
 # %%
 # Time per epoch, as a ratio to the baseline
 # ------------------------------------------
-# The ratios are printed and plotted, not asserted: they depend on the machine that built this page and on
-# what else ran on it (while the site builds, the memory page runs beside this one), and they change from one
-# build to the next. For scale, the run also prints and shades how far apart the baseline's own three epochs
-# were: a ratio inside that band is no difference this run can see. What each approach keeps until the epoch
-# ends does not depend on the machine: see :doc:`Retained memory at epoch end </examples/performance/retained_memory>`.
+# The ratios are printed and plotted, not asserted: they depend on the machine that ran this page and on what else
+# ran on it at the same time, and they change from one run to the next. For scale, the run also prints and shades
+# how far apart the baseline's own three epochs were: a ratio inside that band is no difference this run can see.
+# What each approach keeps until the epoch ends does not depend on the machine: see
+# :doc:`Retained memory at epoch end </examples/performance/retained_memory>`.
 ratios, spreads = {}, {}
 for shape in SHAPES:
     base = epochs[shape, "no cache"]

@@ -1,9 +1,17 @@
 """Record what one Lightning release does with the old patterns and the replacements: ``data/compat/<version>.json``.
 
-Run by ``nox -s legacy`` and ``nox -s matrix`` (one session per release declared in ``data/compat/matrix.toml``),
-inside an environment where that release is installed::
+Run inside an environment where that release is installed, one session per release declared in
+``data/compat/matrix.toml``. ``nox -s legacy`` and ``nox -s matrix`` (default sessions) check that the release
+still does what its committed record says::
 
-    python -m lightning_migrate.compat --version 1.9.5 --output data/compat/1.9.5.json
+    python -m lightning_migrate.compat --version 1.9.5 --check
+
+write the run's record under ``_build/compat/`` and fail, naming the file and every difference, when it differs
+from ``data/compat/1.9.5.json`` (:func:`lightning_migrate.records.differences`: outcomes, texts and counts exactly,
+measured floats within :data:`lightning_migrate.records.RELATIVE_TOLERANCE`). ``nox -s record`` writes new records
+on purpose::
+
+    python -m lightning_migrate.compat --version 1.9.5
 
 The data file holds, for the installed release:
 
@@ -18,13 +26,19 @@ The data file holds, for the installed release:
 ``observations``
     for ``[legacy]`` releases: :func:`lightning_migrate.observations.observe_all` -- what the old
     ``training_epoch_end(outputs)`` list held, when it was let go, what each DDP process held.
+``rewrites``
+    for ``[legacy]`` releases: :func:`lightning_migrate.rewrite_equivalence.record` -- each rewrite shape of
+    ``data/rewrites`` as written, in each configuration of its stage: what its epoch-end code logged, or the error;
+    ``tests/checker/test_rewrite_equivalence.py`` compares the checker's rewrite of each shape on the build's
+    release with these records.
 ``examples``
     for ``[matrix]`` releases: each replacement example of ``[examples] scripts`` run with this Python in an empty
     directory -- ``passed``, the return code, what it printed and, on failure, the last line of its error output.
 ``matrix_sha256``
     SHA-256 of ``matrix.toml`` when the file was written; a different hash means the data file is stale.
 
-Nothing time-dependent is stored, so re-running on an unchanged matrix rewrites the same bytes.
+Nothing time-dependent is stored, so re-running on an unchanged matrix on the same machine rewrites the same bytes
+(another processor may round the losses' last digits differently: the check allows for that, a record keeps them).
 """
 
 from __future__ import annotations
@@ -40,10 +54,12 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from lightning_migrate import equivalence, observations, probes
+from lightning_migrate import equivalence, observations, probes, records, rewrite_equivalence
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPAT_DIR = ROOT / "data" / "compat"
+#: Where ``--check`` writes a run's record (beside the build's output, never committed).
+CHECK_DIR = ROOT / "_build" / "compat"
 MATRIX_FILE = COMPAT_DIR / "matrix.toml"
 EQUIVALENCE_MODES = {
     "old": ("old",),
@@ -96,9 +112,31 @@ def load_matrix(path: Path = MATRIX_FILE) -> dict[str, Any]:
     }
 
 
-def data_path(version: str) -> Path:
-    """Where the data file of ``version`` lives."""
-    return COMPAT_DIR / f"{version}.json"
+def release_key(version: str) -> tuple[int, ...]:
+    """``"1.4.9"`` -> ``(1, 4, 9)``, ``"1.5"`` -> ``(1, 5)``: releases in order."""
+    return tuple(int(part) for part in version.split("."))
+
+
+def newest_release_before_removal(pattern_ids: list[str], matrix: dict[str, Any]) -> str:
+    """The newest release of ``matrix`` (:func:`load_matrix`) older than the release that removed any of the
+    registry patterns ``pattern_ids`` (their ``removed_in``): the release where they all still ran.
+
+    Raises:
+        KeyError: an id the registry does not know.
+        ValueError: no declared release is that old.
+    """
+    from lightning_migrate import registry
+
+    removed = min(release_key(registry.get(pattern_id).removed_in) for pattern_id in pattern_ids)
+    older = [version for version in matrix["versions"] if release_key(version) < removed]
+    if not older:
+        raise ValueError(f"{MATRIX_FILE} declares no release before the removal of {' '.join(pattern_ids)}")
+    return max(older, key=release_key)
+
+
+def data_path(version: str, folder: Path = COMPAT_DIR) -> Path:
+    """Where the data file of ``version`` lives (the committed record by default)."""
+    return folder / f"{version}.json"
 
 
 def run_example(script: Path) -> dict[str, Any]:
@@ -122,11 +160,14 @@ def run_example(script: Path) -> dict[str, Any]:
     }
 
 
-def collect(version: str, matrix: dict[str, Any]) -> dict[str, Any]:
+def collect(version: str, matrix: dict[str, Any], folder: Path = COMPAT_DIR) -> dict[str, Any]:
     """Run probes, equivalence and (for ``[matrix]`` releases) the examples on the installed Lightning.
 
+    ``folder`` holds the records of this run: a ``replacements`` release compares its values, float for float,
+    with the reference release's record there (recorded on this machine by the session run before).
+
     Raises:
-        RuntimeError: the installed Lightning is not ``version``.
+        RuntimeError: the installed Lightning is not ``version``, or the reference record is missing.
         AssertionError: the equivalence check failed (see :func:`lightning_migrate.equivalence.run`).
     """
     entry = matrix["versions"][version]
@@ -139,10 +180,11 @@ def collect(version: str, matrix: dict[str, Any]) -> dict[str, Any]:
     variants = EQUIVALENCE_MODES[entry["equivalence"]]
     eq = equivalence.run(variants)
     if entry["equivalence"] == "replacements":
-        reference_file = data_path(matrix["reference"])
+        reference_file = data_path(matrix["reference"], folder)
         if not reference_file.is_file():
-            raise RuntimeError(f"{reference_file} is missing: run `nox -s legacy` before `nox -s matrix`")
-        reference = json.loads(reference_file.read_text(encoding="utf-8"))["equivalence"]["variants"]["old"]
+            session = "record" if folder == COMPAT_DIR else "legacy"
+            raise RuntimeError(f"{reference_file} is missing: run `nox -s {session}` for {matrix['reference']} first")
+        reference = records.read_record(reference_file)["equivalence"]["variants"]["old"]
         for variant in variants:
             assert eq["variants"][variant] == reference, (
                 f"{variant} on {version} differs from training_epoch_end on {matrix['reference']}:\n"
@@ -152,6 +194,7 @@ def collect(version: str, matrix: dict[str, Any]) -> dict[str, Any]:
     result["equivalence"] = eq
     if entry["group"] == "legacy":
         result["observations"] = observations.observe_all()
+        result["rewrites"] = rewrite_equivalence.record()
     if entry["group"] == "matrix":
         result["examples"] = [run_example(ROOT / script) for script in matrix["scripts"]]
     return result
@@ -172,34 +215,63 @@ def summary(result: dict[str, Any]) -> str:
         lines.append(f"  per-epoch mean loss, {variant}: {[epoch['mean'] for epoch in epochs]}")
     for observation in result.get("observations", []):
         lines.append(f"  observed {json.dumps(observation)}")
+    for shape, recorded in result.get("rewrites", {}).items():
+        ran = [name for name, run in recorded["runs"].items() if "error" not in run]
+        lines.append(f"  rewrite shape {shape}: ran in {', '.join(ran) or 'no configuration'}")
     for ex in result.get("examples", []):
         lines.append(f"  {ex['script']}: {'passed' if ex['passed'] else 'FAILED: ' + str(ex['error'])}")
     return "\n".join(lines)
 
 
+def check(result: dict[str, Any], committed: Path) -> list[str]:
+    """The differences between a run's record and the committed one (:func:`lightning_migrate.records.differences`),
+    one line each; ``[]`` when they agree. A missing committed record is one difference."""
+    if not committed.is_file():
+        return [f"{committed} is missing: record it with `nox -s record`"]
+    return records.differences(result, records.read_record(committed))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--version", required=True, help="the Lightning release declared in matrix.toml")
-    parser.add_argument("--output", type=Path, help="default: data/compat/<version>.json")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help=f"write the run's record under {CHECK_DIR.relative_to(ROOT)} and exit 1 when it differs from the "
+        f"committed one in {COMPAT_DIR.relative_to(ROOT)} (default: record, rewriting the committed file)",
+    )
     args = parser.parse_args(argv)
     matrix = load_matrix()
     if args.version not in matrix["versions"]:
         parser.error(f"{args.version} is not declared in {MATRIX_FILE}")
-    result = collect(args.version, matrix)
-    output = args.output or data_path(args.version)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(result, indent=1) + "\n"
-    changed = not output.is_file() or output.read_text(encoding="utf-8") != text
-    tmp = output.with_suffix(output.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(output)  # atomic: a reader never sees half a file
+    folder = CHECK_DIR if args.check else COMPAT_DIR
+    result = collect(args.version, matrix, folder)
+    output = data_path(args.version, folder)
+    changed = records.write_record(output, result)
     failed = [ex["script"] for ex in result.get("examples", []) if not ex["passed"]]
     print(summary(result))
-    print(f"wrote {output} ({'changed: commit it' if changed else 'unchanged'})")
+    code = 0
+    if args.check:
+        committed = data_path(args.version)
+        drift = check(result, committed)
+        if drift:
+            print(
+                f"{committed.relative_to(ROOT)}: Lightning {args.version} no longer does what its committed record "
+                f"says ({len(drift)} differences; floats compared within {records.RELATIVE_TOLERANCE:g} relative):",
+                file=sys.stderr,
+            )
+            print("\n".join(f"  {line}" for line in drift), file=sys.stderr)
+            where = output.relative_to(ROOT)
+            print(f"  this run's record: {where}; `nox -s record` writes it to data/compat on purpose", file=sys.stderr)
+            code = 1
+        else:
+            print(f"{committed.relative_to(ROOT)}: this run agrees with the committed record")
+    else:
+        print(f"wrote {output} ({'changed: commit it' if changed else 'unchanged'})")
     if failed:  # recorded in the data file, and a failure of the session: the guide claims they work here
         print(f"failed on Lightning {args.version}: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+        code = 1
+    return code
 
 
 if __name__ == "__main__":

@@ -17,8 +17,11 @@ The JSON holds, per class kind (``"LightningModule"``, ``"Callback"``):
     real, so it is never reported as a misspelt hook.
 
 and ``classes``: for every ``Callback`` subclass ``lightning.pytorch.callbacks`` exports and every
-``LightningModule`` subclass of ``lightning.pytorch.demos``, the public methods it (or a Lightning class between
-it and ``Callback`` / ``LightningModule``) defines -- a user's subclass renamed onto one of them would replace it.
+``LightningModule`` subclass of ``lightning.pytorch.demos`` (the package and its modules), the public methods it
+(or a Lightning class between it and ``Callback`` / ``LightningModule``) defines -- a user's subclass renamed onto
+one of them would replace it;
+``kinds``: for each of those classes, and for ``LightningModule`` and ``Callback`` themselves, which of the two it
+is (the checker's resolver tells a user's ``LightningTransformer`` subclass for a module by it).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import pkgutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -66,12 +70,20 @@ def record() -> dict[str, Any]:
     ]
     module_hooks += _public_methods(pl.LightningModule)
     classes: dict[str, list[str]] = {}
-    for package, root in ((pl.callbacks, pl.Callback), (importlib.import_module(f"{pl.__name__}.demos"), None)):
-        root = root or pl.LightningModule
+    kinds = {pl.LightningModule.__name__: pl.LightningModule.__name__, pl.Callback.__name__: pl.Callback.__name__}
+    demos = importlib.import_module(f"{pl.__name__}.demos")
+    # the demos package and each of its modules (``ManualOptimBoringModel`` is not re-exported by the package)
+    demo_modules = [
+        demos,
+        *(importlib.import_module(f"{demos.__name__}.{m.name}") for m in pkgutil.iter_modules(demos.__path__)),
+    ]
+    sources = [(pl.callbacks, pl.Callback), *((module, pl.LightningModule) for module in demo_modules)]
+    for package, root in sources:
         for name in dir(package):
             value = getattr(package, name)
             if isinstance(value, type) and issubclass(value, root) and value is not root:
                 classes[name] = _defined_below(value, root)
+                kinds[name] = root.__name__
     return {
         "lightning": {"distribution": dist, "version": version},
         "LightningModule": {
@@ -83,6 +95,7 @@ def record() -> dict[str, Any]:
             "names": sorted(name for name in dir(pl.Callback) if not name.startswith("_")),
         },
         "classes": dict(sorted(classes.items())),
+        "kinds": dict(sorted(kinds.items())),
     }
 
 

@@ -1,10 +1,10 @@
 """Run every old pattern of the registry on the installed Lightning and record what Lightning does.
 
 This is the only place where facts about Lightning's behaviour are made: the reference table, the symptom index
-and the compatibility table render the records written here. Works on every release this guide covers
-(pytorch-lightning 1.4 to lightning 2.x): it imports ``lightning.pytorch`` when present, else ``pytorch_lightning``,
-and passes only the ``Trainer`` arguments the installed release accepts. ``nox -s legacy`` and ``nox -s matrix`` run it
-on every release of ``data/compat/matrix.toml`` (pytorch-lightning 1.4.9 and 1.9.5, lightning 2.0.9 to 2.6.6).
+and the compatibility table render the records written here. Works on every release this guide covers (the
+pytorch-lightning 1.x and lightning 2.x releases of ``data/compat/matrix.toml``): it imports ``lightning.pytorch``
+when present, else ``pytorch_lightning``, and passes only the ``Trainer`` arguments the installed release accepts.
+``nox -s record``, ``nox -s legacy`` and ``nox -s matrix`` run it on every release of ``data/compat/matrix.toml``.
 
 Usage::
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-import json
 import platform
 import sys
 import traceback
@@ -27,7 +26,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from lightning_migrate import registry
+from lightning_migrate import records, registry
 
 TRAIN_BATCHES, EVAL_BATCHES, BATCH_SIZE, FEATURES, EPOCHS = 4, 2, 2, 4, 2
 #: Schema version of the records: bump when a field changes meaning.
@@ -214,10 +213,10 @@ def probe(pattern: registry.OldPattern, pl=None) -> dict[str, Any]:
     exec(compile(pattern.source, f"<registry:{pattern.id}>", "exec"), namespace)  # noqa: S102 - our own data
     torch.manual_seed(0)
     if pattern.owner == "LightningModule":
-        model, old_callback = namespace["LitModel"](), None
+        model, old_callback = namespace[pattern.probe_class](), None
         hook_owner = model
     else:
-        model, old_callback = namespace["ProbeModel"](), namespace["MyCallback"]()
+        model, old_callback = namespace["ProbeModel"](), namespace[pattern.probe_class]()
         hook_owner = old_callback
     counter = _batch_counter(pl)
     callbacks = [counter] + ([old_callback] if old_callback is not None else [])
@@ -363,14 +362,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _quiet_lightning()
     result = probe_all(args.patterns or None)
-    text = json.dumps(result, indent=2, sort_keys=False) + "\n"
     if args.output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(records.dumps(result))
     else:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.output.with_suffix(args.output.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(args.output)  # atomic: a reader never sees half a file
+        records.write_record(args.output, result)  # atomic: a reader never sees half a file
     return 0
 
 

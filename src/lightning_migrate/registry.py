@@ -17,6 +17,18 @@ from dataclasses import dataclass
 
 #: Trainer entry points a probe can run: ``fit`` trains (with validation), the others evaluate one stage.
 RUNS = ("fit", "validate", "test", "predict")
+#: The classes whose hooks the patterns are about (a pattern's ``owner``).
+OWNERS = ("LightningModule", "Callback")
+#: The ``LightningModule`` method that runs each batch of a stage (``stage`` -> step); the tests check each name
+#: against the hooks recorded from the installed Lightning (:mod:`lightning_migrate.hook_names`).
+STEP_METHODS = {
+    "train": "training_step",
+    "validation": "validation_step",
+    "test": "test_step",
+    "predict": "predict_step",
+}
+#: The class a pattern's ``source`` defines, by owner: the name Lightning's messages quote when the probe runs it.
+PROBE_CLASSES = {"LightningModule": "LitModel", "Callback": "MyCallback"}
 
 
 @dataclass(frozen=True)
@@ -26,8 +38,7 @@ class OldPattern:
     Attributes:
         id: stable identifier; also the anchor of the pattern's row in the reference table (``#<id>``).
         owner: ``"LightningModule"`` or ``"Callback"``.
-        hook: the method name as user code writes it.
-        old_signature: the old signature, as user code wrote it.
+        old_signature: the old signature, as user code wrote it (the hook's name, then its parameters).
         new_signature: what to write today (``None`` when the hook is gone and nothing replaces it one to one).
         stage: ``"train"``, ``"validation"``, ``"test"`` or ``"predict"``.
         deprecated_in: Lightning release that deprecated the shape (``None``: removed without deprecation).
@@ -35,14 +46,15 @@ class OldPattern:
         replacement: one sentence (reStructuredText) saying what to do instead.
         example: docname of the executed example that shows the fix.
         run: the ``Trainer`` method that exercises the hook (one of :data:`RUNS`).
-        source: Python source of the old shape: defines ``LitModel`` (subclass of ``ProbeModel``) for a module
-            pattern or ``MyCallback`` (subclass of ``Callback``) for a callback pattern. The hook appends to
-            ``self.calls`` when Lightning calls it, so a probe can tell "called", "failed" and "never called".
+        body: the statements of the old hook when the probes run it (lines separated by ``\n``): it appends to
+            ``self.calls`` what Lightning called it with, so a probe can tell "called", "failed" and "never called".
+
+    :attr:`hook` and :attr:`source` are derived from these, never typed; :attr:`source` defines the
+    :attr:`probe_class`.
     """
 
     id: str
     owner: str
-    hook: str
     old_signature: str
     new_signature: str | None
     stage: str
@@ -51,17 +63,37 @@ class OldPattern:
     replacement: str
     example: str
     run: str
-    source: str
+    body: str
 
     def __post_init__(self) -> None:
-        if self.owner not in ("LightningModule", "Callback"):
-            raise ValueError(f"{self.id}: owner must be LightningModule or Callback, not {self.owner!r}")
+        if self.owner not in OWNERS:
+            raise ValueError(f"{self.id}: owner must be one of {OWNERS}, not {self.owner!r}")
         if self.run not in RUNS:
             raise ValueError(f"{self.id}: run must be one of {RUNS}, not {self.run!r}")
-        expected_class = "class LitModel(" if self.owner == "LightningModule" else "class MyCallback("
-        if expected_class not in self.source:
-            raise ValueError(f"{self.id}: source must define {expected_class.split()[1].rstrip('(')}")
+        if not self.hook.isidentifier() or not self.old_signature.endswith(")"):
+            raise ValueError(f"{self.id}: old_signature must read `hook(parameters)`, not {self.old_signature!r}")
 
+    @property
+    def probe_class(self) -> str:
+        """The name of the class :attr:`source` defines (:data:`PROBE_CLASSES`): Lightning's messages quote it."""
+        return PROBE_CLASSES[self.owner]
+
+    @property
+    def hook(self) -> str:
+        """The method name as user code writes it: :attr:`old_signature` up to its parenthesis."""
+        return self.old_signature.partition("(")[0]
+
+    @property
+    def source(self) -> str:
+        """Python source of the old shape, for the probes: ``LitModel`` (subclass of the probes' ``ProbeModel``)
+        for a module pattern or ``MyCallback`` (subclass of ``Callback``) for a callback pattern, defining the hook
+        with :attr:`old_signature` and :attr:`body`."""
+        body = "".join(f"        {line}\n" for line in self.body.splitlines())
+        return f"\nclass {self.probe_class}({PROBE_BASES[self.owner]}):\n    def {self.old_signature}:\n{body}"
+
+
+#: What the class a probe defines (:data:`PROBE_CLASSES`) subclasses, for a pattern of each owner (:data:`OWNERS`).
+PROBE_BASES = {"LightningModule": "ProbeModel", "Callback": "Callback"}
 
 _CORE = "examples/core/"
 #: The page that runs the old and the new signatures of every batch hook that took ``dataloader_idx``.
@@ -73,7 +105,6 @@ PATTERNS: tuple[OldPattern, ...] = (
     OldPattern(
         id="module-on-train-epoch-end-outputs",
         owner="LightningModule",
-        hook="on_train_epoch_end",
         old_signature="on_train_epoch_end(self, outputs)",
         new_signature="on_train_epoch_end(self)",
         stage="train",
@@ -82,16 +113,11 @@ PATTERNS: tuple[OldPattern, ...] = (
         replacement="Append what you need in ``training_step``; reduce and clear it in ``on_train_epoch_end(self)``.",
         example=_CORE + "module_side_caching",
         run="fit",
-        source="""
-class LitModel(ProbeModel):
-    def on_train_epoch_end(self, outputs):
-        self.calls.append(outputs)
-""",
+        body="self.calls.append(outputs)",
     ),
     OldPattern(
         id="callback-on-train-epoch-end-outputs",
         owner="Callback",
-        hook="on_train_epoch_end",
         old_signature="on_train_epoch_end(self, trainer, pl_module, outputs)",
         new_signature="on_train_epoch_end(self, trainer, pl_module)",
         stage="train",
@@ -103,16 +129,11 @@ class LitModel(ProbeModel):
         ),
         example=_CORE + "callback_side_caching",
         run="fit",
-        source="""
-class MyCallback(Callback):
-    def on_train_epoch_end(self, trainer, pl_module, outputs):
-        self.calls.append(outputs)
-""",
+        body="self.calls.append(outputs)",
     ),
     OldPattern(
         id="training-epoch-end",
         owner="LightningModule",
-        hook="training_epoch_end",
         old_signature="training_epoch_end(self, outputs)",
         new_signature="on_train_epoch_end(self)",
         stage="train",
@@ -121,16 +142,11 @@ class MyCallback(Callback):
         replacement="Append what you need in ``training_step``; reduce and clear it in ``on_train_epoch_end(self)``.",
         example=_CORE + "module_side_caching",
         run="fit",
-        source="""
-class LitModel(ProbeModel):
-    def training_epoch_end(self, outputs):
-        self.calls.append(outputs)
-""",
+        body="self.calls.append(outputs)",
     ),
     OldPattern(
         id="validation-epoch-end",
         owner="LightningModule",
-        hook="validation_epoch_end",
         old_signature="validation_epoch_end(self, outputs)",
         new_signature="on_validation_epoch_end(self)",
         stage="validation",
@@ -141,16 +157,11 @@ class LitModel(ProbeModel):
         ),
         example="examples/stages/validation_epoch_end",
         run="fit",
-        source="""
-class LitModel(ProbeModel):
-    def validation_epoch_end(self, outputs):
-        self.calls.append(outputs)
-""",
+        body="self.calls.append(outputs)",
     ),
     OldPattern(
         id="test-epoch-end",
         owner="LightningModule",
-        hook="test_epoch_end",
         old_signature="test_epoch_end(self, outputs)",
         new_signature="on_test_epoch_end(self)",
         stage="test",
@@ -159,16 +170,11 @@ class LitModel(ProbeModel):
         replacement="Append what you need in ``test_step``; reduce and clear it in ``on_test_epoch_end(self)``.",
         example="examples/stages/test_epoch_end",
         run="test",
-        source="""
-class LitModel(ProbeModel):
-    def test_epoch_end(self, outputs):
-        self.calls.append(outputs)
-""",
+        body="self.calls.append(outputs)",
     ),
     OldPattern(
         id="module-on-predict-epoch-end-outputs",
         owner="LightningModule",
-        hook="on_predict_epoch_end",
         old_signature="on_predict_epoch_end(self, results)",
         new_signature="on_predict_epoch_end(self)",
         stage="predict",
@@ -177,16 +183,11 @@ class LitModel(ProbeModel):
         replacement="Use the list ``trainer.predict`` returns, or append in ``predict_step`` and read it at epoch end.",
         example="examples/stages/predict_epoch_end",
         run="predict",
-        source="""
-class LitModel(ProbeModel):
-    def on_predict_epoch_end(self, results):
-        self.calls.append(results)
-""",
+        body="self.calls.append(results)",
     ),
     OldPattern(
         id="callback-on-predict-epoch-end-outputs",
         owner="Callback",
-        hook="on_predict_epoch_end",
         old_signature="on_predict_epoch_end(self, trainer, pl_module, outputs)",
         new_signature="on_predict_epoch_end(self, trainer, pl_module)",
         stage="predict",
@@ -195,16 +196,11 @@ class LitModel(ProbeModel):
         replacement="Collect predictions in ``on_predict_batch_end``, or read ``trainer.predict_loop.predictions``.",
         example="examples/stages/predict_epoch_end",
         run="predict",
-        source="""
-class MyCallback(Callback):
-    def on_predict_epoch_end(self, trainer, pl_module, outputs):
-        self.calls.append(outputs)
-""",
+        body="self.calls.append(outputs)",
     ),
     OldPattern(
         id="training-step-end",
         owner="LightningModule",
-        hook="training_step_end",
         old_signature="training_step_end(self, step_output)",
         new_signature=None,
         stage="train",
@@ -213,17 +209,11 @@ class MyCallback(Callback):
         replacement="Do the work at the end of ``training_step``, or in ``on_train_batch_end``.",
         example="examples/pitfalls/step_end_hooks_ignored",
         run="fit",
-        source="""
-class LitModel(ProbeModel):
-    def training_step_end(self, step_output):
-        self.calls.append(step_output)
-        return step_output
-""",
+        body="self.calls.append(step_output)\nreturn step_output",
     ),
     OldPattern(
         id="validation-step-end",
         owner="LightningModule",
-        hook="validation_step_end",
         old_signature="validation_step_end(self, step_output)",
         new_signature=None,
         stage="validation",
@@ -232,17 +222,11 @@ class LitModel(ProbeModel):
         replacement="Do the work at the end of ``validation_step``, or in ``on_validation_batch_end``.",
         example="examples/pitfalls/step_end_hooks_ignored",
         run="fit",
-        source="""
-class LitModel(ProbeModel):
-    def validation_step_end(self, step_output):
-        self.calls.append(step_output)
-        return step_output
-""",
+        body="self.calls.append(step_output)\nreturn step_output",
     ),
     OldPattern(
         id="test-step-end",
         owner="LightningModule",
-        hook="test_step_end",
         old_signature="test_step_end(self, step_output)",
         new_signature=None,
         stage="test",
@@ -251,17 +235,11 @@ class LitModel(ProbeModel):
         replacement="Do the work at the end of ``test_step``, or in ``on_test_batch_end``.",
         example="examples/pitfalls/step_end_hooks_ignored",
         run="test",
-        source="""
-class LitModel(ProbeModel):
-    def test_step_end(self, step_output):
-        self.calls.append(step_output)
-        return step_output
-""",
+        body="self.calls.append(step_output)\nreturn step_output",
     ),
     OldPattern(
         id="module-on-train-batch-end-dataloader-idx",
         owner="LightningModule",
-        hook="on_train_batch_end",
         old_signature="on_train_batch_end(self, outputs, batch, batch_idx, dataloader_idx)",
         new_signature="on_train_batch_end(self, outputs, batch, batch_idx)",
         stage="train",
@@ -270,16 +248,11 @@ class LitModel(ProbeModel):
         replacement="Drop ``dataloader_idx``: training uses one (possibly combined) dataloader.",
         example=_DATALOADER_IDX,
         run="fit",
-        source="""
-class LitModel(ProbeModel):
-    def on_train_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
-        self.calls.append(outputs)
-""",
+        body="self.calls.append(outputs)",
     ),
     OldPattern(
         id="callback-on-train-batch-end-dataloader-idx",
         owner="Callback",
-        hook="on_train_batch_end",
         old_signature="on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx)",
         new_signature="on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx)",
         stage="train",
@@ -288,16 +261,11 @@ class LitModel(ProbeModel):
         replacement="Drop ``dataloader_idx``: training uses one (possibly combined) dataloader.",
         example=_DATALOADER_IDX,
         run="fit",
-        source="""
-class MyCallback(Callback):
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
-        self.calls.append(outputs)
-""",
+        body="self.calls.append(outputs)",
     ),
     OldPattern(
         id="module-on-epoch-end",
         owner="LightningModule",
-        hook="on_epoch_end",
         old_signature="on_epoch_end(self)",
         new_signature="on_train_epoch_end(self)",
         stage="train",
@@ -306,16 +274,11 @@ class MyCallback(Callback):
         replacement="Use the stage's own hook: ``on_train_epoch_end``, ``on_validation_epoch_end``, ...",
         example=_STAGELESS,
         run="fit",
-        source="""
-class LitModel(ProbeModel):
-    def on_epoch_end(self):
-        self.calls.append(None)
-""",
+        body="self.calls.append(None)",
     ),
     OldPattern(
         id="callback-on-epoch-end",
         owner="Callback",
-        hook="on_epoch_end",
         old_signature="on_epoch_end(self, trainer, pl_module)",
         new_signature="on_train_epoch_end(self, trainer, pl_module)",
         stage="train",
@@ -324,16 +287,11 @@ class LitModel(ProbeModel):
         replacement="Use the stage's own hook: ``on_train_epoch_end``, ``on_validation_epoch_end``, ...",
         example=_STAGELESS,
         run="fit",
-        source="""
-class MyCallback(Callback):
-    def on_epoch_end(self, trainer, pl_module):
-        self.calls.append(None)
-""",
+        body="self.calls.append(None)",
     ),
     OldPattern(
         id="module-on-epoch-start",
         owner="LightningModule",
-        hook="on_epoch_start",
         old_signature="on_epoch_start(self)",
         new_signature="on_train_epoch_start(self)",
         stage="train",
@@ -342,16 +300,11 @@ class MyCallback(Callback):
         replacement=("Use the stage's own hook: ``on_train_epoch_start``, ``on_validation_epoch_start``, ..."),
         example=_STAGELESS,
         run="fit",
-        source="""
-class LitModel(ProbeModel):
-    def on_epoch_start(self):
-        self.calls.append(None)
-""",
+        body="self.calls.append(None)",
     ),
     OldPattern(
         id="callback-on-epoch-start",
         owner="Callback",
-        hook="on_epoch_start",
         old_signature="on_epoch_start(self, trainer, pl_module)",
         new_signature="on_train_epoch_start(self, trainer, pl_module)",
         stage="train",
@@ -360,16 +313,11 @@ class LitModel(ProbeModel):
         replacement=("Use the stage's own hook: ``on_train_epoch_start``, ``on_validation_epoch_start``, ..."),
         example=_STAGELESS,
         run="fit",
-        source="""
-class MyCallback(Callback):
-    def on_epoch_start(self, trainer, pl_module):
-        self.calls.append(None)
-""",
+        body="self.calls.append(None)",
     ),
     OldPattern(
         id="callback-on-batch-start",
         owner="Callback",
-        hook="on_batch_start",
         old_signature="on_batch_start(self, trainer, pl_module)",
         new_signature="on_train_batch_start(self, trainer, pl_module, batch, batch_idx)",
         stage="train",
@@ -381,16 +329,11 @@ class MyCallback(Callback):
         ),
         example=_STAGELESS,
         run="fit",
-        source="""
-class MyCallback(Callback):
-    def on_batch_start(self, trainer, pl_module):
-        self.calls.append(None)
-""",
+        body="self.calls.append(None)",
     ),
     OldPattern(
         id="callback-on-batch-end",
         owner="Callback",
-        hook="on_batch_end",
         old_signature="on_batch_end(self, trainer, pl_module)",
         new_signature="on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx)",
         stage="train",
@@ -402,16 +345,11 @@ class MyCallback(Callback):
         ),
         example=_STAGELESS,
         run="fit",
-        source="""
-class MyCallback(Callback):
-    def on_batch_end(self, trainer, pl_module):
-        self.calls.append(None)
-""",
+        body="self.calls.append(None)",
     ),
     OldPattern(
         id="module-on-train-batch-start-dataloader-idx",
         owner="LightningModule",
-        hook="on_train_batch_start",
         old_signature="on_train_batch_start(self, batch, batch_idx, dataloader_idx)",
         new_signature="on_train_batch_start(self, batch, batch_idx)",
         stage="train",
@@ -420,16 +358,11 @@ class MyCallback(Callback):
         replacement=("Drop ``dataloader_idx``: training uses one (possibly combined) dataloader."),
         example=_DATALOADER_IDX,
         run="fit",
-        source="""
-class LitModel(ProbeModel):
-    def on_train_batch_start(self, batch, batch_idx, dataloader_idx):
-        self.calls.append(batch_idx)
-""",
+        body="self.calls.append(batch_idx)",
     ),
     OldPattern(
         id="callback-on-train-batch-start-dataloader-idx",
         owner="Callback",
-        hook="on_train_batch_start",
         old_signature="on_train_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx)",
         new_signature="on_train_batch_start(self, trainer, pl_module, batch, batch_idx)",
         stage="train",
@@ -438,16 +371,11 @@ class LitModel(ProbeModel):
         replacement=("Drop ``dataloader_idx``: training uses one (possibly combined) dataloader."),
         example=_DATALOADER_IDX,
         run="fit",
-        source="""
-class MyCallback(Callback):
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx):
-        self.calls.append(batch_idx)
-""",
+        body="self.calls.append(batch_idx)",
     ),
     OldPattern(
         id="module-on-validation-batch-end-dataloader-idx-required",
         owner="LightningModule",
-        hook="on_validation_batch_end",
         old_signature="on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx)",
         new_signature="on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0)",
         stage="validation",
@@ -458,16 +386,11 @@ class MyCallback(Callback):
         ),
         example=_DATALOADER_IDX,
         run="validate",
-        source="""
-class LitModel(ProbeModel):
-    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
-        self.calls.append(dataloader_idx)
-""",
+        body="self.calls.append(dataloader_idx)",
     ),
     OldPattern(
         id="callback-on-validation-batch-end-dataloader-idx-required",
         owner="Callback",
-        hook="on_validation_batch_end",
         old_signature="on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx)",
         new_signature="on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0)",
         stage="validation",
@@ -478,16 +401,11 @@ class LitModel(ProbeModel):
         ),
         example=_DATALOADER_IDX,
         run="validate",
-        source="""
-class MyCallback(Callback):
-    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
-        self.calls.append(dataloader_idx)
-""",
+        body="self.calls.append(dataloader_idx)",
     ),
     OldPattern(
         id="module-on-test-batch-end-dataloader-idx-required",
         owner="LightningModule",
-        hook="on_test_batch_end",
         old_signature="on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx)",
         new_signature="on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0)",
         stage="test",
@@ -498,16 +416,11 @@ class MyCallback(Callback):
         ),
         example=_DATALOADER_IDX,
         run="test",
-        source="""
-class LitModel(ProbeModel):
-    def on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
-        self.calls.append(dataloader_idx)
-""",
+        body="self.calls.append(dataloader_idx)",
     ),
     OldPattern(
         id="callback-on-test-batch-end-dataloader-idx-required",
         owner="Callback",
-        hook="on_test_batch_end",
         old_signature="on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx)",
         new_signature="on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0)",
         stage="test",
@@ -518,16 +431,11 @@ class LitModel(ProbeModel):
         ),
         example=_DATALOADER_IDX,
         run="test",
-        source="""
-class MyCallback(Callback):
-    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
-        self.calls.append(dataloader_idx)
-""",
+        body="self.calls.append(dataloader_idx)",
     ),
     OldPattern(
         id="module-on-predict-batch-end-dataloader-idx-required",
         owner="LightningModule",
-        hook="on_predict_batch_end",
         old_signature="on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx)",
         new_signature="on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0)",
         stage="predict",
@@ -538,16 +446,11 @@ class MyCallback(Callback):
         ),
         example=_DATALOADER_IDX,
         run="predict",
-        source="""
-class LitModel(ProbeModel):
-    def on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
-        self.calls.append(dataloader_idx)
-""",
+        body="self.calls.append(dataloader_idx)",
     ),
     OldPattern(
         id="callback-on-predict-batch-end-dataloader-idx-required",
         owner="Callback",
-        hook="on_predict_batch_end",
         old_signature="on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx)",
         new_signature="on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0)",
         stage="predict",
@@ -558,11 +461,7 @@ class LitModel(ProbeModel):
         ),
         example=_DATALOADER_IDX,
         run="predict",
-        source="""
-class MyCallback(Callback):
-    def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
-        self.calls.append(dataloader_idx)
-""",
+        body="self.calls.append(dataloader_idx)",
     ),
 )
 

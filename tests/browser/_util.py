@@ -8,22 +8,31 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from builds import GALLERY_SCRIPTS, GENERATED
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from lightning_migrate.checker import RULES
+
 ROOT = Path(__file__).resolve().parents[2]
-GALLERY_SCRIPTS = sorted(p.relative_to(ROOT / "gallery") for p in (ROOT / "gallery").rglob("*.py"))
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 SCREENSHOT_DIR = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "artifacts" / "screenshots"))
 LIGHTNING = metadata.version("lightning")
 GALLERY_PAGES = [f"examples/{script.with_suffix('').as_posix()}" for script in GALLERY_SCRIPTS]
-#: Hand-written pages: reST and MyST sources under docs/ (generated gallery pages and _ext/ left out).
+#: The checker's rule pages: the build writes one per rule of the checker's registry (docs/_ext/guide/checker_rules).
+RULE_PAGES = sorted(f"checker/rules/{code}" for code in RULES)
+#: Hand-written pages: the reST and MyST sources committed under docs/ (what a build writes there left out), and
+#: the rule pages.
 WRITTEN_PAGES = sorted(
-    path.relative_to(ROOT / "docs").with_suffix("").as_posix()
-    for path in [*(ROOT / "docs").rglob("*.rst"), *(ROOT / "docs").rglob("*.md")]
-    if not path.relative_to(ROOT / "docs").parts[0].startswith(("examples", "_", "jupyter_execute"))
-    and path.name != "sg_execution_times.rst"
+    [
+        path.relative_to(ROOT / "docs").with_suffix("").as_posix()
+        for path in [*(ROOT / "docs").rglob("*.rst"), *(ROOT / "docs").rglob("*.md")]
+        if not path.relative_to(ROOT / "docs").parts[0].startswith("_")
+        and not any(path.is_relative_to(ROOT / generated) for generated in GENERATED)
+        and "jupyter_execute" not in path.parts
+    ]
+    + RULE_PAGES
 )
 WAIT = 30  # seconds: an upper bound for a page's scripts on a loaded 2-core machine, not a timing check
 #: The widths every layout check runs at, in CSS pixels: a desktop window and a phone.

@@ -16,19 +16,32 @@ from ._util import CHROMEDRIVER, CHROMIUM, SiteHandler
 
 
 @pytest.fixture(scope="session")
-def base_url(site):
+def serve():
+    """``serve(build)``: serve a built site on 127.0.0.1 under the path its ``html_baseurl`` names; returns
+    ``http://127.0.0.1:<port><prefix>``. Every server stops at the end of the session."""
+    servers = []
+
+    def start(build) -> str:
+        canonical = re.search(r'<link rel="canonical" href="([^"]+)"', build.page("index"))
+        assert canonical, "index.html has no canonical link: html_baseurl is not set"
+        prefix = urlsplit(canonical.group(1)).path.removesuffix("index.html")
+        assert prefix.startswith("/") and prefix.endswith("/"), prefix
+        handler = type("Handler", (SiteHandler,), {"prefix": prefix})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(build.outdir)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}{prefix}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def base_url(site, serve):
     """``http://127.0.0.1:<port><prefix>``: the built site, served under the path its ``html_baseurl`` names."""
-    canonical = re.search(r'<link rel="canonical" href="([^"]+)"', site.page("index"))
-    assert canonical, "index.html has no canonical link: html_baseurl is not set"
-    prefix = urlsplit(canonical.group(1)).path.removesuffix("index.html")
-    assert prefix.startswith("/") and prefix.endswith("/"), prefix
-    handler = type("Handler", (SiteHandler,), {"prefix": prefix})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(site.outdir)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}{prefix}"
-    server.shutdown()
-    server.server_close()
+    return serve(site)
 
 
 @pytest.fixture(scope="session")

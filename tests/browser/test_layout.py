@@ -19,11 +19,10 @@ from PIL import Image, ImageChops
 
 from lightning_migrate import compat, registry
 
-from ._util import GALLERY_PAGES, ROOT, SCREENSHOT_DIR, WIDTHS, WRITTEN_PAGES, fetch, open_page, set_width
+from ._util import GALLERY_PAGES, ROOT, RULE_PAGES, SCREENSHOT_DIR, WIDTHS, WRITTEN_PAGES, fetch, open_page, set_width
 
 COMPAT = "reference/compatibility"
 MEMORY = "examples/performance/retained_memory"
-RULE_PAGES = sorted(f"checker/rules/{path.stem}" for path in (ROOT / "docs" / "checker" / "rules").glob("*.rst"))
 SCREENSHOT_PAGES = [COMPAT, MEMORY, RULE_PAGES[0], "examples/index"]
 
 

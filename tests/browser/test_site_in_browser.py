@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-import sys
+import tomllib
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -51,14 +51,16 @@ def test_page_loads_without_console_errors_or_broken_images(browser, base_url, d
 
 
 @pytest.mark.parametrize("docname", GALLERY_PAGES)
-def test_gallery_page_names_the_lightning_that_produced_it(browser, base_url, docname):
+def test_gallery_page_names_the_lightning_that_produced_it_and_what_to_install(browser, base_url, docname):
     open_page(browser, f"{base_url}{docname}.html")
     note = browser.find_element(By.CSS_SELECTOR, "p.lightning-version").text
-    assert f"produced by Lightning {LIGHTNING}" in note
+    assert f"what Lightning {LIGHTNING} printed" in note
+    install = browser.find_element(By.XPATH, "//p[contains(@class, 'example-install')]/following-sibling::div[1]//pre")
+    assert install.is_displayed()
+    assert install.text.startswith("$ pip install ") and f"lightning=={LIGHTNING}" in install.text.split()
 
 
 def test_reference_row_anchor_targets_its_row(browser, base_url):
-    sys.path.insert(0, str(ROOT / "src"))
     from lightning_migrate import registry
 
     pattern = registry.PATTERNS[-1]  # the last row: reaching it needs the anchor, not the top of the page
@@ -127,11 +129,13 @@ def test_copy_button_copies_the_code_of_the_visible_tab(landing_page_with_clipbo
 
 def test_copy_button_leaves_the_shell_prompts_out(landing_page_with_clipboard):
     browser = landing_page_with_clipboard
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    command = f"pip install git+{project['urls']['Repository']}@v{project['version']}"
     blocks = browser.find_elements(By.CSS_SELECTOR, "article div.highlight-console")
-    block = next(b for b in blocks if "nox -s docs" in b.find_element(By.CSS_SELECTOR, "pre").text)
-    assert block.find_element(By.CSS_SELECTOR, "pre").text.startswith("$ python3 -m pip install")
+    block = next(b for b in blocks if command in b.find_element(By.CSS_SELECTOR, "pre").text)
+    assert block.find_element(By.CSS_SELECTOR, "pre").text == f"$ {command}"
     copied = copy_with_button(browser, block)
-    assert copied.strip().splitlines() == ["python3 -m pip install nox==2026.10.20", "nox -s docs"]
+    assert copied.strip().splitlines() == [command]
 
 
 def test_search_for_training_epoch_end_finds_the_reference_and_the_examples(browser, base_url):
@@ -153,7 +157,12 @@ def test_download_links_return_the_script_and_the_notebook(browser, base_url, sc
         assert fetch(browser, link)["status"] == 200, link
     python = fetch(browser, links[".py"])
     assert python["status"] == 200
-    assert python["text"] == (ROOT / "gallery" / script).read_text(encoding="utf-8")
+    # the script as written, with one cell for the reader after its title (what to install, Lightning's log down)
+    source = (ROOT / "gallery" / script).read_text(encoding="utf-8")
+    reader_cell = r"\n# %%\n# To install what this example ran on: pip install [^\n]+\n(?:.*\n)+?\n(?=# %%)"
+    cell = re.search(reader_cell, python["text"])
+    assert cell and python["text"].startswith(source[: source.index('"""', 3) + 3] + "\n"), python["text"][:600]
+    assert python["text"][: cell.start()] + python["text"][cell.end() - 1 :] == source
     notebook = fetch(browser, links[".ipynb"])
     assert notebook["status"] == 200
     cells = json.loads(notebook["text"])["cells"]

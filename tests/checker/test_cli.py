@@ -103,7 +103,7 @@ def test_findings_across_files_and_exit_code_1(tree, capsys):
         f"{tree}/project/models/child.py:5:9: LM001",
     ]
     assert all(line.endswith(".html") for line in lines)
-    assert "3 findings in 3 files (7 files checked); 2 safe fix, 0 caching rewrite, 1 manual" in err
+    assert "3 findings in 3 files (7 files checked); 2 safe fix, 1 unsafe fix (--unsafe-fixes), 0 manual" in err
 
 
 def test_clean_tree_exits_0(tree, capsys):
@@ -126,7 +126,7 @@ def test_diff_writes_nothing_and_fix_writes(tree, capsys):
     assert "changed 3 files" in err
     assert child.read_text() == CHILD.replace("training_epoch_end(self, outputs)", "on_train_epoch_end(self)")
     grand = (tree / "project" / "grand.py").read_text()
-    assert grand.count("# lightning-migrate: LM001 manual fix") == 1
+    assert grand.count("# lightning-migrate: LM001 unsafe fix") == 1
 
     # second run: the manual finding is still reported, nothing is written again
     code, lines, err = run(["--fix", tree / "project"], capsys)

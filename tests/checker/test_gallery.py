@@ -26,7 +26,7 @@ EXPECTED: dict[str, Counter[str]] = {
     "stages/when_lightning_checks.py": Counter({"LM001": 3}),
     "stages/torchmetrics_no_cache.py": Counter(),
     # Pitfalls that keep an old signature are flagged; mistakes in new-style code are not the checker's to find.
-    "pitfalls/renamed_hook_kept_outputs.py": Counter({"LM002": 1}),
+    "pitfalls/renamed_hook_kept_outputs.py": Counter({"LM002": 2}),
     # `outputs=None` runs (Lightning calls the hook without it): a note, not a finding.
     "pitfalls/callback_outputs_argument.py": Counter({"LM002": 1}),
     "pitfalls/step_end_hooks_ignored.py": Counter({"LM005": 3}),
@@ -46,6 +46,9 @@ EXPECTED: dict[str, Counter[str]] = {
     "caching/big_step_outputs.py": Counter(),
     "caching/outputs_keep_graph.py": Counter(),
     "distributed/ddp_per_rank_caches.py": Counter(),
+    "distributed/ddp_predict.py": Counter(),
+    "distributed/ddp_same_log_calls.py": Counter(),
+    "pitfalls/interrupted_and_resumed_runs.py": Counter(),
     "performance/retained_memory.py": Counter(),
     "performance/time_per_epoch.py": Counter(),
 }

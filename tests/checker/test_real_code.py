@@ -13,7 +13,7 @@ import pytest
 from lightning_migrate.checker import check_source
 from lightning_migrate.checker.cli import main
 
-from ._util import codes, fix
+from ._util import codes, fix, run, write
 
 # -- parameters with a default: Lightning calls the hook without them, so the hook works as it is ----------------
 
@@ -75,20 +75,6 @@ def test_only_the_parameter_without_a_default_is_dropped():
 
 
 # -- the command over small projects -------------------------------------------------------------------------------
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(content), encoding="utf-8", newline="")
-    return root
-
-
-def run(args, capsys) -> tuple[int, list[str], str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out.splitlines(), out.err
 
 
 MODEL = """
@@ -533,7 +519,7 @@ def test_a_rename_onto_a_hook_a_lightning_base_defines_is_manual(base, why):
     assert f"{why}" in fixed
 
 
-def test_a_rename_under_plain_callback_stays_safe():
+def test_a_rename_under_plain_callback_is_not_refused():
     source = """
     from pytorch_lightning.callbacks import Callback
 
@@ -541,7 +527,8 @@ def test_a_rename_under_plain_callback_stays_safe():
         def on_batch_end(self, trainer, pl_module):
             self.seen = True
     """
-    assert "def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):" in fix(source)
+    renamed = "def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):"
+    assert renamed in fix(source, unsafe_fixes=True)
 
 
 def test_a_method_of_the_lightning_callback_it_derives_from_is_not_unknown():

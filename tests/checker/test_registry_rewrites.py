@@ -35,10 +35,10 @@ def _signature(source: bytes) -> str | None:
 
 @pytest.mark.parametrize("pattern", registry.PATTERNS, ids=[p.id for p in registry.PATTERNS])
 def test_the_rewrite_of_the_old_signature_is_the_new_signature(pattern):
-    result = check_source(_class_with(pattern).encode(), fix=True)
+    result = check_source(_class_with(pattern).encode(), fix=True, unsafe_fixes=True)
     [finding] = result.findings
     assert pattern.id in finding.pattern_ids
-    if finding.tier != "safe":
+    if finding.tier == "manual":
         # manual: the registry gives no one-to-one rewrite the checker may apply (the stage is a choice)
         assert "manual fix" in result.new_source.decode()
         return
@@ -46,9 +46,13 @@ def test_the_rewrite_of_the_old_signature_is_the_new_signature(pattern):
 
 
 def test_most_patterns_have_a_safe_rewrite():
-    safe = [p.id for p in registry.PATTERNS if check_source(_class_with(p).encode()).findings[0].tier == "safe"]
-    manual = sorted(set(registry.BY_ID) - set(safe))
-    assert manual == [
+    tiers = {p.id: check_source(_class_with(p).encode()).findings[0].tier for p in registry.PATTERNS}
+    # renaming a hook Lightning stopped calling makes its code run again: opt-in only
+    assert sorted(pid for pid, tier in tiers.items() if tier == "unsafe") == [
+        "callback-on-batch-end",
+        "callback-on-batch-start",
+    ]
+    assert sorted(pid for pid, tier in tiers.items() if tier == "manual") == [
         "callback-on-epoch-end",
         "callback-on-epoch-start",
         "module-on-epoch-end",

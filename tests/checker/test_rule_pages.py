@@ -11,7 +11,8 @@ from lightning_migrate.checker import RULES
 
 @pytest.mark.parametrize("code", sorted(RULES))
 def test_rule_example_runs_through_the_command(code):
-    outputs = checker_rules.run_example(code, RULES[code].example, RULES[code].fixable)
+    rule = RULES[code]
+    outputs = checker_rules.run_example(code, rule.example, rule.fixable, rule.example_unsafe)
     assert "example.py:" in outputs["check"] and f" {code} " in outputs["check"]
     assert outputs["check"].endswith("$ echo $?\n1")
     assert "--- a/example.py\n+++ b/example.py" in outputs["diff"]

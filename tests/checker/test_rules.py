@@ -13,6 +13,27 @@ from ._util import codes, fix
 
 URL = docs_url() + "checker/rules/"
 
+#: expected markers too long for one line of this file (each is one comment line of the fixed source)
+RESHAPED = (
+    "# lightning-migrate: LM001 manual fix, the body reads outputs; no caching rewrite: "
+    f"`test_step_end` reshapes each step's output (1.x collected what it returned): {URL}LM001.html"
+)
+UNSAFE_CACHING = (
+    "# lightning-migrate: LM001 unsafe fix, module-side caching: `on_validation_batch_end` collects "
+    "what 1.x passed `outputs` (a subclass outside the checked files that overrides "
+    "`on_validation_batch_end` without `super()` would cache nothing); `--unsafe-fixes` applies it: "
+    f"{URL}LM001.html"
+)
+NO_RELEASE = (
+    "# lightning-migrate: LM002 manual fix, the body reads outputs; no caching rewrite: no release "
+    f"passed it: {URL}LM002.html"
+)
+DEAD_HOOK = (
+    "# lightning-migrate: LM006 unsafe fix, Lightning has not called it since 1.8: renamed to "
+    "`on_train_batch_start`, this code runs again where it has not run; `--unsafe-fixes` applies it: "
+    f"{URL}LM006.html"
+)
+
 # (name, source, expected after --fix, expected codes)
 PAIRS = [
     (
@@ -34,7 +55,7 @@ PAIRS = [
         ["LM001"],
     ),
     (
-        "LM001 manual: outputs read, one marker",
+        "LM001 manual: outputs read, and a step-end hook reshapes them: one marker saying so",
         """
         from pytorch_lightning import LightningModule as Base
 
@@ -45,6 +66,9 @@ PAIRS = [
 
             def test_epoch_end(self, outputs):
                 self.mean = sum(outputs) / len(outputs)
+
+            def test_step_end(self, out):
+                return out.mean()
         """,
         f"""
         from pytorch_lightning import LightningModule as Base
@@ -54,9 +78,32 @@ PAIRS = [
             def helper():
                 return 1
 
-            # lightning-migrate: LM001 manual fix, the body reads outputs: move to module-side caching: {URL}LM001.html
+            {RESHAPED}
             def test_epoch_end(self, outputs):
                 self.mean = sum(outputs) / len(outputs)
+
+            # lightning-migrate: LM005 manual fix, move this work into the step or the batch-end hook: {URL}LM005.html
+            def test_step_end(self, out):
+                return out.mean()
+        """,
+        ["LM001", "LM005"],
+    ),
+    (
+        "LM001 unsafe, not asked for: a marker says what the rewrite does and risks",
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def validation_epoch_end(self, outputs):
+                self.n = len(outputs)
+        """,
+        f"""
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            {UNSAFE_CACHING}
+            def validation_epoch_end(self, outputs):
+                self.n = len(outputs)
         """,
         ["LM001"],
     ),
@@ -109,20 +156,20 @@ PAIRS = [
         ["LM002"],
     ),
     (
-        "LM002 manual: callback reads outputs",
+        "LM002 manual: a callback reads a parameter no release passed",
         """
         from lightning.pytorch import Callback
 
         class C(Callback):
-            def on_predict_epoch_end(self, trainer, pl_module, outputs):
+            def on_validation_epoch_end(self, trainer, pl_module, outputs):
                 self.n = len(outputs)
         """,
         f"""
         from lightning.pytorch import Callback
 
         class C(Callback):
-            # lightning-migrate: LM002 manual fix, the body reads outputs: {URL}LM002.html
-            def on_predict_epoch_end(self, trainer, pl_module, outputs):
+            {NO_RELEASE}
+            def on_validation_epoch_end(self, trainer, pl_module, outputs):
                 self.n = len(outputs)
         """,
         ["LM002"],
@@ -222,7 +269,7 @@ PAIRS = [
         ["LM005"],
     ),
     (
-        "LM006 safe: callback on_batch_start renamed with the new parameters",
+        "LM006 unsafe, not asked for: a dead callback hook is not renamed, the marker says why",
         """
         import lightning
 
@@ -230,11 +277,12 @@ PAIRS = [
             def on_batch_start(self, trainer, pl_module):
                 trainer.x = 1
         """,
-        """
+        f"""
         import lightning
 
         class C(lightning.pytorch.Callback):
-            def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            {DEAD_HOOK}
+            def on_batch_start(self, trainer, pl_module):
                 trainer.x = 1
         """,
         ["LM006"],
@@ -304,7 +352,7 @@ def test_rules_cover_every_registry_pattern():
 @pytest.mark.parametrize("code", sorted(RULES))
 def test_rule_example_is_flagged_and_fixed_clean(code):
     rule = RULES[code]
-    result = check_source(rule.example.encode(), fix=True)
+    result = check_source(rule.example.encode(), fix=True, unsafe_fixes=rule.example_unsafe)
     assert [f.code for f in result.findings] == [code]
     assert result.findings[0].url == URL + f"{code}.html"
     if rule.fixable:
@@ -424,91 +472,3 @@ def test_local_subclass_chain_in_one_file():
             pass
     """
     assert codes(source) == [("LM001", 11, True)]
-
-
-CACHING = """
-import lightning.pytorch as pl
-
-
-class M(pl.LightningModule):
-    def __init__(self):
-        super().__init__()
-        self.layer = None
-
-    def validation_step(self, batch, batch_idx):
-        loss = self(batch).sum()
-        return {"val_loss": loss}  # the output
-
-    def validation_epoch_end(self, outs):
-        \"\"\"Average.\"\"\"
-        self.log("val", sum(o["val_loss"] for o in outs) / len(outs))
-"""
-
-CACHED = """
-import lightning.pytorch as pl
-
-
-class M(pl.LightningModule):
-    def __init__(self):
-        super().__init__()
-        self.validation_step_outputs = []
-        self.layer = None
-
-    def validation_step(self, batch, batch_idx):
-        loss = self(batch).sum()
-        step_output = {"val_loss": loss}
-        self.validation_step_outputs.append(step_output)
-        return step_output  # the output
-
-    def on_validation_epoch_end(self):
-        \"\"\"Average.\"\"\"
-        outs = list(self.validation_step_outputs)
-        self.validation_step_outputs.clear()
-        self.log("val", sum(o["val_loss"] for o in outs) / len(outs))
-"""
-
-
-def test_caching_rewrite_is_opt_in():
-    assert fix(CACHING) != CACHED  # default: a manual marker only
-    assert "lightning-migrate: LM001 manual fix" in fix(CACHING)
-    assert fix(CACHING, rewrite_caching=True) == CACHED
-    assert fix(CACHED, rewrite_caching=True) == CACHED
-
-
-def test_caching_rewrite_keeps_none_outputs_out():
-    source = CACHING.replace('return {"val_loss": loss}  # the output', "return loss if batch_idx else None")
-    fixed = fix(source, rewrite_caching=True)
-    assert "if step_output is not None:\n            self.validation_step_outputs.append(step_output)" in fixed
-
-
-@pytest.mark.parametrize(
-    ("change", "why"),
-    [
-        (
-            (
-                "def validation_step(self, batch, batch_idx):",
-                "def validation_step(self, batch, batch_idx, dataloader_idx=0):",
-            ),
-            "dataloader_idx",
-        ),
-        (("        super().__init__()\n", ""), "no super().__init__()"),
-        (
-            ("loss = self(batch).sum()", "loss = self(batch).sum()\n        if loss is None:\n            return None"),
-            "two returns",
-        ),
-        (("self.layer = None", "self.validation_step_outputs = None"), "cache name taken"),
-    ],
-)
-def test_caching_rewrite_refused_when_not_provable(change, why):
-    source = CACHING.replace(*change)
-    assert source != CACHING, why
-    fixed = fix(source, rewrite_caching=True)
-    assert "validation_step_outputs.append" not in fixed, why
-    assert "lightning-migrate: LM001 manual fix" in fixed, why
-
-
-def test_training_epoch_end_is_never_rewritten_to_caching():
-    source = CACHING.replace("validation", "training")
-    fixed = fix(source, rewrite_caching=True)
-    assert "training_step_outputs" not in fixed
-    assert "lightning-migrate: LM001 manual fix" in fixed

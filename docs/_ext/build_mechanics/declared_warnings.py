@@ -10,6 +10,9 @@ This list is the one place a warning may be declared. Everything that runs code 
   example, also when examples run in the Sphinx process (``-j 1``), and turns Lightning's informational log down;
 - ``tests/test_notebooks.py`` runs the downloaded notebooks in a kernel started with :func:`pythonwarnings`.
 
+A reader's own run has none of these filters: the downloads start with :func:`reader_lines`, which turn down what a
+reader's run would print beside the point (``build_mechanics/reader_downloads.py``).
+
 A warning raised under these filters is an exception (Python's documented ``error`` action), with a traceback
 naming the file and line that raised it, so the example, notebook or probe fails and the build with it. Code that
 shows a warning on purpose catches it with :class:`warnings.catch_warnings` (``record=True`` and
@@ -46,18 +49,33 @@ class Declared:
     witness: str
 
 
-#: Every warning the build accepts. Anything else an example, notebook or probe emits fails the build.
-DECLARED: tuple[Declared, ...] = (
+#: torch's deprecations of APIs that Lightning itself calls: a reader's own run would print them too
+#: (:func:`reader_lines`).
+LIGHTNING_ON_TORCH: tuple[Declared, ...] = (
     Declared(
         message="`isinstance(treespec",
         category="FutureWarning",
         reason=(
-            "Lightning 2.6 calls a torch.utils._pytree API that torch 2.13 deprecates, on every fit; it says nothing "
+            "Lightning calls a torch.utils._pytree API that the pinned torch deprecates, on every fit; it says nothing "
             "about this guide. The one-line fix is Lightning's: lightning/pytorch/utilities/_pytree.py builds its "
             "leaf spec with torch's deprecated LeafSpec()."
         ),
         witness="fit",
     ),
+    Declared(
+        message="torch.distributed.nn.functional.all_gather is deprecated",
+        category="Warning",
+        reason=(
+            "Lightning's all_gather (lightning/fabric/utilities/distributed.py) calls a torch API that the pinned "
+            "torch deprecates; the DDP pages and scenarios gather per-rank caches through it."
+        ),
+        witness="ddp-on-two-processes",
+    ),
+)
+
+#: Every warning the build accepts. Anything else an example, notebook or probe emits fails the build.
+DECLARED: tuple[Declared, ...] = (
+    *LIGHTNING_ON_TORCH,
     *(
         Declared(
             message=f"The '{loader}' does not have many workers",
@@ -106,15 +124,6 @@ DECLARED: tuple[Declared, ...] = (
         witness="ddp-on-two-processes",
     ),
     Declared(
-        message="torch.distributed.nn.functional.all_gather is deprecated",
-        category="Warning",
-        reason=(
-            "Lightning 2.6's all_gather (lightning/fabric/utilities/distributed.py) calls a torch API that torch "
-            "2.13 deprecates; the DDP scenarios gather per-rank caches through it."
-        ),
-        witness="ddp-on-two-processes",
-    ),
-    Declared(
         message="`training_step` returned `None`",
         category="UserWarning",
         reason=(
@@ -134,29 +143,34 @@ def _pattern(message: str) -> str:
     """``message`` as the start of a :func:`warnings.filterwarnings` pattern: its regex metacharacters escaped
     (spaces left as they are, for the reader), for a raw string literal (``message`` holds no double quote)."""
     if '"' in message:
-        raise ValueError(f"declared warning {message!r}: the notebooks' first cell cannot quote a double quote")
+        raise ValueError(f"declared warning {message!r}: the downloads' first cell cannot quote a double quote")
     return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", message)
 
 
-#: The first cell of every downloaded notebook (sphinx-gallery's ``first_notebook_cell``): what the build's examples
-#: ran with, written as a reader would -- the same log level (:func:`quiet_lightning`) and the declared warnings
-#: ignored (:data:`DECLARED`), so the notebook shows what its page shows.
-FIRST_NOTEBOOK_CELL = "\n".join(
-    [
-        "# As on the site: Lightning's informational log (devices found, why fit stopped) turned down, and the",
-        "# warnings the site's build declares beside the point of its examples not shown",
+def reader_lines() -> list[str]:
+    """The lines a downloaded example starts with (``build_mechanics.reader_downloads``), so that a reader's run shows
+    what its page shows: Lightning's informational log turned down (as :func:`quiet_lightning` does), and the
+    declared warnings that a reader's run would print, although they say nothing about the example -- Lightning's
+    tips for larger runs (its ``PossibleUserWarning``: more dataloader workers, a logging interval longer than the
+    epoch) and torch's deprecations of APIs Lightning itself calls (:data:`LIGHTNING_ON_TORCH`).
+    The warnings an example shows on purpose, it catches itself.
+    """
+    loggers = ", ".join(f'"{name}"' for name in LIGHTNING_LOGGERS)
+    return [
         "import logging",
         "import warnings",
         "",
-        "import lightning.pytorch  # Lightning sets its log level to INFO when first imported",
+        "from lightning.pytorch.utilities import disable_possible_user_warnings",
         "",
-        *(f'logging.getLogger("{name}").setLevel(logging.WARNING)' for name in LIGHTNING_LOGGERS),
-        "for message, category in [",
-        *(f'    (r"{_pattern(entry.message)}", {entry.category}),' for entry in DECLARED),
-        "]:",
-        '    warnings.filterwarnings("ignore", message, category)',
+        f"for name in ({loggers}):  # no INFO lines: devices, processes started, why fit stopped",
+        "    logging.getLogger(name).setLevel(logging.WARNING)",
+        "disable_possible_user_warnings()  # Lightning's tips for larger runs: more workers, a longer logging interval",
+        "# torch's deprecations of APIs that Lightning itself calls:",
+        *(
+            f'warnings.filterwarnings("ignore", r"{_pattern(entry.message)}", {entry.category})'
+            for entry in LIGHTNING_ON_TORCH
+        ),
     ]
-)
 
 
 def _check(entry: Declared) -> None:

@@ -15,6 +15,10 @@ and the attribute ``role``; this filter turns those into what Sphinx shows on th
   field ``claims_file``; the wording is read as rST and its own roles are converted like the block's
   (``:claim:`Id```, capitalized, starts a sentence: the wording's first letter is capitalized).
 * Sphinx's default role (single backticks) becomes emphasis, as Sphinx renders it.
+* ``.. recipe-domain:: <recipe id> ...`` (docs/_ext/scenario_matrix.py: the box saying where a recipe holds,
+  rendered from the build's scenario matrix, which a notebook does not have) becomes a paragraph linking each
+  recipe's section of the hosted reference page: ``<html_baseurl>reference/scenarios.html#recipe-<id>``, the id
+  written as Sphinx writes it (``_`` as ``-``).
 * An image given from the site's root (``.. image:: /examples/performance/images/sphx_glr_retained_memory_001.png``,
   a figure the example's own code draws) is shown from the hosted site, where Sphinx copies every image a page
   uses to ``_images/`` under its file name: ``<html_baseurl>_images/sphx_glr_retained_memory_001.png``.
@@ -144,7 +148,29 @@ local function hosted_image(image)
   end
 end
 
+--- pandoc reads an rST directive it does not know as a Div with the directive's name as its class and the
+--- arguments as its content.
+local function recipe_domain(div)
+  if not div.classes:includes("recipe-domain") then
+    return nil
+  end
+  local inlines = pandoc.Inlines({ pandoc.Str("Where this recipe holds, and what to use where it does not:") })
+  local count = 0
+  for id in pandoc.utils.stringify(div.content):gmatch("%S+") do
+    local anchor = "recipe-" .. id:gsub("_", "-")
+    count = count + 1
+    if count > 1 then
+      inlines:insert(pandoc.Str(","))
+    end
+    inlines:insert(pandoc.Space())
+    inlines:insert(pandoc.Link(pandoc.Inlines({ pandoc.Str("the scenario matrix (" .. id .. ")") }),
+      baseurl .. "reference/scenarios.html#" .. anchor))
+  end
+  inlines:insert(pandoc.Str("."))
+  return pandoc.Para(inlines)
+end
+
 return {
   { Meta = read_baseurl },
-  { Code = role, Span = default_role, Image = hosted_image },
+  { Code = role, Span = default_role, Image = hosted_image, Div = recipe_domain },
 }

@@ -76,11 +76,13 @@ def _console(args: list[str], proc: subprocess.CompletedProcess) -> str:
     return f"$ lightning-migrate {shlex.join(args)}\n{proc.stdout}{proc.stderr}$ echo $?\n{proc.returncode}"
 
 
-def run_example(code: str, example: str, fixable: bool = True) -> dict[str, Any]:
+def run_example(code: str, example: str, fixable: bool = True, unsafe: bool = False) -> dict[str, Any]:
     """Run the command on a rule's example: plain, ``--diff``, ``--fix``, and plain again.
 
     A rule without an automatic fix (``fixable`` false, :attr:`Rule.fixable`) must instead leave its marker
-    comment: the finding is still reported after ``--fix``, and a second ``--fix`` changes nothing.
+    comment: the finding is still reported after ``--fix``, and a second ``--fix`` changes nothing. A rule whose
+    example's fix is opt-in (``unsafe``, :attr:`Rule.example_unsafe`) is run with ``--unsafe-fixes`` for ``--diff``
+    and ``--fix``.
 
     Returns:
         ``{"check": console text, "diff": console text}``.
@@ -89,12 +91,13 @@ def run_example(code: str, example: str, fixable: bool = True) -> dict[str, Any]
         ExtensionError: the example is not flagged by rule ``code`` (exit code 1), or ``--fix`` leaves findings
         (a fixable rule), or ``--fix`` does not mark it once (a rule without an automatic fix).
     """
+    opt_in = ["--unsafe-fixes"] if unsafe else []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "example.py").write_text(example, encoding="utf-8")
         check = run_command(["example.py"], folder)
-        diff = run_command(["--diff", "example.py"], folder)
-        fixed = run_command(["--fix", "--quiet", "example.py"], folder)
+        diff = run_command(["--diff", *opt_in, "example.py"], folder)
+        fixed = run_command(["--fix", *opt_in, "--quiet", "example.py"], folder)
         after = run_command(["example.py"], folder)
         again = run_command(["--fix", "example.py"], folder)
         marked = (folder / "example.py").read_text(encoding="utf-8")
@@ -117,7 +120,7 @@ def run_example(code: str, example: str, fixable: bool = True) -> dict[str, Any]
             f"checker rule {code}: its example still has findings after --fix "
             f"(exit {after.returncode}):\n{after.stdout}{after.stderr}"
         )
-    return {"check": _console(["example.py"], check), "diff": _console(["--diff", "example.py"], diff)}
+    return {"check": _console(["example.py"], check), "diff": _console(["--diff", *opt_in, "example.py"], diff)}
 
 
 def _outcome(record: dict[str, Any]) -> str:
@@ -171,7 +174,7 @@ class CheckerRule(SphinxDirective):
             "",
         ]
         if rule.patterns:
-            lines += [f"What {version} does with each old shape, recorded by the probes when this page was built:", ""]
+            lines += [f"What {version} does with each old shape:", ""]
             lines += [".. rst-class:: from-records", ""]  # every sentence of the list is rendered from a record
         else:
             from lightning_migrate import hook_names
@@ -182,8 +185,7 @@ class CheckerRule(SphinxDirective):
                 "checker compares with are recorded from "
                 f"``{recorded['lightning']['distribution']}`` {recorded['lightning']['version']} "
                 f"({len(recorded['LightningModule']['hooks'])} ``LightningModule`` hooks, "
-                f"{len(recorded['Callback']['hooks'])} ``Callback`` hooks; "
-                "``python -m lightning_migrate.hook_names`` records them).",
+                f"{len(recorded['Callback']['hooks'])} ``Callback`` hooks).",
                 "",
             ]
         for pattern_id in rule.patterns:
@@ -220,17 +222,21 @@ class CheckerRule(SphinxDirective):
             "",
             *["   " + line for line in rule.example.splitlines()],
             "",
-            "The checker on this example, run when this page was built:",
+            "What the checker prints for this example, and the fixes it offers:",
             "",
             ".. code-block:: console",
             "",
         ]
-        outputs = run_example(rule.code, rule.example, rule.fixable)
+        outputs = run_example(rule.code, rule.example, rule.fixable, rule.example_unsafe)
         lines += ["   " + line for line in outputs["check"].splitlines()]
         lines += ["", ".. code-block:: console", ""]
         lines += ["   " + line for line in outputs["diff"].splitlines()]
         if rule.fixable:
-            lines += ["", "After ``lightning-migrate --fix example.py`` the checker finds nothing in it (exit code 0)."]
+            option = " --unsafe-fixes" if rule.example_unsafe else ""
+            lines += [
+                "",
+                f"After ``lightning-migrate --fix{option} example.py`` the checker finds nothing in it (exit code 0).",
+            ]
         else:
             lines += ["", "``lightning-migrate --fix example.py`` adds the marker comment once; the finding stays."]
         container = nodes.section()
@@ -240,16 +246,15 @@ class CheckerRule(SphinxDirective):
 
 
 class CheckerRuleTable(SphinxDirective):
-    """``.. checker-rule-table::``: code, title and registry patterns of every rule, linking the rule pages."""
+    """``.. checker-rule-table::``: code and title of every rule, linking the rule pages (which name the old hook
+    shapes each rule covers and their fixes)."""
 
     def run(self) -> list[nodes.Node]:
-        lines = [".. list-table::", "   :header-rows: 1", "   :widths: 10 50 40", "", "   * - Rule", "     - Finds"]
-        lines += ["     - Registry patterns", ""]
+        lines = [".. list-table::", "   :header-rows: 1", "   :widths: 15 85", "", "   * - Rule", "     - Finds", ""]
         for rule in _rules().values():
             lines += [
                 f"   * - :doc:`{rule.code} <rules/{rule.code}>`",
                 f"     - {rule.title}",
-                "     - " + ", ".join(f"``{p}``" for p in rule.patterns),
             ]
         container = nodes.section()
         self.state.nested_parse(StringList(lines, source="<checker rules>"), self.content_offset, container)

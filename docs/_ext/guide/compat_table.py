@@ -1,4 +1,4 @@
-"""Sphinx extension: the compatibility pages, rendered from the data files ``nox -s legacy`` / ``nox -s matrix`` wrote.
+"""Sphinx extension: the compatibility pages, rendered from the data files ``nox -s record`` wrote.
 
 Every cell comes from ``data/compat/<version>.json`` (written by :mod:`lightning_migrate.compat` with that release
 installed); nothing about a release's behaviour is typed here. Directives:
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
@@ -33,32 +34,25 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from lightning_migrate import compat, registry
+from lightning_migrate.records import PROBE_OUTCOMES
 
 logger = logging.getLogger(__name__)
 
-LABELS = {
-    "called": "works",
-    "called_with_warning": "deprecated (warning)",
-    "ignored": "silently ignored",
-}
-
 
 def outcome_label(record: dict[str, Any]) -> str:
-    """The cell text of one probe record: ``works``, ``deprecated (warning)``, ``silently ignored`` or an error."""
+    """The text of one probe record in a list: its outcome's word (:data:`lightning_migrate.records.PROBE_OUTCOMES`:
+    ``works``, ``warns (deprecated)``, ``silently ignored``), or for an error the type raised and when."""
     if record["outcome"] == "error":
         steps = record["training_steps"]
-        return f"error: ``{record['error_type']}`` (during {record['failed_during']}, after {steps} training steps)"
-    return LABELS[record["outcome"]]
-
-
-SHORT_LABELS = {"called": "works", "called_with_warning": "warns (deprecated)", "ignored": "silently ignored"}
+        return f"raises ``{record['error_type']}`` (during {record['failed_during']}, after {steps} training steps)"
+    return PROBE_OUTCOMES[record["outcome"]]
 
 
 def _short_label(record: dict[str, Any]) -> str:
-    """The text of one compatibility-table cell: the outcome, or the error type Lightning raised."""
+    """The text of one compatibility-table cell: the outcome's word, or ``raises`` and the error type."""
     if record["outcome"] == "error":
-        return f"raises {record['error_type']}"
-    return SHORT_LABELS[record["outcome"]]
+        return f"{PROBE_OUTCOMES['error']} {record['error_type']}"
+    return PROBE_OUTCOMES[record["outcome"]]
 
 
 def load_all(directive: SphinxDirective, warn: bool = False) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -73,15 +67,13 @@ def load_all(directive: SphinxDirective, warn: bool = False) -> tuple[dict[str, 
         path = compat.data_path(version)
         if not path.is_file():
             if warn:
-                logger.warning(
-                    f"{path}: missing; run `nox -s legacy` / `nox -s matrix`", location=directive.get_location()
-                )
+                logger.warning(f"{path}: missing; run `nox -s record`", location=directive.get_location())
             continue
         directive.env.note_dependency(str(path))
         item = json.loads(path.read_text(encoding="utf-8"))
         if warn and item.get("matrix_sha256") != matrix["sha256"]:
             logger.warning(
-                f"{path}: written under an older {compat.MATRIX_FILE.name}; re-run its nox session",
+                f"{path}: written under an older {compat.MATRIX_FILE.name}; run `nox -s record`",
                 location=directive.get_location(),
             )
         data[version] = item
@@ -132,7 +124,7 @@ class CompatTable(SphinxDirective):
         ]
         lines.append("   * - Old pattern (each outcome links to its fix)")
         for version in versions:
-            own = " (this build)" if version == built_with else ""
+            own = " (the examples' release)" if version == built_with else ""
             lines.append(f"     - {_version_header(version, data[version])}{own}")
         for pattern in registry.PATTERNS:
             lines.append(f"   * - ``{pattern.owner}.{pattern.old_signature}``")
@@ -163,14 +155,26 @@ class CompatTable(SphinxDirective):
 
 
 class CompatReceived(SphinxDirective):
-    """``.. compat-received:: <version>`` -- what the old hooks received on one release, and the warnings."""
+    """``.. compat-received:: [<version>]`` -- what the old hooks received on one release, and the warnings.
 
-    required_arguments = 1
+    Without a version: the newest declared release on which none of the ``:patterns:`` was removed yet
+    (:func:`lightning_migrate.compat.newest_release_before_removal`), so the page types no release number.
+    """
+
+    optional_arguments = 1
     option_spec = {"patterns": directives.unchanged_required, "brief": directives.flag}
 
     def run(self) -> list[nodes.Node]:
-        _, data = load_all(self)
-        version = self.arguments[0]
+        matrix, data = load_all(self)
+        self.env.note_dependency(registry.__file__)
+        try:
+            version = (
+                self.arguments[0]
+                if self.arguments
+                else compat.newest_release_before_removal(self.options["patterns"].split(), matrix)
+            )
+        except (KeyError, ValueError) as error:
+            raise self.error(str(error)) from None
         if version not in data:
             raise self.error(f"no data file for {version}")
         records = _records(data[version])
@@ -208,7 +212,8 @@ class CompatReceived(SphinxDirective):
     def _brief(self, version: str, data: dict[str, Any], records: dict[str, dict[str, Any]]) -> list[str]:
         """With ``:brief:``: one table row per pattern -- its outcome, calls, training steps, entries received."""
         release = f"{data['probes']['lightning']['distribution']} {version}"
-        lines = [".. list-table::", "   :header-rows: 1", "", "   * - Old hook", f"     - On {release}"]
+        lines = [".. list-table::", "   :header-rows: 1", "   :class: stack-on-phone", "", "   * - Old hook"]
+        lines.append(f"     - On {release}")
         lines += ["     - Calls", "     - Training steps", "     - ``outputs`` at its first call"]
         for pattern_id in self.options["patterns"].split():
             pattern = registry.get(pattern_id)
@@ -241,7 +246,7 @@ class CompatEquivalence(SphinxDirective):
             raise self.error(f"no data file for the reference release {reference_version}")
         reference = data[reference_version]["equivalence"]["variants"]["old"]
         names = {"old": "training_epoch_end(outputs)", "callback": "callback-side", "module": "module-side"}
-        lines = [".. list-table::", "   :header-rows: 1", ""]
+        lines = [".. list-table::", "   :header-rows: 1", "   :class: stack-on-phone", ""]
         epochs = len(reference)
         lines.append("   * - Release")
         lines.append("     - Variant")
@@ -259,16 +264,36 @@ class CompatEquivalence(SphinxDirective):
         return self.parse_text_to_nodes("\n".join(lines))
 
 
+def example_page(app: Any, script: str) -> str:
+    """The docname of the gallery page of ``script`` (a path from the repository root, ``gallery/core/x.py``), by
+    sphinx-gallery's ``examples_dirs`` and ``gallery_dirs``.
+
+    Raises:
+        ValueError: ``script`` is in no gallery directory.
+    """
+    conf = app.config.sphinx_gallery_conf
+    path = (compat.ROOT / script).resolve()
+    for source, target in zip(conf["examples_dirs"], conf["gallery_dirs"], strict=True):
+        root = (Path(app.srcdir) / source).resolve()
+        if path.is_relative_to(root):
+            return f"{target}/{path.relative_to(root).with_suffix('').as_posix()}"
+    raise ValueError(f"{script} is in no gallery directory")
+
+
 class CompatExamples(SphinxDirective):
     """``.. compat-examples::`` -- replacement example x ``[matrix]`` release: passed or failed."""
 
     def run(self) -> list[nodes.Node]:
         matrix, data = load_all(self)
         versions = [v for v, entry in matrix["versions"].items() if entry["group"] == "matrix" and v in data]
-        lines = [".. list-table::", "   :header-rows: 1", "", "   * - Example"]
+        lines = [".. list-table::", "   :header-rows: 1", "   :class: stack-on-phone", "", "   * - Example"]
         lines += [f"     - {_version_header(v, data[v])}" for v in versions]
         for script in matrix["scripts"]:
-            lines.append(f"   * - ``{script}``")
+            try:
+                page = example_page(self.env.app, script)
+            except ValueError as err:
+                raise self.error(f"{compat.MATRIX_FILE}: {err}") from None
+            lines.append(f"   * - :doc:`/{page}`")
             for version in versions:
                 runs = {ex["script"]: ex for ex in data[version].get("examples", [])}
                 ex = runs.get(script)

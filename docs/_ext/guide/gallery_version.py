@@ -1,22 +1,28 @@
-"""Sphinx extension: every executed gallery page says which Lightning produced the output it shows.
+"""Sphinx extension: every executed gallery page says which Lightning produced its output, and what to install to
+run it.
 
 sphinx-gallery reuses an example's captured output until the example's file changes, so the Lightning release
 that produced a page's output is not necessarily the one installed for this build. The truth is in the output
 itself: every example prints ``Lightning X.Y.Z`` near its top (a house rule the tests check). At ``source-read``
 this extension finds that line in the captured output of each generated example page and inserts, just before the
-download buttons, a note naming that release (and saying so when it differs from the installed one).
+download buttons, a note naming that release (and saying so when it differs from the installed one), and the
+``pip install`` line of the packages the script imports, at the versions ``requirements.txt`` pins
+(:func:`build_mechanics.reader_downloads.install_line`, the line the downloads start with too).
 
 A page that shows captured output without a ``Lightning X.Y.Z`` line gets a build warning naming its script
-(``-W`` makes it an error). A page without captured output (the example was not executed, e.g. while iterating
-with ``sphinx_gallery_conf.filename_pattern``) is left alone.
+(``-W`` makes it an error), and so does a script that imports a package ``requirements.txt`` does not pin. A page
+without captured output (the example was not executed, e.g. while iterating with
+``sphinx_gallery_conf.filename_pattern``) is left alone.
 """
 
 from __future__ import annotations
 
 import re
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
+from build_mechanics.reader_downloads import REQUIREMENTS, install_line
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
@@ -26,6 +32,8 @@ logger = logging.getLogger(__name__)
 OUTPUT_BLOCK = re.compile(r"^\.\. rst-class:: sphx-glr-script-out\n\n(?P<body>(?:[ \t]+.*\n|\n)+)", re.M)
 VERSION_LINE = re.compile(r"^\s+Lightning (?P<version>\d+\.\d+\S*)\s*$", re.M)
 DOWNLOAD_LABEL = re.compile(r"^\.\. _sphx_glr_download_", re.M)
+#: What a reader adds to run the downloaded notebook.
+NOTEBOOK_FRONT_END = "jupyterlab"
 
 
 def installed_lightning() -> str:
@@ -36,11 +44,14 @@ def installed_lightning() -> str:
         return "absent"
 
 
-def version_note(source: str) -> str | None:
+def version_note(source: str, script: str = "") -> str | None:
     """The rST note for one generated gallery page, or ``None`` when the page shows no captured output.
 
+    ``script`` is the example's Python source: the note ends with its :func:`install_line`.
+
     Raises:
-        LookupError: the page shows captured output, but no ``Lightning X.Y.Z`` line in it.
+        LookupError: the page shows captured output, but no ``Lightning X.Y.Z`` line in it; or the script imports
+            a package ``requirements.txt`` does not pin.
     """
     outputs = [match["body"] for match in OUTPUT_BLOCK.finditer(source)]
     if not outputs:
@@ -51,12 +62,20 @@ def version_note(source: str) -> str | None:
             version = found["version"]
             break
     else:
-        raise LookupError("its captured output has no 'Lightning X.Y.Z' line")
+        raise LookupError("its captured output has no 'Lightning X.Y.Z' line (print it near the top of the script)")
     installed = installed_lightning()
-    note = f"The output on this page was produced by Lightning {version} when the example ran."
+    note = f"The output on this page is what Lightning {version} printed when the example ran."
     if version != installed:
-        note += f" This build has Lightning {installed} installed: the output was reused from an earlier build."
-    return f".. rst-class:: lightning-version\n\n{note}\n\n"
+        note += f" The site now runs Lightning {installed}: this output is from an earlier run."
+    text = f".. rst-class:: lightning-version\n\n{note}\n\n"
+    if script:
+        command = install_line(script, REQUIREMENTS.read_text(encoding="utf-8"))
+        text += (
+            ".. rst-class:: example-install\n\n"
+            f"To run it yourself, download it below and install what it runs on (add ``{NOTEBOOK_FRONT_END}`` "
+            f"for the notebook):\n\n.. code-block:: console\n\n   $ {command}\n\n"
+        )
+    return text
 
 
 def _on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
@@ -65,10 +84,12 @@ def _on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
         gallery_dirs = [gallery_dirs]
     if not any(docname.startswith(f"{d}/") for d in gallery_dirs) or "sphx_glr_download_" not in source[0]:
         return
+    script = Path(app.srcdir, docname).with_suffix(".py")
+    app.env.note_dependency(str(REQUIREMENTS))
     try:
-        note = version_note(source[0])
+        note = version_note(source[0], script.read_text(encoding="utf-8") if script.is_file() else "")
     except LookupError as err:
-        logger.warning("gallery page %s: %s (print it near the top of the script)", docname, err, location=docname)
+        logger.warning("gallery page %s: %s", docname, err, location=docname)
         return
     if note is None:
         return

@@ -6,9 +6,11 @@ sphinx-gallery's examples and is waited for at ``env-get-outdated``, before Sphi
 
 The records live in one file, :data:`RECORDS` in the build's doctree directory; :data:`KEY` beside it holds the
 :func:`cache_key` of the sources and versions they were made from. A build re-runs the probes when that key
-differs or when it is a CI build (``CI=true``: in CI the probes count as executing examples). The probes write to
-a temporary file; it replaces :data:`RECORDS` (:func:`os.replace`, atomic) only when its content differs, so the
-file's modification time changes exactly when what the pages state may have changed.
+differs or when it is a CI build (``CI=true``: in CI the probes count as executing examples); in a test run, a
+build takes the records an earlier build of the same run made from the same inputs (``build_mechanics.run_cache``).
+The probes write to a temporary file; it replaces :data:`RECORDS` (atomically,
+:func:`lightning_migrate.records.write_atomic`) only when its content differs, so the file's modification time
+changes exactly when what the pages state may have changed.
 
 Every page that reads the records depends on that file: :func:`records` notes it as a dependency of the page being
 read, and the directives of ``reference_table`` and ``symptom_index`` note it too. Sphinx compares dependency times
@@ -22,21 +24,24 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from build_mechanics import run_cache
 from build_mechanics.execution_mode import forced_execution
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
+from lightning_migrate.records import write_atomic
+
 logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[3]
 SRC = ROOT / "src"
+EXTENSIONS = ROOT / "docs" / "_ext"
 PACKAGE = SRC / "lightning_migrate"
 REGISTRY_FILE = Path("src") / "lightning_migrate" / "registry.py"
 #: File names, in the build's doctree directory, of the records and of the key they were made with.
@@ -62,37 +67,50 @@ def cache_key() -> str:
 
 @dataclass
 class ProbeRun:
-    """A running probe process (:func:`start_probes`): where it writes, and the files its output and errors go to."""
+    """A probe run (:func:`start_probes`): its process (``None`` when this test run's earlier build made the same
+    records), where it writes, and the files its output, errors and imported distributions go to."""
 
-    process: subprocess.Popen
+    process: subprocess.Popen | None
     output: Path
     log: Path
     errors: Path
+    environment: Path
+    key: str
 
 
-def start_probes(output: Path) -> ProbeRun:
+def start_probes(output: Path, key: str | None = None) -> ProbeRun:
     """Start ``python -m lightning_migrate.probes`` (this interpreter, ``src`` on its path) writing JSON to ``output``.
 
     Its standard output goes to ``output`` with the suffix ``.log``, its standard error to the suffix
     ``.stderr``. It inherits this process's environment, so the warning filters ``conf.py`` puts in
     ``PYTHONWARNINGS`` (``docs/_ext/build_mechanics/declared_warnings.py``). :func:`finish_probes` waits for it.
+    When an earlier build of this test run made records with the same inputs (``key``, default :func:`cache_key`;
+    ``build_mechanics.run_cache``), ``output`` gets those and no process starts.
     """
+    key = key or cache_key()
     output.parent.mkdir(parents=True, exist_ok=True)
     log, errors = output.with_suffix(".log"), output.with_suffix(".stderr")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
-    command = [sys.executable, "-m", "lightning_migrate.probes", "--output", str(output)]
+    environment = output.with_suffix(".environment.json")
+    if run_cache.lookup("probe-records", key, output):
+        return ProbeRun(None, output, log, errors, environment, key)
+    path = [str(SRC), str(EXTENSIONS), os.environ.get("PYTHONPATH")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, path)))
+    command = run_cache.run_command("lightning_migrate.probes", "--output", str(output), environment=environment)
     with log.open("wb") as sink, errors.open("wb") as error_sink:
         process = subprocess.Popen(command, stdout=sink, stderr=error_sink, env=env)
-    return ProbeRun(process, output, log, errors)
+    return ProbeRun(process, output, log, errors, environment, key)
 
 
 def finish_probes(run: ProbeRun) -> None:
-    """Wait for the probe process started by :func:`start_probes`.
+    """Wait for the probe process started by :func:`start_probes` (nothing to wait for when its records were this
+    test run's); keep what it recorded for later builds of this test run.
 
     Raises:
         ExtensionError: the probe process failed, or wrote to its standard error (a warning, a log record): the
             message carries the end of what it wrote there (a traceback names the file and line).
     """
+    if run.process is None:
+        return
     code = run.process.wait()
     errors = run.errors.read_text(encoding="utf-8", errors="replace") if run.errors.exists() else ""
     if code != 0 or errors.strip():
@@ -100,11 +118,7 @@ def finish_probes(run: ProbeRun) -> None:
         tail = "\n".join(text.splitlines()[-30:])
         what = f"failed (exit code {code})" if code != 0 else "wrote to standard error"
         raise ExtensionError(f"the Lightning probes {what} (src/lightning_migrate/probes.py):\n{tail}")
-
-
-def run_probes(output: Path) -> None:
-    """Run every probe in a separate process and write its JSON to ``output`` (:func:`start_probes`, then wait)."""
-    finish_probes(start_probes(output))
+    run_cache.store("probe-records", run.key, run.output, run.environment)
 
 
 def records_path(app: Sphinx) -> Path:
@@ -120,8 +134,12 @@ def _start(app: Sphinx, config: Any) -> None:
     current = path.exists() and key_file.exists() and key_file.read_text(encoding="utf-8") == key
     app._probe_run = None  # type: ignore[attr-defined]
     if forced_execution() or not current:
-        logger.info("running the Lightning probes (src/lightning_migrate/probes.py) ...")
-        app._probe_run = (start_probes(path.with_name(RECORDS + ".new")), key)  # type: ignore[attr-defined]
+        run = start_probes(path.with_name(RECORDS + ".new"), key)
+        if run.process is None:
+            logger.info("probe records: made by an earlier build of this test run from the same inputs")
+        else:
+            logger.info("running the Lightning probes (src/lightning_migrate/probes.py) ...")
+        app._probe_run = (run, key)  # type: ignore[attr-defined]
 
 
 def _on_builder_inited(app: Sphinx) -> None:
@@ -137,11 +155,8 @@ def _finish(app: Sphinx) -> bool:
     run, key = started
     finish_probes(run)
     path = records_path(app)
-    changed = not path.exists() or path.read_bytes() != run.output.read_bytes()
-    if changed:
-        os.replace(run.output, path)
-    else:
-        run.output.unlink()
+    changed = write_atomic(path, run.output.read_bytes())
+    run.output.unlink()
     path.with_name(KEY).write_text(key, encoding="utf-8")
     app._probe_records_cache = None  # type: ignore[attr-defined]
     return changed

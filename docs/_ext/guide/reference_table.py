@@ -127,7 +127,7 @@ class OldHooksTable(SphinxDirective):
             raise ExtensionError("old-hooks-table needs the probe_records extension (conf.py: extensions)")
         self.env.note_dependency(records_path)  # re-read this page whenever the probes produce new records
 
-        table = nodes.table(classes=["old-hooks-table"])
+        table = nodes.table(classes=["old-hooks-table", "stack-on-phone"])  # build_mechanics/phone_tables.py
         group = nodes.tgroup(cols=len(COLUMNS))
         table += group
         for _, width in COLUMNS:
@@ -231,8 +231,8 @@ def _fill_environment(app: Sphinx, doctree: nodes.document) -> None:
             continue
         document = probe_records.records(app)
         text = (
-            f"Recorded when this site was built: {_release(document)}, "
-            f"torch {document['torch']}, Python {document['python']}."
+            f"The third column is what {_release(document)} did when each old shape ran on it "
+            f"(with torch {document['torch']}, Python {document['python']})."
         )
         placeholder.replace_self(nodes.paragraph(text=text, classes=["probe-environment"]))
 
@@ -249,7 +249,7 @@ class OldHooksSummary(SphinxDirective):
 
 
 def _release(document: dict[str, Any]) -> str:
-    """``"Lightning 2.6.6"`` (or ``"pytorch-lightning 1.9.5"``) from a probe document."""
+    """``"Lightning X.Y.Z"`` (or ``"pytorch-lightning X.Y.Z"``) from a probe document."""
     lightning = document["lightning"]
     name = "Lightning" if lightning["distribution"] == "lightning" else lightning["distribution"]
     return f"{name} {lightning['version']}"
@@ -258,7 +258,7 @@ def _release(document: dict[str, Any]) -> str:
 def summary(document: dict[str, Any]) -> str:
     """A sentence counting the probe outcomes of ``document`` (the JSON :func:`probe_records.records` returns).
 
-    "Lightning 2.6.6, the release this site was built with, stops 9 of the 14 old hook shapes with an error
+    "Lightning X.Y.Z, the release the examples run on, stops 9 of the 14 old hook shapes with an error
     (4 of them only after training has started) and silently never calls the other 5." -- with the counts and
     version of the records, never typed.
     """
@@ -268,8 +268,8 @@ def summary(document: dict[str, Any]) -> str:
     ignored = [r for r in found if r["outcome"] == "ignored"]
     called = [r for r in found if r["outcome"] in ("called", "called_with_warning")]
     parts = [
-        f"{_release(document)}, the release this site was "
-        f"built with, stops {len(errors)} of the {len(found)} old hook shapes with an error"
+        f"{_release(document)}, the release the examples run on, "
+        f"stops {len(errors)} of the {len(found)} old hook shapes with an error"
     ]
     if late:
         parts.append(f" ({len(late)} of them only after training has started)")

@@ -6,13 +6,22 @@ the gallery examples; at ``env-before-read-docs`` the build waits for it. A cell
 
 The results live in one stable file, ``<doctreedir>/scenario-matrix.json``, written atomically by the matrix
 process and re-used by a later build only when nothing it depends on changed (the matrix file, the harness, every
-recipe page, the installed Lightning and torch -- their hash is stored beside it) and the build is not a CI build
-(``CI=true`` always runs it). The page that renders it notes a dependency on that file, so it is re-read whenever
-the results change.
+recipe page, the checker when a recipe runs its rewrite, the installed Lightning, torch and covertable -- their
+hash is stored beside it) and the build is not a CI build (``CI=true`` always runs it; in a test run, a build takes
+the results an earlier build of the same run made from the same inputs: ``build_mechanics.run_cache``). The
+generated covering set is kept in the doctree folder too, by a key of what it depends on. The pages that render
+results note a dependency on the results file, so they are re-read whenever the results change.
 
-``.. scenario-matrix::`` renders the grid (scenario x recipe), then every cell that does not hold, with the
-captured detail, the declared reason and the page that shows the variant that holds, and the cells that do not
-apply, with their reasons.
+* ``.. scenario-matrix::`` renders the reference page: a summary table of the recipes, one section per recipe
+  (its domain, the cells that do not hold and why), the axes with the source of each value, the values that
+  cannot combine, and the named scenarios.
+* ``.. recipe-domain:: <recipe id> [<recipe id> ...]`` renders the box a recipe's page shows before the reader
+  copies it: what the recipe works with (proven by this build's cells), what not, and the page to use instead.
+  In a downloaded notebook (pandoc, ``docs/_ext/notebook_links.lua``) the box becomes a link to the recipe's
+  section of the reference page.
+
+Config values: ``scenario_matrix_file`` (the matrix file) and ``scenario_matrix_root`` (the tree whose pages the
+recipes are taken from); both default to this project's.
 """
 
 from __future__ import annotations
@@ -20,14 +29,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from build_mechanics import run_cache
 from build_mechanics.execution_mode import forced_execution
 from docutils import nodes
+from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
@@ -40,6 +51,9 @@ logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS = "scenario-matrix.json"
 SYMBOLS = {"holds": "✓", "differs": "≠", "raises": "✗", "not applicable": "·"}
+#: How a source that is not a URL is linked: "Lightning #NNNN" and "owner/repo #NNNN" (GitHub redirects an issue
+#: number to its pull request when it is one).
+ISSUE = re.compile(r"^(?:(Lightning)|([\w.-]+/[\w.-]+)) #(\d+)$")
 
 
 def _installed(name: str) -> str:
@@ -49,14 +63,25 @@ def _installed(name: str) -> str:
         return "absent"
 
 
-def inputs_key() -> str:
+def _matrix_file(app: Sphinx) -> Path:
+    return Path(app.config.scenario_matrix_file or scenarios.MATRIX_FILE)
+
+
+def _root(app: Sphinx) -> Path:
+    return Path(app.config.scenario_matrix_root or ROOT)
+
+
+def inputs_key(matrix_file: Path = scenarios.MATRIX_FILE, root: Path = ROOT) -> str:
     """Hash of everything the matrix's results depend on (see the module docstring)."""
     digest = hashlib.sha256()
-    _, recipes = scenarios.load_matrix()
-    files = [scenarios.MATRIX_FILE, Path(scenarios.__file__), *(ROOT / r.page for r in recipes)]
+    space = scenarios.load_space(matrix_file)
+    package = Path(scenarios.__file__).parent
+    files = [matrix_file, *sorted(package.glob("*.py")), *sorted({root / r.page for r in space.recipes})]
+    if any(r.transform for r in space.recipes):  # the code that runs is what the checker's rewrite makes
+        files += sorted((package.parent / "checker").rglob("*.py"))
     for path in files:
-        digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
-    for dist in ("lightning", "torch"):
+        digest.update(path.name.encode() + path.read_bytes())
+    for dist in ("lightning", "torch", "covertable"):
         digest.update(f"{dist}={_installed(dist)}".encode())
     return digest.hexdigest()
 
@@ -68,20 +93,28 @@ def _paths(app: Sphinx) -> tuple[Path, Path, Path]:
 
 def _on_builder_inited(app: Sphinx) -> None:
     results, key_file, log = _paths(app)
+    matrix_file, root = _matrix_file(app), _root(app)
     try:
-        key = inputs_key()
-    except scenarios.MatrixError as error:
+        key = inputs_key(matrix_file, root)
+    except (scenarios.MatrixError, OSError) as error:
         raise ExtensionError(str(error)) from None
     app.env.scenario_matrix_results = str(results)  # type: ignore[attr-defined]
     if not forced_execution() and results.exists() and key_file.exists() and key_file.read_text() == key:
         return
     results.parent.mkdir(parents=True, exist_ok=True)
+    if run_cache.lookup("scenario-matrix", key, results):
+        key_file.write_text(key, encoding="utf-8")
+        logger.info("scenario matrix: run by an earlier build of this test run from the same inputs")
+        return
     logger.info("running the scenario matrix (data/scenarios.toml) ...")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    path = [str(ROOT / "src"), str(ROOT / "docs" / "_ext"), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+    environment = results.with_suffix(".environment.json")
+    args = ["--output", str(results), "--matrix", str(matrix_file), "--root", str(root), "--cache", str(results.parent)]
     with log.open("w", encoding="utf-8") as handle:
         process = subprocess.Popen(
-            [sys.executable, "-m", "lightning_migrate.scenarios", "--output", str(results)],
-            cwd=ROOT,
+            run_cache.run_command("lightning_migrate.scenarios", *args, environment=environment),
+            cwd=root,
             env=env,
             stdout=handle,
             stderr=subprocess.STDOUT,
@@ -102,11 +135,14 @@ def _finish(app: Sphinx, *args: Any) -> None:
         lines = [line.removeprefix("scenario matrix: ") for line in text.splitlines() if " × " in line]
         detail = "\n".join(f"  {line}" for line in lines) or "\n".join(text.splitlines()[-30:])
         raise ExtensionError(
-            f"the scenario matrix failed (data/scenarios.toml, src/lightning_migrate/scenarios.py; "
+            f"the scenario matrix failed (data/scenarios.toml, src/lightning_migrate/scenarios/; "
             f"exit code {code}):\n{detail}"
         )
     key_file.write_text(key, encoding="utf-8")
-    logger.info(text.strip().splitlines()[-1] if text.strip() else "scenario matrix: done")
+    results = key_file.with_name(RESULTS)
+    run_cache.store("scenario-matrix", key, results, results.with_suffix(".environment.json"))
+    summary = [line for line in text.splitlines() if line.startswith("scenario matrix: ")]
+    logger.info(summary[-1] if summary else "scenario matrix: done")
 
 
 def matrix_results(app: Sphinx) -> dict[str, Any]:
@@ -115,80 +151,263 @@ def matrix_results(app: Sphinx) -> dict[str, Any]:
     return json.loads(Path(app.env.scenario_matrix_results).read_text(encoding="utf-8"))  # type: ignore[attr-defined]
 
 
+def recipe_anchor(recipe_id: str) -> str:
+    """The HTML id of a recipe's section on the reference page (``notebook_links.lua`` builds the same)."""
+    return "recipe-" + recipe_id.replace("_", "-")
+
+
+def source_link(source: str) -> str:
+    """An rST link for a value's source: a URL, or an issue of Lightning or of another GitHub repository."""
+    if source.startswith(("http://", "https://")):
+        return f"`docs <{source}>`__"
+    match = ISSUE.match(source)
+    if match:
+        repo = "Lightning-AI/pytorch-lightning" if match[1] else match[2]
+        return f"`{source} <https://github.com/{repo}/issues/{match[3]}>`__"
+    return source
+
+
+def _sources(text: str) -> str:
+    return ", ".join(source_link(part.strip()) for part in text.split(";"))
+
+
+class Results:
+    """The results document, indexed for rendering."""
+
+    def __init__(self, document: dict[str, Any]):
+        self.document = document
+        self.recipes = {r["id"]: r for r in document["recipes"]}
+        self.scenarios = {s["id"]: s for s in document["scenarios"]}
+        self.axes = {a["id"]: a for a in document["axes"]}
+        self.labels = {a["id"]: {v["id"]: v["label"] for v in a["values"]} for a in document["axes"]}
+
+    def cells(self, recipe_id: str) -> list[dict[str, Any]]:
+        return [c for c in self.document["cells"] if c["recipe"] == recipe_id]
+
+    def proven(self, recipe_id: str, stage_axes: list[str]) -> dict[str, dict[str, int]]:
+        """``{axis: {value: cells that held with it}}`` for ``recipe_id``."""
+        counts: dict[str, dict[str, int]] = {axis: {} for axis in stage_axes}
+        for cell in self.cells(recipe_id):
+            if cell["outcome"] != "holds":
+                continue
+            values = self.scenarios[cell["scenario"]]["values"]
+            for axis in stage_axes:
+                counts[axis][values[axis]] = counts[axis].get(values[axis], 0) + 1
+        return counts
+
+    def runs(self, recipe_id: str) -> set[str]:
+        """The values of the calls axis that run the stage of ``recipe_id`` (as the matrix file declares them)."""
+        return set(self.document["stage_calls"].get(self.recipes[recipe_id]["stage"], ()))
+
+    def stage_axes(self, recipe_id: str) -> list[str]:
+        """The axes that can change what ``recipe_id`` computes (an axis's ``stages``)."""
+        stage = self.recipes[recipe_id]["stage"]
+        return [a["id"] for a in self.document["axes"] if stage in a["stages"]]
+
+
+def _docname(page: str) -> str | None:
+    """The docname of a recipe's page: ``gallery/core/x.py`` -> ``examples/core/x`` (where sphinx-gallery puts a
+    gallery script's page), ``docs/x.md`` -> ``x``; ``None`` for a file that is not a page (``data/rewrites/``)."""
+    if page.startswith("docs/"):
+        return str(Path(page).relative_to("docs").with_suffix(""))
+    if page.startswith("gallery/"):
+        return "examples/" + page.removeprefix("gallery/").removesuffix(".py")
+    return None
+
+
+def _recipe_link(recipe: dict[str, Any]) -> str:
+    docname = _docname(recipe["page"])
+    return f":doc:`{recipe['title']} </{docname}>`" if docname else f"{recipe['title']} (``{recipe['page']}``)"
+
+
+def domain_lines(results: Results, recipe_id: str, indent: str = "") -> list[str]:
+    """rST lines of a recipe's domain: what it works with (proven by this build's cells), what not and why."""
+    recipe = results.recipes[recipe_id]
+    axes = results.stage_axes(recipe_id)
+    proven = results.proven(recipe_id, axes)
+    outside = {(o["axis"], v): o for o in recipe["outside"] for v in o["values"]}
+    held = sum(c["outcome"] == "holds" for c in results.cells(recipe_id))
+    lines = [f"{indent}**Works with** (checked by {held} cells of this build that hold):", ""]
+    for axis in axes:
+        relevant = [
+            v["id"] for v in results.axes[axis]["values"] if axis != "calls" or v["id"] in results.runs(recipe_id)
+        ]
+        inside = [v for v in relevant if (axis, v) not in outside]
+        missing = [v for v in inside if not proven[axis].get(v)]
+        if not inside:
+            continue
+        shown = "every value" if inside == relevant else ", ".join(results.labels[axis][v] for v in inside)
+        gap = f" (not run in this build: {', '.join(results.labels[axis][v] for v in missing)})" if missing else ""
+        lines.append(f"{indent}- {results.axes[axis]['title']}: {shown}{gap}")
+    lines.append("")
+    if recipe["outside"]:
+        lines += [f"{indent}**Not with**, and what to use instead:", ""]
+        for entry in recipe["outside"]:
+            labels = ", ".join(results.labels[entry["axis"]][v] for v in entry["values"])
+            title = results.axes[entry["axis"]]["title"]
+            lines.append(f"{indent}- {title}: {labels} -- {entry['reason'].rstrip('.')}. Use :doc:`/{entry['see']}`.")
+        lines.append("")
+    return lines
+
+
 class ScenarioMatrix(SphinxDirective):
-    """``.. scenario-matrix::``: the grid, the cells that do not hold, and the cells that do not apply."""
+    """``.. scenario-matrix::``: the reference page of the matrix (see the module docstring). Its sections are
+    rST sections (``-`` and ``~`` underlines, below the page title), each recipe's with the label
+    ``recipe-<id>``."""
 
     def run(self) -> list[nodes.Node]:
         document = matrix_results(self.env.app)
         self.env.note_dependency(self.env.scenario_matrix_results)  # type: ignore[attr-defined]
-        self.env.note_dependency(str(scenarios.MATRIX_FILE))
-        recipes = {r["id"]: r for r in document["recipes"]}
-        cells = {(c["recipe"], c["scenario"]): c for c in document["cells"]}
-        counts = {o: sum(c["outcome"] == o for c in document["cells"]) for o in scenarios.OUTCOMES}
-        numbers = {scenario["id"]: number for number, scenario in enumerate(document["scenarios"], 1)}
-        lines = [
-            f"Run on Lightning {document['lightning']} (torch {document['torch']}) by this build: "
-            f"{len(document['cells'])} cells in {document['seconds']:.1f} s -- {counts['holds']} hold, "
-            f"{counts['differs']} differ, {counts['raises']} raise, {counts['not applicable']} do not apply.",
-        ]
-        lines += [
-            "",
-            ".. list-table:: Recipe (row) in scenario (column): "
-            + ", ".join(f"{symbol} {outcome}" for outcome, symbol in SYMBOLS.items()),
-            "   :header-rows: 1",
-            "   :stub-columns: 1",
-            "   :class: scenario-matrix",
-            "",
-            "   * - Recipe",
-        ]
-        lines += [f"     - {numbers[s['id']]}" for s in document["scenarios"]]
-        for rid, recipe in recipes.items():
-            lines.append(f"   * - :doc:`{recipe['title']} </{_docname(recipe['page'])}>`")
-            lines += [f"     - {SYMBOLS[cells[(rid, s['id'])]['outcome']]}" for s in document["scenarios"]]
-        lines += ["", ".. rubric:: Scenarios", ""]
-        lines += [f"{numbers[s['id']]}. {s['title']}" for s in document["scenarios"]]
-        titles = {s["id"]: s["title"] for s in document["scenarios"]}
-        not_holding = [c for c in document["cells"] if c["outcome"] in ("differs", "raises")]
-        lines += ["", ".. rubric:: Where a recipe does not hold, and the variant that does", ""]
-        if not not_holding:
-            lines.append("Every recipe holds in every scenario that applies to it.")
-        for cell in not_holding:
-            recipe = recipes[cell["recipe"]]
-            expectation = recipe["expect"].get(cell["scenario"], {})
-            number = numbers[cell["scenario"]]
-            lines += ["- .. rst-class:: from-records", ""]  # the cell as the run recorded it; its reason follows
-            lines.append(f"  **{recipe['title']}** in *{number}. {titles[cell['scenario']]}* {cell['outcome']}:")
+        self.env.note_dependency(str(_matrix_file(self.env.app)))
+        results = Results(document)
+        lines = summary_lines(results)
+        lines += ["Each recipe's domain", "--------------------", ""]
+        for rid in results.recipes:
+            lines += recipe_lines(results, rid)
+        lines += space_lines(results)
+        return self.parse_text_to_nodes("\n".join(lines), allow_section_headings=True)
+
+
+def summary_lines(results: Results) -> list[str]:
+    document = results.document
+    cells = document["cells"]
+    counts = {o: sum(c["outcome"] == o for c in cells) for o in scenarios.OUTCOMES}
+    named = [s for s in document["scenarios"] if not s["generated"]]
+    values = sum(len(a["values"]) for a in document["axes"])
+    lines = [
+        f"Run on Lightning {document['lightning']} (torch {document['torch']}) by this build: {len(cells)} cells "
+        f"in {document['seconds']:.0f} s on {document['jobs']} processes -- {counts['holds']} hold, "
+        f"{counts['differs']} differ, {counts['raises']} raise, {counts['not applicable']} do not apply. They "
+        f"are the {len(named)} named scenarios below for every recipe, and {document['covering']['cells']} "
+        f"generated cells holding every pair of values of the {len(document['axes'])} axes ({values} values) and "
+        "the recipes, where a recipe's domain and the constraints allow.",
+        "",
+        ".. list-table:: Cells per recipe: " + ", ".join(f"{s} {o}" for o, s in SYMBOLS.items()),
+        "   :header-rows: 1",
+        "   :stub-columns: 1",
+        "",
+        "   * - Recipe",
+    ]
+    lines += [f"     - {symbol}" for symbol in SYMBOLS.values()]
+    for rid, recipe in results.recipes.items():
+        mine = results.cells(rid)
+        lines.append(f"   * - :ref:`{_plain(recipe['title'])} <{recipe_anchor(rid)}>`")
+        lines += [f"     - {sum(c['outcome'] == o for c in mine)}" for o in SYMBOLS]
+    return [*lines, ""]
+
+
+def _plain(title: str) -> str:
+    """A title without its inline-literal markup, for the text of a link (which cannot nest markup)."""
+    return title.replace("``", "")
+
+
+def _heading(text: str, underline: str) -> list[str]:
+    return [text, underline * len(text), ""]
+
+
+def recipe_lines(results: Results, rid: str) -> list[str]:
+    """The section of one recipe: its page, its domain, and the cells that do not hold on purpose."""
+    recipe = results.recipes[rid]
+    lines = [f".. _{recipe_anchor(rid)}:", "", *_heading(recipe["title"], "~")]
+    lines += [f"Page: {_recipe_link(recipe)}. Stage: {recipe['stage']}.", ""]
+    lines += domain_lines(results, rid)
+    odd = [c for c in results.cells(rid) if c["outcome"] in ("differs", "raises")]
+    if odd:
+        lines += ["**Does not hold, on purpose** (a trap kept as evidence):", ""]
+        defaults = {a["id"]: a["default"] for a in results.document["axes"]}
+        for cell in odd:
+            scenario = results.scenarios[cell["scenario"]]
+            declared = cell.get("declared") or {}
+            values = ", ".join(f"{a}={v}" for a, v in scenario["values"].items() if v != defaults[a]) or "defaults"
+            name = f"generated scenario {scenario['id']}" if scenario["generated"] else _plain(scenario["title"])
+            lines.append(f"- *{name}* {cell['outcome']}:")
             lines += ["", "  .. code-block:: none", ""]  # site.css wraps these long single lines
-            lines += [f"     {line}" for line in cell["detail"].splitlines()] + [""]
-            if expectation.get("reason"):
-                see = f" Use :doc:`/{expectation['see']}`." if expectation.get("see") else ""
-                lines.append(f"  {expectation['reason'].rstrip('.')}.{see}")
+            lines += [f"     {values}", f"     {cell['detail'].strip().splitlines()[-1]}", ""]
+            if declared.get("reason"):
+                lines.append(f"  {declared['reason'].rstrip('.')}. Use :doc:`/{declared['see']}`.")
             lines.append("")
-        reasons: dict[str, list[str]] = {}
-        for cell in document["cells"]:
-            if cell["outcome"] == "not applicable":
-                reasons.setdefault(cell["detail"], []).append(
-                    f"{recipes[cell['recipe']]['title']} in *{titles[cell['scenario']]}*"
-                )
-        lines += ["", ".. rubric:: Cells that do not apply", ""]
-        for reason, where in reasons.items():
-            lines += [f"- {reason}:", "", "  .. rst-class:: from-records", "", "  " + "; ".join(where) + "."]
-        container = nodes.container()
-        self.state.nested_parse(StringList(lines, source=self.get_source_info()[0]), self.content_offset, container)
-        return container.children
+    return lines
 
 
-def _docname(page: str) -> str:
-    """The docname of a recipe's page: ``gallery/core/x.py`` -> ``examples/core/x`` (where sphinx-gallery puts a
-    gallery script's page), ``docs/x.md`` -> ``x``."""
-    if page.startswith("docs/"):
-        return str(Path(page).relative_to("docs").with_suffix(""))
-    return "examples/" + page.removeprefix("gallery/").removesuffix(".py")
+def space_lines(results: Results) -> list[str]:
+    """The axes (one table each: value, cells that ran with it, source), the constraints, the named scenarios."""
+    document = results.document
+    ran: dict[tuple[str, str], int] = {}
+    for cell in document["cells"]:
+        if cell["outcome"] != "not applicable":
+            for axis, value in results.scenarios[cell["scenario"]]["values"].items():
+                ran[(axis, value)] = ran.get((axis, value), 0) + 1
+    lines = [
+        *_heading("The space", "-"),
+        "Each axis is a dimension of the space; each value comes from the report or the documentation linked "
+        "beside it. *Cells* counts the cells of this build that ran with the value.",
+        "",
+    ]
+    for axis in document["axes"]:
+        lines += [
+            f".. list-table:: {axis['title']} (matters to: {', '.join(axis['stages'])})",
+            "   :header-rows: 1",
+            "   :widths: 60 15 25",
+            "",
+            "   * - Value",
+            "     - Cells",
+            "     - Source",
+        ]
+        for value in axis["values"]:
+            default = " (default)" if value["id"] == axis["default"] else ""
+            lines += [
+                f"   * - {value['label']}{default}",
+                f"     - {ran.get((axis['id'], value['id']), 0)}",
+                f"     - {_sources(value['source'])}",
+            ]
+        lines.append("")
+    lines += [*_heading("Values that cannot combine", "~")]
+    for constraint in document["constraints"]:
+        parts = [
+            f"{results.axes[a]['title']}: {', '.join(results.labels[a][v] for v in values)}"
+            for a, values in constraint["values"].items()
+        ]
+        lines.append(f"- {' with '.join(parts)} -- {constraint['reason'].rstrip('.')}.")
+    lines += ["", *_heading("Named scenarios", "~")]
+    for number, scenario in enumerate((s for s in document["scenarios"] if not s["generated"]), 1):
+        source = f" ({_sources(scenario['source'])})" if scenario.get("source") else ""
+        lines.append(f"{number}. {scenario['title']}{source}")
+    return [*lines, ""]
+
+
+class RecipeDomain(SphinxDirective):
+    """``.. recipe-domain:: <recipe id> [...]``: the box "works with / not with, use instead" of those recipes."""
+
+    required_arguments = 1
+    optional_arguments = 10
+    option_spec = {"class": directives.class_option}
+
+    def run(self) -> list[nodes.Node]:
+        document = matrix_results(self.env.app)
+        self.env.note_dependency(self.env.scenario_matrix_results)  # type: ignore[attr-defined]
+        results = Results(document)
+        unknown = [rid for rid in self.arguments if rid not in results.recipes]
+        if unknown:
+            raise self.error(f"recipe-domain: no recipe {unknown} in {_matrix_file(self.env.app).name}")
+        box = nodes.admonition(classes=["recipe-domain", *self.options.get("class", [])])
+        titles = " and ".join(results.recipes[rid]["title"] for rid in self.arguments)
+        box += nodes.title(text=f"Where this holds: {titles}" if len(self.arguments) > 1 else "Where this holds")
+        lines: list[str] = []
+        for rid in self.arguments:
+            if len(self.arguments) > 1:
+                lines += [f"*{results.recipes[rid]['title']}*", ""]
+            lines += domain_lines(results, rid)
+            lines += [f"Every cell: :ref:`the scenario matrix <{recipe_anchor(rid)}>`.", ""]
+        self.state.nested_parse(StringList(lines, source=self.get_source_info()[0]), self.content_offset, box)
+        return [box]
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("scenario_matrix_file", "", "env", types=[str])
+    app.add_config_value("scenario_matrix_root", "", "env", types=[str])
     # Before sphinx-gallery's builder-inited handler (priority 500) runs the examples: both run at once.
     app.connect("builder-inited", _on_builder_inited, priority=400)
     app.connect("env-before-read-docs", _finish)
     app.add_directive("scenario-matrix", ScenarioMatrix)
-    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
+    app.add_directive("recipe-domain", RecipeDomain)
+    return {"version": "2", "parallel_read_safe": True, "parallel_write_safe": True}

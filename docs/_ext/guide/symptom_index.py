@@ -1,33 +1,39 @@
-"""Sphinx extension: the symptom index -- every error and warning text the build saw, linked to its fix.
+"""Sphinx extension: the symptom index -- one entry per error or warning Lightning prints for the old hooks, linked
+to its fix.
 
-The directive ``.. symptom-index::`` renders two lists, so that a user who pastes an error into the site search
-lands on this page and from there on the example that fixes it:
+A *symptom* is one error or warning with the reader's class name left open: Lightning quotes the class that
+defines an old hook (``... `LitModel` implements this method``, ``MyCallback.on_train_epoch_end() missing ...``), so
+the same error reads differently in every project. :func:`collect` gathers every text that was recorded by running
+Lightning, and groups them into :class:`Symptom` entries by their text with the class names taken out
+(:func:`class_key`):
 
-* the errors and warnings the probes recorded for the registry's old hook shapes
-  (:func:`probe_records.records`), each linked to the pattern's ``example`` page
-  (:func:`lightning_migrate.registry.get`);
-* the old hooks the probes found silently never called (no text to search for but the hook's name);
-* every ``SomeError: text`` / ``SomeWarning: text`` line the gallery examples printed, read from the captured
-  output blocks (``.. rst-class:: sphx-glr-script-out``) of the pages sphinx-gallery generated, each linked to
-  the example that printed it.
+* the probe records of the Lightning the site is built with (:func:`probe_records.records`), and those of every
+  2.x release of ``data/compat/matrix.toml`` (``[matrix]``, recorded by :mod:`lightning_migrate.compat`): an
+  older release that words the same error differently (2.0 and 2.2 link ``Lightning-AI/lightning``, later releases
+  ``Lightning-AI/pytorch-lightning``) adds a wording to the entry of the same pattern. The class names are the
+  registry's :attr:`~lightning_migrate.registry.OldPattern.probe_class`; each links the pattern's ``example``;
+* every ``SomeError: text`` / ``SomeWarning: text`` line the gallery examples printed, read from the captured output
+  blocks (``.. rst-class:: sphx-glr-script-out``) of the pages sphinx-gallery generated; the class names are those
+  the example's script defines. A line with the text of a probe entry is that entry (the example shows the
+  failure, the registry's ``example`` the fix); any other line is an entry linked to the example that printed it.
 
-Nothing here is typed by hand: every text comes from a run of this build. sphinx-gallery executes the examples
-at ``builder-inited``, before any page is read, so the generated pages exist when the directive runs. A page
-holding the directive depends on every generated example page and on the probe records file
-(``env.note_dependency``): Sphinx re-reads it whenever one of them was rewritten, and only then.
+Nothing here is typed by hand. sphinx-gallery executes the examples at ``builder-inited``, before any page is
+read, so the generated pages exist when the directives run; a page that renders symptoms depends on the generated
+example pages, the probe records and the recorded releases (``env.note_dependency``).
 
-The same texts lead a reader who pastes one into the site search to the page that fixes it. Each page a registry
-pattern links (its ``example``) shows, near its top, the errors and warnings the probes recorded for that
-pattern ("If you saw this error"); that block and every printed symptom line of a gallery page carry a main
-index entry (:class:`sphinx.addnodes.index`) whose text is the symptom itself. Sphinx's search scores an index
-entry that contains the query, and is no more than twice its length, far above any full-text match, so the
-exact pasted text ranks the fix page first. (Sphinx splits an index entry at ``;``: a text holding one is
-found by its full-text terms only. A rebuild drops the index entries of the pages it does not rewrite from the
-search index, sphinx-doc/sphinx#12599; the site's search scorer, ``docs/_static/search_scorer.js``, still ranks
-the executed examples, where the fix block is, above the reference pages among the full-text matches.)
+Directives and blocks:
 
-The directive ``.. symptom-quotes:: PATTERN_ID ...`` (the landing page) lists the error of each named pattern,
-as recorded by this build's probes, beside the old signature that raised it and a link to its fix.
+``.. symptom-index::``
+    the symptom index: the errors and warnings of the old hooks, the old hooks Lightning never calls, and what the
+    examples print, one entry per symptom with its fix.
+``.. symptom-quotes:: PATTERN_ID ...``
+    (the landing page) the error of each named pattern, as the Lightning the site is built with words it, beside
+    the old signature that raised it and a link to its fix.
+The "If you saw this error" block
+    every fix page (a pattern's ``example``) shows, near its top, every wording of the symptoms it fixes, each with a
+    main index entry (:class:`sphinx.addnodes.index`) whose text is the wording itself, so that Sphinx's search
+    finds the pasted text there (an index entry that contains the query, and is no more than twice its length,
+    scores far above any full-text match). The search itself is in :mod:`guide.symptom_search`.
 
 A link to a page that does not exist fails the build: the directive raises :class:`SymptomIndexError` when a
 target is not a source page of the build, and ``build-finished`` raises it when a linked HTML file was not
@@ -36,9 +42,11 @@ written.
 
 from __future__ import annotations
 
+import ast
 import html
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +57,7 @@ from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
 from guide import probe_records
-from lightning_migrate import registry
+from lightning_migrate import compat, registry
 
 REGISTRY_FILE = Path(registry.__file__).resolve()
 
@@ -57,25 +65,107 @@ REGISTRY_FILE = Path(registry.__file__).resolve()
 #: (optionally dotted, e.g. ``torch.OutOfMemoryError``).
 SYMPTOM_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Warning|Exception|Interrupt)): (.+)$")
 OUTPUT_BLOCK = ".. rst-class:: sphx-glr-script-out"
+#: What :func:`class_key` puts where a text names the code's own class.
+CLASS_SLOT = "{class}"
 
 
 class SymptomIndexError(ExtensionError):
     """A symptom links to a page that does not exist, or a source of symptoms cannot be read."""
 
 
-@dataclass(frozen=True)
-class Symptom:
-    """One error or warning text and the page that shows its fix.
+def class_key(text: str, class_names: frozenset[str] | set[str]) -> str:
+    """``text`` with every whole-word occurrence of a name of ``class_names`` replaced by :data:`CLASS_SLOT`.
+
+    >>> class_key("TypeError: LitModel.on_train_epoch_end() missing 1 ...", {"LitModel"})
+    'TypeError: {class}.on_train_epoch_end() missing 1 ...'
+    """
+    for name in sorted(class_names, key=len, reverse=True):
+        text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", CLASS_SLOT, text)
+    return text
+
+
+@dataclass
+class Wording:
+    """One way Lightning words a symptom.
 
     Attributes:
-        text: ``"ErrorType: message"`` exactly as printed or recorded.
-        target: docname of the page with the fix (e.g. ``examples/core/module_side_caching``).
-        source: where this build saw the text, in words for the reader (the old signature it ran, or the example).
+        text: ``"ErrorType: message"`` exactly as recorded or printed (with the class names of the code that ran).
+        class_names: the names in ``text`` that are the code's own classes (a reader's error names theirs).
+        releases: the Lightning releases whose probes recorded this wording, in the order they were read (the
+            site's own release first); empty for a text only an example printed.
     """
 
     text: str
-    target: str
-    source: str
+    class_names: frozenset[str]
+    releases: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        """:attr:`text` without its class names (:func:`class_key`)."""
+        return class_key(self.text, self.class_names)
+
+
+@dataclass
+class Symptom:
+    """One entry of the symptom index: an error or warning, every wording of it, and where its fix is.
+
+    Attributes:
+        wordings: the site's own release's wording first (or the first recorded), then older releases' wordings.
+        patterns: the registry patterns whose probes recorded it (their ``example`` is the fix).
+        printed_by: docnames of the gallery examples that printed it.
+    """
+
+    wordings: list[Wording]
+    patterns: list[registry.OldPattern] = field(default_factory=list)
+    printed_by: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The first wording's text."""
+        return self.wordings[0].text
+
+    @property
+    def fixes(self) -> list[tuple[str | None, str]]:
+        """``(owner, docname)`` of each page with the fix, in registry order, without duplicate pages.
+
+        ``owner`` (``"LightningModule"`` or ``"Callback"``) says whose code the page fixes; it is ``None`` when every
+        pattern of the symptom has the same page, or for a text only an example printed (its page is the fix).
+        """
+        pages = list(dict.fromkeys(p.example for p in self.patterns)) or self.printed_by[:1]
+        if len(pages) == 1:
+            return [(None, pages[0])]
+        return [(next(p.owner for p in self.patterns if p.example == page), page) for page in pages]
+
+    @property
+    def signatures(self) -> list[str]:
+        """``owner.old_signature`` of each pattern whose probe recorded this symptom."""
+        return list(dict.fromkeys(f"{p.owner}.{p.old_signature}" for p in self.patterns))
+
+    def add(self, text: str, class_names: frozenset[str], release: str | None) -> None:
+        """Count ``text`` (recorded on ``release``, or printed by an example when ``None``) as a wording of this."""
+        same = next((w for w in self.wordings if w.text == text), None)
+        if same is None:
+            same = Wording(text, class_names)
+            self.wordings.append(same)
+        if release is not None and release not in same.releases:
+            same.releases.append(release)
+
+    def distinct_wordings(self, class_names: set[str] | None = None) -> list[Wording]:
+        """One wording per text without its class names, in order; with ``class_names``, only wordings that name one
+        of them (the texts a fix page's own patterns recorded).
+
+        The releases of a wording returned are those of every wording with the same text without class names.
+        """
+        found: dict[str, Wording] = {}
+        for wording in self.wordings:
+            if class_names is not None and not wording.class_names & class_names:
+                continue
+            if wording.key not in found:
+                found[wording.key] = Wording(wording.text, wording.class_names, list(wording.releases))
+            else:
+                merged = found[wording.key].releases
+                merged.extend(r for r in wording.releases if r not in merged)
+        return list(found.values())
 
 
 def symptom_lines(rst: str) -> list[str]:
@@ -104,11 +194,27 @@ def symptom_lines(rst: str) -> list[str]:
     return found
 
 
+def defined_classes(source: str) -> frozenset[str]:
+    """The names of every class a Python script defines, at any depth (``SyntaxError`` if it does not parse)."""
+    return frozenset(node.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ClassDef))
+
+
 def record_texts(record: dict[str, Any]) -> list[str]:
     """The ``"ErrorType: message"`` and ``"WarningCategory: message"`` texts of one probe record, error first."""
     texts = [f"{record['error_type']}: {record['error_message']}"] if record.get("error_type") else []
     texts.extend(f"{w['category']}: {w['message']}" for w in record.get("warnings") or [])
     return texts
+
+
+def _record_slots(record: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """``(slot, text)`` per text of a record: the slot (error, or warning category and position) names the same
+    text on another release."""
+    slots: list[tuple[tuple[str, ...], str]] = []
+    if record.get("error_type"):
+        slots.append((("error",), f"{record['error_type']}: {record['error_message']}"))
+    for position, warning in enumerate(record.get("warnings") or []):
+        slots.append((("warning", warning["category"], str(position)), f"{warning['category']}: {warning['message']}"))
+    return slots
 
 
 def gallery_pages(app: Sphinx) -> list[Path]:
@@ -121,46 +227,135 @@ def gallery_pages(app: Sphinx) -> list[Path]:
     return sorted(pages)
 
 
-def ignored_hooks(app: Sphinx) -> list[Symptom]:
-    """The old hook shapes whose probe ran to the end without Lightning ever calling the hook.
-
-    ``text`` is the old signature from the registry (``owner.old_signature``), not a message: there is none.
-    """
+def recorded_releases() -> list[tuple[str, dict[str, Any]]]:
+    """``(version, probe document)`` of every ``[matrix]`` (2.x) release of ``data/compat/matrix.toml`` that has a
+    data file, newest first."""
+    matrix = compat.load_matrix()
     found = []
-    for record in probe_records.records(app)["records"]:
-        if record["outcome"] == "ignored":
-            pattern = registry.get(record["pattern"])
-            text = f"{pattern.owner}.{pattern.old_signature} is never called"
-            found.append(Symptom(text, pattern.example, "this build ran it: Lightning never called it"))
-    return _unique(found)
+    for version, entry in matrix["versions"].items():
+        path = compat.data_path(version)
+        if entry["group"] == "matrix" and path.is_file():
+            found.append((version, json.loads(path.read_text(encoding="utf-8"))["probes"]))
+    return sorted(found, key=lambda item: [int(part) for part in re.findall(r"\d+", item[0])], reverse=True)
+
+
+def dependencies() -> list[Path]:
+    """The files :func:`collect` reads besides the probe records and the generated pages: the registry, the matrix
+    definition and the data file of every declared release."""
+    matrix = compat.load_matrix()
+    return [REGISTRY_FILE, compat.MATRIX_FILE, *(compat.data_path(v) for v in matrix["versions"])]
 
 
 def collect(app: Sphinx) -> tuple[list[Symptom], list[Symptom]]:
-    """The symptoms of this build: ``(from the probes, from the gallery pages)``, each without duplicates.
+    """The symptoms: ``(of the old hooks, printed by the examples only)``, in the order first seen.
+
+    The first list holds every text the probes recorded on the site's release and on the recorded 2.x releases,
+    one :class:`Symptom` per text without its class name, with the patterns that produced it; an example's printed
+    line with such a text counts as printed by that example. The second list holds the other printed lines.
 
     Raises:
-        SymptomIndexError: a probe record names a pattern the registry does not know.
+        SymptomIndexError: a probe record names a pattern the registry does not know, or a gallery script that
+            printed a line cannot be parsed.
     """
+    document = probe_records.records(app)
+    documents = [(document["lightning"]["version"], document)]
+    documents += [(version, doc) for version, doc in recorded_releases() if version != documents[0][0]]
+    by_key: dict[str, Symptom] = {}
+    by_slot: dict[tuple[str, ...], Symptom] = {}
     probed: list[Symptom] = []
-    for record in probe_records.records(app)["records"]:
-        try:
-            pattern = registry.get(record["pattern"])
-        except KeyError as err:
-            raise SymptomIndexError(f"symptom index: {err.args[0]}") from None
-        target, source = pattern.example, f"seen when this build ran {pattern.owner}.{pattern.old_signature}"
-        probed.extend(Symptom(text, target, source) for text in record_texts(record))
+    for release, doc in documents:
+        for record in doc["records"]:
+            try:
+                pattern = registry.get(record["pattern"])
+            except KeyError as err:
+                raise SymptomIndexError(f"symptom index: {err.args[0]} (recorded on Lightning {release})") from None
+            names = frozenset({pattern.probe_class})
+            for slot, text in _record_slots(record):
+                key = class_key(text, names)
+                symptom = by_key.get(key) or by_slot.get((pattern.id, *slot))
+                if symptom is None:
+                    symptom = Symptom([])
+                    probed.append(symptom)
+                symptom.add(text, names, release)
+                if pattern not in symptom.patterns:
+                    symptom.patterns.append(pattern)
+                by_key[key] = by_slot[(pattern.id, *slot)] = symptom
 
     printed: list[Symptom] = []
     srcdir = Path(app.srcdir)
     for page in gallery_pages(app):
         docname = page.relative_to(srcdir).with_suffix("").as_posix()
-        for text in symptom_lines(page.read_text(encoding="utf-8")):
-            printed.append(Symptom(text, docname, "printed by that example in this build"))
-    return _unique(probed), _unique(printed)
+        lines = symptom_lines(page.read_text(encoding="utf-8"))
+        if not lines:
+            continue
+        script = page.with_suffix(".py")
+        try:
+            names = defined_classes(script.read_text(encoding="utf-8")) if script.is_file() else frozenset()
+        except SyntaxError as err:
+            raise SymptomIndexError(f"{script}: cannot read the classes it defines: {err}") from None
+        for text in lines:
+            key = class_key(text, names)
+            symptom = by_key.get(key)
+            if symptom is None:
+                symptom = by_key[key] = Symptom([])
+                printed.append(symptom)
+                symptom.add(text, names, None)
+            if docname not in symptom.printed_by:
+                symptom.printed_by.append(docname)
+    return probed, printed
 
 
-def _unique(symptoms: list[Symptom]) -> list[Symptom]:
-    return list({(s.text, s.target): s for s in symptoms}.values())
+def ignored_hooks(app: Sphinx) -> list[tuple[str, str]]:
+    """``(old signature, fix docname)`` of every old hook shape whose probe ran to the end without Lightning ever
+    calling the hook (there is no message: the text is the registry's ``owner.old_signature``)."""
+    found = []
+    for record in probe_records.records(app)["records"]:
+        if record["outcome"] == "ignored":
+            pattern = registry.get(record["pattern"])
+            found.append((f"{pattern.owner}.{pattern.old_signature}", pattern.example))
+    return list(dict.fromkeys(found))
+
+
+def releases_phrase(releases: list[str]) -> str:
+    """``"Lightning 2.0.9"``, ``"Lightning 2.0.9 and 2.2.5"``, ``"Lightning 2.0.9, 2.2.5 and 2.6.6"`` (oldest first)."""
+    ordered = sorted(releases, key=lambda v: [int(part) for part in re.findall(r"\d+", v)])
+    if len(ordered) == 1:
+        return f"Lightning {ordered[0]}"
+    return f"Lightning {', '.join(ordered[:-1])} and {ordered[-1]}"
+
+
+def _doc_link(docname: str) -> addnodes.pending_xref:
+    xref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/" + docname, refexplicit=False)
+    xref += nodes.inline(text=docname)
+    return xref
+
+
+def fix_paragraph(symptom: Symptom) -> nodes.paragraph:
+    """``Fix: <page>``, or ``Fix: in a LightningModule, <page>; in a Callback, <page>``."""
+    para = nodes.paragraph(text="Fix: ", classes=["symptom-fix"])
+    for position, (owner, docname) in enumerate(symptom.fixes):
+        if position:
+            para += nodes.Text("; ")
+        if owner is not None:
+            para += nodes.Text(f"in a {owner}, ")
+        para += _doc_link(docname)
+    return para
+
+
+def _wording_nodes(wordings: list[Wording]) -> list[nodes.Node]:
+    """The first wording, then each other wording after the releases that print it."""
+    first = wordings[0].text
+    found: list[nodes.Node] = [nodes.literal_block(first, first, language="none", classes=["symptom"])]
+    for wording in wordings[1:]:
+        if not wording.releases:
+            continue
+        found.append(nodes.paragraph(text=f"{releases_phrase(wording.releases)} word it:"))
+        found.append(nodes.literal_block(wording.text, wording.text, language="none", classes=["symptom"]))
+    return found
+
+
+def _releases(symptom: Symptom) -> list[str]:
+    return list(dict.fromkeys(release for wording in symptom.wordings for release in wording.releases))
 
 
 class SymptomIndexDirective(SphinxDirective):
@@ -169,47 +364,62 @@ class SymptomIndexDirective(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        probed, printed = collect(self.env.app)
+        probed, printed = cached_collect(self.env.app)
         ignored = ignored_hooks(self.env.app)
-        for page in gallery_pages(self.env.app):
-            self.env.note_dependency(str(page))
+        for path in [*gallery_pages(self.env.app), *dependencies()]:
+            self.env.note_dependency(str(path))
         self.env.note_dependency(self.env.probe_records_path)  # type: ignore[attr-defined]
-        missing = [s for s in probed + printed + ignored if s.target not in self.env.found_docs]
+        targets = [docname for s in probed + printed for _, docname in s.fixes] + [page for _, page in ignored]
+        missing = sorted({t for t in targets if t not in self.env.found_docs})
         if missing:
-            listing = "\n".join(f"  {s.target} (from {s.source}): {s.text[:80]}" for s in missing)
             raise SymptomIndexError(
-                f"{self.get_location()}: symptom index links to pages that are not in the build:\n{listing}"
+                f"{self.get_location()}: symptom index links to pages that are not in the build: {missing}"
             )
         self.env.symptom_index_docs.add(self.env.docname)  # type: ignore[attr-defined]
-        self.env.symptom_index_targets.setdefault(self.env.docname, set()).update(  # type: ignore[attr-defined]
-            s.target for s in probed + printed + ignored
-        )
+        self.env.symptom_index_targets.setdefault(self.env.docname, set()).update(targets)  # type: ignore[attr-defined]
+        current = probe_records.records(self.env.app)["lightning"]["version"]
         return [
-            self._section("What old hook shapes raise or warn", "symptoms-probes", probed),
-            self._section("Old hooks Lightning silently never calls", "symptoms-ignored", ignored),
-            self._section("What the examples print", "symptoms-examples", printed),
+            self._section("Errors and warnings of the old hooks", "symptoms-probes", probed),
+            self._ignored_section(ignored, current),
+            self._section("Other errors and warnings the examples show", "symptoms-examples", printed),
         ]
 
     def _section(self, title: str, ident: str, symptoms: list[Symptom]) -> nodes.section:
         section = nodes.section(ids=[ident], classes=["from-records"])  # headings and texts from this build's runs
         section += nodes.title(text=title)
         listing = nodes.bullet_list(classes=["symptom-index"])
-        for symptom in sorted(symptoms, key=lambda s: (s.text.split(":")[0], s.text)):
+        for symptom in sorted(symptoms, key=lambda s: (s.text.split(":")[0], s.wordings[0].key)):
             item = nodes.list_item()
-            item += nodes.literal_block(symptom.text, symptom.text, language="none", classes=["symptom"])
-            para = nodes.paragraph(text="Fix: ")
-            xref = addnodes.pending_xref(
-                "", refdomain="std", reftype="doc", reftarget="/" + symptom.target, refexplicit=False
-            )
-            xref += nodes.inline(text=symptom.target)
-            para += xref
-            para += nodes.Text(f" ({symptom.source})")
+            item += _wording_nodes(symptom.distinct_wordings())
+            item += fix_paragraph(symptom)
+            if symptom.patterns:
+                para = nodes.paragraph(classes=["symptom-source"])
+                para += nodes.Text(f"{releases_phrase(_releases(symptom))} raise it for ")
+                for position, signature in enumerate(symptom.signatures):
+                    if position:
+                        para += nodes.Text(" and ")
+                    para += nodes.literal(text=signature)
+                para += nodes.Text(".")
+                item += para
+            listing += item
+        section += listing if symptoms else nodes.paragraph(text="None.")
+        return section
+
+    def _ignored_section(self, ignored: list[tuple[str, str]], current: str) -> nodes.section:
+        section = nodes.section(ids=["symptoms-ignored"])
+        section += nodes.title(text="Old hooks Lightning silently never calls")
+        section += nodes.paragraph(
+            text=f"Lightning {current} runs these without an error or a warning, and never calls them:"
+        )
+        listing = nodes.bullet_list(classes=["symptom-index"])
+        for signature, docname in sorted(ignored):
+            item = nodes.list_item()
+            item += nodes.literal_block(signature, signature, language="none", classes=["symptom"])
+            para = nodes.paragraph(text="Fix: ", classes=["symptom-fix"])
+            para += _doc_link(docname)
             item += para
             listing += item
-        if not symptoms:
-            section += nodes.paragraph(text="None in this build.")
-        else:
-            section += listing
+        section += listing if ignored else nodes.paragraph(text="None.")
         return section
 
 
@@ -220,48 +430,60 @@ FIX_BLOCK_ID = "if-you-saw-this-error"
 OPEN_UP_TO = 3
 
 
-def fix_texts(app: Sphinx, docname: str) -> list[tuple[registry.OldPattern, list[str]]]:
-    """The patterns whose ``example`` is ``docname``, each with the texts its probe record holds (maybe none).
+def page_symptoms(app: Sphinx, docname: str) -> list[tuple[Symptom, list[registry.OldPattern]]]:
+    """The symptoms whose fix is ``docname``, each with the patterns that link it there (in registry order).
 
-    Reads the probe records (so the page being read depends on them) only when ``docname`` is such a page.
+    Reads the probe records and the recorded releases only when ``docname`` is a pattern's ``example``; the page
+    being read then depends on them.
     """
-    patterns = [p for p in registry.PATTERNS if p.example == docname]
-    if not patterns:
+    if not any(p.example == docname for p in registry.PATTERNS):
         return []
-    by_id = {record["pattern"]: record for record in probe_records.records(app)["records"]}
-    return [(p, record_texts(by_id[p.id])) for p in patterns if p.id in by_id]
+    for path in dependencies():
+        app.env.note_dependency(str(path))
+    probed, _ = cached_collect(app)
+    found = []
+    for symptom in probed:
+        here = [p for p in symptom.patterns if p.example == docname]
+        if here:
+            found.append((symptom, here))
+    return found
 
 
-def _rubric(texts: list[str]) -> str:
-    kinds = {"warning" if text.split(":")[0].endswith("Warning") else "error" for text in texts}
+def _rubric(symptoms: list[Symptom]) -> str:
+    kinds = {"warning" if s.text.split(":")[0].endswith("Warning") else "error" for s in symptoms}
     noun = " or ".join(sorted(kinds))
-    return f"If you saw this {noun}" if len(texts) == 1 else f"If you saw one of these {noun}s"
+    return f"If you saw this {noun}" if len(symptoms) == 1 else f"If you saw one of these {noun}s"
 
 
 def fix_block(app: Sphinx, docname: str) -> nodes.container | None:
     """The "If you saw this error" block of a fix page (``None`` when no pattern that links it has a text).
 
-    Each recorded text of each pattern that links the page, with the old signature that produced it, in an HTML
-    ``<details>`` element (open when it holds at most :data:`OPEN_UP_TO` texts, so a long list does not push the
-    page's content down), and a main index entry per text.
+    Each symptom the page fixes -- every wording of it, the releases that print it and the old signatures that
+    raise it -- in an HTML ``<details>`` element (open when it holds at most :data:`OPEN_UP_TO` symptoms, so a long
+    list does not push the page's content down), and a main index entry per wording.
     """
-    found = [(pattern, texts) for pattern, texts in fix_texts(app, docname) if texts]
+    found = page_symptoms(app, docname)
     if not found:
         return None
-    all_texts = list(dict.fromkeys(text for _, texts in found for text in texts))
-    release = probe_records.records(app)["lightning"]["version"]
+    shown = [
+        (symptom, patterns, symptom.distinct_wordings({p.probe_class for p in patterns})) for symptom, patterns in found
+    ]
+    texts = list(dict.fromkeys(w.text for _, _, wordings in shown for w in wordings))
     block = nodes.container(classes=["symptoms-fixed-here"], ids=[FIX_BLOCK_ID])
-    block += addnodes.index(entries=[("single", text, "", "main", None) for text in all_texts])
-    opened = " open" if len(all_texts) <= OPEN_UP_TO else ""
-    summary = f"{_rubric(all_texts)}, this page shows the fix"
+    block += addnodes.index(entries=[("single", text, "", "main", None) for text in texts])
+    opened = " open" if len(found) <= OPEN_UP_TO else ""
+    summary = f"{_rubric([symptom for symptom, _ in found])}, this page shows the fix"
     block += nodes.raw("", f"<details{opened}><summary>{html.escape(summary)}</summary>", format="html")
     listing = nodes.bullet_list(classes=["symptom-index"])
-    for pattern, texts in found:
+    for symptom, patterns, wordings in shown:
         item = nodes.list_item()
-        for text in texts:
-            item += nodes.literal_block(text, text, language="none", classes=["symptom"])
-        para = nodes.paragraph(text=f"Lightning {release} said this when this build ran ")
-        para += nodes.literal(text=f"{pattern.owner}.{pattern.old_signature}")
+        item += _wording_nodes(wordings)
+        para = nodes.paragraph()
+        para += nodes.Text(f"{releases_phrase(_releases(symptom))} raise it for ")
+        for position, pattern in enumerate(patterns):
+            if position:
+                para += nodes.Text(" and ")
+            para += nodes.literal(text=f"{pattern.owner}.{pattern.old_signature}")
         para += nodes.Text(".")
         item += para
         listing += item
@@ -281,8 +503,9 @@ def _insert_after_intro(section: nodes.Element, block: nodes.Node) -> None:
     section.insert(position, block)
 
 
-def printed_symptom_entries(doctree: nodes.document) -> int:
-    """Give each ``Name: text`` line of a gallery page's captured output a main index entry at its output block.
+def printed_symptom_entries(doctree: nodes.document, own: set[str]) -> int:
+    """Give each ``Name: text`` line of ``own`` in a gallery page's captured output a main index entry at its output
+    block (the lines that are a probe's symptom are indexed on their fix page instead).
 
     Returns how many lines got one.
     """
@@ -291,7 +514,7 @@ def printed_symptom_entries(doctree: nodes.document) -> int:
         if "sphx-glr-script-out" not in block["classes"]:
             continue
         lines = [line.strip() for line in block.astext().splitlines()]
-        texts = list(dict.fromkeys(line for line in lines if SYMPTOM_LINE.match(line)))
+        texts = list(dict.fromkeys(line for line in lines if SYMPTOM_LINE.match(line) and line in own))
         if not texts:
             continue
         index = addnodes.index(entries=[("single", text, "", "main", None) for text in texts])
@@ -300,20 +523,31 @@ def printed_symptom_entries(doctree: nodes.document) -> int:
     return count
 
 
-def _on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
-    """Fix pages get their "If you saw this error" block; gallery pages index their printed symptom lines.
+def cached_collect(app: Sphinx) -> tuple[list[Symptom], list[Symptom]]:
+    """:func:`collect`, once per process and probe records file (pages are read after the examples ran and the
+    probes finished, so what it reads does not change while they are read)."""
+    key = probe_records.records(app)
+    cached = getattr(app, "_symptoms_cache", None)
+    if cached is None or cached[0] is not key:
+        cached = (key, collect(app))
+        app._symptoms_cache = cached  # type: ignore[attr-defined]
+    return cached[1]
 
-    A page in a gallery directory depends on the registry: a change of ``example`` may make it a fix page.
-    """
+
+def _on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
+    """Fix pages get their "If you saw this error" block; gallery pages index the lines they printed that are
+    their own symptom (whether a line is a probe's symptom depends on the registry and the recorded releases)."""
     docname = app.env.docname
     gallery_dirs = tuple(f"{d}/" for d in app.config.sphinx_gallery_conf.get("gallery_dirs", []))
     if docname.startswith(gallery_dirs):
-        app.env.note_dependency(str(REGISTRY_FILE))
-        printed_symptom_entries(doctree)
+        for path in dependencies():
+            app.env.note_dependency(str(path))
+        _, printed = cached_collect(app)
+        own = {w.text for s in printed if docname in s.printed_by for w in s.wordings}
+        printed_symptom_entries(doctree, own)
     block = fix_block(app, docname)
     if block is None:
         return
-    app.env.note_dependency(str(REGISTRY_FILE))
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is None:
         raise SymptomIndexError(f"{docname}: a fix page needs a title section for its symptom block")
@@ -340,7 +574,12 @@ class SymptomQuotesDirective(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         self.env.note_dependency(str(REGISTRY_FILE))
-        by_id = {record["pattern"]: record for record in probe_records.records(self.env.app)["records"]}
+        document = probe_records.records(self.env.app)
+        by_id = {record["pattern"]: record for record in document["records"]}
+        intro = nodes.paragraph(
+            text=f"What Lightning {document['lightning']['version']} raises for each of these old signatures "
+            f"(your class name where these say {' or '.join(registry.PROBE_CLASSES.values())}):"
+        )
         listing = nodes.bullet_list(classes=["symptom-quotes"])
         for pattern_id in self.arguments:
             try:
@@ -366,7 +605,7 @@ class SymptomQuotesDirective(SphinxDirective):
             item += head
             item += nodes.literal_block(text, text, language="none", classes=["symptom"])
             listing += item
-        return [listing]
+        return [intro, listing]
 
 
 def _init_env(app: Sphinx, env: Any, docnames: list[str]) -> None:

@@ -1,11 +1,13 @@
-"""``lightning-migrate``: find the removed epoch-end / batch hooks of Lightning in Python files, and fix safe cases.
+"""``lightning-migrate``: find the removed epoch-end / batch hooks of Lightning in Python files and notebooks, and
+fix them.
 
 Usage::
 
-    lightning-migrate [--diff | --fix] [--rewrite-caching] [--select LM001,LM002] [--ignore LM006] [--notes]
+    lightning-migrate [--diff | --fix] [--unsafe-fixes] [--select LM001,LM002] [--ignore LM006] [--notes]
                       [--output-format text|json|github] [--jobs N] PATH ...
 
-PATH is a file or a folder (searched for ``*.py``; ``.git``, virtual environments and caches are skipped). Base
+PATH is a file or a folder (searched for ``*.py`` and ``*.ipynb``; ``.git``, virtual environments and caches are
+skipped; a notebook is read cell by cell, :mod:`lightning_migrate.checker.notebook`). Base
 classes and callers are looked up across the project each PATH belongs to (the nearest folder up with a
 ``pyproject.toml``, ``setup.cfg``, ``setup.py`` or ``.git``), so checking one file sees the rest of its project.
 ``# noqa: LM001`` on a hook's ``def`` line silences that rule there.
@@ -19,20 +21,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
-import errno
 import json
 import os
 import re
 import stat
 import sys
-import tempfile
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lightning_migrate.checker.core import MANUAL, PREFILTER, REWRITE, RULES, SAFE, Finding, check_source
+from lightning_migrate.checker import notebook
+from lightning_migrate.checker.base import MANUAL, SAFE, UNSAFE, Finding
+from lightning_migrate.checker.core import PREFILTER, check_source
 from lightning_migrate.checker.resolve import Project, project_root
+from lightning_migrate.checker.rules import RULES
+from lightning_migrate.records import write_atomic  # the project's one atomic write
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", ".nox", ".tox", "__pycache__", "node_modules", ".eggs"})
 #: Files per worker task: small enough to balance two cores, large enough to amortise the process round trip.
@@ -51,8 +55,13 @@ class FileReport:
     parsed: bool = False
 
 
-def discover(paths: list[Path]) -> tuple[list[Path], list[str]]:
-    """The ``.py`` files under ``paths`` (each once, symlinked folders not followed) and the paths that failed."""
+#: What a folder is searched for: Python files and Jupyter notebooks.
+SUFFIXES = (".py", ".ipynb")
+
+
+def discover(paths: list[Path], suffixes: tuple[str, ...] = SUFFIXES) -> tuple[list[Path], list[str]]:
+    """The files with ``suffixes`` under ``paths`` (each once, symlinked folders not followed; a file named itself
+    is taken whatever its name) and the paths that failed."""
     files: list[Path] = []
     errors: list[str] = []
     seen: set[Path] = set()
@@ -76,7 +85,7 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[str]]:
             for folder, dirs, names in os.walk(path, onerror=lambda err: errors.append(f"{err.filename}: {err}")):
                 dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info"))
                 for name in sorted(names):
-                    if name.endswith(".py"):
+                    if name.endswith(suffixes):
                         add(Path(folder) / name)
         elif path.exists() or path.is_symlink():
             add(path)
@@ -91,7 +100,7 @@ class Options:
     (``None``: all) and whether informational findings (``--notes``) are kept."""
 
     fix: bool = False
-    rewrite_caching: bool = False
+    unsafe_fixes: bool = False
     select: frozenset[str] | None = None
     notes: bool = False
 
@@ -105,35 +114,58 @@ def _init_worker(project: Project) -> None:
 
 
 def check_file(path: Path, options: Options = Options()) -> FileReport:
-    """Check one file (reading it; never writing). Errors become ``FileReport.error``: ``path:line: cause``."""
+    """Check one file (reading it; never writing). Errors become ``FileReport.error``: ``path:line: cause``.
+
+    A ``.ipynb`` file is read as a notebook: its findings carry their cell (``Finding.cell``) and the line in it,
+    and ``new_source`` is the notebook's new text."""
     report = FileReport(path)
     try:
         data = path.read_bytes()
     except OSError as err:
         report.error = f"{path}: cannot read: {err.strerror or err}"
         return report
-    if not PREFILTER.search(data):
+    book = None
+    if path.suffix == ".ipynb":
+        try:
+            book = notebook.read(data.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            report.error = f"{path}: cannot decode as UTF-8, notebook skipped: {err.reason}"
+            return report
+        except notebook.NotebookError as err:
+            if "not Python" not in str(err):  # another language's notebook is simply not ours
+                report.error = f"{path}: {err}, file skipped"
+            return report
+        source = book.source.encode("utf-8")
+        if book.broken:
+            number, err = book.broken[0]
+            more = f" (and {len(book.broken) - 1} more cells)" if len(book.broken) > 1 else ""
+            report.error = (
+                f"{path}:cell {number}:{err.lineno or 0}:{err.offset or 0}: syntax error, cell skipped{more}: {err.msg}"
+            )
+    else:
+        source = data
+    if not PREFILTER.search(source):
         try:  # no hook-like text: nothing to report, but a file that does not parse is still an error (exit 2)
             # (compiling to byte code skips building Python AST objects: the quickest full syntax check)
-            compile(data, str(path), "exec", dont_inherit=True)
+            compile(source, str(path), "exec", dont_inherit=True)
         except SyntaxError as err:
-            report.error = f"{path}:{err.lineno or 0}:{err.offset or 0}: syntax error, file skipped: {err.msg}"
+            report.error = _syntax_error(path, err, book)
         except ValueError as err:
             report.error = f"{path}: cannot parse, file skipped: {err}"
         return report
     report.parsed = True
     try:
         result = check_source(
-            data,
+            source,
             path,
             _PROJECT,
             fix=options.fix,
-            rewrite_caching=options.rewrite_caching,
+            unsafe_fixes=options.unsafe_fixes,
             select=options.select,
             notes=options.notes,
         )
     except SyntaxError as err:
-        report.error = f"{path}:{err.lineno or 0}:{err.offset or 0}: syntax error, file skipped: {err.msg}"
+        report.error = _syntax_error(path, err, book)
         return report
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
@@ -146,9 +178,25 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
         report.error = f"{path}: cannot parse, file skipped: {err}"
         return report
     report.findings = result.findings
+    if book is not None:
+        for finding in report.findings:
+            finding.cell, finding.line = book.place(finding.line) or (None, finding.line)
     if result.new_source is not None:
-        report.old_source, report.new_source = data, result.new_source
+        new = result.new_source
+        if book is not None:
+            new = notebook.write(book, new.decode("utf-8")).encode("utf-8")
+        if new != data:
+            report.old_source, report.new_source = data, new
     return report
+
+
+def _syntax_error(path: Path, err: SyntaxError, book: notebook.Notebook | None) -> str:
+    """``path:line:col: syntax error, file skipped: cause`` (``path:cell N:line:col`` in a notebook)."""
+    where = f"{err.lineno or 0}:{err.offset or 0}"
+    if book is not None and err.lineno and book.place(err.lineno) is not None:
+        place = book.place(err.lineno)
+        where = f"cell {place[0]}:{place[1]}:{err.offset or 0}"
+    return f"{path}:{where}: syntax error, file skipped: {err.msg}"
 
 
 def _check_chunk(paths, options):
@@ -176,29 +224,11 @@ def run_checks(files, project, options: Options = Options(), *, jobs=None) -> li
         return [report for chunk in results for report in chunk]
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path``'s content with ``data`` atomically (temporary file in the same folder, then rename),
-    keeping its permission bits; a symlink is resolved so the link stays a link."""
-    target = path.resolve()
-    if not target.stat().st_mode & 0o222:
-        raise PermissionError(errno.EACCES, "the file is read-only; not rewritten", str(path))
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, target.stat().st_mode & 0o7777)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def unified_diff(report: FileReport) -> str:
     """The ``--diff`` text of one rewritten file (decoded with the file's own encoding)."""
     import libcst as cst
 
-    encoding = cst.parse_module(report.old_source).encoding
+    encoding = "utf-8" if report.path.suffix == ".ipynb" else cst.parse_module(report.old_source).encoding
     old, new = (_lines(data.decode(encoding)) for data in (report.old_source, report.new_source))
     path = report.path
     if path.is_absolute():  # `git apply` and `patch -p1` take paths relative to where they run
@@ -230,10 +260,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     mode.add_argument("--fix", action="store_true", help="write the fixes (safe tier, and manual markers)")
     parser.add_argument(
-        "--rewrite-caching",
+        "--unsafe-fixes",
         action="store_true",
-        help="also rewrite validation/test_epoch_end to module-side caching where provably equivalent",
+        help="with --fix / --diff, also apply the opt-in rewrites: caching rewrites of hooks that read outputs "
+        "(the values 1.x passed, collected in the batch-end hook), renames that make dead hooks run again",
     )
+    parser.add_argument("--rewrite-caching", dest="unsafe_fixes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--select", help="comma-separated rule codes to run (default: all)")
     parser.add_argument("--ignore", help="comma-separated rule codes not to run")
     parser.add_argument(
@@ -284,10 +316,12 @@ def project_files(paths: list[Path], checked: list[Path]) -> tuple[list[Path], l
             roots.append(root)
     extra: list[Path] = []
     for root in roots:
-        extra.extend(discover([root])[0])
+        extra.extend(discover([root], (".py",))[0])
     seen: set[Path] = set()
     files = []
     for path in [*checked, *extra]:
+        if path.suffix != ".py":  # a notebook is not importable: its classes are nobody's bases
+            continue
         absolute = path.absolute() if path.is_symlink() else path.resolve()
         if absolute not in seen:
             seen.add(absolute)
@@ -307,8 +341,6 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on a usage error already; keep --help at 0
         return int(exc.code or 0)
-    from lightning_migrate.checker import rules as _rules  # noqa: F401 - registers every rule
-
     if args.list_rules:
         for rule in RULES.values():
             print(f"{rule.code}  {rule.name:38} {rule.title}")
@@ -330,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     every_file, roots = project_files(args.paths, files)
     project = Project(every_file, roots)
     by_abs = dict(zip(checked, files, strict=True))
-    options = Options(args.fix or args.diff, args.rewrite_caching, select, args.notes)
+    options = Options(args.fix or args.diff, args.unsafe_fixes, select, args.notes)
     reports = run_checks(checked, project, options, jobs=args.jobs)
     changed = 0
     counts: Counter[str] = Counter()
@@ -341,7 +373,8 @@ def main(argv: list[str] | None = None) -> int:
         report.path = shown
         if report.error:
             errors.append(report.error.replace(str(report.path.resolve()), str(shown)))
-            continue
+            if not report.findings and report.new_source is None:
+                continue
         failing = [finding for finding in report.findings if not finding.note]
         with_findings += bool(failing)
         for finding in report.findings:
@@ -349,9 +382,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(finding.format(str(shown)))
             elif args.output_format == "github":
                 level = "notice" if finding.note else "error"
+                where = f"line={finding.line},col={finding.col}," if finding.cell is None else ""
+                cell = f"cell {finding.cell}, line {finding.line}: " if finding.cell is not None else ""
                 print(
-                    f"::{level} file={_github(str(shown), True)},line={finding.line},col={finding.col},"
-                    f"title={finding.code}::" + _github(f"{finding.message} ({finding.tier or 'no'} fix) {finding.url}")
+                    f"::{level} file={_github(str(shown), True)},{where}"
+                    f"title={finding.code}::"
+                    + _github(f"{cell}{finding.message} ({finding.tier or 'no'} fix) {finding.url}")
                 )
             else:
                 records.append(
@@ -359,9 +395,10 @@ def main(argv: list[str] | None = None) -> int:
                         "code": finding.code,
                         "message": finding.message,
                         "filename": str(shown),
+                        "cell": finding.cell,
                         "line": finding.line,
                         "column": finding.col,
-                        "fix": finding.tier if finding.tier in (SAFE, REWRITE) else None,
+                        "fix": finding.tier if finding.tier in (SAFE, UNSAFE) else None,
                         "note": finding.note,
                         "patterns": list(finding.pattern_ids),
                         "url": finding.url,
@@ -390,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
         where = f" in {with_findings} file{plural}" if found else ""
         parts = [f"{found} finding{'s' * (found != 1)}{where} ({len(files)} file{'s' * (len(files) != 1)} checked)"]
         if found:
-            parts.append(f"{counts[SAFE]} safe fix, {counts[REWRITE]} caching rewrite, {counts[MANUAL]} manual")
+            unsafe = f"{counts[UNSAFE]} unsafe fix" + ("" if options.unsafe_fixes else " (--unsafe-fixes)")
+            parts.append(f"{counts[SAFE]} safe fix, {unsafe}, {counts[MANUAL]} manual")
         if options.fix:
             parts.append(f"{verb} {changed} file{'s' * (changed != 1)}")
         if errors:

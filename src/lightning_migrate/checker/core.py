@@ -1,338 +1,67 @@
-"""The checker's core: rules register themselves here; :func:`check_source` walks a file once and applies them.
+"""The checker's core: :func:`check_source` reads a file once and applies the rules of :mod:`.rules` to it.
 
-A *rule* (:class:`Rule`) names the Lightning hooks it inspects, which class kind owns them (``LightningModule`` or
-``Callback``) and the registry patterns it covers. For each method of a Lightning class whose name a rule inspects,
-the rule returns :class:`Finding` objects; a finding may carry a :class:`Fix` of one of three tiers:
+The steps, each a function of its own:
 
-``safe``
-    a rewrite that keeps what the code does (e.g. drop an ``outputs`` parameter the body never reads);
-``manual``
-    no automatic rewrite: ``--fix`` inserts one marker comment with the link to the fix (never twice);
-``rewrite``
-    an opt-in rewrite to module-side caching, offered only where it provably keeps the behaviour
-    (``--rewrite-caching``).
+1. :func:`_classes` pairs each class of the file's :mod:`ast` tree (positions, resolution) with its libcst node
+   (edits keep comments and formatting), walking statements only, and makes a :class:`ClassContext` for each
+   Lightning class -- or mixin that a Lightning class of the project derives from;
+2. :func:`_rule_findings` asks the rules about each method (and each hook bound in the class body);
+3. :func:`_settle` decides what each finding's fix may do: a policy (:data:`POLICIES`) may turn it into a marker,
+   with its reason; ``# noqa`` and notes are sorted out; an ``unsafe`` fix becomes a marker unless asked for;
+4. :func:`_apply` rebuilds only the classes that changed and splices their code into the file's text.
 
 Edits are made with libcst, so comments and formatting are kept; a file whose rewrite would not parse is never
-written.
+returned.
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
-import functools
-import importlib.metadata
+import dataclasses
 import io
-import os
 import re
 import tokenize
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from lightning_migrate import registry
-from lightning_migrate.checker.resolve import (
+from lightning_migrate.checker.base import (
     CALLBACK,
+    DOCS_URL_VARIABLE,
+    MANUAL,
     MODULE,
-    ModuleInfo,
-    Project,
-    dotted,
-    module_info,
-    references_in,
+    UNSAFE,
+    ClassContext,
+    FileContext,
+    Finding,
+    Fix,
+    Rule,
+    cst_dotted,
+    docs_url,
+    manual_fix,
+    shown_path,
 )
-
-#: The environment variable that overrides where finding links point (the docs build sets it to the site it builds).
-DOCS_URL_VARIABLE = "LIGHTNING_MIGRATE_DOCS_URL"
-
-
-def docs_url() -> str:
-    """The base address of the published site, ending in ``/``: a finding links to ``docs_url() + rule.page``.
-
-    One setting: the ``Documentation`` entry of ``[project.urls]`` in ``pyproject.toml`` (read from the installed
-    package's metadata, or from the source tree's ``pyproject.toml`` when run from a checkout), overridden by
-    :data:`DOCS_URL_VARIABLE` -- which the docs build sets from its ``html_baseurl``, so the rule pages link to
-    the site being built.
-    """
-    url = os.environ.get(DOCS_URL_VARIABLE) or _published_url()
-    return url.rstrip("/") + "/"
-
-
-@functools.cache
-def _published_url() -> str:
-    try:
-        for entry in importlib.metadata.metadata("lightning-migrate").get_all("Project-URL") or []:
-            label, _, url = entry.partition(",")
-            if label.strip().lower() == "documentation":
-                return url.strip()
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    import tomllib  # run from a source tree (Python 3.11+, as the project's tools)
-
-    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
-    return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["urls"]["Documentation"]
-
-
-#: The marker comment ``--fix`` leaves above a hook it cannot rewrite: ``# lightning-migrate: LM001 ...``.
-MARKER = "lightning-migrate:"
-#: Bytes that every hook name any rule inspects contains: files without any of them are skipped unparsed.
-PREFILTER = re.compile(rb"_epoch_(?:start|end)|_batch_(?:start|end)|_step_end")
-
-SAFE, MANUAL, REWRITE = "safe", "manual", "rewrite"
-
-
-@dataclass(frozen=True)
-class Fix:
-    """An edit of one finding: ``tier`` (``safe``, ``manual`` or ``rewrite``); ``apply`` maps the node the finding is
-    about (a ``FunctionDef``, or the ``ClassDef`` when ``on_class``) to its replacement (``cst.RemovalSentinel``
-    removes a method)."""
-
-    tier: str
-    apply: Callable[[cst.CSTNode], cst.CSTNode | cst.RemovalSentinel]
-    on_class: bool = False
-    description: str = ""
-    #: The edit renames, removes or narrows the method: code that calls it by name must change with it.
-    changes_callers: bool = True
-    #: Parameters the edit removes: a call passing one of them by keyword would break.
-    dropped: tuple[str, ...] = ()
-    #: The method's name after the edit, when it renames it: a base or a subclass defining that name would clash.
-    new_name: str | None = None
-
-
-@dataclass
-class Finding:
-    """One old hook shape at ``line``:``col`` (1-based line, 1-based column) of a file."""
-
-    code: str
-    message: str
-    pattern_ids: tuple[str, ...]
-    line: int = 0
-    col: int = 0
-    #: ``False`` when the class's base could not be resolved and it was taken for a module by its ``training_step``
-    confident: bool = True
-    #: informational only (a default value that hides an old shape, or a class not known to be Lightning's): shown
-    #: with ``--notes``, never fixed, never counted in the exit code
-    note: bool = False
-    tier: str | None = None
-    fix: Fix | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def url(self) -> str:
-        return docs_url() + RULES[self.code].page
-
-    def format(self, path: str) -> str:
-        """``path:line:col: CODE message (tier) url``: the format of compilers, ruff and flake8."""
-        prefix = "note: " if self.note else ""
-        prefix += "" if self.confident else "possible (base class not resolved): "
-        tier = f" [{self.tier} fix]" if self.tier in (SAFE, REWRITE) else ""
-        return f"{path}:{self.line}:{self.col}: {self.code} {prefix}{self.message}{tier} {self.url}"
-
-
-@dataclass
-class ClassContext:
-    """A Lightning class being checked: its ``kind`` (``LightningModule``/``Callback``), node and methods."""
-
-    name: str
-    kind: str
-    confident: bool
-    node: cst.ClassDef
-    methods: dict[str, cst.FunctionDef]
-    rewrite_caching: bool = False
-    #: the Lightning class its chain of bases reaches (``Callback``, ``ModelCheckpoint``, ...)
-    via: str | None = None
-
-
-class Rule:
-    """Base class of a rule; subclasses set the attributes and implement :meth:`check`.
-
-    Attributes:
-        code: ``LM`` + 3 digits, stable; the page is ``checker/rules/<code>.html``.
-        name: short kebab-case name.
-        title: one line: what the rule finds.
-        hooks: method names the rule inspects.
-        owners: class kinds whose methods it inspects.
-        patterns: registry pattern ids it covers (:mod:`lightning_migrate.registry`).
-        summary: what it finds (reST, a paragraph).
-        fix_text: what ``--fix`` does (reST, a paragraph).
-        example: a complete old-shape file that the rule flags and ``--fix`` makes clean (the docs build checks it).
-    """
-
-    code: str = ""
-    name: str = ""
-    title: str = ""
-    hooks: frozenset[str] = frozenset()
-    owners: frozenset[str] = frozenset({MODULE, CALLBACK})
-    patterns: tuple[str, ...] = ()
-    summary: str = ""
-    fix_text: str = ""
-    example: str = ""
-
-    @property
-    def page(self) -> str:
-        return f"checker/rules/{self.code}.html"
-
-    #: reported only when nothing in the project uses the method's name (the hook is dead code unless called)
-    never_called: bool = False
-    #: ``--fix`` cleans the rule's example; ``False`` for a rule that only ever marks (no rewrite keeps behaviour)
-    fixable: bool = True
-
-    def matches(self, name: str, kind: str) -> bool:
-        """Whether the rule inspects methods called ``name`` beyond :attr:`hooks` (a rule over a name pattern)."""
-        return False
-
-    def check(self, ctx: ClassContext, func: cst.FunctionDef) -> Iterable[Finding]:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-
-#: code -> rule instance, in registration order.
-RULES: dict[str, Rule] = {}
-
-
-def register(cls: type[Rule]) -> type[Rule]:
-    """Class decorator: add a rule to :data:`RULES`; its pattern ids must exist in the registry."""
-    rule = cls()
-    if rule.code in RULES:
-        raise ValueError(f"rule code {rule.code} registered twice")
-    for pattern_id in rule.patterns:
-        registry.get(pattern_id)  # KeyError naming the known ids
-    RULES[rule.code] = rule
-    return cls
-
-
-def rules_for(hook: str, kind: str) -> list[Rule]:
-    """The rules that inspect a method ``hook`` of a class of ``kind``."""
-    return [rule for rule in RULES.values() if kind in rule.owners and (hook in rule.hooks or rule.matches(hook, kind))]
-
-
-# -- helpers the rules share -------------------------------------------------------------------------------------
-
-
-#: Stands for the ``self`` a ``@staticmethod`` does not declare (Lightning calls it with the same arguments).
-_NO_SELF = cst.Param(cst.Name("self"))
-
-
-def is_static(func: cst.FunctionDef) -> bool:
-    """Whether ``func`` is decorated with ``@staticmethod`` (it takes no ``self``)."""
-    return any(_cst_dotted(dec.decorator) in ("staticmethod", "builtins.staticmethod") for dec in func.decorators)
-
-
-def positional(func: cst.FunctionDef) -> list[cst.Param]:
-    """The positional parameters (positional-only first), ``self`` included: for a ``@staticmethod``, a stand-in
-    ``self`` comes first, so position ``i`` is the same argument as in a method."""
-    params = [*func.params.posonly_params, *func.params.params]
-    return [_NO_SELF, *params] if is_static(func) else params
-
-
-def named_params(func: cst.FunctionDef) -> list[cst.Param]:
-    return [*positional(func), *func.params.kwonly_params]
-
-
-def expected_count(kind: str, module_count: int) -> int:
-    """Positional parameters a hook takes: a module hook's count, plus ``trainer, pl_module`` on a callback."""
-    return module_count + (2 if kind == CALLBACK else 0)
-
-
-class _Names(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)  # `self.outputs`: `self` is a name, `outputs` is an attribute, not a variable
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)  # `f(outputs=x)`: the keyword is not a variable
-        return False
-
-
-def names_in(node: cst.CSTNode) -> set[str]:
-    """Every variable name in ``node`` (loads, stores and the rest: a superset of the uses); attribute names
-    (``self.outputs``) and call keywords (``f(outputs=1)``) are not variables and are left out."""
-    visitor = _Names()
-    node.visit(visitor)
-    return visitor.names
-
-
-class _Identifiers(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-
-def identifiers_in(node: cst.CSTNode) -> set[str]:
-    """Every identifier in ``node``, attribute names and keywords included (is a name free for new code?)."""
-    visitor = _Identifiers()
-    node.visit(visitor)
-    return visitor.names
-
-
-def body_uses(func: cst.FunctionDef, name: str) -> bool:
-    """Whether the body of ``func`` may read ``name``: any mention, or ``locals()``/``vars()``/``eval``/``exec``."""
-    names = names_in(func.body)
-    return name in names or bool(names & {"locals", "vars", "eval", "exec"})
-
-
-def drop_params(func: cst.FunctionDef, drop: set[str]) -> cst.FunctionDef:
-    """``func`` without the named parameters; when the old last parameter goes, the new last one takes its comma
-    (so ``def f(self, outputs)`` becomes ``def f(self)`` and a trailing comma style stays)."""
-    params = func.params
-    old_last = [*params.posonly_params, *params.params, *params.kwonly_params]
-    changes = {
-        attr: [param for param in getattr(params, attr) if param.name.value not in drop]
-        for attr in ("posonly_params", "params", "kwonly_params")
-    }
-    new = params.with_changes(**changes)
-    if not new.kwonly_params and isinstance(new.star_arg, cst.ParamStar):
-        new = new.with_changes(star_arg=cst.MaybeSentinel.DEFAULT)
-    if not new.posonly_params and isinstance(params.posonly_ind, cst.ParamSlash):
-        new = new.with_changes(posonly_ind=cst.MaybeSentinel.DEFAULT)
-    ends_with_named = not isinstance(new.star_arg, cst.Param) and new.star_kwarg is None
-    if old_last and old_last[-1].name.value in drop and ends_with_named:
-        for attr in ("kwonly_params", "params", "posonly_params"):
-            seq = list(getattr(new, attr))
-            if seq:
-                seq[-1] = seq[-1].with_changes(comma=old_last[-1].comma)
-                new = new.with_changes(**{attr: seq})
-                break
-    return func.with_changes(params=new)
-
-
-def has_marker(func: cst.FunctionDef, code: str) -> bool:
-    return any(
-        line.comment is not None and f"{MARKER} {code}" in line.comment.value
-        for line in (*func.leading_lines, *(line for dec in func.decorators for line in dec.leading_lines))
+from lightning_migrate.checker.resolve import Kind, Project, dotted, module_info
+from lightning_migrate.checker.rules import RULES
+
+__all__ = ["DOCS_URL_VARIABLE", "PREFILTER", "RULES", "Result", "check_source", "docs_url", "rules_for"]
+
+#: A class whose base is not resolved but that defines this method may be a LightningModule (notes only).
+TRAINING_STEP = registry.STEP_METHODS["train"]
+#: Bytes every name a rule inspects contains: the name fragments of the name-pattern rules, and the listed hook
+#: names holding none of them. A file without any is skipped unparsed; literal alternatives keep the search as quick
+#: as a substring search.
+_FRAGMENTS = sorted({fragment for rule in RULES.values() for fragment in rule.name_fragments})
+PREFILTER = re.compile(
+    b"|".join(
+        re.escape(text.encode())
+        for text in _FRAGMENTS
+        + sorted({h for r in RULES.values() for h in r.hooks if not any(f in h for f in _FRAGMENTS)})
     )
-
-
-def manual_fix(code: str, what: str) -> Fix:
-    """The ``manual`` tier: one marker comment above the hook (its decorators), naming the rule and its page."""
-
-    def apply(func: cst.CSTNode) -> cst.CSTNode:
-        assert isinstance(func, cst.FunctionDef)
-        if has_marker(func, code):
-            return func
-        text = f"# {MARKER} {code} manual fix, {what}: {docs_url()}{RULES[code].page}"
-        return func.with_changes(leading_lines=[*func.leading_lines, cst.EmptyLine(comment=cst.Comment(text))])
-
-    return Fix(MANUAL, apply, description="marker comment")
-
-
-def with_name(new_name: str, drop: set[str] = frozenset()) -> Callable[[cst.CSTNode], cst.CSTNode]:
-    def apply(func: cst.CSTNode) -> cst.CSTNode:
-        assert isinstance(func, cst.FunctionDef)
-        return drop_params(func, set(drop)).with_changes(name=cst.Name(new_name))
-
-    return apply
-
-
-# -- the walk ----------------------------------------------------------------------------------------------------
+)
 
 
 @dataclass
@@ -343,42 +72,19 @@ class Result:
     new_source: bytes | None = None
 
 
-def _cst_dotted(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Subscript):
-        node = node.value
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
+#: The names some rule lists among its :attr:`~Rule.hooks`, per class kind: a name-pattern rule leaves them alone.
+_LISTED = {
+    kind: {hook for rule in RULES.values() if kind in rule.owners for hook in rule.hooks} for kind in (MODULE, CALLBACK)
+}
 
 
-class _Collector(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.classes: list[cst.ClassDef] = []
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.classes.append(node)
-
-
-class _Applier(cst.CSTTransformer):
-    def __init__(self, func_fixes: dict[int, list[Fix]], class_fixes: dict[int, list[Fix]]):
-        self.func_fixes, self.class_fixes = func_fixes, class_fixes
-
-    def leave_FunctionDef(self, original_node, updated_node):
-        for fix in self.func_fixes.get(id(original_node), ()):
-            if isinstance(updated_node, cst.RemovalSentinel):
-                break
-            updated_node = fix.apply(updated_node)
-        return updated_node
-
-    def leave_ClassDef(self, original_node, updated_node):
-        for fix in self.class_fixes.get(id(original_node), ()):
-            updated_node = fix.apply(updated_node)
-        return updated_node
+def rules_for(hook: str, kind: str, select: frozenset[str] | None = None) -> list[Rule]:
+    """The rules (among ``select``, default all) that inspect a method ``hook`` of a class of ``kind``: those that
+    list it, else those whose name pattern it matches."""
+    rules = [rule for rule in RULES.values() if (select is None or rule.code in select) and kind in rule.owners]
+    if hook in _LISTED[kind]:
+        return [rule for rule in rules if hook in rule.hooks]
+    return [rule for rule in rules if rule.matches(hook, kind)]
 
 
 def check_source(
@@ -387,7 +93,7 @@ def check_source(
     project: Project | None = None,
     *,
     fix: bool = False,
-    rewrite_caching: bool = False,
+    unsafe_fixes: bool = False,
     select: frozenset[str] | None = None,
     notes: bool = False,
 ) -> Result:
@@ -395,9 +101,11 @@ def check_source(
 
     Args:
         source: the file's bytes (PEP 263 encoding cookie honoured; UTF-8 by default).
-        path: where it lives in ``project`` (for cross-file base classes); ``None`` for a lone snippet.
+        path: where it lives in ``project`` (for cross-file base classes and callers); ``None`` for a snippet.
         project: the checked tree; ``None`` checks the source alone.
-        fix: apply the ``safe`` and ``manual`` tiers (and ``rewrite`` when ``rewrite_caching``).
+        fix: apply the ``safe`` fixes and write the markers (and the ``unsafe`` fixes with ``unsafe_fixes``).
+        unsafe_fixes: apply the ``unsafe`` tier too (``--unsafe-fixes``); without it, such a finding gets a marker
+            that says what the rewrite would risk.
         select: only these rule codes (default: all).
         notes: also return the informational findings (``Finding.note``): classes whose base could not be resolved,
             and old shapes made harmless by a default value. They never carry a fix.
@@ -406,82 +114,234 @@ def check_source(
         SyntaxError: the source does not parse (``lineno`` set).
         UnicodeDecodeError: the source is not in its declared encoding.
     """
-    from lightning_migrate.checker import rules as _rules  # noqa: F401 - registers every rule
-
     encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)  # SyntaxError for a bad cookie
     source.decode(encoding)  # UnicodeDecodeError: not in the declared (or default UTF-8) encoding
     tree = ast.parse(source)  # raises SyntaxError / UnicodeDecodeError with a line number; libcst is slower
-    if project is None:
-        project = Project([], [])
+    project = project if project is not None else Project([], [])
     info = (
         project.info(path, tree)
         if path is not None and path in project.name_of
         else module_info(tree, path.stem if path else "snippet")
     )
-    if not _has_candidates(tree, info, project, select):
-        return Result([])  # no Lightning class with a hook any rule inspects: libcst (the slow part) is skipped
+    file = FileContext(source, tree, info, project, path)
+    ast_classes = list(_ast_classes(tree.body))
+    if not any(_may_report(node, file, select) for node, _ in ast_classes):
+        return Result([])  # no class that may hold a finding: libcst (the slow part) is skipped
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as err:  # pragma: no cover - ast accepted it; libcst lags new syntax
-        location = (str(path), err.raw_line, err.raw_column, "")
-        raise SyntaxError(f"libcst cannot parse this file: {err.message}", location) from err
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # the module is not used elsewhere
-    positions = wrapper.resolve(PositionProvider)
-    collector = _Collector()
-    wrapper.module.visit(collector)
-
+        raise SyntaxError(f"libcst cannot parse this file: {err.message}", (str(path), err.raw_line, 0, "")) from err
     lines = source.splitlines()
-    findings: list[Finding] = []
-    func_fixes: dict[int, list[Fix]] = {}
-    class_fixes: dict[int, list[Fix]] = {}
-    for class_node in collector.classes:
-        ctx = _context(class_node, info, project, rewrite_caching)
-        if ctx is None or (not ctx.confident and not notes):  # a class only possibly Lightning's: notes only
-            continue
-        for func in ctx.methods.values():
-            for rule in rules_for(func.name.value, ctx.kind):
-                if select is not None and rule.code not in select:
-                    continue
-                if rule.never_called and _caller(tree, path, project, func.name.value, (), dynamic=True) is not None:
-                    continue
-                for finding in rule.check(ctx, func):
-                    start = positions[func.name].start
-                    finding.line, finding.col = start.line, start.column + 1
-                    if _noqa(lines, finding.line, finding.code):
-                        continue
-                    if finding.fix is not None and finding.fix.tier == SAFE and finding.fix.changes_callers:
-                        caller = _caller(tree, path, project, func.name.value, finding.fix.dropped)
-                        if caller is not None:
-                            finding.fix = manual_fix(rule.code, f"{caller}: change the callers too")
-                    if finding.fix is not None and finding.fix.tier == SAFE and finding.fix.new_name:
-                        clash = _override_clash(info, path, project, ctx, finding.fix.new_name)
-                        if clash is not None:
-                            finding.fix = manual_fix(rule.code, f"{clash}: merge by hand")
-                    finding.confident = ctx.confident
-                    finding.note = finding.note or not ctx.confident
-                    if finding.note and not notes:
-                        continue
-                    if finding.fix is not None and not finding.note:
-                        if finding.fix.tier == REWRITE and not rewrite_caching:
-                            continue
-                        finding.tier = finding.fix.tier
-                        target = class_fixes if finding.fix.on_class else func_fixes
-                        target.setdefault(id(class_node if finding.fix.on_class else func), []).append(finding.fix)
-                    else:
-                        finding.fix = None
-                    findings.append(finding)
+    found = [
+        (finding, target, ctx)
+        for ctx, ast_node in _classes(module, ast_classes, file, lines, notes)
+        for finding, target in _rule_findings(ctx, ast_node, lines, select)
+    ]
+    findings, edits = _settle(found, file, fix=fix, unsafe_fixes=unsafe_fixes, notes=notes)
     findings.sort(key=lambda f: (f.line, f.col, f.code))
-    new_source = None
-    if fix and (func_fixes or class_fixes):
-        new_module = wrapper.module.visit(_Applier(func_fixes, class_fixes))
-        new_bytes = new_module.bytes
-        if new_bytes != source:
-            try:
-                ast.parse(new_bytes)
-            except SyntaxError as err:  # pragma: no cover - a bug in a rule; never write such a file
-                raise RuntimeError(f"the rewrite of {path} does not parse ({err}); file left unchanged") from err
-            new_source = new_bytes
+    new_source = _apply(module, tree, source, edits) if fix and edits else None
     return Result(findings, new_source)
+
+
+# -- 1. the classes ------------------------------------------------------------------------------------------------
+
+
+def _ast_classes(body: list[ast.stmt], parents: tuple = ()) -> Iterator[tuple[ast.ClassDef, bool]]:
+    """Every class of ``body`` and of the blocks nested in it, in source order: ``(node, top level)``."""
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            yield node, not parents
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                yield from _ast_classes(block, (*parents, node))
+        for handler in getattr(node, "handlers", ()):
+            yield from _ast_classes(handler.body, (*parents, node))
+        for case in getattr(node, "cases", ()):
+            yield from _ast_classes(case.body, (*parents, node))
+
+
+def _cst_classes(node: cst.CSTNode, path: tuple[int, ...] = ()) -> Iterator[tuple[cst.ClassDef, tuple[int, ...]]]:
+    """Every class under ``node`` in source order, walking statements and blocks only (never expressions, which
+    hold no class): ``(node, ids of the nodes on the way down from the module)``."""
+    for child in _statement_children(node):
+        if isinstance(child, cst.ClassDef):
+            yield child, path
+        yield from _cst_classes(child, (*path, id(child)))
+
+
+def _statement_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The statements, blocks and clauses directly inside ``node`` (a module, a block or a compound statement)."""
+    if isinstance(node, cst.SimpleStatementLine):
+        return
+    body = getattr(node, "body", None)
+    if isinstance(body, tuple | list):
+        yield from (child for child in body if not isinstance(child, cst.SimpleStatementLine))
+    elif isinstance(body, cst.IndentedBlock):
+        yield body
+    for name in ("orelse", "finalbody"):
+        clause = getattr(node, name, None)
+        if isinstance(clause, cst.CSTNode):
+            yield clause
+    yield from getattr(node, "handlers", ())
+    yield from getattr(node, "cases", ())
+
+
+def _may_report(node: ast.ClassDef, file: FileContext, select: frozenset[str] | None) -> bool:
+    """Whether the class (read with :mod:`ast`) defines a name a rule inspects and is, or may be, a Lightning class
+    or a mixin of one: the only classes :func:`check_source` can report."""
+    names = _body_names(node)
+    kinds = (MODULE, CALLBACK)
+    if not any(rules_for(name, kind, select) for name in names for kind in kinds):
+        return False
+    kind = file.project.classify(file.info, [dotted(base) for base in node.bases])
+    if kind.kind is not None or (kind.unknown and TRAINING_STEP in names):
+        return True
+    return _mixed_into(node, file) is not None
+
+
+def _body_names(node: ast.ClassDef) -> list[str]:
+    names = []
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+            names.append(item.name)
+        elif isinstance(item, ast.Assign | ast.AnnAssign):
+            targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+            names += [t.id for t in targets if isinstance(t, ast.Name)]
+    return names
+
+
+def _mixed_into(node: ast.ClassDef, file: FileContext) -> tuple[Kind, str, str] | None:
+    """``(kind, class, where)`` of a Lightning class of the project that derives from ``node``, a class that is not
+    Lightning's itself but defines a hook a rule (other than a name-pattern rule) inspects; else ``None``. Lightning
+    looks a hook up on the subclass, so a mixin's old hook breaks the subclass."""
+    hooks = {hook for rule in RULES.values() for hook in rule.hooks}
+    if not hooks & set(_body_names(node)):
+        return None
+    project, info = file.project, file.info
+    candidates = [(file.path, info, name) for name in info.classes if name != node.name]
+    if file.path is not None and file.path in project.name_of:
+        candidates += [c for c in project.subclasses(info, node.name) if c[0] != file.path]
+    for path, other, name in candidates:
+        if (info.name, node.name) not in {(a.name, c) for a, c in project.ancestors(other, other.classes[name])}:
+            continue
+        kind = project.classify(other, other.classes[name])
+        if kind.kind is not None and not kind.unknown:
+            line = next((ln for (n, ln) in other.class_lines if n == name), 0)
+            where = f"{shown_path(path)}:{line}" if path is not None else f"line {line}"
+            return kind, name, where
+    return None
+
+
+def _classes(
+    module: cst.Module, ast_classes: list[tuple[ast.ClassDef, bool]], file: FileContext, lines: list[bytes], notes: bool
+) -> Iterator[tuple[ClassContext, ast.ClassDef]]:
+    """A :class:`ClassContext` for each class that may hold a finding, with its :mod:`ast` node (positions)."""
+    cst_classes = list(_cst_classes(module))
+    if len(cst_classes) != len(ast_classes):  # pragma: no cover - both parsers see the same class statements
+        raise RuntimeError("libcst and ast disagree on the classes of the file")
+    for (node, path), (ast_node, _) in zip(cst_classes, ast_classes, strict=True):
+        methods = {s.name.value: s for s in node.body.body if isinstance(s, cst.FunctionDef)}
+        kind = file.project.classify(file.info, [dotted(base) for base in ast_node.bases])
+        first = min([ast_node.lineno, *(d.lineno for d in ast_node.decorator_list)])
+        text = b"\n".join(lines[first - 1 : ast_node.end_lineno])
+        spans = {
+            item.name: (min([item.lineno, *(d.lineno for d in item.decorator_list)]), item.end_lineno or item.lineno)
+            for item in ast_node.body
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        ctx = ClassContext(
+            node.name.value,
+            kind.kind,
+            not kind.unknown,
+            node,
+            methods,
+            file,
+            kind.via,
+            path=path,
+            root=kind.root,
+            text=text,
+            spans=spans,
+            ast_methods={
+                item.name: item for item in ast_node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+            },
+        )
+        if kind.kind is None:
+            mixed = _mixed_into(ast_node, file)
+            if mixed is not None:
+                ctx.kind, ctx.confident, ctx.root = mixed[0].kind, True, mixed[0].root
+                ctx.mixed_into, ctx.mixed_into_at = mixed[1], mixed[2]
+            elif kind.unknown and TRAINING_STEP in methods:
+                ctx.kind, ctx.confident = MODULE, False  # possibly a module: notes only
+            else:
+                continue
+        if ctx.confident or notes:
+            yield ctx, ast_node
+
+
+# -- 2. what the rules find ----------------------------------------------------------------------------------------
+
+
+def _rule_findings(
+    ctx: ClassContext, ast_node: ast.ClassDef, lines: list[bytes], select: frozenset[str] | None
+) -> Iterator[tuple[Finding, cst.CSTNode]]:
+    """``(finding, the node its fix edits)`` of every rule, for every method and class-body assignment, placed at
+    the method's (assigned) name; a finding silenced by ``# noqa`` on that line is left out."""
+    for statement, ast_statement in _paired_body(ctx.node, ast_node):
+        if isinstance(statement, cst.FunctionDef):
+            name, check = statement.name.value, (lambda rule, s=statement: rule.check(ctx, s))
+            line, col = _name_position(lines, ast_statement)
+        else:
+            name = _assigned_name(statement)
+            if name is None:
+                continue
+            check = lambda rule, n=name: rule.check_assigned(ctx, n)  # noqa: E731 - one expression, like above
+            line, col = ast_statement.lineno, _column(lines, ast_statement.lineno, ast_statement.col_offset)
+        for rule in rules_for(name, ctx.kind, select):
+            for finding in check(rule):
+                finding.line, finding.col = line, col
+                if not _noqa(lines, line, finding.code):
+                    yield finding, statement
+
+
+def _paired_body(node: cst.ClassDef, ast_node: ast.ClassDef) -> Iterator[tuple[cst.BaseStatement, ast.stmt]]:
+    """Each statement of a class body with its :mod:`ast` statement (a libcst line ``a = 1; b = 2`` holds two
+    :mod:`ast` statements: the first is its pair)."""
+    ast_body = iter(ast_node.body)
+    for statement in node.body.body:
+        ast_statement = next(ast_body, None)
+        if ast_statement is None:  # pragma: no cover - both parsers see the same statements
+            return
+        yield statement, ast_statement
+        if isinstance(statement, cst.SimpleStatementLine):
+            for _ in statement.body[1:]:
+                next(ast_body, None)
+
+
+def _assigned_name(statement: cst.BaseStatement) -> str | None:
+    """``name`` of a class-body statement ``name = value`` (or ``name: T = value``), else ``None``."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+        return small.targets[0].target.value
+    if isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+        return small.target.value
+    return None
+
+
+def _column(lines: list[bytes], line: int, byte_offset: int) -> int:
+    """The 1-based character column of a UTF-8 byte offset on a 1-based line (what :mod:`ast` gives)."""
+    text = lines[line - 1] if 0 < line <= len(lines) else b""
+    return len(text[:byte_offset].decode("utf-8", "replace")) + 1
+
+
+def _name_position(lines: list[bytes], node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int]:
+    """Line and 1-based column of a ``def``'s name (:mod:`ast` gives the ``def`` keyword's position)."""
+    text = lines[node.lineno - 1] if 0 < node.lineno <= len(lines) else b""
+    match = re.compile(rb"(?:async\s+)?def\s+").match(text, node.col_offset)
+    offset = match.end() if match else node.col_offset
+    return node.lineno, _column(lines, node.lineno, offset)
 
 
 #: ``# noqa`` (every code) or ``# noqa: LM001, LM002`` on a line, as flake8 and ruff read it.
@@ -499,45 +359,39 @@ def _noqa(lines: list[bytes], line: int, code: str) -> bool:
     return listed is None or code.encode() in {c.strip().upper() for c in listed.split(b",")}
 
 
-def _caller(
-    tree: ast.Module, path: Path | None, project: Project, name: str, dropped: tuple[str, ...], dynamic: bool = False
-) -> str | None:
-    """Where code calls the method ``name`` (or passes one of ``dropped`` by keyword): this file first, then every
-    other file of the project; ``None`` when nothing does, so a rename or a dropped parameter cannot break a call.
+# -- 3. what each fix may do ---------------------------------------------------------------------------------------
 
-    With ``dynamic``, a string that ends the name (``"_epoch_end"``, two words or more) counts as a use too: code
-    such as ``getattr(self, f"{stage}_epoch_end")`` builds the name at run time."""
-    parts = name.split("_")
-    fragments = tuple("_" + "_".join(parts[i:]) for i in range(1, len(parts) - 1)) if dynamic else ()
-    fragments = tuple(f for f in fragments if f != "_")
-    here = references_in(tree, {name, *fragments}, set(dropped))
-    if here:
-        line, what, used = here[0]
-        return (
-            f"`{used}` is used at line {line} of this file"
-            if what != "keyword"
-            else (f"a call passes `{used}=` at line {line} of this file")
-        )
-    if path is None or path not in project.name_of:
-        return None
-    for ref in project.references(name, dropped, exclude=path, fragments=fragments):
-        where = ref.path
-        with contextlib.suppress(ValueError):  # the marker is written into the file: no machine-specific prefix
-            where = ref.path.relative_to(Path.cwd())
-        if ref.what == "keyword":
-            return f"a call passes a dropped parameter by keyword at {where}:{ref.line}"
-        return f"`{name}` is used at {where}:{ref.line}"
+
+def _async_hook(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str | None:
+    """An ``async def`` hook: Lightning calls it without awaiting the coroutine, so its body never runs -- fixing
+    its name or signature would turn an error into a hook that silently does nothing."""
+    if isinstance(node, cst.FunctionDef) and node.asynchronous is not None:
+        return "`async def`: Lightning calls hooks without awaiting them, so its body would never run"
     return None
 
 
-def _override_clash(
-    info: ModuleInfo, path: Path | None, project: Project, ctx: ClassContext, new_name: str
-) -> str | None:
-    """Why renaming a method of the class ``ctx`` to ``new_name`` would change which code runs: a base class -- the
-    project's, or a Lightning class other than ``Callback`` / ``LightningModule`` (its methods recorded by
-    :mod:`lightning_migrate.hook_names`) -- defines ``new_name`` (the renamed method would replace it), or a
-    subclass does (it would replace the renamed method); ``None`` when neither."""
-    cls = ctx.name
+def _callers(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str | None:
+    """A fix that renames, removes or narrows a method that code calls (by name, or a dropped keyword)."""
+    fix = finding.fix
+    if fix.tier == MANUAL or not fix.changes_callers or not isinstance(node, cst.FunctionDef):
+        return None
+    caller = ctx.file.caller(node.name.value, fix.dropped, of=ctx)
+    return None if caller is None else f"{caller}: change the callers too"
+
+
+def _override_clash(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str | None:
+    """A rename onto a name that a base class -- the project's, or a Lightning class other than ``Callback`` /
+    ``LightningModule`` (its methods recorded by :mod:`lightning_migrate.hook_names`) -- defines (the renamed method
+    would replace it), or that a subclass defines (it would replace the renamed method)."""
+    new_name = finding.fix.new_name
+    if finding.fix.tier == MANUAL or new_name is None:
+        return None
+    why = _clash(ctx, new_name)
+    return None if why is None else f"{why}: merge by hand"
+
+
+def _clash(ctx: ClassContext, new_name: str) -> str | None:
+    file = ctx.file
     if ctx.via not in (None, CALLBACK, MODULE):
         from lightning_migrate import hook_names
 
@@ -546,46 +400,245 @@ def _override_clash(
             return f"Lightning's `{ctx.via}` is not among the recorded classes; it may define `{new_name}`"
         if new_name in recorded:
             return f"Lightning's `{ctx.via}` defines `{new_name}`"
-    for base_info, base in project.ancestors(info, info.classes.get(cls, [])):
+    for base_info, base in file.project.ancestors(file.info, file.info.classes.get(ctx.name, [])):
         if new_name in base_info.methods.get(base, set()):
             return f"base class `{base}` defines `{new_name}`"
-    if path is not None and path in project.name_of:
-        for other in project.subclasses_defining(info, cls, new_name):
-            where = other
-            with contextlib.suppress(ValueError):
-                where = other.relative_to(Path.cwd())
-            return f"a subclass in {where} defines `{new_name}`"
+    if file.path is not None and file.path in file.project.name_of:
+        for other in file.project.subclasses_defining(file.info, ctx.name, new_name):
+            return f"a subclass in {shown_path(other)} defines `{new_name}`"
     return None
 
 
-def _has_candidates(tree: ast.Module, info: ModuleInfo, project: Project, select: frozenset[str] | None) -> bool:
-    """Whether some class of the file (read with :mod:`ast`) defines a method a rule inspects and is, or may be,
-    a Lightning class: the only classes :func:`check_source` can report."""
-    hooks = {hook for rule in RULES.values() if select is None or rule.code in select for hook in rule.hooks}
-    patterned = [rule for rule in RULES.values() if not rule.hooks and (select is None or rule.code in select)]
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.ClassDef):
+#: What may turn a finding's fix into a marker, in order: each returns the reason, or ``None``.
+POLICIES: tuple[Callable[[Finding, cst.CSTNode, ClassContext], str | None], ...] = (
+    _async_hook,
+    _callers,
+    _override_clash,
+)
+
+
+@dataclass
+class _Edits:
+    """The edits of a file: per node id, the fixes to apply to that node, and the imports they need."""
+
+    nodes: dict[int, list[Fix]] = field(default_factory=dict)
+    #: node id -> ids of the nodes on the way down from the module (what must be rebuilt around an edit)
+    paths: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    imports: dict[tuple[str, str], None] = field(default_factory=dict)
+
+    def add(self, node: cst.CSTNode, fix: Fix, path: tuple[int, ...]) -> None:
+        self.nodes.setdefault(id(node), []).append(fix)
+        self.paths[id(node)] = path
+        self.imports.update(dict.fromkeys(fix.imports))
+
+    def __bool__(self) -> bool:
+        return bool(self.nodes)
+
+
+def _settle(
+    found: list[tuple[Finding, cst.CSTNode, ClassContext]],
+    file: FileContext,
+    *,
+    fix: bool,
+    unsafe_fixes: bool,
+    notes: bool,
+) -> tuple[list[Finding], _Edits]:
+    """The findings to report and the edits to make: policies first, then notes, then the tiers."""
+    findings, edits = [], _Edits()
+    for finding, node, ctx in found:
+        finding.confident = ctx.confident
+        finding.note = finding.note or not ctx.confident
+        if ctx.mixed_into is not None:
+            finding.message += f" (mixed into {ctx.kind} `{ctx.mixed_into}` at {ctx.mixed_into_at})"
+        if finding.note:
+            if notes:
+                finding.fix = None
+                findings.append(finding)
             continue
-        methods = {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        if not methods & hooks and not any(
-            rule.matches(name, kind) for rule in patterned for name in methods for kind in (MODULE, CALLBACK)
+        if finding.fix is not None:
+            for policy in POLICIES:
+                why = policy(finding, node, ctx)
+                if why is not None:
+                    finding.fix = manual_fix(finding.code, why)
+                    break
+            finding.tier = finding.fix.tier
+            applied = finding.fix
+            if applied.tier == UNSAFE and not unsafe_fixes:
+                applied = manual_fix(finding.code, f"{applied.risk}; `--unsafe-fixes` applies it", tier=UNSAFE)
+            if fix:
+                if applied.on_class:
+                    edits.add(ctx.node, applied, ctx.path)
+                else:
+                    edits.add(node, applied, (*ctx.path, id(ctx.node), id(ctx.node.body)))
+        findings.append(finding)
+    return findings, edits
+
+
+# -- 4. the edits ----------------------------------------------------------------------------------------------------
+
+
+def _apply(module: cst.Module, tree: ast.Module, source: bytes, edits: _Edits) -> bytes | None:
+    """The file's bytes after the edits (``None`` when they change nothing).
+
+    Only the nodes on the way down to an edited node are rebuilt. When every edited node lies in a class at the
+    module's top level, the new code of those classes is spliced into the file's text (the rest of the file is
+    never regenerated); otherwise libcst writes the whole module.
+
+    Raises:
+        RuntimeError: the rewritten file does not parse (a bug in a rule; such a file is never written).
+    """
+    replaced: dict[int, cst.CSTNode | cst.RemovalSentinel] = {}
+    dirty = {ancestor for path in edits.paths.values() for ancestor in path}
+
+    def rebuild(node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:
+        if id(node) in replaced:
+            return replaced[id(node)]
+        new = _rebuild_children(node, rebuild) if id(node) in dirty else node
+        for fix in reversed(edits.nodes.get(id(node), ())):  # the last first: what each inserts stays in order
+            if isinstance(new, cst.RemovalSentinel):
+                break
+            new = fix.apply(new)
+        replaced[id(node)] = new
+        return new
+
+    top = [statement for statement in module.body if id(statement) in dirty or id(statement) in edits.nodes]
+    new_top = {id(statement): rebuild(statement) for statement in top}
+    imports = _missing_imports(module, edits.imports)
+    before = min(module.body.index(statement) for statement in top)
+    encoding = module.encoding
+    text = source.decode(encoding)
+    spliced = None
+    if all(isinstance(s, cst.ClassDef) for s in top):
+        spliced = _splice(module, _first_lines(module, tree), text, new_top, imports, before)
+    if spliced is not None:  # only the new pieces need parsing
+        pieces = [module.code_for_node(n) for n in new_top.values() if not isinstance(n, cst.RemovalSentinel)]
+        checked = "".join(pieces) + "".join(module.code_for_node(s) for s in imports)
+    else:
+        body = [new_top.get(id(s), s) for s in module.body]
+        new_module = module.with_changes(body=[s for s in body if not isinstance(s, cst.RemovalSentinel)])
+        spliced = checked = _with_imports(new_module, imports, before).code
+    new_bytes = spliced.encode(encoding)
+    if new_bytes == source:
+        return None
+    try:
+        ast.parse(checked)
+    except SyntaxError as err:  # pragma: no cover - a bug in a rule; never write such a file
+        raise RuntimeError(f"the rewrite does not parse ({err}); file left unchanged") from err
+    return new_bytes
+
+
+def _first_lines(module: cst.Module, tree: ast.Module) -> dict[int, int]:
+    """The first line of each top-level libcst statement's code -- the comments and blank lines libcst keeps above
+    it included -- from :mod:`ast`'s positions (writing the whole module out to count its lines would cost as much
+    as parsing it)."""
+    starts, ast_body = {}, iter(tree.body)
+    for statement in module.body:
+        node = next(ast_body, None)
+        if node is None:  # pragma: no cover - both parsers see the same statements
+            break
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        starts[id(statement)] = first - len(statement.leading_lines)
+        if isinstance(statement, cst.SimpleStatementLine):
+            for _ in statement.body[1:]:
+                next(ast_body, None)
+    return starts
+
+
+def _rebuild_children(node: cst.CSTNode, rebuild: Callable) -> cst.CSTNode:
+    """``node`` with each statement, block or clause inside it passed through ``rebuild``."""
+    changes = {}
+    for item in dataclasses.fields(node):
+        value = getattr(node, item.name)
+        if isinstance(value, tuple | list):
+            new = [rebuild(v) if isinstance(v, cst.CSTNode) else v for v in value]
+            new = [v for v in new if not isinstance(v, cst.RemovalSentinel)]
+            if any(a is not b for a, b in zip(new, value, strict=False)) or len(new) != len(value):
+                changes[item.name] = new
+        elif isinstance(value, cst.CSTNode):
+            new = rebuild(value)
+            if new is not value:
+                changes[item.name] = new
+    return node.with_changes(**changes) if changes else node
+
+
+def _missing_imports(module: cst.Module, wanted: dict[tuple[str, str], None]) -> list[cst.SimpleStatementLine]:
+    """``from module import name`` statements for the wanted names the module's top level does not import yet."""
+    have = set()
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                    source = cst_dotted(small.module) if small.module is not None else None
+                    have.update((source, alias.name.value) for alias in small.names if alias.asname is None)
+    return [cst.parse_statement(f"from {mod} import {name}\n") for mod, name in wanted if (mod, name) not in have]
+
+
+def _import_index(module: cst.Module, before: int) -> int:
+    """Where new imports go: after the last top-level import that precedes the statement at index ``before``
+    (the first one edited), so the import runs before the class that needs it, after any ``sys.path`` set-up
+    between imports; after the module's docstring when no import precedes it."""
+    index = 1 if module.body and _is_docstring(module.body[0]) else 0
+    for i, statement in enumerate(module.body[:before]):
+        if isinstance(statement, cst.SimpleStatementLine) and all(
+            isinstance(small, cst.Import | cst.ImportFrom) for small in statement.body
         ):
+            index = i + 1
+    return index
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    small = statement.body[0]
+    return isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString | cst.ConcatenatedString)
+
+
+def _with_imports(module: cst.Module, imports: list[cst.SimpleStatementLine], before: int) -> cst.Module:
+    if not imports:
+        return module
+    index = _import_index(module, before)
+    return module.with_changes(body=[*module.body[:index], *imports, *module.body[index:]])
+
+
+def _splice(
+    module: cst.Module,
+    starts: dict[int, int],
+    text: str,
+    new_top: dict[int, cst.CSTNode | cst.RemovalSentinel],
+    imports: list[cst.SimpleStatementLine],
+    before: int,
+) -> str | None:
+    """``text`` with the code of each changed top-level statement replaced by its new code, and the new imports
+    inserted; ``None`` when a statement's old code is not where it should be (then the whole module is written)."""
+    lines = text.splitlines(keepends=True)
+    ends = [starts.get(id(s), 0) for s in module.body[1:]] + [len(lines) + 1 - len(module.footer)]
+    pieces = []  # (first line, last line + 1, new text), in file order
+    for statement, last in zip(module.body, ends, strict=True):
+        if id(statement) not in new_top:
             continue
-        kind = project.classify(info, [dotted(base) for base in node.bases])
-        if kind.kind is not None or (kind.unknown and "training_step" in methods):
-            return True
-    return False
-
-
-def _context(node: cst.ClassDef, info: ModuleInfo, project: Project, rewrite_caching: bool) -> ClassContext | None:
-    bases = [_cst_dotted(arg.value) for arg in node.bases if arg.keyword is None]
-    methods = {}
-    for statement in node.body.body:
-        if isinstance(statement, cst.FunctionDef):
-            methods[statement.name.value] = statement
-    kind = project.classify(info, bases)
-    if kind.kind is not None:
-        return ClassContext(node.name.value, kind.kind, not kind.unknown, node, methods, rewrite_caching, kind.via)
-    if kind.unknown and "training_step" in methods:
-        return ClassContext(node.name.value, MODULE, False, node, methods, rewrite_caching)
-    return None
+        # a statement's code runs up to the next one's (its own comments and blank lines before that included)
+        first = starts.get(id(statement), 0)
+        decorated = first + len(statement.leading_lines)
+        if not 0 < first < last or not re.match(
+            r"\s*(@|class\b)", lines[decorated - 1] if decorated <= len(lines) else ""
+        ):
+            return None
+        new = new_top[id(statement)]
+        pieces.append((first, last, "" if isinstance(new, cst.RemovalSentinel) else module.code_for_node(new)))
+    if imports:
+        index = _import_index(module, before)
+        at = starts.get(id(module.body[index])) if index < len(module.body) else len(lines) + 1
+        if at is None or at < 1:
+            return None
+        pieces.append((at, at, "".join(module.code_for_node(s) for s in imports)))
+        pieces.sort(key=lambda piece: (piece[0], piece[1] != piece[0]))
+    out, at = [], 1
+    for first, last, new in pieces:
+        out.append("".join(lines[at - 1 : first - 1]))
+        out.append(new)
+        at = last
+    out.append("".join(lines[at - 1 :]))
+    result = "".join(out)
+    if text and not text.endswith(("\n", "\r")) and result.endswith("\n"):
+        result = result[: -len(module.default_newline)] if result.endswith(module.default_newline) else result[:-1]
+    return result

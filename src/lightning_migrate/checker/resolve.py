@@ -5,25 +5,36 @@ the checked tree, parsing a file only when a chain reaches it. Nothing is import
 is not part of the checked tree and is not Lightning cannot be resolved (it is *unknown*).
 
 Lightning's base classes are recognised by their import path (``pytorch_lightning``, ``lightning.pytorch`` or
-``lightning``, any alias): ``LightningModule`` and the demo models subclassing it are modules; ``Callback`` and
-every class imported from a ``callbacks`` package of Lightning are callbacks.
+``lightning``, any alias) and their name: ``LightningModule``, ``Callback`` and the classes recorded from the
+installed Lightning as subclasses of one of them (:mod:`lightning_migrate.hook_names`: the callbacks and the demo
+models); any other class imported from a ``callbacks`` package of Lightning is a callback too (a release may have
+had callbacks the installed one has not).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MODULE, CALLBACK = "LightningModule", "Callback"
+from lightning_migrate import hook_names, registry
+
+MODULE, CALLBACK = registry.OWNERS
 LIGHTNING_ROOTS = frozenset({"pytorch_lightning", "lightning"})
-#: Lightning classes that are LightningModule subclasses (``lightning.pytorch.demos``).
-LIGHTNING_MODULE_NAMES = frozenset({"LightningModule", "BoringModel", "DemoModel", "ManualOptimBoringModel"})
 #: Roots whose classes are known not to be Lightning classes (the standard library, torch, numpy).
 NOT_LIGHTNING_ROOTS = frozenset(sys.stdlib_module_names) | {"builtins", "torch", "numpy", "typing_extensions"}
 BUILTIN_BASES = frozenset({"object", "Exception", "BaseException", "dict", "list", "tuple", "set", "str", "int"})
+
+
+@functools.cache
+def lightning_kinds() -> dict[str, str]:
+    """``{class name: "LightningModule" | "Callback"}`` of Lightning's classes, recorded from the installed
+    Lightning (:mod:`lightning_migrate.hook_names`)."""
+    return dict(hook_names.load()["kinds"])
 
 
 @dataclass
@@ -35,6 +46,8 @@ class Kind:
     unknown: bool = False
     #: the Lightning class the chain reaches (``Callback``, ``ModelCheckpoint``, ``LightningModule``, ...)
     via: str | None = None
+    #: the Lightning package the chain reaches: ``pytorch_lightning`` or ``lightning``
+    root: str | None = None
 
 
 @dataclass
@@ -48,8 +61,10 @@ class ModuleInfo:
     class_lines: dict[tuple[str, int], list[str | None]] = field(default_factory=dict)
     #: dotted modules of ``from M import *``, in file order: a name bound nowhere else may come from one of them
     star_imports: list[str] = field(default_factory=list)
-    #: the method names each class defines
+    #: the method names each class defines (names its body assigns included)
     methods: dict[str, set[str]] = field(default_factory=dict)
+    #: the names the module binds at its top level (definitions, imports, assignments)
+    top_level: set[str] = field(default_factory=set)
 
 
 def dotted(node: ast.expr) -> str | None:
@@ -66,11 +81,40 @@ def dotted(node: ast.expr) -> str | None:
     return None
 
 
+def statements(body: list[ast.stmt]):
+    """Every statement of ``body`` and of the blocks nested in it (function and class bodies, ``if``, ``for``,
+    ``try``, ``with``, ``match``), in source order: the walk that finds imports and classes without visiting
+    every expression."""
+    for node in body:
+        yield node
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                yield from statements(block)
+        for handler in getattr(node, "handlers", ()):
+            yield from statements(handler.body)
+        for case in getattr(node, "cases", ()):
+            yield from statements(case.body)
+
+
+def class_body_names(node: ast.ClassDef) -> set[str]:
+    """The names a class body defines: its methods and the names it assigns (``training_epoch_end = f``)."""
+    names: set[str] = set()
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(item.name)
+        elif isinstance(item, ast.Assign):
+            names.update(target.id for target in item.targets if isinstance(target, ast.Name))
+        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
+            names.add(item.target.id)
+    return names
+
+
 def module_info(tree: ast.Module, name: str, is_package: bool = False) -> ModuleInfo:
     """Collect the imports and class bases of a parsed file whose dotted module name is ``name``."""
     info = ModuleInfo(name)
     package = name if is_package else name.rpartition(".")[0]
-    for node in ast.walk(tree):
+    for node in statements(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -93,9 +137,16 @@ def module_info(tree: ast.Module, name: str, is_package: bool = False) -> Module
             bases = [dotted(base) for base in node.bases]
             info.classes[node.name] = bases
             info.class_lines[(node.name, node.lineno)] = bases
-            info.methods[node.name] = {
-                item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-            }
+            info.methods[node.name] = class_body_names(node)
+    for node in tree.body:  # the names the module binds at its top level
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            info.top_level.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            info.top_level.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif isinstance(node, ast.Assign):
+            info.top_level.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
+            info.top_level.add(node.target.id)
     return info
 
 
@@ -111,7 +162,9 @@ class Project:
         self.name_of: dict[Path, str] = {}
         self._infos: dict[Path, ModuleInfo | None] = {}
         self._bytes: dict[Path, bytes] = {}
-        self._uses: dict[Path, dict[str, tuple[int, str]]] = {}
+        self._uses: dict[Path, Uses] = {}
+        self._references: dict[tuple, list[Reference]] = {}
+        self._subclasses: dict[tuple, list[Path]] = {}
         for path in files:
             package_parts = _package_parts(path)
             self.name_of[path] = ".".join(package_parts)
@@ -138,7 +191,7 @@ class Project:
         for base in bases:
             kind = self._resolve_local(info, base, seen)
             if kind.kind is not None:
-                return Kind(kind.kind, kind.unknown, kind.via)
+                return Kind(kind.kind, kind.unknown, kind.via, kind.root)
             unknown = unknown or kind.unknown
         return Kind(None, unknown)
 
@@ -192,19 +245,34 @@ class Project:
             else None
         )
 
+    def read(self, path: Path) -> bytes:
+        """The bytes of a file of the project, read once (``b""`` when it cannot be read)."""
+        data = self._bytes.get(path)
+        if data is None:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                data = b""
+            self._bytes[path] = data
+        return data
+
+    def uses(self, path: Path) -> Uses:
+        """What the file ``path`` uses (:class:`Uses`), parsed at most once per process."""
+        uses = self._uses.get(path)
+        if uses is None:
+            uses = self._uses[path] = uses_of(self.read(path))
+        return uses
+
     def subclasses_defining(self, info: ModuleInfo, class_name: str, method: str) -> list[Path]:
         """Files of the project with a class that derives from ``class_name`` of ``info`` and defines ``method``
         (it would override a method renamed to that name). Files are searched as bytes first."""
+        key = (info.name, class_name, method)
+        if key in self._subclasses:
+            return self._subclasses[key]
         needle = re.compile(rb"\bdef\s+" + re.escape(method.encode()) + rb"\b")
         found = []
         for path in self.name_of:
-            data = self._bytes.get(path)
-            if data is None:
-                try:
-                    data = path.read_bytes()
-                except OSError:
-                    data = b""
-                self._bytes[path] = data
+            data = self.read(path)
             if class_name.encode() not in data or not needle.search(data):
                 continue
             other = self.info(path)
@@ -217,39 +285,53 @@ class Project:
                     ):
                         found.append(path)
                         break
+        self._subclasses[key] = found
+        return found
+
+    def subclasses(self, info: ModuleInfo, class_name: str) -> list[tuple[Path, ModuleInfo, str]]:
+        """The project's classes that derive from ``class_name`` of ``info``, in any file: ``(path, file info,
+        class name)``. Files are searched as bytes for the class name first."""
+        found = []
+        for path in self.name_of:
+            if class_name.encode() not in self.read(path):
+                continue
+            other = self.info(path)
+            if other is None:
+                continue
+            for name in other.classes:
+                if (other.name, name) == (info.name, class_name):
+                    continue
+                if any((a.name, c) == (info.name, class_name) for a, c in self.ancestors(other, other.classes[name])):
+                    found.append((path, other, name))
         return found
 
     def references(
         self, name: str, keywords: tuple[str, ...], exclude: Path | None, fragments: tuple[str, ...] = ()
     ) -> list[Reference]:
-        """Uses of the method ``name`` (and calls passing one of ``keywords``, and strings equal to one of
-        ``fragments``, such as the ``"_epoch_end"`` of ``getattr(self, f"{stage}_epoch_end")``) in the project's
-        files other than ``exclude``. A file is searched as bytes first and parsed only when it mentions one of the
-        names; what a parsed file uses is kept, so a file is parsed at most once per process."""
-        # whole words only: `validation_epoch_end` is not in `on_validation_epoch_end`
-        words = (name, *keywords, *fragments)
-        needle = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in words) + rb")\b")
-        found: list[Reference] = []
-        for path in self.name_of:
-            if path == exclude:
-                continue
-            data = self._bytes.get(path)
-            if data is None:
-                try:
-                    data = path.read_bytes()
-                except OSError:
-                    data = b""
-                self._bytes[path] = data
-            if not needle.search(data):
-                continue
-            uses = self._uses.get(path)
-            if uses is None:
-                uses = self._uses[path] = _uses_of(data)
-            for key in (name, *(f"{keyword}=" for keyword in keywords)):
-                if key in uses:
-                    found.append(Reference(path, *uses[key]))
-            found += [Reference(path, *uses[f]) for f in fragments if f in uses and uses[f][1] == "string"]
-        return found
+        """Uses of the method ``name`` in the project's files other than ``exclude``, in file order: every
+        attribute, bare name or string equal to it (:class:`Uses`), a call that passes one of ``keywords`` to
+        ``name`` or to a target built at run time, and a string equal to one of ``fragments`` (the
+        ``"_epoch_end"`` of ``getattr(self, f"{stage}_epoch_end")``). A file is searched as bytes first and parsed
+        only when it mentions one of the names; each question is answered once per process, so a file with many
+        findings costs one search of the project per distinct name."""
+        key = (name, keywords, fragments)
+        found = self._references.get(key)
+        if found is None:
+            # whole words only: `validation_epoch_end` is not in `on_validation_epoch_end`
+            words = (name, *keywords, *fragments)
+            needle = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in words) + rb")\b")
+            found = []
+            for path in self.name_of:
+                if not needle.search(self.read(path)):
+                    continue
+                uses = self.uses(path)
+                found += [dataclasses.replace(use, path=path) for use in uses.names.get(name, ())]
+                call = uses.keyword_call(name, keywords)
+                if call is not None:
+                    found.append(Reference(path, call[0], "keyword"))
+                found += [Reference(path, uses.string(f), "fragment") for f in fragments if uses.string(f)]
+            self._references[key] = found
+        return [ref for ref in found if ref.path != exclude]
 
     def _resolve_local(self, info: ModuleInfo, base: str | None, seen: frozenset) -> Kind:
         if base is None:
@@ -285,11 +367,10 @@ class Project:
     def _resolve_qualified(self, target: str, seen: frozenset) -> Kind:
         parts = target.split(".")
         if parts[0] in LIGHTNING_ROOTS:
-            if parts[-1] in LIGHTNING_MODULE_NAMES:
-                return Kind(MODULE, via=parts[-1])
-            if parts[-1] == "Callback" or "callbacks" in parts[:-1]:
-                return Kind(CALLBACK, via=parts[-1])
-            return Kind(None)
+            kind = lightning_kinds().get(parts[-1])
+            if kind is None and "callbacks" in parts[:-1]:
+                kind = CALLBACK
+            return Kind(kind, via=parts[-1], root=parts[0]) if kind else Kind(None)
         module_name, _, class_name = target.rpartition(".")
         path = self.by_name.get(module_name)
         if path is not None:
@@ -356,61 +437,115 @@ def project_root(path: Path) -> Path | None:
 
 @dataclass(frozen=True)
 class Reference:
-    """A use of a name somewhere in the project: ``path``:``line`` and what it is (``attribute``, ``name``,
-    ``keyword`` or ``string``)."""
+    """A use of a name somewhere in the project: ``path``:``line``, what it is (``attribute``, ``name``,
+    ``string``, ``keyword``, or ``fragment``: a string that ends the name, for a name built at run time) and, for an
+    attribute, its receiver (``self``, ``super`` -- ``super().name`` -- or ``other``) and the class it is written in."""
 
-    path: Path
+    path: Path | None
     line: int
     what: str
+    receiver: str | None = None
+    cls: str | None = None
 
 
-class _References(ast.NodeVisitor):
-    def __init__(self, names: set[str], keywords: set[str]):
-        self.names, self.keywords = names, keywords
-        self.found: list[tuple[int, str, str]] = []
+@dataclass
+class Uses:
+    """What one file uses, indexed once: every caller question about the file is a dictionary lookup.
+
+    Attributes:
+        names: every use of each attribute name, bare name and identifier-like string constant, in source order
+            (:class:`Reference` without a path). A string that is a dict display's key or a subscript's index
+            (``{"on_train_batch_end": 0}``, ``counts["on_train_batch_end"]``) is data, not a use of a method, and is
+            left out; a ``def`` of a name is not a use either.
+        keywords: for each call keyword, the calls passing it: ``(line, callee)``, where ``callee`` is the called
+            attribute's or name's identifier (``self.log(outputs=...)`` -> ``log``), or ``None`` when the call's
+            target is built at run time (``getattr(cb, name)(..., outputs=...)``).
+    """
+
+    names: dict[str, list[Reference]] = field(default_factory=dict)
+    keywords: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
+
+    def string(self, text: str) -> int | None:
+        """The line of the first string constant (not a key) equal to ``text``, or ``None``."""
+        return next((use.line for use in self.names.get(text, ()) if use.what == "string"), None)
+
+    def keyword_call(self, method: str, keywords: tuple[str, ...] | set[str]) -> tuple[int, str] | None:
+        """``(line, keyword)`` of the first call that passes one of ``keywords`` to ``method`` -- by name, or to a
+        target built at run time, which may be ``method`` -- or ``None``. A keyword passed to another call
+        (``torch.autograd.grad(outputs=...)``, ``self.helper(dataloader_idx=...)``) does not count."""
+        calls = [
+            (line, keyword)
+            for keyword in keywords
+            for line, callee in self.keywords.get(keyword, ())
+            if callee is None or callee == method
+        ]
+        return min(calls) if calls else None
+
+
+def _is_string(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+class _UsesVisitor(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.uses = Uses()
+        self.classes: list[str] = []
+
+    def _add(self, name: str, line: int, kind: str, receiver: str | None = None) -> None:
+        cls = self.classes[-1] if self.classes and receiver in ("self", "super") else None
+        self.uses.names.setdefault(name, []).append(Reference(None, line, kind, receiver, cls))
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.classes.append(node.name)
+        self.generic_visit(node)
+        self.classes.pop()
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in self.names:
-            self.found.append((node.lineno, "attribute", node.attr))
+        value = node.value
+        if isinstance(value, ast.Name) and value.id == "self":
+            receiver = "self"
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
+            receiver = "super"
+        else:
+            receiver = "other"
+        self._add(node.attr, node.lineno, "attribute", receiver)
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id in self.names:
-            self.found.append((node.lineno, "name", node.id))
-
-    def visit_keyword(self, node: ast.keyword) -> None:
-        if node.arg in self.keywords:
-            self.found.append((node.value.lineno, "keyword", node.arg))
-        self.generic_visit(node)
+        self._add(node.id, node.lineno, "name")
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str) and node.value in self.names:  # getattr(obj, "name"), hasattr, ...
-            self.found.append((node.lineno, "string", node.value))
+        if isinstance(node.value, str) and node.value.isidentifier():  # getattr(obj, "name"), hasattr, ...
+            self._add(node.value, node.lineno, "string")
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        for key in node.keys:
+            if key is not None and not _is_string(key):
+                self.visit(key)
+        for value in node.values:
+            self.visit(value)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        self.visit(node.value)
+        if not _is_string(node.slice):
+            self.visit(node.slice)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        callee = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        for keyword in node.keywords:
+            if keyword.arg:
+                self.uses.keywords.setdefault(keyword.arg, []).append((keyword.value.lineno, callee))
+        self.generic_visit(node)
 
 
-def _uses_of(data: bytes) -> dict[str, tuple[int, str]]:
-    """``{name: (first line, kind)}`` of every attribute, bare name and string constant a file uses, and
-    ``{"keyword=": ...}`` for every call keyword; ``{}`` for a file that does not parse."""
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return {}
-    uses: dict[str, tuple[int, str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            uses.setdefault(node.attr, (node.lineno, "attribute"))
-        elif isinstance(node, ast.Name):
-            uses.setdefault(node.id, (node.lineno, "name"))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-            uses.setdefault(node.value, (node.lineno, "string"))
-        elif isinstance(node, ast.keyword) and node.arg:
-            uses.setdefault(f"{node.arg}=", (node.value.lineno, "keyword"))
-    return uses
-
-
-def references_in(tree: ast.AST, names: set[str], keywords: set[str] = frozenset()) -> list[tuple[int, str, str]]:
-    """``(line, kind, name)`` of every use of ``names`` in ``tree`` (attribute, bare name or string constant) and
-    every call keyword in ``keywords``; a ``def`` of the name is not a use."""
-    visitor = _References(set(names), set(keywords))
-    visitor.visit(tree)
-    return visitor.found
+def uses_of(source: bytes | ast.AST) -> Uses:
+    """The :class:`Uses` of a file (its bytes, or its parsed tree); empty for a file that does not parse."""
+    if not isinstance(source, ast.AST):
+        try:
+            source = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return Uses()
+    visitor = _UsesVisitor()
+    visitor.visit(source)
+    return visitor.uses

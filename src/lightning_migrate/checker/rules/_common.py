@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from lightning_migrate import registry
+from lightning_migrate.checker.base import Finding, manual_fix
 
 
 def new_hook(pattern_id: str) -> str:
@@ -29,6 +30,12 @@ def new_params(pattern_id: str) -> list[str]:
 def by_hook(pattern_ids: tuple[str, ...]) -> dict[tuple[str, str], str]:
     """``{(hook, owner): pattern id}`` of the given registry patterns (``owner``: ``LightningModule``/``Callback``)."""
     return {(registry.get(pid).hook, registry.get(pid).owner): pid for pid in pattern_ids}
+
+
+def literal_list(names) -> str:
+    """``a``, ``b`` and ``c`` (reST literals) of names, in their order."""
+    names = [f"``{name}``" for name in names]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def plain(rst: str) -> str:
@@ -64,9 +71,36 @@ def signature(func: cst.FunctionDef) -> str:
     return " ".join(f"{func.name.value}({', '.join(parts)})".split())
 
 
-def removed(pattern_id: str, func: cst.FunctionDef | None = None) -> str:
+def removed(pattern_id: str, func: cst.FunctionDef | None = None, bare: bool = False) -> str:
     """``"<signature> was removed in Lightning <version>: <replacement>"``, from the registry entry; the signature
-    is the user's own (``func``) when given, else the registry's old signature."""
+    is the user's own (``func``) when given, else the registry's old signature; ``bare`` leaves it out."""
     pattern = registry.get(pattern_id)
     shown = signature(func) if func is not None else pattern.old_signature
-    return f"`{shown}` was removed in Lightning {pattern.removed_in}: {plain(pattern.replacement)}"
+    text = f"was removed in Lightning {pattern.removed_in}: {plain(pattern.replacement)}"
+    return text if bare else f"`{shown}` {text}"
+
+
+def assigned_finding(code: str, pattern_id: str, name: str, what: str) -> Finding:
+    """The finding of a removed hook bound in a class body (``name = some_function``): the registry's message, and
+    a marker -- the function is defined elsewhere, so nothing is rewritten -- saying ``what`` to do."""
+    return Finding(
+        code,
+        f"`{name}` (assigned in the class body) {removed(pattern_id, bare=True)}",
+        (pattern_id,),
+        fix=manual_fix(code, f"assigned in the class body: {what}"),
+    )
+
+
+def default_zero(func: cst.FunctionDef, index: int) -> cst.FunctionDef:
+    """``func`` with the positional parameter at ``index`` (``self`` is 0) defaulting to ``0``."""
+    params = func.params
+    posonly = len(params.posonly_params)
+    seq = list(params.posonly_params if index < posonly else params.params)
+    at = index if index < posonly else index - posonly
+    param = seq[at]
+    space = cst.SimpleWhitespace(" " if param.annotation is not None else "")
+    seq[at] = param.with_changes(
+        default=cst.Integer("0"), equal=cst.AssignEqual(whitespace_before=space, whitespace_after=space)
+    )
+    attr = "posonly_params" if index < posonly else "params"
+    return func.with_changes(params=params.with_changes(**{attr: seq}))

@@ -1,25 +1,29 @@
-"""LM002: an ``on_*_epoch_end`` hook that declares parameters beyond ``self`` (module) or ``trainer, pl_module``."""
+"""LM002: an epoch-end hook (``on_train_epoch_end`` and its kin) that declares parameters Lightning does not pass."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
-from lightning_migrate.checker.core import (
+from lightning_migrate import registry
+from lightning_migrate.checker.base import (
+    CALLBACK,
     MODULE,
     SAFE,
     ClassContext,
     Finding,
     Fix,
     Rule,
-    body_uses,
+    drop_params,
     expected_count,
     manual_fix,
+    plain_signature,
     positional,
-    register,
 )
-from lightning_migrate.checker.rules._common import by_hook, removed
+from lightning_migrate.checker.rules._caching import caching_fix
+from lightning_migrate.checker.rules._common import by_hook, literal_list, new_hook, removed
 
-STAGES = ("train", "validation", "test", "predict")
 #: (hook, owner) -> registry pattern of the old shape; validation and test never took outputs in a release.
 PATTERNS = by_hook(
     (
@@ -29,27 +33,45 @@ PATTERNS = by_hook(
         "callback-on-predict-epoch-end-outputs",
     )
 )
+#: every stage's epoch-end hook: the new hooks of the epoch-end patterns of the registry
+HOOKS = frozenset(
+    new_hook(pid)
+    for pid in (
+        "module-on-train-epoch-end-outputs",
+        "validation-epoch-end",
+        "test-epoch-end",
+        "module-on-predict-epoch-end-outputs",
+    )
+)
+#: the patterns whose presence in a module made Lightning 1.3-1.4 collect training outputs for the callbacks
+_TRACKING = (registry.get("training-epoch-end"), registry.get("module-on-train-epoch-end-outputs"))
 
 
-@register
 class EpochEndParameters(Rule):
     code = "LM002"
     name = "epoch-end-parameters"
-    title = "on_*_epoch_end hooks that take outputs, or another parameter without a default"
-    hooks = frozenset(f"on_{stage}_epoch_end" for stage in STAGES)
+    title = "epoch-end hooks that take outputs, or another parameter without a default"
+    hooks = HOOKS
     patterns = tuple(PATTERNS.values())
     summary = (
-        "``on_train_epoch_end``, ``on_validation_epoch_end``, ``on_test_epoch_end`` or ``on_predict_epoch_end`` "
-        "declaring a parameter beyond ``self`` on a ``LightningModule``, or beyond ``self, trainer, pl_module`` "
-        "on a ``Callback`` -- typically the ``outputs`` of Lightning 1.x -- that has no default value. A parameter "
-        "with a default (``unused=None``) is not a finding: :claim:`epoch-end-hooks-called-without-outputs`, so the "
-        "default stands in. "
-        "``*args`` and ``**kwargs`` are accepted."
+        f"{literal_list(sorted(HOOKS))} declaring a parameter beyond ``self`` on a ``{MODULE}``, or beyond "
+        f"``self, trainer, pl_module`` on a ``{CALLBACK}`` -- typically the ``outputs`` of Lightning 1.x -- that has "
+        "no default value. A parameter with a default (``unused=None``) is not a finding: "
+        ":claim:`epoch-end-hooks-called-without-outputs`, so the default stands in. ``*args`` and ``**kwargs`` are "
+        "accepted."
     )
     fix_text = (
-        "**safe** when the body never reads the extra parameters: they are dropped. **manual** otherwise: a marker "
-        "comment links here; collect what you need in the batch-end hook (callback-side caching) or in the step "
-        "(module-side caching)."
+        "**safe** when the body never reads the extra parameters: they are dropped. **unsafe** (opt-in, "
+        "``--unsafe-fixes``) when the body reads the ``outputs`` a 1.x release passed: on a module, module-side "
+        "caching (as for LM001); on a callback, callback-side caching -- the callback's batch-end hook collects "
+        f"each batch's ``outputs`` and the epoch-end hook takes and clears them. The releases before "
+        f"{_TRACKING[1].removed_in} passed a callback's ``outputs`` (and a module's) only to a parameter named "
+        f"``outputs``, for training only when the module defined ``{_TRACKING[0].hook}`` or "
+        f"``{_TRACKING[1].old_signature}`` -- an empty list otherwise -- and passed the loss whole, where 2.x hands on "
+        "the loss divided by ``accumulate_grad_batches``: the rewrite multiplies it back, and it is offered where "
+        "the project has such a module (the marker says so where not). **manual** otherwise: a marker comment says "
+        "why; collect what you need in the batch-end hook (callback-side caching) or in the step (module-side "
+        "caching)."
     )
     example = """\
 from pytorch_lightning import Callback
@@ -70,7 +92,7 @@ class PrintEpoch(Callback):
         hook = func.name.value
         if not extra:
             defaulted = [p.name.value for p in [*positional(func)[expected:], *func.params.kwonly_params]]
-            read = [name for name in defaulted if body_uses(func, name)]
+            read = [name for name in defaulted if ctx.reads(func, name)]
             if read:  # it works, but the body reads a value Lightning never passes: always the default
                 message = f"`{hook}` is called without `{', '.join(read)}`: the body always sees the default value"
                 yield Finding(self.code, message, (), note=True)
@@ -80,16 +102,73 @@ class PrintEpoch(Callback):
         message = f"`{hook}` takes only `{takes}`; `{', '.join(extra)}` is never passed"
         if pattern_id is not None:
             message = removed(pattern_id, func)
-        if any(body_uses(func, name) for name in extra):
-            fix = manual_fix(self.code, "the body reads " + ", ".join(extra))
-        else:
+        read = [name for name in extra if ctx.reads(func, name)]
+        if not read:
+            names = set(extra)
             fix = Fix(
-                SAFE, lambda node: _drop(node, set(extra)), description="drop " + ", ".join(extra), dropped=tuple(extra)
+                SAFE,
+                lambda node: drop_params(node, names),
+                description="drop " + ", ".join(extra),
+                dropped=tuple(extra),
             )
+        else:
+            why = "no release passed it" if pattern_id is None else self._why_not_cached(ctx, func, pattern_id)
+            fix = caching_fix(ctx, func, pattern_id, expected) if why is None else why
+            if isinstance(fix, str):
+                fix = manual_fix(self.code, f"the body reads {', '.join(read)}; no caching rewrite: {fix}")
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
 
+    def _why_not_cached(self, ctx: ClassContext, func: cst.FunctionDef, pattern_id: str) -> str | None:
+        """Why a caching rewrite could not give what the release that passed the parameter gave; ``None``: it can."""
+        pattern = registry.get(pattern_id)
+        params = positional(func)
+        if len(params) != expected_count(ctx.kind, 2) or not plain_signature(func):
+            return "it takes more than the old signature's parameters"
+        if pattern.stage == "train":
+            old_name = new_params_of_old(pattern)[-1]
+            if params[-1].name.value != old_name:
+                return (
+                    f"Lightning before {pattern.removed_in} passed `{old_name}` only to a parameter of that name "
+                    "(or `*args`), so this hook raised TypeError"
+                )
+            if ctx.kind == CALLBACK and not _project_module_tracks_outputs(ctx):
+                return (
+                    f"Lightning before {pattern.removed_in} passed a callback an empty list here unless the "
+                    f"{MODULE} defined `{_TRACKING[0].hook}` or `{_TRACKING[1].old_signature}`, and no module of "
+                    "this project does"
+                )
+        return None
 
-def _drop(node, names):
-    from lightning_migrate.checker.core import drop_params
 
-    return drop_params(node, names)
+def new_params_of_old(pattern: registry.OldPattern) -> list[str]:
+    """The parameter names of a pattern's old signature."""
+    inside = pattern.old_signature.partition("(")[2].rpartition(")")[0]
+    return [part.strip() for part in inside.split(",") if part.strip()]
+
+
+def _project_module_tracks_outputs(ctx: ClassContext) -> bool:
+    """Whether a ``LightningModule`` of this file or of its project defines ``training_epoch_end`` or
+    ``on_train_epoch_end(self, outputs)``: with such a module, Lightning 1.3-1.4 passed the callbacks' old
+    ``on_train_epoch_end`` the training outputs."""
+    file = ctx.file
+    old_param = new_params_of_old(_TRACKING[1])[-1]
+    tracking_def = re.compile(
+        rb"def\s+" + re.escape(_TRACKING[1].hook.encode()) + rb"\s*\(\s*self\s*,\s*" + re.escape(old_param.encode())
+    )
+    sources = [(file.path, file.info, file.source)]
+    if file.path is not None and file.path in file.project.name_of:
+        sources += [(p, None, None) for p in file.project.name_of if p != file.path]
+    for path, info, data in sources:
+        data = data if data is not None else file.project.read(path)
+        hook = _TRACKING[0].hook.encode()
+        if hook not in data and not tracking_def.search(data):
+            continue
+        info = info if info is not None else file.project.info(path)
+        if info is None:
+            continue
+        for name, bases in info.classes.items():
+            defines = info.methods.get(name, set())
+            if _TRACKING[0].hook in defines or (_TRACKING[1].hook in defines and tracking_def.search(data)):
+                if file.project.classify(info, bases).kind == MODULE:
+                    return True
+    return False

@@ -1,24 +1,24 @@
-"""LM003: ``on_train_batch_start`` / ``on_train_batch_end`` that take ``dataloader_idx`` (or the 1.5 ``unused``)."""
+"""LM003: the training batch hooks (``on_train_batch_start`` / ``_end``) that take ``dataloader_idx``."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from lightning_migrate.checker.core import (
+from lightning_migrate import registry
+from lightning_migrate.checker.base import (
     MODULE,
     SAFE,
     ClassContext,
     Finding,
     Fix,
     Rule,
-    body_uses,
     drop_params,
     expected_count,
+    is_static,
     manual_fix,
     positional,
-    register,
 )
-from lightning_migrate.checker.rules._common import by_hook, new_params, removed
+from lightning_migrate.checker.rules._common import by_hook, default_zero, literal_list, new_params, removed
 
 PATTERNS = by_hook(
     (
@@ -32,23 +32,22 @@ PATTERNS = by_hook(
 COUNTS = {hook: len(new_params(pid)) for (hook, owner), pid in PATTERNS.items() if owner == MODULE}
 
 
-@register
 class TrainBatchDataloaderIdx(Rule):
     code = "LM003"
     name = "train-batch-dataloader-idx"
-    title = "on_train_batch_start / on_train_batch_end with a dataloader_idx parameter"
+    title = "training batch hooks with a dataloader_idx parameter"
     hooks = frozenset(COUNTS)
     patterns = tuple(PATTERNS.values())
     summary = (
-        "``on_train_batch_start(self, batch, batch_idx, dataloader_idx)`` and "
-        "``on_train_batch_end(self, outputs, batch, batch_idx, dataloader_idx)`` (module or callback, "
-        "where a callback also takes ``trainer, pl_module``): any positional parameter after ``batch_idx``, "
-        "whatever its name, that has no default value. One with a default (``unused=0``) is not a finding: "
-        ":claim:`train-batch-hooks-called-without-dataloader-idx`, so the default stands in."
+        f"{literal_list(p.old_signature for p in map(registry.get, PATTERNS.values()) if p.owner == MODULE)} "
+        "(module or callback, where a callback also takes ``trainer, pl_module``): any positional parameter after "
+        "``batch_idx``, whatever its name, that has no default value. One with a default (``unused=0``) is not a "
+        "finding: :claim:`train-batch-hooks-called-without-dataloader-idx`, so the default stands in."
     )
     fix_text = (
-        "**safe** when the body never reads the extra parameters: they are dropped. **manual** otherwise: "
-        "training has a single (possibly combined) dataloader, so the index is always 0."
+        "**safe** when the body never reads the extra parameters: they are dropped. **safe** too when the body "
+        "reads the one extra parameter: it gets the default ``0`` -- the index Lightning 1.x passed (training has a "
+        "single, possibly combined, dataloader) and now the value the body sees. **manual** otherwise."
     )
     example = """\
 import lightning as L
@@ -66,8 +65,18 @@ class Timer(L.Callback):
         if not extra:
             return
         pattern_id = PATTERNS[(func.name.value, ctx.kind)]
-        if any(body_uses(func, name) for name in extra):
-            fix = manual_fix(self.code, "the body reads " + ", ".join(extra))
+        params = positional(func)
+        if any(ctx.reads(func, name) for name in extra):
+            if len(extra) == 1 and params[-1].name.value == extra[0] and not is_static(func):
+                index = len(params) - 1
+                fix = Fix(
+                    SAFE,
+                    lambda node: default_zero(node, index),
+                    description=f"{extra[0]}=0, the index 1.x passed",
+                    changes_callers=False,
+                )
+            else:
+                fix = manual_fix(self.code, "the body reads " + ", ".join(extra))
         else:
             names = tuple(extra)
             fix = Fix(

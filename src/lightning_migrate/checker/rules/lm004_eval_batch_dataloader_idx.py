@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from lightning_migrate import registry
-from lightning_migrate.checker.core import (
+from lightning_migrate.checker.base import (
     MODULE,
     SAFE,
     ClassContext,
@@ -16,17 +16,11 @@ from lightning_migrate.checker.core import (
     is_static,
     manual_fix,
     positional,
-    register,
 )
-from lightning_migrate.checker.rules._common import by_hook, new_params, removed
+from lightning_migrate.checker.rules._common import by_hook, default_zero, literal_list, new_params, removed
 
-STAGES = ("validation", "test", "predict")
 #: (``_end`` hook, owner) -> registry pattern (the registry records the ``_end`` hooks; the rule covers both)
-PATTERNS = by_hook(
-    tuple(
-        f"{owner}-on-{stage}-batch-end-dataloader-idx-required" for stage in STAGES for owner in ("module", "callback")
-    )
-)
+PATTERNS = by_hook(tuple(p.id for p in registry.PATTERNS if p.id.endswith("-batch-end-dataloader-idx-required")))
 #: hook -> position of ``dataloader_idx`` in the module hook (``self`` is 0): from the registry's new module
 #: signature of each ``_end`` hook; a ``_start`` hook has no ``outputs``, so it comes one earlier
 _END = {hook: new_params(pid).index("dataloader_idx") for (hook, owner), pid in PATTERNS.items() if owner == MODULE}
@@ -37,7 +31,6 @@ def _pattern(hook: str, kind: str) -> str:
     return PATTERNS[(hook.replace("_start", "_end"), kind)]
 
 
-@register
 class EvalBatchDataloaderIdx(Rule):
     code = "LM004"
     name = "eval-batch-dataloader-idx-required"
@@ -45,8 +38,8 @@ class EvalBatchDataloaderIdx(Rule):
     hooks = frozenset(POSITION)
     patterns = tuple(PATTERNS.values())
     summary = (
-        "``on_validation_batch_start/end``, ``on_test_batch_start/end`` and ``on_predict_batch_start/end`` "
-        "(module or callback) whose ``dataloader_idx`` parameter has no default value."
+        f"{literal_list(sorted(POSITION))} (module or callback) whose ``dataloader_idx`` parameter has no "
+        "default value."
     )
     fix_text = (
         "**safe** when ``dataloader_idx`` is the last positional parameter: it gets the default ``0``. "
@@ -72,7 +65,7 @@ class LitModel(pl.LightningModule):
         pattern_id = _pattern(func.name.value, ctx.kind)
         name = params[index].name.value
         if len(params) == index + 1 and not is_static(func):
-            fix = Fix(SAFE, lambda node: _default_zero(node, index), description=f"{name}=0", changes_callers=False)
+            fix = Fix(SAFE, lambda node: default_zero(node, index), description=f"{name}=0", changes_callers=False)
         else:
             fix = manual_fix(self.code, f"give {name} a default")
         message = removed(pattern_id, func)
@@ -83,17 +76,3 @@ class LitModel(pl.LightningModule):
                 f"give `{name}` a default (0), as for `{pattern.hook}`"
             )
         yield Finding(self.code, message, (pattern_id,), fix=fix)
-
-
-def _default_zero(func: cst.FunctionDef, index: int) -> cst.FunctionDef:
-    params = func.params
-    posonly = len(params.posonly_params)
-    seq = list(params.posonly_params if index < posonly else params.params)
-    at = index if index < posonly else index - posonly
-    param = seq[at]
-    space = cst.SimpleWhitespace(" " if param.annotation is not None else "")
-    seq[at] = param.with_changes(
-        default=cst.Integer("0"), equal=cst.AssignEqual(whitespace_before=space, whitespace_after=space)
-    )
-    attr = "posonly_params" if index < posonly else "params"
-    return func.with_changes(params=params.with_changes(**{attr: seq}))

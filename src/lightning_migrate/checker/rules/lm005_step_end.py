@@ -1,10 +1,10 @@
-"""LM005: ``training_step_end`` / ``validation_step_end`` / ``test_step_end`` on a LightningModule."""
+"""LM005: the step-end methods Lightning 2.0 removed (``training_step_end`` and its kin) on a LightningModule."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from lightning_migrate.checker.core import (
+from lightning_migrate.checker.base import (
     MODULE,
     SAFE,
     ClassContext,
@@ -13,24 +13,22 @@ from lightning_migrate.checker.core import (
     Rule,
     manual_fix,
     positional,
-    register,
 )
-from lightning_migrate.checker.rules._common import by_hook, removed
+from lightning_migrate.checker.rules._common import assigned_finding, by_hook, literal_list, removed
 
 PATTERNS = {
     hook: pid for (hook, _owner), pid in by_hook(("training-step-end", "validation-step-end", "test-step-end")).items()
 }
 
 
-@register
 class StepEnd(Rule):
     code = "LM005"
     name = "step-end-methods"
-    title = "training_step_end, validation_step_end and test_step_end on a LightningModule"
+    title = f"{literal_list(PATTERNS).replace('``', '')} on a {MODULE}"
     hooks = frozenset(PATTERNS)
     owners = frozenset({MODULE})
     patterns = tuple(PATTERNS.values())
-    summary = "A ``LightningModule`` that defines ``training_step_end``, ``validation_step_end`` or ``test_step_end``."
+    summary = f"A ``{MODULE}`` that defines (or binds in its class body) {literal_list(PATTERNS)}."
     fix_text = (
         "**safe** when the method only returns what it received (``return step_output``, a docstring allowed): "
         "it is removed. **manual** otherwise: move its work to the end of the step or to the batch-end hook."
@@ -55,6 +53,9 @@ class LitModel(pl.LightningModule):
         else:
             fix = manual_fix(self.code, "move this work into the step or the batch-end hook")
         yield Finding(self.code, removed(pattern_id, func), (pattern_id,), fix=fix)
+
+    def check_assigned(self, ctx: ClassContext, name: str):
+        yield assigned_finding(self.code, PATTERNS[name], name, "move its work into the step")
 
 
 def _returns_its_input(func: cst.FunctionDef) -> bool:

@@ -1,12 +1,14 @@
-"""LM006: ``on_epoch_start/end`` and ``on_batch_start/end``: hook names Lightning no longer calls."""
+"""LM006: the stage-less epoch and batch hooks (``on_epoch_end`` and its kin): names Lightning no longer calls."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from lightning_migrate.checker.core import (
+from lightning_migrate import registry
+from lightning_migrate.checker.base import (
     CALLBACK,
-    SAFE,
+    MODULE,
+    UNSAFE,
     ClassContext,
     Finding,
     Fix,
@@ -14,9 +16,8 @@ from lightning_migrate.checker.core import (
     manual_fix,
     names_in,
     positional,
-    register,
 )
-from lightning_migrate.checker.rules._common import by_hook, new_hook, new_params, removed
+from lightning_migrate.checker.rules._common import by_hook, literal_list, new_hook, new_params, removed
 
 PATTERNS = by_hook(
     (
@@ -32,29 +33,33 @@ PATTERNS = by_hook(
 RENAMES = {
     hook: (new_hook(pid), tuple(new_params(pid)[3:]))
     for (hook, owner), pid in PATTERNS.items()
-    if owner == CALLBACK and hook in ("on_batch_start", "on_batch_end")
+    if pid in ("callback-on-batch-start", "callback-on-batch-end")
 }
+HOOKS = frozenset(hook for hook, _owner in PATTERNS)
 
 
-@register
 class NeverCalled(Rule):
     code = "LM006"
     name = "never-called-hooks"
-    title = "on_epoch_start, on_epoch_end, on_batch_start and on_batch_end: the removed stage-less hooks"
-    hooks = frozenset({"on_epoch_start", "on_epoch_end", "on_batch_start", "on_batch_end"})
+    title = f"{literal_list(sorted(HOOKS)).replace('``', '')}: the removed stage-less hooks"
+    hooks = HOOKS
     patterns = tuple(PATTERNS.values())
     summary = (
-        "``on_epoch_start``, ``on_epoch_end``, ``on_batch_start`` or ``on_batch_end`` on a ``LightningModule`` "
-        "or a ``Callback``. :claim:`stageless-hooks-removed`; :claim:`stageless-hooks-refused-on-1-9`; and "
-        ":claim:`stageless-hooks-ignored`: the code in them silently stops running."
+        f"{literal_list(sorted(HOOKS))} on a ``{MODULE}`` or a ``{CALLBACK}``. :claim:`stageless-hooks-removed`; "
+        ":claim:`stageless-hooks-refused-on-1-9`; and :claim:`stageless-hooks-ignored`: the code in them silently "
+        "stops running."
     )
     fix_text = (
-        "**safe** for a callback's ``on_batch_start(self, trainer, pl_module)`` / ``on_batch_end``: renamed to "
-        "``on_train_batch_start`` / ``on_train_batch_end`` with the parameters those take "
+        f"**unsafe** (opt-in, ``--unsafe-fixes``) for a callback's {literal_list(RENAMES)}: renamed to "
+        f"{literal_list(new for new, _ in RENAMES.values())} with the parameters those take "
         "(:claim:`batch-hooks-ran-for-training-batches`), unless the class already defines the new hook or the "
-        "body uses one of the new parameter names. **manual** for ``on_epoch_start`` / ``on_epoch_end``: "
+        "body uses one of the new parameter names. It is not safe: :claim:`stageless-hooks-ignored`, so a project "
+        "that runs on a release without it has been running without this code, and the rename makes it "
+        "run again (a callback that validates the best checkpoint can stop a run that used to complete). Without "
+        "the option, ``--fix`` leaves a marker that says so. **manual** for the epoch hooks: "
         ":claim:`epoch-hooks-ran-for-every-loop`, so pick the stage hooks you meant."
     )
+    example_unsafe = True
     example = """\
 from lightning.pytorch.callbacks import Callback
 
@@ -70,9 +75,7 @@ class CountBatches(Callback):
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         hook = func.name.value
         pattern_id = PATTERNS.get((hook, ctx.kind))
-        message = (
-            removed(pattern_id, func) if pattern_id else f"`{hook}` is not a LightningModule hook: it is never called"
-        )
+        message = removed(pattern_id, func) if pattern_id else f"`{hook}` is not a {ctx.kind} hook: it is never called"
         fix = manual_fix(self.code, "never called: use the stage hooks")
         if ctx.kind == CALLBACK and hook in RENAMES:
             new_hook, added = RENAMES[hook]
@@ -84,12 +87,25 @@ class CountBatches(Callback):
                 and func.params.star_kwarg is None
             )
             if simple and new_hook not in ctx.methods and not (names_in(func.body) & set(added)):
+                removed_in = registry.get(pattern_id).removed_in
                 fix = Fix(
-                    SAFE,
+                    UNSAFE,
                     lambda node: _rename(node, new_hook, added),
                     description=f"rename to {new_hook}",
+                    risk=(
+                        f"Lightning has not called it since {removed_in}: renamed to `{new_hook}`, this code runs "
+                        "again where it has not run"
+                    ),
                     new_name=new_hook,
                 )
+        yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
+
+    def check_assigned(self, ctx: ClassContext, name: str):
+        pattern_id = PATTERNS.get((name, ctx.kind))
+        message = f"`{name}` (assigned in the class body) is never called" + (
+            f": it {removed(pattern_id, bare=True)}" if pattern_id else ""
+        )
+        fix = manual_fix(self.code, "assigned in the class body: never called, bind a stage hook")
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
 
 

@@ -1,0 +1,551 @@
+"""What rules are made of: :class:`Rule`, the :class:`Finding` a rule returns, the :class:`Fix` it offers, and the
+libcst helpers rules share. Nothing here knows a rule: the list of rules lives in :mod:`.rules`, and
+:mod:`.core` walks a file and applies them.
+
+A finding may carry a :class:`Fix` of one of three tiers, as ruff labels fixes:
+
+``safe``
+    a rewrite that keeps what the code does and never makes code run that did not run before (drop an
+    ``outputs`` parameter the body never reads);
+``unsafe``
+    an opt-in rewrite (``--unsafe-fixes``) whose :attr:`Fix.risk` says what it may change: the caching rewrites
+    keep the values 1.x handed the old hook, and a rename of a hook Lightning stopped calling makes that code run
+    again; without the option ``--fix`` leaves a marker that says so;
+``manual``
+    no automatic rewrite: ``--fix`` inserts one marker comment saying why, with the link to the fix (never twice).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import importlib.metadata
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from lightning_migrate import registry
+from lightning_migrate.checker.resolve import LIGHTNING_ROOTS, Reference, Uses, uses_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lightning_migrate.checker.resolve import ModuleInfo, Project
+
+#: The two class kinds a rule inspects, as the registry names the owners of hooks.
+MODULE, CALLBACK = registry.OWNERS
+SAFE, UNSAFE, MANUAL = "safe", "unsafe", "manual"
+#: The marker comment ``--fix`` leaves above a hook it cannot rewrite: ``# lightning-migrate: LM001 ...``.
+MARKER = "lightning-migrate:"
+#: The environment variable that overrides where finding links point (the docs build sets it to the site it builds).
+DOCS_URL_VARIABLE = "LIGHTNING_MIGRATE_DOCS_URL"
+
+
+def docs_url() -> str:
+    """The base address of the published site, ending in ``/``: a finding links to ``docs_url() + page_of(code)``.
+
+    One setting: the ``Documentation`` entry of ``[project.urls]`` in ``pyproject.toml`` (read from the installed
+    package's metadata, or from the source tree's ``pyproject.toml`` when run from a checkout), overridden by
+    :data:`DOCS_URL_VARIABLE` -- which the docs build sets from its ``html_baseurl``, so the rule pages link to
+    the site being built.
+    """
+    url = os.environ.get(DOCS_URL_VARIABLE) or _published_url()
+    return url.rstrip("/") + "/"
+
+
+@functools.cache
+def _published_url() -> str:
+    try:
+        for entry in importlib.metadata.metadata("lightning-migrate").get_all("Project-URL") or []:
+            label, _, url = entry.partition(",")
+            if label.strip().lower() == "documentation":
+                return url.strip()
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    import tomllib  # run from a source tree (Python 3.11+, as the project's tools)
+
+    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["urls"]["Documentation"]
+
+
+def page_of(code: str) -> str:
+    """The site-relative page of rule ``code``: ``checker/rules/<code>.html``."""
+    return f"checker/rules/{code}.html"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """An edit of one finding.
+
+    Attributes:
+        tier: ``safe``, ``unsafe`` or ``manual``.
+        apply: maps the node the finding is about -- the ``FunctionDef``, the ``ClassDef`` (``on_class``) or the
+            class-body statement that assigns the hook -- to its replacement (``cst.RemovalSentinel`` removes it).
+        description: what the edit does, in a few words.
+        risk: for ``unsafe``: what the edit may change; the marker ``--fix`` leaves without ``--unsafe-fixes``.
+        changes_callers: the edit renames, removes or narrows the method: code that calls it must change with it.
+        dropped: parameters the edit removes: a call passing one of them by keyword would break.
+        new_name: the method's name after a rename: a base or a subclass defining that name would clash.
+        imports: ``(module, name)`` pairs the edited code needs bound at module level.
+    """
+
+    tier: str
+    apply: Callable[[cst.CSTNode], cst.CSTNode | cst.RemovalSentinel]
+    on_class: bool = False
+    description: str = ""
+    risk: str = ""
+    changes_callers: bool = True
+    dropped: tuple[str, ...] = ()
+    new_name: str | None = None
+    imports: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass
+class Finding:
+    """One old hook shape at ``line``:``col`` (1-based line, 1-based column) of a file."""
+
+    code: str
+    message: str
+    pattern_ids: tuple[str, ...]
+    line: int = 0
+    col: int = 0
+    #: ``False`` when the class's base could not be resolved and it was taken for a module by its ``training_step``
+    confident: bool = True
+    #: informational only (a default value that hides an old shape, or a class not known to be Lightning's): shown
+    #: with ``--notes``, never fixed, never counted in the exit code
+    note: bool = False
+    tier: str | None = None
+    fix: Fix | None = field(default=None, repr=False, compare=False)
+    #: where a notebook finding is: ``cell N`` (1-based, as ruff counts a notebook's cells); ``None`` in a ``.py``
+    cell: int | None = None
+
+    @property
+    def url(self) -> str:
+        return docs_url() + page_of(self.code)
+
+    def format(self, path: str) -> str:
+        """``path:line:col: CODE message [tier fix] url`` (``path:cell N:line:col`` in a notebook), as compilers,
+        ruff and flake8 print findings."""
+        prefix = "note: " if self.note else ""
+        prefix += "" if self.confident else "possible (base class not resolved): "
+        tier = f" [{self.tier} fix]" if self.tier in (SAFE, UNSAFE) else ""
+        where = f"{path}:cell {self.cell}" if self.cell is not None else path
+        return f"{where}:{self.line}:{self.col}: {self.code} {prefix}{self.message}{tier} {self.url}"
+
+
+@dataclass
+class FileContext:
+    """The file being checked: its bytes and :mod:`ast` tree, its resolved names (``info``), the project it belongs
+    to and its path there. Answers the question every renaming fix asks: does code call this method?"""
+
+    source: bytes
+    tree: ast.Module
+    info: ModuleInfo
+    project: Project
+    path: Path | None
+    _uses: Uses | None = field(default=None, repr=False)
+
+    @property
+    def lightning_root(self) -> str | None:
+        """The Lightning package this file imports (``pytorch_lightning`` or ``lightning``), for the imports a
+        rewrite adds; ``None`` when it imports neither (its classes reach Lightning through another file)."""
+        roots = [target.split(".")[0] for target in self.info.imports.values()]
+        return next((root for root in roots if root in LIGHTNING_ROOTS), None)
+
+    def uses(self) -> Uses:
+        if self._uses is None:
+            self._uses = uses_of(self.tree)
+        return self._uses
+
+    @functools.cached_property
+    def _word_counts(self) -> tuple[Counter, Counter, Counter]:
+        """How often each word occurs in the file's bytes, how often it follows ``def``, and how often ``=``
+        follows it (a keyword argument, or an assignment): one pass each, then every question is a lookup."""
+        source = self.source
+        return (
+            Counter(re.findall(rb"\w+", source)),
+            Counter(re.findall(rb"\bdef\s+(\w+)", source)),
+            Counter(re.findall(rb"\b(\w+)\s*=(?!=)", source)),
+        )
+
+    def _mentioned(self, words: tuple[str, ...], keywords: tuple[str, ...] = ()) -> bool:
+        """Whether the file's bytes hold one of ``words`` other than in a ``def`` of it, or one of ``keywords``
+        followed by ``=`` (a cheap test that spares indexing the whole file when nothing but the hook's own
+        definition names it)."""
+        counts, defs, assigned = self._word_counts
+        return any(counts[word.encode()] > defs[word.encode()] for word in words) or any(
+            assigned[word.encode()] for word in keywords
+        )
+
+    def caller(
+        self,
+        name: str,
+        dropped: tuple[str, ...] = (),
+        dynamic: bool = False,
+        name_uses: bool = True,
+        of: ClassContext | None = None,
+    ) -> str | None:
+        """Where code calls the method ``name`` (or passes one of ``dropped`` by keyword to it, or to a call whose
+        target is built at run time): this file first, then every other file of the project; ``None`` when
+        nothing does, so a rename or a dropped parameter cannot break a call. The answer names the place.
+
+        With ``of``, the class whose method it is: ``self.name`` and ``super().name`` count only in that class, its
+        bases and its subclasses (another class's own method of that name is another method), and a call on
+        another object inside the method itself (``return self.adapter.name(outputs)``) is delegation, not a
+        call of it. With ``dynamic``, a string that ends the name (``"_epoch_end"``, two words or more) counts as
+        a use too: code such as ``getattr(self, f"{stage}_epoch_end")`` builds the name at run time; without
+        ``name_uses``, only those strings count."""
+        fragments = dynamic_fragments(name) if dynamic else ()
+        words = (*((name,) if name_uses else ()), *fragments)
+        if (words or dropped) and self._mentioned(words, dropped):
+            uses = self.uses()
+            found = []
+            if name_uses:
+                use = next((u for u in uses.names.get(name, ()) if self._relevant(u, None, of, name)), None)
+                if use is not None:
+                    found.append((use.line, f"`{name}` is used at line {{}} of this file"))
+            call = uses.keyword_call(name, dropped)
+            if call is not None:
+                found.append((call[0], f"a call passes `{call[1]}=` at line {{}} of this file"))
+            found += [(uses.string(f), f"`{f}` is used at line {{}} of this file") for f in fragments if uses.string(f)]
+            if found:
+                line, text = min(found)
+                return text.format(line)
+        if self.path is None or self.path not in self.project.name_of or not (words or dropped):
+            return None
+        for ref in self.project.references(name, dropped, exclude=self.path, fragments=fragments):
+            if not name_uses and ref.what not in ("keyword", "fragment"):
+                continue
+            if ref.what in ("attribute", "name", "string") and not self._relevant(ref, ref.path, of, name):
+                continue
+            where = shown_path(ref.path)
+            if ref.what == "keyword":
+                return f"a call passes a dropped parameter by keyword at {where}:{ref.line}"
+            return f"`{name}` is used at {where}:{ref.line}"
+        return None
+
+    def _relevant(self, use: Reference, path: Path | None, of: ClassContext | None, name: str) -> bool:
+        """Whether a use may call the method ``name`` of the class ``of`` (see :meth:`caller`)."""
+        if of is None:
+            return True
+        first, last = of.spans.get(name, (0, -1))
+        if path is None and use.receiver == "other" and first <= use.line <= last:
+            return False  # delegation to another object inside the method itself
+        if use.receiver not in ("self", "super") or use.cls is None:
+            return True
+        info = self.info if path is None else self.project.info(path)
+        if info is None or use.cls not in info.classes:
+            return True
+        mine = (self.info.name, of.name)
+        if (info.name, use.cls) == mine:
+            return True
+        theirs = {(a.name, c) for a, c in self.project.ancestors(info, info.classes[use.cls])}
+        bases = {(a.name, c) for a, c in self.project.ancestors(self.info, self.info.classes.get(of.name, []))}
+        return mine in theirs or (info.name, use.cls) in bases
+
+    def use_site(self, name: str) -> str | None:
+        """``path:line`` of the first use of ``name`` (an attribute, a bare name or a string): this file first,
+        then the project's other files; ``None`` when nothing uses it."""
+        if self._mentioned((name,)):
+            uses = self.uses()
+            if uses.names.get(name):
+                where = shown_path(self.path).as_posix() if self.path is not None else "line"
+                return f"{where}:{uses.names[name][0].line}"
+        if self.path is None or self.path not in self.project.name_of:
+            return None
+        for ref in self.project.references(name, (), exclude=self.path):
+            return f"{shown_path(ref.path)}:{ref.line}"
+        return None
+
+
+def dynamic_fragments(name: str) -> tuple[str, ...]:
+    """The endings of ``name`` from its second word on, two words or more: ``("_epoch_end",)`` for
+    ``val_epoch_end`` -- strings code glues a stage onto to build the hook's name at run time."""
+    parts = name.split("_")
+    return tuple(f for f in ("_" + "_".join(parts[i:]) for i in range(1, len(parts) - 1)) if f != "_")
+
+
+def shown_path(path: Path) -> Path:
+    """``path`` relative to the working folder when it is below it: what a marker written into a file names (no
+    machine-specific prefix), and what a reader running the command there recognises."""
+    with contextlib.suppress(ValueError):
+        return path.relative_to(Path.cwd())
+    return path
+
+
+@dataclass
+class ClassContext:
+    """A Lightning class being checked: its ``kind`` (:data:`MODULE` / :data:`CALLBACK`), node and methods."""
+
+    name: str
+    kind: str
+    confident: bool
+    node: cst.ClassDef
+    methods: dict[str, cst.FunctionDef]
+    file: FileContext | None = None
+    #: the Lightning class its chain of bases reaches (``Callback``, ``ModelCheckpoint``, ...)
+    via: str | None = None
+    #: ``"Model"`` when the class is a mixin that a Lightning class of the project derives from (``Model``)
+    mixed_into: str | None = None
+    #: where ``mixed_into`` is defined (``path:line``)
+    mixed_into_at: str | None = None
+    #: ids of the nodes on the way down from the module to the class (what an edit rebuilds)
+    path: tuple[int, ...] = ()
+    #: the Lightning package its chain of bases reaches (``pytorch_lightning`` or ``lightning``)
+    root: str | None = None
+    #: the class's source lines, as bytes (a quick test for a name the class may use)
+    text: bytes = b""
+    #: method name -> its first and last line in the file (its decorators included)
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: method name -> its :mod:`ast` node (reading names there is quicker than a libcst visit)
+    ast_methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+
+    def reads(self, func: cst.FunctionDef, name: str) -> bool:
+        """:func:`body_uses`, answered from the method's :mod:`ast` node when the class has it."""
+        node = self.ast_methods.get(func.name.value)
+        if node is None:
+            return body_uses(func, name)
+        names = {n.id for statement in node.body for n in ast.walk(statement) if isinstance(n, ast.Name)}
+        return name in names or bool(names & {"locals", "vars", "eval", "exec"})
+
+    def uses_attribute(self, name: str) -> bool:
+        """Whether the class's source holds ``.name`` (an attribute of that name: ``self.name``, ``obj.name``)."""
+        return re.search(rb"\.\s*" + re.escape(name.encode()) + rb"\b", self.text) is not None
+
+
+class Rule:
+    """Base class of a rule; subclasses set the attributes and implement :meth:`check`.
+
+    Attributes:
+        code: ``LM`` + 3 digits, stable; the page is ``checker/rules/<code>.html``.
+        name: short kebab-case name.
+        title: one line: what the rule finds.
+        hooks: method names the rule inspects.
+        owners: class kinds whose methods it inspects.
+        patterns: registry pattern ids it covers (:mod:`lightning_migrate.registry`).
+        summary: what it finds (reST, a paragraph).
+        fix_text: what ``--fix`` does (reST, a paragraph).
+        example: a complete old-shape file that the rule flags and ``--fix`` makes clean (the docs build checks it).
+    """
+
+    code: str = ""
+    name: str = ""
+    title: str = ""
+    hooks: frozenset[str] = frozenset()
+    owners: frozenset[str] = frozenset({MODULE, CALLBACK})
+    patterns: tuple[str, ...] = ()
+    summary: str = ""
+    fix_text: str = ""
+    example: str = ""
+    #: reported only when nothing in the project uses the method's name (the hook is dead code unless called)
+    never_called: bool = False
+    #: ``--fix`` cleans the rule's example (with ``--unsafe-fixes`` when ``example_unsafe``); ``False`` for a rule
+    #: that only ever marks (no rewrite keeps behaviour)
+    fixable: bool = True
+    #: the example's fix is an opt-in rewrite: the rule page shows it with ``--unsafe-fixes``
+    example_unsafe: bool = False
+    #: for a rule over a name pattern (:meth:`matches`): text every name it matches contains (the byte prefilter)
+    name_fragments: tuple[str, ...] = ()
+
+    @property
+    def page(self) -> str:
+        return page_of(self.code)
+
+    def matches(self, name: str, kind: str) -> bool:
+        """Whether the rule inspects methods called ``name`` beyond :attr:`hooks` (a rule over a name pattern)."""
+        return False
+
+    def check(self, ctx: ClassContext, func: cst.FunctionDef) -> Iterable[Finding]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def check_assigned(self, ctx: ClassContext, name: str) -> Iterable[Finding]:
+        """Findings for ``name = <expression>`` in the class body (a hook bound to a function defined elsewhere,
+        whose parameters the checker cannot see): none by default."""
+        return ()
+
+
+# -- helpers the rules share ---------------------------------------------------------------------------------------
+
+
+#: Stands for the ``self`` a ``@staticmethod`` does not declare (Lightning calls it with the same arguments).
+_NO_SELF = cst.Param(cst.Name("self"))
+
+
+def cst_dotted(node: cst.BaseExpression) -> str | None:
+    """``a.b.C`` for a Name/Attribute chain (``Generic[T]`` gives ``Generic``); ``None`` for anything else."""
+    if isinstance(node, cst.Subscript):
+        node = node.value
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def is_static(func: cst.FunctionDef) -> bool:
+    """Whether ``func`` is decorated with ``@staticmethod`` (it takes no ``self``)."""
+    return any(cst_dotted(dec.decorator) in ("staticmethod", "builtins.staticmethod") for dec in func.decorators)
+
+
+def positional(func: cst.FunctionDef) -> list[cst.Param]:
+    """The positional parameters (positional-only first), ``self`` included: for a ``@staticmethod``, a stand-in
+    ``self`` comes first, so position ``i`` is the same argument as in a method."""
+    params = [*func.params.posonly_params, *func.params.params]
+    return [_NO_SELF, *params] if is_static(func) else params
+
+
+def named_params(func: cst.FunctionDef) -> list[cst.Param]:
+    return [*positional(func), *func.params.kwonly_params]
+
+
+def plain_signature(func: cst.FunctionDef) -> bool:
+    """No ``*args``, ``**kwargs`` or keyword-only parameters."""
+    params = func.params
+    return (
+        not params.kwonly_params and not isinstance(params.star_arg, cst.Param | cst.ParamStar)
+    ) and params.star_kwarg is None
+
+
+def expected_count(kind: str, module_count: int) -> int:
+    """Positional parameters a hook takes: a module hook's count, plus ``trainer, pl_module`` on a callback."""
+    return module_count + (2 if kind == CALLBACK else 0)
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)  # `self.outputs`: `self` is a name, `outputs` is an attribute, not a variable
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)  # `f(outputs=x)`: the keyword is not a variable
+        return False
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """Every variable name in ``node`` (loads, stores and the rest: a superset of the uses); attribute names
+    (``self.outputs``) and call keywords (``f(outputs=1)``) are not variables and are left out."""
+    visitor = _Names()
+    node.visit(visitor)
+    return visitor.names
+
+
+class _Identifiers(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def identifiers_in(node: cst.CSTNode) -> set[str]:
+    """Every identifier in ``node``, attribute names and keywords included (is a name free for new code?)."""
+    visitor = _Identifiers()
+    node.visit(visitor)
+    return visitor.names
+
+
+def body_uses(func: cst.FunctionDef, name: str) -> bool:
+    """Whether the body of ``func`` may read ``name``: any mention, or ``locals()``/``vars()``/``eval``/``exec``."""
+    names = names_in(func.body)
+    return name in names or bool(names & {"locals", "vars", "eval", "exec"})
+
+
+def drop_params(func: cst.FunctionDef, drop: set[str]) -> cst.FunctionDef:
+    """``func`` without the named parameters; when the old last parameter goes, the new last one takes its comma
+    (so ``def f(self, outputs)`` becomes ``def f(self)`` and a trailing comma style stays)."""
+    params = func.params
+    old_last = [*params.posonly_params, *params.params, *params.kwonly_params]
+    changes = {
+        attr: [param for param in getattr(params, attr) if param.name.value not in drop]
+        for attr in ("posonly_params", "params", "kwonly_params")
+    }
+    new = params.with_changes(**changes)
+    if not new.kwonly_params and isinstance(new.star_arg, cst.ParamStar):
+        new = new.with_changes(star_arg=cst.MaybeSentinel.DEFAULT)
+    if not new.posonly_params and isinstance(params.posonly_ind, cst.ParamSlash):
+        new = new.with_changes(posonly_ind=cst.MaybeSentinel.DEFAULT)
+    ends_with_named = not isinstance(new.star_arg, cst.Param) and new.star_kwarg is None
+    if old_last and old_last[-1].name.value in drop and ends_with_named:
+        for attr in ("kwonly_params", "params", "posonly_params"):
+            seq = list(getattr(new, attr))
+            if seq:
+                seq[-1] = seq[-1].with_changes(comma=old_last[-1].comma)
+                new = new.with_changes(**{attr: seq})
+                break
+    return func.with_changes(params=new)
+
+
+def with_name(new_name: str, drop: set[str] = frozenset()) -> Callable[[cst.CSTNode], cst.CSTNode]:
+    """An ``apply`` that renames the method to ``new_name`` and drops the parameters ``drop``."""
+
+    def apply(func: cst.CSTNode) -> cst.CSTNode:
+        assert isinstance(func, cst.FunctionDef)
+        return drop_params(func, set(drop)).with_changes(name=cst.Name(new_name))
+
+    return apply
+
+
+def _leading_lines(node: cst.CSTNode) -> list[cst.EmptyLine]:
+    if isinstance(node, cst.FunctionDef | cst.ClassDef):
+        return [*node.leading_lines, *(line for dec in node.decorators for line in dec.leading_lines)]
+    return list(getattr(node, "leading_lines", ()))
+
+
+def has_marker(node: cst.CSTNode, code: str) -> bool:
+    """Whether the lines above ``node`` (its decorators' included) hold a marker of rule ``code``."""
+    return any(line.comment is not None and f"{MARKER} {code}" in line.comment.value for line in _leading_lines(node))
+
+
+def manual_fix(code: str, why: str, tier: str = MANUAL) -> Fix:
+    """The ``manual`` tier: one marker comment above the hook (its decorators) or the assignment, naming the rule,
+    why it cannot be fixed automatically, and its page. With ``tier="unsafe"``, the marker of an opt-in rewrite
+    that was not asked for: ``why`` says what it would do and risk."""
+
+    def apply(node: cst.CSTNode) -> cst.CSTNode:
+        if has_marker(node, code):
+            return node
+        text = f"# {MARKER} {code} {tier} fix, {why}: {docs_url()}{page_of(code)}"
+        line = cst.EmptyLine(comment=cst.Comment(text))
+        return node.with_changes(leading_lines=[*node.leading_lines, line])
+
+    return Fix(MANUAL, apply, description=why)
+
+
+def is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    )
+
+
+def is_super_init(statement: cst.BaseStatement) -> bool:
+    """``super().__init__(...)`` (or ``super(C, self).__init__(...)``) as a statement of its own."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    expr = statement.body[0]
+    if not isinstance(expr, cst.Expr) or not isinstance(expr.value, cst.Call):
+        return False
+    func = expr.value.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "__init__"
+        and isinstance(func.value, cst.Call)
+        and isinstance(func.value.func, cst.Name)
+        and func.value.func.value == "super"
+    )

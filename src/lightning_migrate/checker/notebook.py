@@ -1,0 +1,195 @@
+"""Jupyter notebooks (``.ipynb``) as the checker reads them: their code cells as one Python source, and back.
+
+Read as ruff reads a notebook: the code cells of a Python notebook, in order, joined into one source (so a class
+defined in one cell and subclassed in another resolves), with IPython's own syntax left out -- a line magic
+(``%matplotlib inline``), a shell line (``!pip install ...``, ``files = !ls``) or a help line (``obj?``) becomes a
+comment of the same indentation, and a cell that starts with a cell magic (``%%bash``) is skipped whole. Findings
+are placed as ``cell N`` (the N-th code cell, counting from 1, as ruff and nbQA count) and the line in that cell.
+A cell that does not parse on its own (Jupyter runs each cell alone) is reported and left out; the others are
+still read. Fixes go back into the cells' sources; outputs, metadata and every other cell are left as they were.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import secrets
+import tokenize
+from dataclasses import dataclass, field
+from typing import Any
+
+#: A line IPython reads as a magic, a shell escape or a help request, not as Python.
+IPYTHON_LINE = re.compile(r"^\s*(?:[%!?]|[\w.]+\s*\?{1,2}\s*$|[\w.,\s\[\]()*]+=\s*[!%])")
+
+
+class NotebookError(ValueError):
+    """The file is not a notebook the checker can read (not JSON, no cells, not a Python notebook)."""
+
+
+@dataclass
+class Cell:
+    """A code cell: its index in the notebook's ``cells``, its number among code cells (1-based), its source
+    lines as read (each with its line end), and whether it was read at all (a cell magic is not)."""
+
+    index: int
+    number: int
+    lines: list[str]
+    checked: bool
+    #: ``"string"`` or ``"list"``: how the notebook stores the cell's source
+    form: str = "list"
+
+
+@dataclass
+class Notebook:
+    """A notebook's JSON, its code cells and the Python source the checker reads (``source``)."""
+
+    data: dict[str, Any]
+    cells: list[Cell]
+    source: str
+    #: for each line of ``source`` (1-based index - 1): ``(cell number, line in the cell)``, or ``None`` for the
+    #: separators between cells
+    places: list[tuple[int, int] | None] = field(default_factory=list)
+    token: str = ""
+    text: str = ""
+    #: the code cells that do not parse on their own, left out of :attr:`source`: ``(cell number, error)``
+    broken: list[tuple[int, SyntaxError]] = field(default_factory=list)
+
+    def place(self, line: int) -> tuple[int, int] | None:
+        """``(cell number, line in that cell)`` of a line of :attr:`source`."""
+        return self.places[line - 1] if 0 < line <= len(self.places) else None
+
+
+def _source_lines(cell: dict[str, Any]) -> tuple[list[str], str]:
+    raw = cell.get("source", "")
+    text = "".join(raw) if isinstance(raw, list) else str(raw)
+    return text.splitlines(keepends=True), "list" if isinstance(raw, list) else "string"
+
+
+def _continued_lines(lines: list[str]) -> set[int]:
+    """The 1-based lines of a cell that start inside brackets or a multi-line string: a ``%`` or ``!`` there is
+    Python (``"%s"\\n    % value``), not IPython. Read with :mod:`tokenize`; a cell it cannot read has none."""
+    inside: set[int] = set()
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO("".join(lines)).readline):
+            if token.type == tokenize.OP and token.string in "([{":
+                depth += 1
+            elif token.type == tokenize.OP and token.string in ")]}":
+                depth = max(depth - 1, 0)
+            elif token.type == tokenize.NL and depth:
+                inside.add(token.start[0] + 1)
+            elif token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                inside.update(range(token.start[0] + 1, token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return inside
+
+
+def read(text: str) -> Notebook:
+    """Parse a notebook's text.
+
+    Raises:
+        NotebookError: not JSON, no ``cells`` list, or the notebook's language is not Python.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise NotebookError(f"not a notebook: invalid JSON at line {err.lineno}: {err.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise NotebookError("not a notebook: no `cells` list")
+    metadata = data.get("metadata") or {}
+    language = (metadata.get("language_info") or {}).get("name") or (metadata.get("kernelspec") or {}).get("language")
+    if language not in (None, "python"):
+        raise NotebookError(f"a {language} notebook, not Python")
+    token = secrets.token_hex(4)
+    cells, out, places, number, broken = [], [], [], 0, []
+    for index, cell in enumerate(data["cells"]):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        number += 1
+        lines, form = _source_lines(cell)
+        checked = not (lines and lines[0].lstrip().startswith("%%"))
+        cells.append(Cell(index, number, lines, checked, form))
+        if not checked:
+            continue
+        continued = _continued_lines(lines)
+        escaped = False  # the line before was IPython's and ended with a backslash: this one continues it
+        python = []
+        for at, line in enumerate(lines, start=1):
+            body = line.rstrip("\r\n")
+            if escaped or (at not in continued and IPYTHON_LINE.match(body)):
+                escaped = body.endswith("\\")
+                indent = body[: len(body) - len(body.lstrip())]
+                body = f"{indent}# lightning-migrate-ipython {token} {number} {at}"
+            python.append(body + "\n")
+        try:  # Jupyter runs each cell on its own: a cell that does not parse alone is reported and left out
+            compile("".join(python), f"cell {number}", "exec", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        except (SyntaxError, ValueError) as err:
+            cells[-1].checked = False
+            broken.append((number, err if isinstance(err, SyntaxError) else SyntaxError(str(err))))
+            continue
+        out.append(f"# lightning-migrate-cell {token} {number}\n")
+        places.append(None)
+        out += python
+        places += [(number, at) for at in range(1, len(python) + 1)]
+    return Notebook(data, cells, "".join(out), places, token, text, broken)
+
+
+def write(notebook: Notebook, new_source: str) -> str:
+    """The notebook's text with its code cells' sources taken from ``new_source`` (the checker's rewrite of
+    :attr:`Notebook.source`): each cell's new lines, its IPython lines restored; everything else as it was.
+
+    The JSON is written the way it was read when one of the usual layouts gives back the file byte for byte
+    (Jupyter's: ``indent=1``, keys sorted, non-ASCII kept), else in Jupyter's layout.
+
+    Raises:
+        NotebookError: the rewrite lost the boundaries between cells (a bug; nothing is written).
+    """
+    marker = re.compile(rf"^# lightning-migrate-cell {notebook.token} (\d+)$")
+    ipython = re.compile(rf"^\s*# lightning-migrate-ipython {notebook.token} (\d+) (\d+)$")
+    by_number = {cell.number: cell for cell in notebook.cells}
+    chunks: dict[int, list[str]] = {}
+    current = None
+    for line in new_source.splitlines(keepends=True):
+        found = marker.match(line.rstrip("\r\n"))
+        if found:
+            current = int(found.group(1))
+            chunks[current] = []
+            continue
+        if current is None:
+            if line.strip():
+                raise NotebookError("the rewrite put code before the first cell")
+            continue
+        kept = ipython.match(line.rstrip("\r\n"))
+        if kept:
+            cell = by_number[int(kept.group(1))]
+            line = cell.lines[int(kept.group(2)) - 1]
+            if not line.endswith("\n"):
+                line += "\n"
+        chunks[current].append(line)
+    if set(chunks) != {cell.number for cell in notebook.cells if cell.checked}:
+        raise NotebookError("the rewrite lost the boundaries between cells")
+    data = notebook.data
+    for number, lines in chunks.items():
+        cell = by_number[number]
+        if cell.lines and not cell.lines[-1].endswith("\n") and lines and lines[-1].endswith("\n"):
+            lines[-1] = lines[-1][:-1]  # the cell's last line had no line end
+        if "".join(lines) == "".join(cell.lines):
+            continue
+        raw = data["cells"][cell.index]
+        raw["source"] = lines if cell.form == "list" else "".join(lines)
+    return dump(data, notebook.text)
+
+
+def dump(data: dict[str, Any], original: str) -> str:
+    """``data`` as JSON in the layout of ``original`` (see :func:`write`)."""
+    end = "\n" if original.endswith("\n") else ""
+    for indent in (1, 2, 4, None):
+        for sort_keys in (True, False):
+            for ensure_ascii in (False, True):
+                layout = {"indent": indent, "sort_keys": sort_keys, "ensure_ascii": ensure_ascii}
+                if json.dumps(json.loads(original), **layout) + end == original:
+                    return json.dumps(data, **layout) + end
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"

@@ -1,0 +1,431 @@
+"""The caching rewrites: an old hook that read ``outputs`` at epoch end, made to collect the same values itself.
+
+The rewritten class keeps a cache (a list; one list per dataloader where there may be several), appends to it in
+the stage's batch-end hook -- the hook Lightning 2.x hands each batch's ``outputs`` -- and, at epoch end, takes
+the cache as the old hook's ``outputs`` and clears it before the old body runs::
+
+    def __init__(self):
+        super().__init__()
+        self.validation_step_outputs = []
+
+    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        if outputs is not None:  # Lightning 1.x left out a step that returned None
+            self.validation_step_outputs.append(outputs)
+
+    def on_validation_epoch_end(self):
+        outputs = list(self.validation_step_outputs)
+        self.validation_step_outputs.clear()
+        ...  # the old body, unchanged
+
+Why the batch-end hook rather than the step: it receives exactly what 1.x collected for the old hook -- in
+training the dict ``{"loss": ..., **other keys}`` with the loss detached and divided by ``accumulate_grad_batches``
+(recorded: ``data/compat``), an empty dict for a step that returned ``None`` -- whatever the step looks like
+(inherited, several ``return`` statements, delegating to another object), and the step stays as the user wrote it.
+Training outputs are detached with Lightning's ``recursive_detach`` (1.x kept the graph of every other key alive
+until epoch end); evaluation runs without autograd, so its outputs are cached as they come.
+
+Every fact about hooks (names, signatures, stages, the step of each stage) comes from
+:mod:`lightning_migrate.registry`; the shapes are proven by running them: the equivalence test runs each shape of
+``data/rewrites`` before the rewrite on the last 1.x release that ran it and after the rewrite on the installed
+Lightning, over the same data and weights.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import libcst as cst
+
+from lightning_migrate import hook_names, registry
+from lightning_migrate.checker.base import (
+    CALLBACK,
+    MODULE,
+    UNSAFE,
+    ClassContext,
+    Fix,
+    expected_count,
+    is_docstring,
+    names_in,
+    plain_signature,
+    positional,
+    with_name,
+)
+from lightning_migrate.checker.rules._common import new_params
+
+#: The registry pattern of each stage's batch-end hook, whose new signature the rewrite writes: (owner, stage) -> id.
+BATCH_END = {
+    (registry.get(pid).owner, registry.get(pid).stage): registry.get(pid)
+    for pid in (
+        "module-on-train-batch-end-dataloader-idx",
+        "callback-on-train-batch-end-dataloader-idx",
+        "module-on-validation-batch-end-dataloader-idx-required",
+        "module-on-test-batch-end-dataloader-idx-required",
+        "module-on-predict-batch-end-dataloader-idx-required",
+        "callback-on-predict-batch-end-dataloader-idx-required",
+    )
+}
+#: The step-end hook of each stage (Lightning 1.x passed the old hook what it returned): stage -> hook.
+STEP_END = {
+    registry.get(pid).stage: registry.get(pid).hook
+    for pid in ("training-step-end", "validation-step-end", "test-step-end")
+}
+#: The ``Trainer`` property that lists a stage's dataloaders' batch counts (its length: the number of dataloaders);
+#: the equivalence test runs the code that reads it.
+NUM_BATCHES = {"validation": "num_val_batches", "test": "num_test_batches", "predict": "num_predict_batches"}
+#: The releases that removed an old training hook whose last releases passed the loss whole (1.3-1.4; from 1.5 on,
+#: Lightning passed the loss divided by ``accumulate_grad_batches``, as 2.x hands it on): recorded by the
+#: equivalence runs of ``data/rewrites`` on 1.4.9 and 1.9.5 (``data/compat``).
+WHOLE_LOSS_RELEASES = ("1.5",)
+#: Where Lightning keeps ``recursive_detach``, under its package root.
+DETACH_MODULE = {
+    "pytorch_lightning": "pytorch_lightning.utilities.memory",
+    "lightning": "lightning.pytorch.utilities.memory",
+}
+
+
+def epoch_start(new_hook: str, kind: str) -> str:
+    """The epoch-start hook of the stage whose epoch-end hook is ``new_hook`` (checked against the hooks recorded
+    from Lightning). Raises ``ValueError`` when Lightning has no such hook."""
+    hook = new_hook.removesuffix("_end") + "_start"
+    if hook not in hook_names.load()[kind]["hooks"]:
+        raise ValueError(f"Lightning has no {kind} hook {hook}")
+    return hook
+
+
+def cache_name(stage: str) -> str:
+    """``validation_step_outputs``: the name Lightning's own 2.0 migration notes give the cache of a stage."""
+    return f"{registry.STEP_METHODS[stage]}_outputs"
+
+
+def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outputs_index: int) -> Fix | str:
+    """The opt-in rewrite of the old hook ``func`` (registry pattern ``pattern_id``) whose parameter at
+    ``outputs_index`` (``self`` is 0) is what Lightning 1.x passed at epoch end; or why it cannot be made.
+
+    Returns:
+        an ``unsafe`` :class:`~lightning_migrate.checker.base.Fix` on the class, or the reason (a phrase for the
+        marker) when the rewrite would not provably keep the values.
+    """
+    pattern = registry.get(pattern_id)
+    stage, kind = pattern.stage, ctx.kind
+    batch_end = BATCH_END.get((kind, stage))
+    if batch_end is None:
+        return f"Lightning 2.x hands a {kind} no batch outputs in this stage"
+    params = positional(func)
+    if len(params) != outputs_index + 1 or not plain_signature(func):
+        return "the hook takes other parameters than the old signature's"
+    outputs = params[outputs_index].name.value
+    old_hook = func.name.value
+    new_hook = pattern.new_signature.partition("(")[0]
+    batch_hook = batch_end.new_signature.partition("(")[0]
+    start_hook = epoch_start(new_hook, kind)
+    cache = cache_name(stage)
+    if new_hook != old_hook and new_hook in ctx.methods:
+        return f"the class already defines `{new_hook}`: merge by hand"
+    if ctx.uses_attribute(cache):
+        return f"the class already uses `self.{cache}`"
+    file = ctx.file
+    for base_info, base in file.project.ancestors(file.info, file.info.classes.get(ctx.name, [])):
+        defined = base_info.methods.get(base, set())
+        for hook in (batch_hook, start_hook):
+            if hook in defined:
+                return f"base class `{base}` defines `{hook}`"
+        path = file.project.by_name.get(base_info.name)
+        if path is not None and re.search(rb"\.\s*" + cache.encode() + rb"\b", file.project.read(path)):
+            return f"base class `{base}`'s file uses `.{cache}`"
+    for hook in (batch_hook, start_hook):
+        if ctx.via is not None and hook in hook_names.load()["classes"].get(ctx.via, ()):
+            return f"Lightning's `{ctx.via}` defines `{hook}`"
+    if kind == MODULE and stage == "train":
+        step = ctx.methods.get(registry.STEP_METHODS[stage])
+        if step is not None and (len(positional(step)) > 3 or not plain_signature(step)):
+            extra = ", ".join(p.name.value for p in positional(step)[3:]) or "more arguments"
+            return (
+                f"`{step.name.value}` takes {extra}: with several optimizers (or truncated back-propagation) 1.x "
+                "passed one list per optimizer (per split)"
+            )
+        if ctx.uses_attribute("truncated_bptt_steps"):
+            return "truncated back-propagation: 1.x passed one list per split of each batch"
+    step_end = STEP_END.get(stage)
+    if kind == MODULE and step_end is not None:
+        why = _step_end_changes_outputs(ctx, step_end)
+        if why:
+            return why
+    if file.path is not None and file.path in file.project.name_of:
+        for hook in {batch_hook, new_hook}:
+            if file.project.subclasses_defining(file.info, ctx.name, hook):
+                return f"a subclass defines `{hook}`, which would replace the rewritten class's"
+    per_dataloader = stage != "train" and (
+        stage == "predict" or kind == CALLBACK or not _single_loader_step(ctx, stage)
+    )
+    root = ctx.root or "lightning"
+    imports = []
+    if stage == "train":
+        imports.append((DETACH_MODULE[root], "recursive_detach"))
+    if per_dataloader:
+        imports.append(("collections", "defaultdict"))
+    for module, name in imports:
+        bound = file.info.imports.get(name)
+        if (bound is not None and bound != f"{module}.{name}") or (bound is None and name in file.info.top_level):
+            return f"`{name}` is another name in this file"
+    started = ctx.methods.get(start_hook)
+    if started is not None and started.asynchronous is not None:
+        return f"`{start_hook}` is `async def`"
+    existing = ctx.methods.get(batch_hook)
+    if existing is not None:
+        if not plain_signature(existing) or len(positional(existing)) < expected_count(kind, 4):
+            return f"`{batch_hook}` takes other parameters than Lightning passes"
+        if existing.asynchronous is not None:
+            return f"`{batch_hook}` is `async def`"
+    how = "callback-side caching" if kind == CALLBACK else "module-side caching"
+    risks = [
+        f"a subclass outside the checked files that overrides `{batch_hook}` without `super()` would cache nothing"
+    ]
+    if stage == "train":
+        risks.append("the cached tensors are detached (1.x kept the graph of every key but the loss)")
+    if stage == "predict":
+        risks.append("with `return_predictions=False` 1.x passed empty lists, the rewrite the predictions")
+    removed_in = registry.get(pattern_id).removed_in
+    whole_loss = removed_in if stage == "train" and removed_in in WHOLE_LOSS_RELEASES else None
+    spec = _Spec(kind, stage, outputs, old_hook, new_hook, batch_end, cache, per_dataloader, whole_loss, start_hook)
+    return Fix(
+        UNSAFE,
+        spec.apply,
+        on_class=True,
+        description=f"{how} in self.{cache}",
+        risk=f"{how}: `{batch_hook}` collects what 1.x passed `{outputs}` ({'; '.join(risks)})",
+        dropped=(outputs,),
+        new_name=new_hook if new_hook != old_hook else None,
+        imports=tuple(imports),
+    )
+
+
+def _single_loader_step(ctx: ClassContext, stage: str) -> bool:
+    """Whether the class's own step takes no ``dataloader_idx`` (``self, batch, batch_idx`` only): Lightning
+    refuses several dataloaders with such a step, so there is one list."""
+    step = ctx.methods.get(registry.STEP_METHODS[stage])
+    return step is not None and plain_signature(step) and len(positional(step)) == 3
+
+
+def _step_end_changes_outputs(ctx: ClassContext, step_end: str) -> str | None:
+    """Why the outputs 1.x collected may differ from what the step returns: a step-end hook of the class (or of a
+    base of the project) that does more than hand its input on. ``None`` when there is none, or it returns its
+    input unchanged (after logging, say)."""
+    func = ctx.methods.get(step_end)
+    if func is None:
+        file = ctx.file
+        for base_info, base in file.project.ancestors(file.info, file.info.classes.get(ctx.name, [])):
+            if step_end in base_info.methods.get(base, set()):
+                return f"base class `{base}` defines `{step_end}`, which 1.x applied to each step's output"
+        return None
+    params = positional(func)
+    if len(params) != 2 or not plain_signature(func):
+        return f"`{step_end}` reshapes each step's output (1.x collected what it returned)"
+    name = params[1].name.value
+    returns = _Returns()
+    func.body.visit(returns)
+    if returns.values and all(isinstance(v, cst.Name) and v.value == name for v in returns.values):
+        if name not in returns.assigned:
+            return None
+    return f"`{step_end}` reshapes each step's output (1.x collected what it returned)"
+
+
+class _Returns(cst.CSTVisitor):
+    """The values of a function's ``return`` statements and the names it assigns (nested scopes left out)."""
+
+    def __init__(self) -> None:
+        self.values: list[cst.BaseExpression | None] = []
+        self.assigned: set[str] = set()
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.values.append(node.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.assigned |= {n.value for n in _names(node.target)}
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.assigned |= {n.value for n in _names(node.target)}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    if isinstance(node, cst.Name):
+        return [node]
+    if isinstance(node, cst.Tuple | cst.List):
+        return [n for element in node.elements for n in _names(element.value)]
+    return []
+
+
+class _Spec:
+    """One rewrite: what to write, and :meth:`apply` to write it into the class node."""
+
+    def __init__(self, kind, stage, outputs, old_hook, new_hook, batch_end, cache, per_dataloader, whole_loss, start):
+        self.kind, self.stage, self.outputs, self.old_hook, self.new_hook = kind, stage, outputs, old_hook, new_hook
+        self.batch_end, self.cache, self.per_dataloader, self.whole_loss = batch_end, cache, per_dataloader, whole_loss
+        self.start_hook = start
+        self.batch_hook = batch_end.new_signature.partition("(")[0]
+
+    def init_line(self) -> str:
+        if self.per_dataloader:
+            return f"self.{self.cache} = defaultdict(list)  # dataloader_idx -> what its batches returned\n"
+        return f"self.{self.cache} = []  # what each batch returned, until the epoch ends\n"
+
+    def append_lines(self, existing: cst.FunctionDef | None) -> str:
+        """The ``if``/append statement of the batch-end hook (with the parameter names of the class's own
+        batch-end hook when it has one)."""
+        params = new_params(self.batch_end.id)
+        if existing is not None:
+            params = [p.name.value for p in positional(existing)]
+        at = expected_count(self.kind, 1)
+        outputs, loader = params[at], (params[at + 3] if len(params) > at + 3 else "0")
+        target = f"self.{self.cache}[{loader}]" if self.per_dataloader else f"self.{self.cache}"
+        if self.stage == "train" and self.whole_loss:
+            trainer = params[1] if self.kind == CALLBACK else "self.trainer"
+            taken = set(params) | (names_in(existing) if existing is not None else set())
+            kept = next(name for name in ("cached", "cached_output", "cached_output_") if name not in taken)
+            return (
+                f"if {outputs}:  # empty for a step that returned None: Lightning 1.x left it out\n"
+                f"    {kept} = recursive_detach({outputs})\n"
+                f'    if "loss" in {kept}:  # before {self.whole_loss} it came whole, 2.x divides it by accumulation\n'
+                f'        {kept}["loss"] = {kept}["loss"] * {trainer}.accumulate_grad_batches\n'
+                f"    {target}.append({kept})\n"
+            )
+        if self.stage == "train":
+            test = f"if {outputs}:  # empty for a step that returned None: Lightning 1.x left it out\n"
+            return test + f"    {target}.append(recursive_detach({outputs}))\n"
+        if self.stage == "predict":
+            return f"{target}.append({outputs})  # every prediction, None included, as 1.x kept them\n"
+        test = f"if {outputs} is not None:  # Lightning 1.x left out a step that returned None\n"
+        return test + f"    {target}.append({outputs})\n"
+
+    def take_lines(self) -> list[str]:
+        """The statements that open the epoch-end hook: the old ``outputs``, taken from the cache, which is
+        cleared."""
+        outputs, cache = self.outputs, f"self.{self.cache}"
+        if not self.per_dataloader:
+            return [f"{outputs} = list({cache})\n", f"{cache}.clear()\n"]
+        trainer = "trainer" if self.kind == CALLBACK else "self.trainer"
+        count = f"len({trainer}.{NUM_BATCHES[self.stage]})"
+        lines = [
+            "# one list per dataloader, as Lightning 1.x passed them\n",
+            f"{outputs} = [{cache}[idx] for idx in range({count})]\n",
+        ]
+        if self.stage != "predict":  # 1.x passed a single dataloader's list on its own
+            lines.append(f"if len({outputs}) == 1:\n    {outputs} = {outputs}[0]\n")
+        return [*lines, f"{cache}.clear()\n"]
+
+    def apply(self, class_node: cst.CSTNode) -> cst.CSTNode:
+        assert isinstance(class_node, cst.ClassDef)
+        body = list(class_node.body.body)
+
+        def index(name: str) -> int | None:
+            return next(
+                (i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == name), None
+            )
+
+        if index(self.old_hook) is None:  # pragma: no cover - the rule found the hook in this class
+            return class_node
+        init_line = _statement(self.init_line())
+        at = index("__init__")
+        if at is not None:
+            body[at] = _insert_in_init(body[at], init_line)
+        else:
+            body = _with_new_init(body, init_line)
+        old = index(self.old_hook)
+        hook = with_name(self.new_hook, {self.outputs})(body[old])
+        body[old] = _prepend(hook, _statements(self.take_lines()))
+        clear = f"self.{self.cache}.clear()  # nothing left over from a run that stopped half-way\n"
+        params = "self, trainer, pl_module" if self.kind == CALLBACK else "self"
+        for name, lines, header in (
+            (self.start_hook, [clear], f"def {self.start_hook}({params}):\n"),
+            (self.batch_hook, None, f"def {self.batch_end.new_signature}:\n"),
+        ):
+            at = index(name)
+            if at is not None:
+                body[at] = _prepend(body[at], _statements(lines or [self.append_lines(body[at])]))
+                continue
+            text = header + "".join(
+                "    " + line for line in "".join(lines or [self.append_lines(None)]).splitlines(keepends=True)
+            )
+            old = index(self.new_hook)  # the new method goes right above the epoch-end hook
+            method = _statement(text).with_changes(leading_lines=body[old].leading_lines)
+            body[old] = body[old].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+            body.insert(old, method)
+        return class_node.with_changes(body=class_node.body.with_changes(body=body))
+
+
+def _with_new_init(body: list[cst.BaseStatement], init_line: cst.BaseStatement) -> list[cst.BaseStatement]:
+    """``body`` with an ``__init__`` that passes every argument on and creates the cache, before the first
+    method (a pass-through keeps ``save_hyperparameters`` and every caller as they were)."""
+    text = (
+        "def __init__(self, *args, **kwargs):\n    super().__init__(*args, **kwargs)\n    "
+        + cst.Module([init_line]).code
+    )
+    init = _statement(text)
+    first = next((i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)), len(body))
+    if first < len(body):
+        init = init.with_changes(leading_lines=body[first].leading_lines)
+        body = [
+            *body[:first],
+            init,
+            body[first].with_changes(leading_lines=[cst.EmptyLine(indent=False)]),
+            *body[first + 1 :],
+        ]
+    else:
+        body = [*body, init.with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
+    return body
+
+
+def _statements(lines: list[str]) -> list[cst.BaseStatement]:
+    """The statements of ``lines`` of code, a comment line kept above the statement it precedes."""
+    return list(_parsed("".join(lines)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> tuple[cst.BaseStatement, ...]:
+    """The statements of ``text``, parsed once: libcst nodes are immutable, so one parse serves every class a
+    file's rewrites write the same code into."""
+    return tuple(cst.parse_module("pass\n" + text).body[1:])
+
+
+def _statement(text: str) -> cst.BaseStatement:
+    [statement] = _parsed(text)
+    return statement
+
+
+def _prepend(func: cst.FunctionDef, statements: list[cst.BaseStatement]) -> cst.FunctionDef:
+    """``func`` with ``statements`` first in its body (after its docstring)."""
+    block = func.body
+    body = list(block.body)
+    start = 1 if body and is_docstring(body[0]) else 0
+    return func.with_changes(body=block.with_changes(body=[*body[:start], *statements, *body[start:]]))
+
+
+def _insert_in_init(init: cst.FunctionDef, line: cst.BaseStatement) -> cst.FunctionDef:
+    """``__init__`` with ``line`` right after its ``super().__init__(...)`` (or ``Base.__init__(self, ...)``), or
+    first in its body (after its docstring) when it calls none."""
+    body = list(init.body.body)
+    index = next((i + 1 for i, s in enumerate(body) if _calls_init(s)), None)
+    if index is None:
+        index = 1 if body and is_docstring(body[0]) else 0
+    return init.with_changes(body=init.body.with_changes(body=[*body[:index], line, *body[index:]]))
+
+
+def _calls_init(statement: cst.BaseStatement) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    expr = statement.body[0]
+    return (
+        isinstance(expr, cst.Expr)
+        and isinstance(expr.value, cst.Call)
+        and isinstance(expr.value.func, cst.Attribute)
+        and expr.value.func.attr.value == "__init__"
+    )

@@ -1,0 +1,242 @@
+"""The scenario matrix: every recipe the site recommends, proven across a generated space of Trainer configurations.
+
+``data/scenarios.toml`` declares the space (:mod:`.space`): its axes (each value with the report or documentation
+that makes it real), the values that cannot combine, the named scenarios (hand-picked, and one per public report),
+and the recipes (rows: the page that shows the recipe, the names it defines, what it reduces and how it weights
+batches, and its domain: the axis values it supports). The cells the build runs are
+
+* every named scenario for every recipe, and
+* a covering set (:func:`.space.covering_set`): every pair of values of two axes -- the recipe being one of the
+  axes -- at least once, where no constraint, stage or domain excludes it.
+
+Each cell runs in :mod:`.harness` (the recipe's own classes, observers beside them) against a ground truth computed
+without the recipe (:mod:`.truth`), and is classified ``holds``, ``differs`` (by how much), ``raises`` (what, as
+Lightning or Python raised it) or ``not applicable`` (outside the recipe's domain, with the declared reason and the
+page of the variant to use, or a scenario that runs no stage of the recipe). A cell inside the domain must hold,
+unless the matrix file declares it a trap kept as evidence (``declared``, with its reason and page).
+
+``python -m lightning_migrate.scenarios --output FILE`` writes the results as JSON (atomically) and exits 1 when a
+cell's outcome is not the declared one, naming the recipe, the scenario and what happened. Cells run side by side
+in joblib's loky workers (``--jobs``; default: every core). The Sphinx extension ``docs/_ext/scenario_matrix.py``
+runs it at every build and renders ``docs/reference/scenarios.rst`` and each recipe page's domain box.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..records import write_atomic
+from . import space as space_module
+from .harness import OUTCOMES, REL_TOL, TRANSFORMS, page_definitions, page_source, quiet, run_cell
+from .space import (
+    MATRIX_FILE,
+    ROOT,
+    MatrixError,
+    Recipe,
+    Scenario,
+    Space,
+    cached_covering_set,
+    coverable_pairs,
+    covered_pairs,
+    covering_set,
+    load_matrix,
+    load_space,
+    random_cells,
+    scenario_table,
+)
+from .truth import reduce as _reduce
+
+__all__ = [
+    "MATRIX_FILE", "OUTCOMES", "REL_TOL", "TRANSFORMS", "MatrixError", "Recipe", "Scenario", "Space",
+    "cached_covering_set", "coverable_pairs", "covered_pairs", "covering_set", "failures", "load_matrix",
+    "load_space", "main", "page_definitions", "page_source", "random_cells", "run_cells", "run_matrix",
+    "scenario_table", "write_atomic", "_reduce",
+]  # fmt: skip
+
+
+def cell_result(recipe: Recipe, scenario: Scenario, root: Path = ROOT, declared_warnings: tuple = ()) -> dict:
+    """Run one cell quietly (:func:`.harness.quiet`, ignoring ``declared_warnings``); the result names the recipe,
+    the scenario, the declared outcome, and for a declared trap its reason, page and ``match``."""
+    with quiet(declared_warnings):
+        result = run_cell(recipe, scenario, root)
+    result.update(recipe=recipe.id, scenario=scenario.id, expected=recipe.expected(scenario))
+    declared = recipe.declared_for(scenario)
+    if declared and result["expected"] == declared.outcome:
+        result["declared"] = {"reason": declared.reason, "see": declared.see, "match": declared.match}
+    return result
+
+
+def run_cells(
+    cells: list[tuple[Recipe, Scenario]], root: Path = ROOT, jobs: int | None = None, then=None, declared=()
+) -> list:
+    """Results of ``cells``, in order, run in ``jobs`` loky worker processes (joblib's reusable executor; ``1``:
+    in this process). ``then``, when given, is called once every cell is submitted and returns more cells to run
+    (the build generates the covering set while the named cells run). ``declared``: the matrix file's warnings."""
+    jobs = jobs or os.cpu_count() or 1
+    if jobs == 1:
+        more = then() if then else []
+        return [cell_result(recipe, scenario, root, declared) for recipe, scenario in [*cells, *more]]
+    from joblib.externals.loky import get_reusable_executor
+
+    executor = get_reusable_executor(max_workers=jobs, timeout=60)
+    futures = [executor.submit(cell_result, recipe, scenario, root, declared) for recipe, scenario in cells]
+    if then:
+        futures += [executor.submit(cell_result, recipe, scenario, root, declared) for recipe, scenario in then()]
+    return [future.result() for future in futures]
+
+
+def run_matrix(
+    space: Space,
+    root: Path = ROOT,
+    only: set[str] | None = None,
+    scenarios: set[str] | None = None,
+    jobs: int | None = None,
+    cache_dir: Path | None = None,
+    covering: bool = True,
+) -> dict[str, Any]:
+    """Run the named scenarios for every recipe (or the recipes in ``only``) and the covering set (unless
+    ``covering`` is false); ``scenarios`` keeps the cells of those scenario ids only. Returns the JSON document the
+    pages are rendered from."""
+    import lightning
+    import torch
+
+    started = time.perf_counter()
+    recipes = [r for r in space.recipes if not only or r.id in only]
+    by_id = {r.id: r for r in space.recipes}
+    named = [(r, s) for r in recipes for s in space.scenarios if not scenarios or s.id in scenarios]
+    generated: list[tuple[Recipe, Scenario]] = []
+
+    def covering_cells() -> list[tuple[Recipe, Scenario]]:
+        if covering:
+            for rid, scenario in cached_covering_set(space, cache_dir):
+                if (not only or rid in only) and (not scenarios or scenario.id in scenarios):
+                    generated.append((by_id[rid], scenario))
+        return generated
+
+    cells = run_cells(named, root, jobs, then=covering_cells, declared=space.warnings)
+    shown = [s for s in space.scenarios if not scenarios or s.id in scenarios]
+    return {
+        "lightning": lightning.__version__,
+        "torch": torch.__version__,
+        "seconds": round(time.perf_counter() - started, 2),
+        "jobs": jobs or os.cpu_count(),
+        "axes": [
+            {
+                "id": axis.id,
+                "title": axis.title,
+                "stages": list(axis.stages),
+                "default": axis.default,
+                "values": [{"id": v.id, "label": v.label, "source": v.source} for v in axis.values.values()],
+            }
+            for axis in space.axes.values()
+        ],
+        "constraints": [
+            {"values": {a: sorted(v) for a, v in c.values.items()}, "reason": c.reason} for c in space.constraints
+        ],
+        "scenarios": [_scenario_entry(s) for s in [*shown, *(s for _, s in generated)]],
+        "recipes": [
+            {
+                "id": r.id,
+                "title": r.title,
+                "page": r.page,
+                "stage": r.stage,
+                "transform": r.transform,
+                "outside": [
+                    {"axis": o.axis, "values": sorted(o.values), "reason": o.reason, "see": o.see} for o in r.outside
+                ],
+            }
+            for r in recipes
+        ],
+        "covering": {"cells": len(generated), "strength": 2},
+        "stage_calls": {
+            stage: [c for c in space.axes["calls"].values if space_module.runs_stage(space, c, stage)]
+            for stage in space_module.STAGES
+        }
+        if "calls" in space.axes
+        else {},
+        "cells": cells,
+    }
+
+
+def _scenario_entry(scenario: Scenario) -> dict[str, Any]:
+    return {
+        "id": scenario.id,
+        "title": scenario.title,
+        "source": scenario.source,
+        "values": scenario.values,
+        "generated": scenario.generated,
+    }
+
+
+def failures(document: dict[str, Any]) -> list[str]:
+    """One line per cell whose outcome is not the declared one.
+
+    A declared ``raises`` must raise an error whose text contains its ``match``; a declared ``differs`` must log as
+    many values as expected, with different values (or contain its ``match``). Each line reads
+    ``recipe × scenario: expected X, got Y: detail [page]``, ``page`` being the recipe's page (with the line, for
+    an exception raised there).
+    """
+    pages = {recipe["id"]: recipe["page"] for recipe in document["recipes"]}
+    lines = []
+    for cell in document["cells"]:
+        where = cell.get("where") or pages[cell["recipe"]]
+        head = f"{cell['recipe']} × {cell['scenario']}: expected {cell['expected']}"
+        if cell["outcome"] != cell["expected"]:
+            lines.append(f"{head}, got {cell['outcome']}: {cell['detail']} [{where}]")
+            continue
+        declared = cell.get("declared") or {}
+        if declared.get("match") and declared["match"] not in cell["detail"]:
+            lines.append(f"{head} with {declared['match']!r}, got: {cell['detail']} [{where}]")
+        elif cell["outcome"] == "differs" and cell.get("relative_error") is None and not declared.get("match"):
+            # a declared difference is a difference of value: missing or extra values are a different failure
+            lines.append(f"{head} in value, got: {cell['detail']} [{where}]")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: run the matrix, write ``--output`` (JSON), exit 1 naming every unexpected cell."""
+    parser = argparse.ArgumentParser(prog="python -m lightning_migrate.scenarios", description=__doc__.split("\n")[0])
+    parser.add_argument("--output", type=Path, help="where to write the results (JSON)")
+    parser.add_argument("--matrix", type=Path, default=MATRIX_FILE, help="the matrix file (default: %(default)s)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the tree whose recipe pages run")
+    parser.add_argument("--recipe", action="append", help="run only this recipe (repeatable)")
+    parser.add_argument("--scenario", action="append", help="run only this scenario id (repeatable)")
+    parser.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
+    parser.add_argument("--cache", type=Path, help="keep the generated covering set in this folder")
+    parser.add_argument("--named-only", action="store_true", help="run the named scenarios, not the covering set")
+    args = parser.parse_args(argv)
+    try:
+        space = load_space(args.matrix)
+        unknown = set(args.recipe or ()) - {r.id for r in space.recipes}
+        if unknown:
+            raise MatrixError(f"{args.matrix}: no recipe {sorted(unknown)}")
+        document = run_matrix(
+            space,
+            args.root.resolve(),
+            set(args.recipe) if args.recipe else None,
+            set(args.scenario) if args.scenario else None,
+            args.jobs,
+            args.cache,
+            covering=not args.named_only,
+        )
+    except MatrixError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.output:
+        write_atomic(args.output, json.dumps(document, indent=1, default=str) + "\n")
+    counts = {outcome: sum(c["outcome"] == outcome for c in document["cells"]) for outcome in OUTCOMES}
+    scenarios = len(document["scenarios"])
+    print(
+        f"scenario matrix: {len(document['cells'])} cells ({scenarios} scenarios, {document['covering']['cells']} "
+        f"generated) in {document['seconds']} s on {document['jobs']} workers: {counts}"
+    )
+    bad = failures(document)
+    for line in bad:
+        print(f"scenario matrix: {line}", file=sys.stderr)
+    return 1 if bad else 0

@@ -1,0 +1,88 @@
+"""Exploration: many more scenarios than the build runs, drawn at random, for a time budget.
+
+``python -m lightning_migrate.scenarios.explore --minutes N --seed S`` (``nox -s explore -- --minutes N --seed S``)
+draws allowed cells at random (:func:`.space.random_cells`: every parameter uniformly, the recipe included; the
+same seed draws the same cells), runs them in batches on every core as the build runs its cells, and prints each
+cell that does not behave as the matrix file declares, with the ``[scenario.*]`` table that adds it as a named
+scenario -- then the recipe's page can be fixed, or its domain narrowed, with the reason. It stops launching
+batches when the budget is spent. Exit code 0: every cell behaved as declared; 1: some did not; 2: the matrix file
+is malformed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from pathlib import Path
+
+from . import MATRIX_FILE, ROOT, MatrixError, failures, load_space, random_cells, run_cells, scenario_table
+
+
+def explore(space, root: Path, minutes: float, seed: int, jobs: int | None, out=sys.stdout) -> tuple[int, int]:
+    """Run random cells for ``minutes``; print every unexpected cell with its table. Returns (cells, findings)."""
+    by_id = {r.id: r for r in space.recipes}
+    draws = random_cells(space, seed)
+    deadline = time.monotonic() + minutes * 60
+    batch = 4 * (jobs or 2)
+    ran = found = 0
+    pages = {r.id: r.page for r in space.recipes}
+    while time.monotonic() < deadline:
+        cells = [(by_id[rid], scenario) for rid, scenario in itertools.islice(draws, batch)]
+        results = run_cells(cells, root, jobs, declared=space.warnings)
+        ran += len(results)
+        document = {"recipes": [{"id": rid, "page": page} for rid, page in pages.items()], "cells": results}
+        scenarios = {scenario.id: scenario for _, scenario in cells}
+        for line, cell in _unexpected(document):
+            found += 1
+            scenario = scenarios[cell["scenario"]]
+            print(f"explore: {line}", file=out)
+            print(f"  add to {MATRIX_FILE.name}:\n" + _indent(scenario_table(scenario, space)), file=out)
+        print(f"explore: {ran} cells, {found} not as declared ({time.monotonic() - deadline + minutes * 60:.0f} s)",
+              file=out, flush=True)  # fmt: skip
+    return ran, found
+
+
+def random_cells_from(space, seed: int):
+    from .space import random_cells
+
+    return random_cells(space, seed)
+
+
+def _unexpected(document: dict) -> list[tuple[str, dict]]:
+    """``(failure line, cell)`` of each cell :func:`failures` names."""
+    found = []
+    for cell in document["cells"]:
+        lines = failures({**document, "cells": [cell]})
+        if lines:
+            found.append((lines[0], cell))
+    return found
+
+
+def _indent(text: str) -> str:
+    return "".join(f"    {line}\n" for line in text.splitlines())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lightning_migrate.scenarios.explore", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--minutes", type=float, default=10.0, help="time budget (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the draws (default: %(default)s)")
+    parser.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
+    parser.add_argument("--matrix", type=Path, default=MATRIX_FILE, help="the matrix file (default: %(default)s)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the tree whose recipe pages run")
+    args = parser.parse_args(argv)
+    try:
+        space = load_space(args.matrix)
+        ran, found = explore(space, args.root.resolve(), args.minutes, args.seed, args.jobs)
+    except MatrixError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"explore: seed {args.seed}, {args.minutes:g} minutes: {ran} cells, {found} not as declared")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,828 @@
+"""Running one cell: a recipe, taken from its page, in one scenario, with observers beside it.
+
+For each cell this module
+
+1. takes the recipe's classes **from the page itself** (the page's imports and the named top-level definitions,
+   compiled with the page's file name and line numbers), so the code that runs is the code the reader copies; the
+   page's ``BoringModel`` is bound to the scenario's base module (what its steps return, its optimizers) before the
+   recipe's classes are defined. A recipe with ``transform = "lightning-migrate"`` runs what the checker's rewrite
+   makes of its page (:data:`TRANSFORMS`);
+2. runs the scenario's Trainer calls with observers beside the recipe, never inside it: a :class:`RecordingLogger`
+   that keeps every value the recipe logs, and a ``GroundTruth`` callback that keeps, on rank 0, the weights
+   Lightning trained, validated, tested or predicted with, the training batches it drew and the datasets each
+   evaluation read; a crash injected part-way, or a checkpoint saved mid-epoch, when the scenario asks;
+3. computes the ground truth from those records and the data with plain PyTorch (:mod:`.truth`) and compares.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import functools
+import importlib
+import io
+import json
+import logging
+import math
+import re
+import tempfile
+import time
+import traceback
+import warnings
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from . import truth
+from .space import ROOT, MatrixError, Recipe, Scenario
+
+#: The matrix's own Trainer arguments, under every scenario's: observers only, nothing that changes training.
+TRAINER_BASE = {"max_epochs": 2, "enable_progress_bar": False, "enable_model_summary": False, "accelerator": "cpu"}
+#: Relative tolerance of a comparison: the recipe and the ground truth sum float32 values in their own order.
+REL_TOL = 1e-5
+OUTCOMES = ("holds", "differs", "raises", "not applicable")
+#: Seconds a DDP collective may wait before gloo gives up (a deadlock becomes an error, not a hung build).
+DDP_TIMEOUT = 60
+#: ``transform`` of a recipe -> ``"module:function"``; the function takes ``(text, filename)`` and returns the
+#: source whose definitions run (the checker's rewrite of a user's file).
+TRANSFORMS = {"lightning-migrate": "lightning_migrate.checker:rewrite_source"}
+#: The message of the crash a scenario injects (``crash = true``, ``resume = true``).
+CRASH = "crash injected by the scenario matrix"
+
+
+class InjectedCrash(RuntimeError):
+    """The crash a scenario injects part-way through a run."""
+
+
+class RunawayRun(RuntimeError):
+    """A run that went on past :data:`RUNAWAY_BATCHES` training batches: Lightning never ended it."""
+
+
+#: Training batches after which a cell's run is stopped as a runaway (the longest scenario runs fewer than 100).
+RUNAWAY_BATCHES = 500
+
+
+# -- Taking a recipe from its page ------------------------------------------------------------------------------
+def page_source(page: Path, transform: str | None = None) -> str:
+    """The Python source of a page: a gallery script as it is; for a MyST notebook (``.md``), its ``code-cell``
+    blocks, every other line blanked so that line numbers stay the page's own; with ``transform``, what the
+    transform (:data:`TRANSFORMS`) makes of the file's text.
+
+    Raises:
+        MatrixError: ``transform`` is unknown, or its function cannot be imported.
+    """
+    text = page.read_text(encoding="utf-8")
+    if transform is not None:
+        if transform not in TRANSFORMS:
+            raise MatrixError(f"{page}: unknown transform {transform!r} (known: {sorted(TRANSFORMS)})")
+        module, _, name = TRANSFORMS[transform].partition(":")
+        try:
+            function = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as error:
+            raise MatrixError(f"{page}: transform {transform!r} needs {TRANSFORMS[transform]}: {error}") from None
+        return function(text, str(page))
+    if page.suffix != ".md":
+        return text
+    lines, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("```{code-cell}"):
+            inside = True
+            lines.append("")
+        elif inside and line.startswith("```"):
+            inside = False
+            lines.append("")
+        else:
+            lines.append(line if inside else "")
+    return "\n".join(lines) + "\n"
+
+
+def page_definitions(page: Path, names: tuple[str, ...], base: type, transform: str | None = None) -> dict[str, Any]:
+    """The namespace of ``page``'s imports and its top-level definitions ``names``, with ``BoringModel`` = ``base``.
+
+    The statements are compiled from the page's own source (:func:`page_source`) with its file name, so a
+    traceback names the page and the line the reader sees. Nothing else of the page runs (not its training, not
+    its checks).
+
+    Raises:
+        MatrixError: ``page`` does not define one of ``names`` at top level.
+    """
+    tree = ast.parse(page_source(page, transform), filename=str(page))
+    namespace: dict[str, Any] = {"__name__": f"recipe_page_{page.stem}", "__file__": str(page)}
+    imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    exec(compile(ast.Module(body=imports, type_ignores=[]), str(page), "exec"), namespace)
+    namespace["BoringModel"] = base
+    by_name: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            by_name[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    by_name[target.id] = node
+    for name in names:
+        if name not in by_name:
+            raise MatrixError(f"{page}: defines no top-level {name!r} (named in the matrix file)")
+        exec(compile(ast.Module(body=[by_name[name]], type_ignores=[]), str(page), "exec"), namespace)
+    return namespace
+
+
+# -- The scenario's base module: what a user's module looks like in that configuration -------------------------
+def make_base(train_step: str, eval_step: str, plateau_monitor: str | None = None) -> type:
+    """Lightning's ``BoringModel`` as the scenario's user writes it: ``training_step`` returns what ``train_step``
+    says (a dict with ``"loss"``, a bare tensor, ``None`` for batch 1, or under manual optimization the loss, nothing,
+    a dict without ``"loss"``, or the loss after stepping two optimizers); ``validation_step`` and ``test_step``
+    return what ``eval_step`` says (a dict ``{"x": loss}``, the bare loss, or ``None``) and take ``dataloader_idx``
+    as a module with several dataloaders must; a batch of several training loaders (a list) is concatenated; with
+    ``plateau_monitor``, a ``ReduceLROnPlateau`` monitors that logged value."""
+    import torch
+    from lightning.pytorch.demos.boring_classes import BoringModel as DemoModel
+
+    manual = train_step.startswith("manual")
+
+    class BoringModel(DemoModel):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.automatic_optimization = not manual
+
+        def forward(self, x):
+            return super().forward(torch.cat(x) if isinstance(x, (list, tuple)) else x)
+
+        def training_step(self, batch, batch_idx):
+            if not manual:
+                if train_step == "tensor":
+                    return self.step(batch)
+                if train_step == "none-batch-1" and batch_idx == 1:
+                    return None
+                return super().training_step(batch, batch_idx)
+            optimizers = self.optimizers()
+            optimizers = optimizers if isinstance(optimizers, list) else [optimizers]
+            loss = self.step(batch)
+            for optimizer in optimizers:
+                optimizer.zero_grad()
+            self.manual_backward(loss)
+            for optimizer in optimizers:
+                optimizer.step()
+            if train_step == "manual-nothing":
+                return None
+            return {"x": loss.detach()} if train_step == "manual-no-loss" else {"loss": loss}
+
+        def _evaluation_step(self, batch):
+            loss = self.step(batch)
+            return {"dict": {"x": loss}, "tensor": loss, "none": None}[eval_step]
+
+        def validation_step(self, batch, batch_idx, dataloader_idx=0):
+            return self._evaluation_step(batch)
+
+        def test_step(self, batch, batch_idx, dataloader_idx=0):
+            return self._evaluation_step(batch)
+
+        def configure_optimizers(self):
+            if train_step == "manual-two-optimizers":
+                return [torch.optim.SGD([self.layer.weight], lr=0.1), torch.optim.SGD([self.layer.bias], lr=0.1)]
+            if plateau_monitor is None:
+                return super().configure_optimizers()
+            optimizer = torch.optim.SGD(self.layer.parameters(), lr=0.1)
+            scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=0)
+            return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "monitor": plateau_monitor}}
+
+    return BoringModel
+
+
+#: Batches whose training_step returns no loss, by ``step.train``: the old ``outputs`` list had no entry for them.
+SKIPPED = {"none-batch-1": lambda batch_idx: batch_idx == 1, "manual-nothing": lambda batch_idx: True}
+
+
+# -- Data: datasets the ground truth can read back, loaders as the scenario's user makes them ---------------------
+@functools.cache
+def _data_classes():
+    import torch
+    from torch.utils.data import Dataset, IterableDataset, Sampler
+
+    def rank_and_world() -> tuple[int, int]:
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            return torch.distributed.get_rank(), torch.distributed.get_world_size()
+        return 0, 1
+
+    class Samples(Dataset):
+        """``samples`` random 32-vectors (seeded by ``name``), map-style; ``name`` lets the ground truth find it."""
+
+        def __init__(self, name: str, samples: int):
+            self.name = name
+            generator = torch.Generator().manual_seed(sum(map(ord, name)))
+            self.data = torch.randn(samples, 32, generator=generator)
+
+        def __len__(self):
+            return len(self.data)
+
+        def __getitem__(self, index):
+            return self.data[index]
+
+    class IterableSamples(IterableDataset):
+        """The same samples as an iterable without ``__len__``; each rank reads its own share
+        (samples ``rank, rank + world_size, ...``), as the PyTorch documentation asks of an iterable dataset."""
+
+        def __init__(self, samples: Samples):
+            self.name = samples.name
+            self.data = samples.data
+
+        def __iter__(self):
+            rank, world = rank_and_world()
+            return iter(self.data[rank::world])
+
+    class OwnSplit(Sampler):
+        """A user's own split between the ranks, without padding: rank ``r`` reads samples ``r, r + world, ...``
+        (shards of unequal length when the dataset does not divide). Used with ``use_distributed_sampler=False``."""
+
+        def __init__(self, dataset):
+            self.size = len(dataset)
+
+        def _indices(self):
+            rank, world = rank_and_world()
+            return range(rank, self.size, world)
+
+        def __iter__(self):
+            return iter(self._indices())
+
+        def __len__(self):
+            return len(self._indices())
+
+    return Samples, IterableSamples, OwnSplit
+
+
+def make_datasets(data: dict[str, Any]) -> dict[str, Any]:
+    """Every dataset the scenario can read, by name: ``train``, ``train2``, ``val``, ``val2``, ``test``, ...
+    (the ``2`` ones have ``data["second"]`` samples)."""
+    Samples, _, _ = _data_classes()
+    datasets = {}
+    for stage in ("train", "val", "test", "predict"):
+        datasets[stage] = Samples(stage, data[stage])
+        datasets[f"{stage}2"] = Samples(f"{stage}2", data["second"])
+    return datasets
+
+
+class DataSource:
+    """The loaders of each stage as the scenario's user makes them: passed to the call, or from a
+    ``LightningDataModule`` (:meth:`datamodule`), one or two per stage, or a count that changes."""
+
+    def __init__(self, data: dict[str, Any], datasets: dict[str, Any]):
+        self.data = data
+        self.datasets = datasets
+        self.calls = {"test": 0, "predict": 0}  # test and predict calls made so far (varying counts)
+
+    def loader(self, name: str, shuffle: bool = False):
+        from torch.utils.data import DataLoader
+
+        _, IterableSamples, OwnSplit = _data_classes()
+        dataset = self.datasets[name]
+        batch_size = self.data["batch_size"]
+        if self.data["kind"] == "iterable":
+            return DataLoader(IterableSamples(dataset), batch_size=batch_size)
+        if self.data["split"] == "own":
+            return DataLoader(dataset, batch_size=batch_size, sampler=OwnSplit(dataset))
+        return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle)
+
+    def count(self, stage: str, epoch: int = 0) -> int:
+        """How many loaders ``stage`` gets now: 1, 2, or when varying, 1 + (epoch or call number) % 2."""
+        spec = self.data["train_loaders"] if stage == "train" else self.data["eval_loaders"]
+        if spec != "varies":
+            return int(spec)
+        return 1 + (epoch if stage == "val" else self.calls[stage]) % 2
+
+    def loaders(self, stage: str, epoch: int = 0):
+        """One loader, or a list of them (``stage``: train, val, test, predict)."""
+        shuffle = stage == "train" and self.data["shuffle"]
+        made = [self.loader(name, shuffle) for name in (stage, f"{stage}2")[: self.count(stage, epoch)]]
+        return made[0] if len(made) == 1 else made
+
+    def datamodule(self):
+        """A ``LightningDataModule`` whose hooks return :meth:`loaders` (validation: by the trainer's epoch)."""
+        import lightning.pytorch as pl
+
+        source = self
+
+        class DataModule(pl.LightningDataModule):
+            def train_dataloader(self):
+                return source.loaders("train")
+
+            def val_dataloader(self):
+                return source.loaders("val", self.trainer.current_epoch if self.trainer else 0)
+
+            def test_dataloader(self):
+                return source.loaders("test")
+
+            def predict_dataloader(self):
+                return source.loaders("predict")
+
+        return DataModule()
+
+
+# -- Observers beside the recipe --------------------------------------------------------------------------------
+@functools.cache
+def _observers():
+    """The matrix's logger and callbacks (defined lazily: Lightning is imported on use)."""
+    import lightning.pytorch as pl
+    import torch
+    from lightning.pytorch.loggers import Logger
+    from lightning.pytorch.utilities import rank_zero_only
+
+    def dataset_names(loaders) -> list[str]:
+        loaders = loaders if isinstance(loaders, (list, tuple)) else [loaders]
+        return [loader.dataset.name for loader in loaders]
+
+    class RecordingLogger(Logger):
+        """Appends every ``log_metrics`` call (rank 0) to a JSON-lines file: ``{"step": int, "metrics": {...}}``."""
+
+        def __init__(self, file: Path):
+            super().__init__()
+            self.file = Path(file)
+
+        @property
+        def name(self):
+            return "scenario-matrix"
+
+        @property
+        def version(self):
+            return 0
+
+        @rank_zero_only
+        def log_hyperparams(self, params, *args, **kwargs):
+            pass
+
+        @rank_zero_only
+        def log_metrics(self, metrics, step=None):
+            with self.file.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"step": step, "metrics": {k: float(v) for k, v in metrics.items()}}) + "\n")
+
+    class GroundTruth(pl.Callback):
+        """Keeps what the ground truth needs, on rank 0, in ``file`` (``torch.save``): the weights each training
+        batch was computed with and the batch; for each validation, test and predict run, the weights and the
+        names of the datasets it read; and at the end of each stage run, ``trainer.callback_metrics`` (what a
+        disabled logger, under ``fast_dev_run``, would have received last)."""
+
+        def __init__(self, file: Path, trainer_number: int = 0):
+            self.file = Path(file)
+            self.trainer_number = trainer_number  # which Trainer of the attempt: entries are tagged with it
+            self.record: dict[str, list] = {"train": [], "validation": [], "test": [], "predict": [], "metrics": []}
+
+        @staticmethod
+        def _weights(pl_module):
+            return {name: value.detach().clone() for name, value in pl_module.state_dict().items()}
+
+        def setup(self, trainer, pl_module, stage):
+            # Each Trainer call under ddp_fork starts from the main process's copy of this callback: carry on
+            # from what the previous call's rank 0 kept.
+            if self.file.exists():
+                self.record = torch.load(self.file, weights_only=False)
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            if len(self.record["train"]) >= RUNAWAY_BATCHES:  # every rank counts the same: all stop together
+                raise RunawayRun(f"more than {RUNAWAY_BATCHES} training batches: Lightning never ended the run")
+            copy = [b.detach().clone() for b in batch] if isinstance(batch, (list, tuple)) else batch.detach().clone()
+            entry = {
+                "epoch": trainer.current_epoch,
+                "batch_idx": batch_idx,
+                "batch": copy,
+                "trainer": self.trainer_number,
+            }
+            self.record["train"].append({**entry, "weights": self._weights(pl_module)})
+
+        def _evaluation(self, stage, trainer, pl_module, loaders):
+            entry = {
+                "weights": self._weights(pl_module),
+                "datasets": dataset_names(loaders),
+                "trainer": self.trainer_number,
+                "fn": trainer.state.fn.value,  # "fit", "validate", "test", "predict"
+            }
+            self.record[stage].append(entry)
+
+        def on_validation_epoch_start(self, trainer, pl_module):
+            if not trainer.sanity_checking:  # sanity-check values are never logged: nothing to compare
+                self._evaluation("validation", trainer, pl_module, trainer.val_dataloaders)
+
+        def on_test_epoch_start(self, trainer, pl_module):
+            self._evaluation("test", trainer, pl_module, trainer.test_dataloaders)
+
+        def on_predict_epoch_start(self, trainer, pl_module):
+            self._evaluation("predict", trainer, pl_module, trainer.predict_dataloaders)
+
+        def _metrics(self, stage, trainer):
+            values = {name: float(value) for name, value in trainer.callback_metrics.items() if value.numel() == 1}
+            self.record["metrics"].append({"stage": stage, "values": values, "trainer": self.trainer_number})
+
+        def on_train_end(self, trainer, pl_module):
+            self._metrics("train", trainer)
+
+        def on_validation_end(self, trainer, pl_module):
+            if not trainer.sanity_checking:
+                self._metrics("validation", trainer)
+
+        def on_test_end(self, trainer, pl_module):
+            self._metrics("test", trainer)
+
+        def teardown(self, trainer, pl_module, stage):
+            if trainer.global_rank == 0:
+                torch.save(self.record, self.file)
+
+    class GraphCheck(pl.Callback):
+        """After every training batch, looks for cached tensors that still hold an autograd graph in the recipe's
+        module and callbacks (public list / dict attributes): a cache that keeps graphs alive grows memory."""
+
+        def __init__(self, owners):
+            self.owners = owners
+            self.found: list[str] = []
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            for owner in [pl_module, *self.owners]:
+                for name, value in vars(owner).items():
+                    if name.startswith("_") or not isinstance(value, (list, dict)):
+                        continue
+                    items = value.values() if isinstance(value, dict) else value
+                    for item in items:
+                        for tensor in item if isinstance(item, (list, tuple)) else [item]:
+                            if isinstance(tensor, torch.Tensor) and tensor.grad_fn is not None:
+                                self.found.append(f"{type(owner).__name__}.{name}")
+                                return
+
+    class Crash(pl.Callback):
+        """Raises :class:`InjectedCrash` part-way through the first run of ``stage``: at the end of its second batch
+        (validation: not the sanity check), or at its epoch end when it has one batch only. It sits after the
+        recipe's callbacks, so theirs ran for that batch; the module's epoch-end hook had not."""
+
+        def __init__(self, stage):
+            self.stage = stage
+            self.batches = 0
+
+        def _batch(self, trainer):
+            if not trainer.sanity_checking:
+                self.batches += 1
+                if self.batches == 2:
+                    raise InjectedCrash(CRASH)
+
+        def _epoch_end(self, trainer, stage):
+            if stage == self.stage and not trainer.sanity_checking:
+                raise InjectedCrash(CRASH)
+
+        def on_train_batch_end(self, trainer, *args):
+            if self.stage == "train":
+                self._batch(trainer)
+
+        def on_validation_batch_end(self, trainer, *args):
+            if self.stage == "validation":
+                self._batch(trainer)
+
+        def on_test_batch_end(self, trainer, *args):
+            if self.stage == "test":
+                self._batch(trainer)
+
+        def on_predict_batch_end(self, trainer, *args):
+            if self.stage == "predict":
+                self._batch(trainer)
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            self._epoch_end(trainer, "train")
+
+        def on_validation_epoch_end(self, trainer, pl_module):
+            self._epoch_end(trainer, "validation")
+
+        def on_test_epoch_end(self, trainer, pl_module):
+            self._epoch_end(trainer, "test")
+
+        def on_predict_epoch_end(self, trainer, pl_module):
+            self._epoch_end(trainer, "predict")
+
+    class MidEpochCheckpoint(pl.Callback):
+        """Saves a checkpoint with ``trainer.save_checkpoint`` halfway through the second epoch (after batch
+        ``num_training_batches // 2 - 1``, or batch 0 of a dataset without length), as
+        ``ModelCheckpoint(every_n_train_steps=...)`` would, then crashes at the next batch: a job killed mid-epoch."""
+
+        def __init__(self, path: Path):
+            self.path = Path(path)
+            self.saved = False
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            if self.saved:
+                raise InjectedCrash(CRASH)
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            batches = trainer.num_training_batches  # inf for a dataset without __len__: then after batch 0
+            half = max(batches // 2 - 1, 0) if math.isfinite(batches) else 0
+            if trainer.current_epoch == 1 and batch_idx == half:
+                trainer.save_checkpoint(self.path)
+                self.saved = True
+
+    return RecordingLogger, GroundTruth, GraphCheck, Crash, MidEpochCheckpoint
+
+
+# -- One cell ---------------------------------------------------------------------------------------------------
+def _metric_names(recipe: Recipe, loaders: int) -> list[str]:
+    if len(recipe.metric) == 1 and "{idx}" in recipe.metric[0]:
+        return [recipe.metric[0].format(idx=idx) for idx in range(loaders)]
+    return list(recipe.metric)
+
+
+def _logged(file: Path, recipe: Recipe) -> list[dict[str, float]]:
+    """Each logging call that carried the recipe's metrics, in order: ``{name: value}`` of those metrics."""
+    rows = []
+    if file.exists():
+        for line in file.read_text(encoding="utf-8").splitlines():
+            metrics = json.loads(line)["metrics"]
+            row = {name: value for name, value in metrics.items() if _is_recipe_metric(recipe, name)}
+            if row:
+                rows.append(row)
+    return rows
+
+
+def _is_recipe_metric(recipe: Recipe, name: str) -> bool:
+    if len(recipe.metric) == 1 and "{idx}" in recipe.metric[0]:
+        head, _, tail = recipe.metric[0].partition("{idx}")
+        middle = name[len(head) : len(name) - len(tail)] if name.startswith(head) and name.endswith(tail) else ""
+        return middle.isdigit()
+    return name in recipe.metric
+
+
+def _compare(seen: list, expected: list) -> tuple[str, str, float]:
+    """``("holds" | "differs", detail, largest relative error)`` of two lists of per-run values (``{name: float}``
+    dicts, or for predictions a tensor or a list of tensors, one per dataloader)."""
+    import torch
+
+    if len(seen) != len(expected):
+        return "differs", f"{len(seen)} values logged, {len(expected)} expected", math.inf
+    worst, where = 0.0, ""
+    for run, (got, want) in enumerate(zip(seen, expected, strict=True)):
+        if isinstance(want, dict):
+            if set(got) != set(want):
+                return "differs", f"run {run}: logged {sorted(got)}, expected {sorted(want)}", math.inf
+            pairs = [(name, got[name], want[name]) for name in sorted(want)]
+        else:  # predictions: one tensor per dataloader (a bare tensor stands for the one loader's)
+            wants = want if isinstance(want, list) else [want]
+            gots = list(got) if isinstance(got, (list, tuple)) else [got]
+            if len(gots) != len(wants):
+                return (
+                    "differs",
+                    f"run {run}: {len(gots)} tensors, expected {len(wants)} (one per dataloader)",
+                    math.inf,
+                )
+            pairs = [(f"dataloader {i}", a, b) for i, (a, b) in enumerate(zip(gots, wants, strict=True))]
+        for name, a, b in pairs:
+            if isinstance(b, torch.Tensor):
+                if not isinstance(a, torch.Tensor) or a.shape != b.shape:
+                    shape = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
+                    return "differs", f"run {run}, {name}: shape {shape}, expected {tuple(b.shape)}", math.inf
+                error = ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
+            else:
+                error = abs(a - b) / abs(b) if b else abs(a)
+            error = math.inf if math.isnan(error) else error
+            if error > worst:
+                worst, where = error, f"run {run}, {name}: {a!r} vs {b!r}"
+    if worst <= REL_TOL:
+        return "holds", f"{len(seen)} values", worst
+    return "differs", f"largest relative error {worst:.3g} ({where})", worst
+
+
+def _strategy(scenario: Scenario):
+    if scenario.settings["strategy"] is None:
+        return {}
+    from lightning.pytorch.strategies import DDPStrategy
+
+    if scenario.settings["strategy"] != "ddp_fork":
+        raise MatrixError(f"[scenario.{scenario.id}]: strategy must be ddp_fork, not {scenario.settings['strategy']!r}")
+    return {"strategy": DDPStrategy(start_method="fork", timeout=timedelta(seconds=DDP_TIMEOUT))}
+
+
+def _is_injected(error: BaseException) -> bool:
+    """Whether ``error`` is the injected crash (under DDP, the launcher re-raises it with the worker's traceback)."""
+    return isinstance(error, InjectedCrash) or CRASH in str(error)
+
+
+def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str, Any]:
+    """Run ``recipe`` in ``scenario``; return ``{"outcome", "detail", ...}`` (never raises for the recipe's errors).
+
+    ``outcome`` is one of :data:`OUTCOMES`. A ``raises`` cell's ``detail`` is the exception's type and message as
+    raised (for DDP, as the launcher re-raised it), with the line of the recipe's page in ``where``. A cell outside
+    the recipe's domain is ``not applicable`` with the declared reason and ``see``, the page of the variant.
+    """
+    outside = recipe.outside_for(scenario)
+    if outside:
+        return {"outcome": "not applicable", "detail": outside.reason, "see": outside.see}
+    if not recipe.runs_in(scenario):
+        return {"outcome": "not applicable", "detail": f"this scenario runs no {recipe.stage} stage"}
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=f"matrix-{recipe.id}-{scenario.id}-") as tmp:
+        try:
+            result = _run(recipe, scenario, root, Path(tmp))
+        except MatrixError:  # the matrix file or a page is wrong, not the recipe: the run stops, naming it
+            raise
+        except Exception as error:  # the recipe's failure is the cell's outcome
+            result = {
+                "outcome": "raises",
+                "detail": _error_text(error, Path(tmp)),
+                "where": _page_line(traceback.extract_tb(error.__traceback__), root / recipe.page),
+            }
+    result["seconds"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str, Any]:
+    import lightning.pytorch as pl
+    import torch
+    from lightning.pytorch.callbacks import (
+        BasePredictionWriter,
+        EarlyStopping,
+        GradientAccumulationScheduler,
+        ModelCheckpoint,
+    )
+
+    RecordingLogger, GroundTruth, GraphCheck, Crash, MidEpochCheckpoint = _observers()
+    settings = scenario.settings
+    names0 = _metric_names(recipe, 1)
+    extra = set(settings["callbacks"])
+    plateau = names0[0] if "plateau" in extra and recipe.stage in ("train", "validation") else None
+    base = make_base(settings["step"]["train"], settings["step"]["eval"], plateau)
+    namespace = page_definitions(root / recipe.page, recipe.define, base, recipe.transform)
+    pl.seed_everything(0, verbose=False)
+    datasets = make_datasets(scenario.data)
+    source = DataSource(scenario.data, datasets)
+
+    def objects():
+        """The recipe's module and callbacks, as a user's script makes them."""
+        return namespace[recipe.module](), [namespace[name]() for name in recipe.callbacks]
+
+    def beside() -> list:
+        """Callbacks the scenario puts beside the recipe (new for each Trainer; the same folders in every attempt,
+        as a resumed job writes where the interrupted one wrote)."""
+        made = []
+        if "accumulation-scheduler" in extra:
+            made.append(GradientAccumulationScheduler(scheduling={1: 2}))
+        if "prediction-writer" in extra:
+
+            class BatchWriter(BasePredictionWriter):
+                """A user's writer: keeps each batch's predictions (or writes them to disk)."""
+
+                def __init__(self):
+                    super().__init__(write_interval="batch")
+                    self.written = 0
+
+                def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, idx):
+                    self.written += 1
+
+            made.append(BatchWriter())
+        if "monitoring" in extra and recipe.stage in ("train", "validation"):
+            on_train = recipe.stage == "train"
+
+            class CheckpointSubclass(ModelCheckpoint):
+                """A user's ModelCheckpoint subclass: Lightning orders it with the monitoring callbacks."""
+
+            made += [
+                ModelCheckpoint(dirpath=tmp / "best", monitor=names0[0], save_on_train_epoch_end=on_train),
+                EarlyStopping(monitor=names0[0], patience=1000, check_on_train_epoch_end=on_train),
+                CheckpointSubclass(dirpath=tmp / "sub", monitor=names0[0], save_on_train_epoch_end=on_train),
+            ]
+        return made
+
+    def attempt(number: int, model, callbacks, injected: list, ckpt_path=None) -> dict[str, Any]:
+        """Run the scenario's calls once; a ``+`` call gets a new Trainer. Returns the attempt's observers."""
+        log_file, truth_file = tmp / f"log{number}.jsonl", tmp / f"truth{number}.pt"
+        graph_check = GraphCheck(callbacks)
+        monitors: list = []
+        trainer = None
+        trainers = 0
+        datamodule = source.datamodule() if scenario.data["source"] == "datamodule" else None
+        for run in scenario.runs:
+            if trainer is None or run.startswith("+"):
+                around = beside()
+                trainers += 1
+                monitors = [c for c in around if isinstance(c, (ModelCheckpoint, EarlyStopping))]
+                truth_callback = GroundTruth(truth_file, trainers)
+                trainer = pl.Trainer(
+                    **{
+                        **TRAINER_BASE,
+                        "default_root_dir": str(tmp),
+                        "logger": RecordingLogger(log_file),
+                        "callbacks": [*callbacks, *around, *injected, truth_callback, graph_check],
+                        **_strategy(scenario),
+                        **scenario.trainer,
+                    }
+                )
+            call = run.lstrip("+")
+            data = {"datamodule": datamodule} if datamodule is not None else None
+            if call == "fit":
+                if data is None:
+                    data = {"train_dataloaders": source.loaders("train"), "val_dataloaders": source.loaders("val")}
+                trainer.fit(model, **data, ckpt_path=ckpt_path if ckpt_path else None)
+                ckpt_path = None
+            elif call == "validate":
+                trainer.validate(model, **(data or {"dataloaders": source.loaders("val")}), verbose=False)
+            elif call == "test":
+                trainer.test(model, **(data or {"dataloaders": source.loaders("test")}), verbose=False)
+                source.calls["test"] += 1
+            else:
+                # Lightning refuses return_predictions=True under ddp_fork (the main process cannot receive them)
+                kwargs = {"return_predictions": False} if scenario.distributed else {}
+                kwargs.update(scenario.settings["predict_kwargs"])
+                trainer.predict(model, **(data or {"dataloaders": source.loaders("predict")}), **kwargs)
+                source.calls["predict"] += 1
+        return {"log": log_file, "truth": truth_file, "graph": graph_check, "monitors": monitors, "trainers": trainers}
+
+    model, callbacks = objects()
+    if settings["crash"] or settings["resume"]:
+        if settings["resume"]:
+            checkpoint = tmp / "mid-epoch.ckpt"
+            first_model, first_callbacks = objects()  # the process that was killed
+            injected = [MidEpochCheckpoint(checkpoint)]
+        else:
+            first_model, first_callbacks, checkpoint = model, callbacks, None
+            injected = [Crash(recipe.stage)]
+        try:
+            attempt(1, first_model, first_callbacks, injected)
+        except Exception as error:
+            if not _is_injected(error):
+                raise
+        else:
+            raise RuntimeError("the scenario's crash was never injected: its run has no point to inject it at")
+        source.calls = {"test": 0, "predict": 0}
+        observed = attempt(2, model, callbacks, [], ckpt_path=str(checkpoint) if checkpoint else None)
+    else:
+        observed = attempt(1, model, callbacks, [])
+    record = torch.load(observed["truth"], weights_only=False)
+    expected, tags = truth.ground_truth(recipe, scenario, record, datasets, SKIPPED)
+    if recipe.weighting == "predictions":
+        attribute = recipe.metric[0].removeprefix("attribute:")
+        owners = [owner for owner in (model, *callbacks) if hasattr(owner, attribute)]
+        seen = [getattr(owners[0], attribute)] if owners else []
+        expected, tags = expected[-1:], tags[-1:]  # the attribute holds what the last predict run left
+    elif scenario.trainer.get("fast_dev_run"):
+        # fast_dev_run replaces the logger: what each stage's run left in trainer.callback_metrics
+        stage = "train" if recipe.stage == "train" else recipe.stage
+        seen = []
+        for entry in record["metrics"]:
+            row = {n: v for n, v in entry["values"].items() if entry["stage"] == stage and _is_recipe_metric(recipe, n)}
+            if row:
+                seen.append(row)
+    else:
+        seen = _logged(observed["log"], recipe)
+    outcome, detail, error = _compare(seen, expected)
+    if outcome == "holds" and observed["graph"].found:
+        outcome, detail = "differs", f"{observed['graph'].found[0]} holds tensors with an autograd graph"
+    monitors = observed["monitors"]
+    watched = [
+        values[names0[0]]
+        for values, tag in zip(expected, tags, strict=True)
+        if isinstance(values, dict) and tag == (observed["trainers"], "fit") and names0[0] in values
+    ]  # what the last Trainer's monitors saw: its fit's values of the monitored name
+    if outcome == "holds" and monitors and watched and not scenario.distributed and not settings["resume"]:
+        best = min(watched)
+        scores = {
+            "ModelCheckpoint.best_model_score": monitors[0].best_model_score,
+            "EarlyStopping.best_score": monitors[1].best_score,
+            "subclass best_model_score": monitors[2].best_model_score,
+        }
+        for name, score in scores.items():
+            if score is None or not math.isclose(float(score), best, rel_tol=REL_TOL):
+                outcome, detail = "differs", f"{name} is {score}, the best epoch value is {best!r}"
+                break
+    return {"outcome": outcome, "detail": detail, "relative_error": None if math.isinf(error) else error}
+
+
+def _error_text(error: BaseException, tmp: Path) -> str:
+    """``Type: message`` of what the recipe raised, as it would read it. Under DDP the launcher re-raises a worker's
+    error with the worker's whole traceback in its message: the last line, the worker's own error, is kept. The
+    cell's temporary folder reads ``<run dir>``, so the text does not depend on the machine."""
+    text = f"{type(error).__name__}: {error}".strip()
+    if "Traceback (most recent call last)" in text:
+        lines = [line for line in text.splitlines() if line.strip()]
+        text = f"in a DDP worker: {lines[-1].strip()}"
+    return text.replace(str(tmp), "<run dir>")
+
+
+def _page_line(frames: traceback.StackSummary, page: Path) -> str | None:
+    """``path:line`` of the deepest frame of the recipe's page in a traceback, or ``None``."""
+    lines = [frame for frame in frames if Path(frame.filename) == page]
+    return f"{page.relative_to(ROOT) if page.is_relative_to(ROOT) else page}:{lines[-1].lineno}" if lines else None
+
+
+@contextlib.contextmanager
+def quiet(declared: tuple = ()):
+    """Lightning's info banners and what the cells print stay out of the matrix's own output.
+
+    A Python warning goes through the process's filters: in the build (``PYTHONWARNINGS``, from
+    ``docs/_ext/declared_warnings.py``) an undeclared warning is an error, so the cell raises and the build names it.
+    The warnings the matrix file declares (``declared``: :class:`.space.ScenarioWarning`, Lightning's advice about a
+    scenario's configuration itself) are ignored inside the block.
+    """
+    import lightning.pytorch  # noqa: F401 - Lightning sets its log level to INFO when first imported: import first
+
+    loggers = [logging.getLogger(name) for name in ("lightning.pytorch", "lightning.fabric")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        for entry in declared:
+            category = getattr(builtins, entry.category)
+            warnings.filterwarnings("ignore", message=re.escape(entry.message), category=category)
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels, strict=True):
+                logger.setLevel(level)

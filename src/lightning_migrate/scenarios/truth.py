@@ -1,0 +1,150 @@
+"""Ground truth: plain PyTorch over the data and the recorded weights, without Lightning and without the recipe.
+
+What each quantity means, and so what the recipe is compared with:
+
+* **training** (``stage = "train"``): one value per training epoch, over the batches that epoch ran *in the
+  compared run*, at the weights each batch was computed with -- what the old ``outputs`` list held. Under DDP that
+  is rank 0's batches (each rank had its own list). After a crash and a re-run, only the re-run's batches. In a
+  run **resumed from a mid-epoch checkpoint**, the resumed epoch's value is over the batches that ran after the
+  resume, in the resumed process: the old ``outputs`` list was never checkpointed, so it held just those
+  (Lightning 2.6 restarts a map-style loader at its first batch: they are the epoch's first batches again, under
+  the batch indices that follow the checkpoint's). Batches whose step returned no loss had no entry.
+* **evaluation** (validation, test): one value per run and dataloader, over the samples that run evaluated --
+  every sample of the dataset once (a sampler's padding is not counted twice), the first ``limit`` batches of each
+  rank when a batch limit applies -- weighted as the recipe's quantity is defined (``batch``: the mean of
+  per-batch means over the samples batched as a plain ``DataLoader`` would; ``batch_max``: the largest of those;
+  ``sample``: every sample once).
+* **predictions**: every prediction of the evaluated samples, in dataset order: one tensor, or one per
+  dataloader when there are several.
+
+Under ``precision="bf16-mixed"`` the model is applied under ``torch.autocast("cpu", torch.bfloat16)``, as
+Lightning applies it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Any
+
+from .space import MatrixError, Recipe, Scenario
+
+
+def _autocast(scenario: Scenario):
+    import torch
+
+    if str(scenario.trainer.get("precision", "32-true")) == "bf16-mixed":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def loss_per_sample(weights: dict, batch, scenario: Scenario):
+    """BoringModel's loss (mean squared error against ones), one value per sample, and the predictions:
+    shapes ``(batch,)`` and ``(batch, 2)``. A list of batches (several training loaders) is concatenated."""
+    import torch
+    from lightning.pytorch.demos.boring_classes import BoringModel
+
+    reference = BoringModel()
+    reference.load_state_dict(weights)
+    reference.eval()
+    if isinstance(batch, (list, tuple)):
+        batch = torch.cat(batch)
+    with torch.no_grad(), _autocast(scenario):
+        predictions = reference(batch)
+        losses = ((predictions.float() - torch.ones_like(predictions.float())) ** 2).mean(dim=1)
+    return losses, predictions
+
+
+def reduce(per_batch: list, weighting: str) -> float:
+    """Mean of per-batch means (``batch``), the largest per-batch mean (``batch_max``: the epoch's worst batch) or
+    the mean of every sample (``sample``) of a list of per-sample loss tensors."""
+    import torch
+
+    if weighting == "batch":
+        return torch.stack([losses.mean() for losses in per_batch]).mean().item()
+    if weighting == "batch_max":
+        return torch.stack([losses.mean() for losses in per_batch]).max().item()
+    return torch.cat(per_batch).mean().item()
+
+
+def evaluated_indices(size: int, scenario: Scenario, stage: str) -> list[int]:
+    """The samples of a dataset of ``size`` that one evaluation run reads, each once, in dataset order.
+
+    Each rank reads its share: Lightning's ``DistributedSampler`` pads the index list to a multiple of the world
+    size with its first indices and deals them out (rank ``r``: positions ``r, r + world, ...``); an own split or
+    an iterable dataset deals ``r, r + world, ...`` without padding. Each rank then runs its first ``limit``
+    batches (``limit_<stage>_batches``: an int, or a fraction of the rank's batches, rounded down;
+    ``fast_dev_run``: one).
+    """
+    world = scenario.world_size
+    batch_size = scenario.data["batch_size"]
+    indices = list(range(size))
+    padded = scenario.distributed and scenario.data["split"] == "sampler" and scenario.data["kind"] == "map"
+    if padded:
+        indices += indices[: (-size) % world]
+    key = {"validation": "limit_val_batches", "test": "limit_test_batches", "predict": "limit_predict_batches"}[stage]
+    limit = 1 if scenario.trainer.get("fast_dev_run") else scenario.trainer.get(key)
+    seen: set[int] = set()
+    for rank in range(world):
+        shard = indices[rank::world]
+        batches = math.ceil(len(shard) / batch_size)
+        if isinstance(limit, float):
+            if scenario.data["kind"] == "iterable":
+                raise MatrixError(f"[scenario.{scenario.id}]: a fractional limit needs a dataset with __len__")
+            batches = int(batches * limit)
+        elif isinstance(limit, int) and not isinstance(limit, bool):
+            batches = min(batches, limit)
+        seen.update(shard[: batches * batch_size])
+    return sorted(seen)
+
+
+def ground_truth(recipe: Recipe, scenario: Scenario, record: dict, datasets: dict, skipped: dict) -> tuple:
+    """The values the recipe must give, in order: one ``{metric: value}`` per training epoch or evaluation run,
+    or for predictions one tensor (or list of tensors, one per dataloader) per predict run (see the module
+    docstring for what each means); and beside each, ``(trainer number, Trainer function)`` of its run."""
+    import torch
+
+    if recipe.stage == "train":
+        skip = skipped.get(scenario.settings["step"]["train"], lambda batch_idx: False)
+        epochs: dict[tuple[int, int], list] = {}
+        for entry in record["train"]:
+            if not skip(entry["batch_idx"]):
+                losses = loss_per_sample(entry["weights"], entry["batch"], scenario)[0]
+                epochs.setdefault((entry["trainer"], entry["epoch"]), []).append(losses)
+        values = [reduce(losses, recipe.weighting) for _, losses in sorted(epochs.items())]
+        tags = [(trainer, "fit") for trainer, _ in sorted(epochs)]
+        return _named(recipe, [[value] for value in values]), tags
+    tags = [(entry["trainer"], entry["fn"]) for entry in record[recipe.stage]]
+    runs = []
+    batch_size = scenario.data["batch_size"]
+    for entry in record[recipe.stage]:
+        per_loader = []
+        for name in entry["datasets"]:
+            dataset = datasets[name]
+            indices = evaluated_indices(len(dataset), scenario, recipe.stage)
+            samples = dataset.data[indices]
+            batches = [samples[start : start + batch_size] for start in range(0, len(samples), batch_size)]
+            results = [loss_per_sample(entry["weights"], batch, scenario) for batch in batches]
+            if recipe.weighting == "predictions":
+                per_loader.append(torch.cat([predictions for _, predictions in results]))
+            else:
+                per_loader.append(reduce([losses for losses, _ in results], recipe.weighting))
+        runs.append(per_loader)
+    if recipe.weighting == "predictions":
+        return [run[0] if len(run) == 1 else run for run in runs], tags
+    if recipe.over_runs == "running_min":  # the best value so far, run after run (a "best_val_loss")
+        runs = [[min(r[0] for r in runs[: n + 1])] for n in range(len(runs))]
+    return _named(recipe, runs), tags
+
+
+def _named(recipe: Recipe, runs: list[list[float]]) -> list[dict[str, Any]]:
+    """``{metric name: value}`` per run: ``{idx}`` names one per dataloader, otherwise the recipe's one name."""
+    named = []
+    for run in runs:
+        if len(recipe.metric) == 1 and "{idx}" in recipe.metric[0]:
+            named.append({recipe.metric[0].format(idx=idx): value for idx, value in enumerate(run)})
+        else:
+            named.append(
+                {recipe.metric[0]: run[0]} if len(run) == 1 else {f"{recipe.metric[0]} (one per dataloader)": run}
+            )
+    return named

@@ -1,0 +1,423 @@
+"""The opt-in caching rewrites (``--unsafe-fixes``): input and expected output pairs, refusals whose marker says
+why, and look-alikes left alone. What the rewritten code computes is checked by running it:
+``test_rewrite_equivalence.py``."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from lightning_migrate.checker import RewriteError, check_source, rewrite_source
+
+from ._util import fix
+
+PAIRS = [
+    (
+        "validation: several returns, one None; __init__ with super(); a decorated hook, docstring, early return",
+        '''\
+import lightning.pytorch as pl
+import torch
+
+
+class LitModel(pl.LightningModule):
+    def __init__(self, lr=0.1):
+        super().__init__()
+        self.save_hyperparameters()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def validation_step(self, batch, batch_idx):
+        loss = self.layer(batch).mean()
+        if batch_idx == 0:
+            return None
+        return {"val_loss": loss}
+
+    @torch.no_grad()
+    def validation_epoch_end(self, outs):
+        """Average the batches."""
+        if not outs:
+            return
+        self.log("val_loss", torch.stack([o["val_loss"] for o in outs]).mean())
+''',
+        '''\
+import lightning.pytorch as pl
+import torch
+
+
+class LitModel(pl.LightningModule):
+    def __init__(self, lr=0.1):
+        super().__init__()
+        self.validation_step_outputs = []  # what each batch returned, until the epoch ends
+        self.save_hyperparameters()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def validation_step(self, batch, batch_idx):
+        loss = self.layer(batch).mean()
+        if batch_idx == 0:
+            return None
+        return {"val_loss": loss}
+
+    def on_validation_epoch_start(self):
+        self.validation_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        if outputs is not None:  # Lightning 1.x left out a step that returned None
+            self.validation_step_outputs.append(outputs)
+
+    @torch.no_grad()
+    def on_validation_epoch_end(self):
+        """Average the batches."""
+        outs = list(self.validation_step_outputs)
+        self.validation_step_outputs.clear()
+        if not outs:
+            return
+        self.log("val_loss", torch.stack([o["val_loss"] for o in outs]).mean())
+''',
+    ),
+    (
+        "several test dataloaders; the class's own batch-end hook keeps its parameter names",
+        '''\
+"""A module with several test dataloaders and an on_test_batch_end of its own."""
+from collections import defaultdict
+
+import pytorch_lightning as pl
+
+
+class LitModel(pl.LightningModule):
+    def test_step(self, batch, batch_idx, dataloader_idx=0):
+        return batch.sum()
+
+    def on_test_batch_end(self, out, batch, batch_idx, loader_idx=0):
+        self.last = out
+
+    def test_epoch_end(self, outputs):
+        for i, per_loader in enumerate(outputs):
+            self.log(f"test_{i}", sum(per_loader))
+''',
+        '''\
+"""A module with several test dataloaders and an on_test_batch_end of its own."""
+from collections import defaultdict
+
+import pytorch_lightning as pl
+
+
+class LitModel(pl.LightningModule):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.test_step_outputs = defaultdict(list)  # dataloader_idx -> what its batches returned
+
+    def test_step(self, batch, batch_idx, dataloader_idx=0):
+        return batch.sum()
+
+    def on_test_batch_end(self, out, batch, batch_idx, loader_idx=0):
+        if out is not None:  # Lightning 1.x left out a step that returned None
+            self.test_step_outputs[loader_idx].append(out)
+        self.last = out
+
+    def on_test_epoch_start(self):
+        self.test_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+    def on_test_epoch_end(self):
+        # one list per dataloader, as Lightning 1.x passed them
+        outputs = [self.test_step_outputs[idx] for idx in range(len(self.trainer.num_test_batches))]
+        if len(outputs) == 1:
+            outputs = outputs[0]
+        self.test_step_outputs.clear()
+        for i, per_loader in enumerate(outputs):
+            self.log(f"test_{i}", sum(per_loader))
+''',
+    ),
+    (
+        "training: no __init__, a step that may return None, another key holding the graph",
+        """\
+import torch
+from pytorch_lightning import LightningModule
+
+
+class LitModel(LightningModule):
+    def training_step(self, batch, batch_idx):
+        loss = self.layer(batch).sum()
+        if not torch.isfinite(loss):
+            return None  # skip this batch
+        return {"loss": loss, "preds": self.layer(batch)}
+
+    def training_epoch_end(self, outputs):
+        self.log("train_loss_epoch", torch.stack([o["loss"] for o in outputs]).mean())
+""",
+        """\
+import torch
+from pytorch_lightning import LightningModule
+from pytorch_lightning.utilities.memory import recursive_detach
+
+
+class LitModel(LightningModule):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.training_step_outputs = []  # what each batch returned, until the epoch ends
+
+    def training_step(self, batch, batch_idx):
+        loss = self.layer(batch).sum()
+        if not torch.isfinite(loss):
+            return None  # skip this batch
+        return {"loss": loss, "preds": self.layer(batch)}
+
+    def on_train_epoch_start(self):
+        self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        if outputs:  # empty for a step that returned None: Lightning 1.x left it out
+            self.training_step_outputs.append(recursive_detach(outputs))
+
+    def on_train_epoch_end(self):
+        outputs = list(self.training_step_outputs)
+        self.training_step_outputs.clear()
+        self.log("train_loss_epoch", torch.stack([o["loss"] for o in outputs]).mean())
+""",
+    ),
+    (
+        "a callback, with a module of the project defining training_epoch_end (1.4 passed the callback outputs)",
+        """\
+import pytorch_lightning as pl
+
+
+class LossHistory(pl.Callback):
+    def __init__(self):
+        super().__init__()
+        self.history = []
+
+    def on_train_epoch_end(self, trainer, pl_module, outputs):
+        self.history.append(float(sum(o["loss"] for o in outputs)))
+
+
+class Model(pl.LightningModule):
+    def training_epoch_end(self, outputs):
+        self.n = len(outputs)
+""",
+        """\
+import pytorch_lightning as pl
+from pytorch_lightning.utilities.memory import recursive_detach
+
+
+class LossHistory(pl.Callback):
+    def __init__(self):
+        super().__init__()
+        self.training_step_outputs = []  # what each batch returned, until the epoch ends
+        self.history = []
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if outputs:  # empty for a step that returned None: Lightning 1.x left it out
+            cached = recursive_detach(outputs)
+            if "loss" in cached:  # before 1.5 it came whole, 2.x divides it by accumulation
+                cached["loss"] = cached["loss"] * trainer.accumulate_grad_batches
+            self.training_step_outputs.append(cached)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        outputs = list(self.training_step_outputs)
+        self.training_step_outputs.clear()
+        self.history.append(float(sum(o["loss"] for o in outputs)))
+
+
+class Model(pl.LightningModule):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.training_step_outputs = []  # what each batch returned, until the epoch ends
+
+    def on_train_epoch_start(self):
+        self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        if outputs:  # empty for a step that returned None: Lightning 1.x left it out
+            self.training_step_outputs.append(recursive_detach(outputs))
+
+    def on_train_epoch_end(self):
+        outputs = list(self.training_step_outputs)
+        self.training_step_outputs.clear()
+        self.n = len(outputs)
+""",
+    ),
+    (
+        "predict: one list per dataloader always, every prediction kept",
+        """\
+import lightning.pytorch as pl
+
+
+class Predictor(pl.LightningModule):
+    def on_predict_epoch_end(self, results):
+        self.all = [p for loader in results for p in loader]
+""",
+        """\
+import lightning.pytorch as pl
+from collections import defaultdict
+
+
+class Predictor(pl.LightningModule):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.predict_step_outputs = defaultdict(list)  # dataloader_idx -> what its batches returned
+
+    def on_predict_epoch_start(self):
+        self.predict_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+    def on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        self.predict_step_outputs[dataloader_idx].append(outputs)  # every prediction, None included, as 1.x kept them
+
+    def on_predict_epoch_end(self):
+        # one list per dataloader, as Lightning 1.x passed them
+        results = [self.predict_step_outputs[idx] for idx in range(len(self.trainer.num_predict_batches))]
+        self.predict_step_outputs.clear()
+        self.all = [p for loader in results for p in loader]
+""",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), [p[1:] for p in PAIRS], ids=[p[0] for p in PAIRS])
+def test_pair(source, expected):
+    assert rewrite_source(source) == expected
+    assert fix(source, unsafe_fixes=True) == expected
+    ast.parse(expected)  # every expected output is Python
+
+
+@pytest.mark.parametrize(("source", "expected"), [p[1:] for p in PAIRS], ids=[p[0] for p in PAIRS])
+def test_the_rewrite_is_done_once(source, expected):
+    assert rewrite_source(expected) == expected
+    assert check_source(expected.encode()).findings == []
+
+
+@pytest.mark.parametrize("source", [p[1] for p in PAIRS], ids=[p[0] for p in PAIRS])
+def test_without_the_option_a_marker_says_what_the_rewrite_would_risk(source):
+    fixed = fix(source)
+    markers = [line.strip() for line in fixed.splitlines() if "# lightning-migrate:" in line]
+    assert markers and all(" unsafe fix, " in m and "`--unsafe-fixes` applies it" in m for m in markers), markers
+    assert fix(fixed) == fixed
+
+
+MODULE = """\
+import lightning.pytorch as pl
+
+
+class M(pl.LightningModule):
+    def validation_step(self, batch, batch_idx):
+        return batch.sum()
+
+    def validation_epoch_end(self, outputs):
+        self.total = sum(outputs)
+"""
+
+REFUSED = {
+    "a step-end hook reshapes each output": (
+        MODULE + "\n    def validation_step_end(self, out):\n        return out * 2\n",
+        "`validation_step_end` reshapes each step's output (1.x collected what it returned)",
+    ),
+    "the cache's name is taken": (
+        MODULE.replace("return batch.sum()", "self.validation_step_outputs = None\n        return batch.sum()"),
+        "the class already uses `self.validation_step_outputs`",
+    ),
+    "several optimizers": (
+        MODULE.replace("validation", "training").replace("batch_idx):", "batch_idx, optimizer_idx):", 1),
+        "`training_step` takes optimizer_idx: with several optimizers (or truncated back-propagation) 1.x passed "
+        "one list per optimizer (per split)",
+    ),
+    "a name the rewrite imports means something else here": (
+        MODULE.replace(
+            "def validation_step(self, batch, batch_idx)", "def validation_step(self, batch, batch_idx, i=0)"
+        )
+        + "\n\ndef defaultdict(x):\n    return x\n",
+        "`defaultdict` is another name in this file",
+    ),
+    "the class already defines the new hook": (
+        MODULE + "\n    def on_validation_epoch_end(self):\n        pass\n",
+        "merge into the existing on_validation_epoch_end",
+    ),
+    "a callback whose project has no module that made 1.4 collect outputs": (
+        "import pytorch_lightning as pl\n\n\nclass C(pl.Callback):\n"
+        "    def on_train_epoch_end(self, trainer, pl_module, outputs):\n        self.n = len(outputs)\n",
+        "Lightning before 1.5 passed a callback an empty list here unless the LightningModule defined "
+        "`training_epoch_end` or `on_train_epoch_end(self, outputs)`, and no module of this project does",
+    ),
+    "a parameter 1.4 did not pass (only one named outputs)": (
+        "import pytorch_lightning as pl\n\n\nclass M(pl.LightningModule):\n"
+        "    def on_train_epoch_end(self, outs):\n        self.n = len(outs)\n",
+        "Lightning before 1.5 passed `outputs` only to a parameter of that name (or `*args`), "
+        "so this hook raised TypeError",
+    ),
+}
+
+
+@pytest.mark.parametrize(("source", "why"), REFUSED.values(), ids=REFUSED.keys())
+def test_a_rewrite_that_cannot_be_proven_is_refused_and_the_marker_says_why(source, why):
+    fixed = fix(source, unsafe_fixes=True)
+    assert why in fixed
+    assert "manual fix" in fixed and "_outputs.append" not in fixed
+    with pytest.raises(RewriteError, match=r"<string>:\d+: LM00\d cannot be rewritten"):
+        rewrite_source(source)
+
+
+LOOK_ALIKES = {
+    "already migrated": """\
+import lightning.pytorch as pl
+
+
+class M(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.validation_step_outputs = []
+
+    def validation_step(self, batch, batch_idx):
+        loss = batch.sum()
+        self.validation_step_outputs.append(loss)
+        return loss
+
+    def on_validation_epoch_end(self):
+        self.log("val", sum(self.validation_step_outputs))
+        self.validation_step_outputs.clear()
+""",
+    "a plain class with the old names": """\
+class Loop:
+    def validation_epoch_end(self, outputs):
+        return sum(outputs)
+
+    def on_train_epoch_end(self, trainer, pl_module, outputs):
+        return outputs
+""",
+    "a callback hook whose outputs has a default": """\
+from pytorch_lightning import Callback
+
+
+class C(Callback):
+    def on_train_epoch_end(self, trainer, pl_module, outputs=None):
+        self.seen = outputs
+""",
+}
+
+
+@pytest.mark.parametrize("source", LOOK_ALIKES.values(), ids=LOOK_ALIKES.keys())
+def test_look_alikes_are_left_alone(source):
+    assert rewrite_source(source) == source
+    assert fix(source, unsafe_fixes=True) == source
+
+
+def test_a_hook_parameter_named_like_the_cache_is_not_the_cache():
+    source = MODULE.replace("outputs", "validation_step_outputs")
+    rewritten = rewrite_source(source)
+    assert "validation_step_outputs = list(self.validation_step_outputs)" in rewritten
+
+
+def test_a_call_of_the_hook_in_another_class_does_not_block_the_rewrite():
+    source = MODULE + (
+        "\n\nclass Other(pl.LightningModule):\n    def test_epoch_end(self, outputs):\n"
+        "        self.validation_epoch_end(outputs)\n\n    def validation_epoch_end(self, outputs):\n        pass\n"
+    )
+    fixed = fix(source, unsafe_fixes=True)
+    assert "def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):" in fixed  # class M
+    assert "manual fix, `validation_epoch_end` is used at line 14 of this file" in fixed  # class Other's own call
+
+
+def test_the_rewrite_keeps_the_file_s_newlines_and_encoding():
+    source = textwrap.dedent(MODULE).replace("\n", "\r\n").encode()
+    result = check_source(source, fix=True, unsafe_fixes=True)
+    assert b"\r\n" in result.new_source and b"\n" not in result.new_source.replace(b"\r\n", b"")

@@ -1,0 +1,259 @@
+"""Defects found on real repositories: fixes that changed behaviour, hooks the checker missed, markers that gave
+the wrong reason. Each test failed on the checker before its fix."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from lightning_migrate.checker import check_source
+
+from ._util import codes, fix, run, write
+
+
+def without_markers(text: str) -> str:
+    return "".join(line for line in text.splitlines(keepends=True) if "# lightning-migrate:" not in line)
+
+
+# -- a fix called safe never makes code run that did not run before -------------------------------------------------
+
+DEAD_CALLBACK = """
+from lightning.pytorch.callbacks import Callback
+
+
+class ValidateBest(Callback):
+    def on_batch_end(self, trainer, pl_module):
+        trainer.validate(ckpt_path="best")
+"""
+
+
+def test_renaming_a_dead_callback_hook_is_not_a_safe_fix():
+    # Lightning >= 1.8 never calls `on_batch_end`: renaming it to `on_train_batch_end` brings the body to life.
+    [finding] = check_source(DEAD_CALLBACK.encode()).findings
+    assert (finding.code, finding.tier) == ("LM006", "unsafe")
+    fixed = fix(DEAD_CALLBACK)
+    assert "def on_batch_end(self, trainer, pl_module):" in fixed
+    assert "# lightning-migrate: LM006 unsafe fix, " in fixed
+    assert "Lightning has not called it since 1.8" in fixed
+
+
+def test_the_revival_is_an_opt_in_rewrite():
+    fixed = fix(DEAD_CALLBACK, unsafe_fixes=True)
+    assert "def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):" in fixed
+    assert "on_batch_end" not in fixed
+
+
+ASYNC = {
+    "LM001 rename": """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            async def training_epoch_end(self, outputs):
+                self.done = True
+        """,
+    "LM002 drop": """
+        from pytorch_lightning import Callback
+
+        class C(Callback):
+            async def on_train_epoch_end(self, trainer, pl_module, outputs):
+                self.done = True
+        """,
+    "LM003 drop": """
+        import pytorch_lightning as pl
+
+        class M(pl.LightningModule):
+            async def on_train_batch_start(self, batch, batch_idx, dataloader_idx):
+                self.done = True
+        """,
+}
+
+
+@pytest.mark.parametrize("source", ASYNC.values(), ids=ASYNC.keys())
+def test_an_async_hook_gets_no_automatic_fix(source):
+    # Lightning calls a hook without awaiting it: an `async def` body never runs, so making the name or the
+    # signature right would turn an error into a hook that silently does nothing.
+    [finding] = check_source(textwrap.dedent(source).encode()).findings
+    assert finding.tier == "manual"
+    fixed = fix(source, unsafe_fixes=True)
+    assert fixed.count("async def ") == 1
+    assert "manual fix, `async def`: Lightning calls hooks without awaiting them" in fixed
+    assert without_markers(fixed) == textwrap.dedent(source)  # nothing else changed
+
+
+# -- misses ---------------------------------------------------------------------------------------------------------
+
+
+def test_a_hook_on_a_mixin_in_another_file_is_reported_where_it_is_defined(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "pkg/__init__.py": "",
+            "pkg/mixins.py": """
+                class LoggingMixin:
+                    def training_epoch_end(self, outputs):
+                        self.log("n", float(len(outputs)))
+                """,
+            "pkg/model.py": """
+                import lightning.pytorch as pl
+
+                from pkg.mixins import LoggingMixin
+
+
+                class Model(LoggingMixin, pl.LightningModule):
+                    def training_step(self, batch, batch_idx):
+                        return batch.sum()
+                """,
+        },
+    )
+    code, lines, _ = run([tmp_path / "pkg" / "mixins.py"], capsys)
+    assert code == 1
+    [line] = lines
+    assert line.startswith(f"{tmp_path / 'pkg' / 'mixins.py'}:3:9: LM001 ")
+    assert "mixed into LightningModule `Model`" in line
+
+
+def test_a_hook_assigned_in_the_class_body_is_reported():
+    source = """
+    import lightning.pytorch as pl
+
+
+    def log_epoch(self, outputs):
+        self.log("n", float(len(outputs)))
+
+
+    class M(pl.LightningModule):
+        training_epoch_end = log_epoch
+    """
+    assert codes(source) == [("LM001", 10, True)]
+    fixed = fix(source, unsafe_fixes=True)
+    assert "    # lightning-migrate: LM001 manual fix, assigned in the class body" in fixed
+    assert fix(fixed) == fixed
+
+
+def test_a_subclass_of_any_lightning_demo_module_is_a_module():
+    # the demo classes come from the names recorded from the installed Lightning, not from a list typed by hand
+    for base in ("LightningTransformer", "BoringModel", "DemoModel"):
+        source = f"""
+        from lightning.pytorch.demos import {base}
+
+        class M({base}):
+            def validation_epoch_end(self, outputs):
+                pass
+        """
+        assert codes(source) == [("LM001", 5, True)], base
+
+
+def test_a_misspelt_hook_the_project_also_calls_is_reported(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "model.py": """
+                import lightning.pytorch as pl
+
+                class M(pl.LightningModule):
+                    def predict_epoch_end(self, results):
+                        self.results = results
+
+                    def on_validation_epoch_end(self):
+                        self.predict_epoch_end(results=None)
+                """,
+        },
+    )
+    code, lines, _ = run([tmp_path], capsys)
+    assert code == 1
+    [line] = lines
+    assert ":5:9: LM007 " in line and "did you mean `on_predict_epoch_end`?" in line
+    assert f"never called by Lightning; the project calls it ({tmp_path}/model.py:9)" in line
+
+
+def test_a_misspelt_hook_is_reported_when_another_file_holds_its_name_as_a_string(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "model.py": """
+                import lightning.pytorch as pl
+
+                class M(pl.LightningModule):
+                    def training_batch_end(self, outputs, batch, batch_idx):
+                        pass
+                """,
+            "table.py": 'RENAMED = {"training_batch_end": "on_train_batch_end"}\n',
+        },
+    )
+    code, lines, _ = run([tmp_path], capsys)
+    assert code == 1
+    [line] = lines
+    assert "LM007" in line and "did you mean `on_train_batch_end`?" in line
+
+
+# -- markers that gave the wrong reason: a dict key, a keyword to another call, torch.autograd.grad(outputs=...) ----
+
+
+def test_a_dict_key_or_a_keyword_to_another_method_is_not_a_caller(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "observer.py": """
+                import pytorch_lightning as pl
+
+                class Observer(pl.Callback):
+                    def __init__(self):
+                        self.counts = {"on_train_batch_end": 0}
+
+                    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
+                        self.counts["on_train_batch_end"] += 1
+                        self.per_layer(trainer, batch_idx=batch_idx)
+                """,
+            "layers.py": """
+                class Layers:
+                    def per_layer(self, trainer, batch_idx, dataloader_idx=0):
+                        return self.chan(trainer=trainer, dataloader_idx=dataloader_idx)
+                """,
+        },
+    )
+    code, _, _ = run(["--fix", tmp_path], capsys)
+    assert code == 1
+    fixed = (tmp_path / "observer.py").read_text()
+    assert "lightning-migrate:" not in fixed
+    assert "def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):" in fixed
+
+
+def test_torch_autograd_grad_outputs_is_not_a_call_passing_outputs():
+    source = """
+    import torch
+    from pytorch_lightning import Callback
+
+    class GradNorm(Callback):
+        def on_train_epoch_end(self, trainer, pl_module, outputs):
+            x = torch.ones(1, requires_grad=True)
+            (g,) = torch.autograd.grad(outputs=(x * 2).sum(), inputs=x)
+            self.norm = float(g)
+    """
+    fixed = fix(source)
+    assert "def on_train_epoch_end(self, trainer, pl_module):" in fixed
+    assert "lightning-migrate:" not in fixed
+
+
+def test_a_keyword_passed_through_a_built_name_still_blocks_the_drop(tmp_path, capsys):
+    # `getattr(cb, name)(..., log_dict=...)` may call the hook: the dropped parameter would break it
+    write(
+        tmp_path,
+        {
+            "cb.py": """
+                from pytorch_lightning import Callback
+
+                class Report(Callback):
+                    def on_train_epoch_end(self, trainer, pl_module, log_dict):
+                        pass
+                """,
+            "run.py": """
+                def report_all(callbacks, trainer, module, logs, name):
+                    for cb in callbacks:
+                        getattr(cb, name)(trainer, module, log_dict=logs)
+                """,
+        },
+    )
+    run(["--fix", tmp_path], capsys)
+    assert "def on_train_epoch_end(self, trainer, pl_module, log_dict):" in (tmp_path / "cb.py").read_text()

@@ -1,0 +1,153 @@
+"""Notebooks: found in folders, read cell by cell (IPython's magics and shell lines left out, as ruff does),
+findings placed as ``notebook.ipynb:cell N:line:col``, fixes written back into the cells with the outputs
+untouched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lightning_migrate.checker import notebook
+
+from ._util import run
+
+IMPORTS = "%matplotlib inline\n!pip install lightning\nimport lightning.pytorch as pl\nimport torch"
+MODEL = (
+    "class LitModel(pl.LightningModule):\n"
+    "    def training_step(self, batch, batch_idx):\n"
+    "        return self(batch).sum()\n"
+    "\n"
+    "    def training_epoch_end(self, outputs):\n"
+    '        print("epoch done")'
+)
+CACHING = (
+    "class Cached(pl.LightningModule):\n"
+    "    def validation_epoch_end(self, outputs):\n"
+    '        self.log("val", torch.stack([o["x"] for o in outputs]).mean())'
+)
+
+
+def make(path: Path, *sources: str, markdown: str = "# A notebook") -> Path:
+    """A notebook of a markdown cell then one code cell per source, each with an output, in Jupyter's layout."""
+    book = nbformat.v4.new_notebook()
+    book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    book.cells.append(nbformat.v4.new_markdown_cell(markdown))
+    for i, source in enumerate(sources, start=1):
+        cell = nbformat.v4.new_code_cell(source, execution_count=i)
+        cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=f"output of cell {i}\n"))
+        book.cells.append(cell)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(nbformat.writes(book), encoding="utf-8")
+    return path
+
+
+def test_a_folder_holding_only_a_notebook_is_checked(tmp_path, capsys):
+    make(tmp_path / "colab" / "train.ipynb", IMPORTS, "files = !ls\nprint(files)", MODEL)
+    code, lines, err = run([tmp_path / "colab"], capsys)
+    assert code == 1
+    [line] = lines
+    assert line.startswith(f"{tmp_path}/colab/train.ipynb:cell 3:5:9: LM001 `training_epoch_end(self, outputs)`")
+    assert "(1 file checked)" in err
+
+
+def test_a_notebook_named_on_the_command_line_is_read_as_a_notebook(tmp_path, capsys):
+    path = make(tmp_path / "train.ipynb", IMPORTS, MODEL)
+    code, lines, _ = run(["--output-format", "json", path], capsys)
+    assert code == 1
+    [record] = json.loads("\n".join(lines))
+    assert (record["code"], record["cell"], record["line"], record["column"]) == ("LM001", 2, 5, 9)
+
+
+def test_the_fix_goes_back_into_the_cells_and_nothing_else_changes(tmp_path, capsys):
+    path = make(tmp_path / "train.ipynb", IMPORTS, MODEL)
+    before = json.loads(path.read_text(encoding="utf-8"))
+    assert run(["--fix", path], capsys)[0] == 1
+    text = path.read_text(encoding="utf-8")
+    after = json.loads(text)
+    assert text == nbformat.writes(nbformat.reads(text, as_version=4))  # Jupyter's own layout, kept
+    assert "".join(after["cells"][2]["source"]) == MODEL.replace(
+        "training_epoch_end(self, outputs)", "on_train_epoch_end(self)"
+    )
+    for old, new in zip(before["cells"], after["cells"], strict=True):
+        assert new.get("outputs") == old.get("outputs")
+        assert {k: v for k, v in new.items() if k != "source"} == {k: v for k, v in old.items() if k != "source"}
+    assert after["cells"][:2] == before["cells"][:2]  # the markdown and the magics' cell, as they were
+    assert after["metadata"] == before["metadata"]
+    assert run([path], capsys)[:2] == (0, [])
+
+
+def test_an_import_a_rewrite_needs_goes_into_the_cell_with_the_imports(tmp_path, capsys):
+    path = make(tmp_path / "train.ipynb", IMPORTS, "x = 1", CACHING)
+    assert run(["--fix", "--unsafe-fixes", path], capsys)[0] == 1
+    cells = ["".join(cell["source"]) for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+    assert cells[1] == IMPORTS + "\nfrom collections import defaultdict"
+    assert cells[1].startswith("%matplotlib inline\n!pip install lightning\n")  # the IPython lines, restored
+    assert cells[2] == "x = 1"
+    assert "def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):" in cells[3]
+    assert run([path], capsys)[:2] == (0, [])
+
+
+def test_ipython_syntax_is_left_out_but_python_that_looks_like_it_is_read():
+    book = notebook.read(
+        nbformat.writes(
+            nbformat.v4.new_notebook(
+                cells=[
+                    nbformat.v4.new_code_cell("%%bash\necho def training_epoch_end"),
+                    nbformat.v4.new_code_cell('msg = ("%s"\n       % "x")\nobj?\n!ls'),
+                ]
+            )
+        )
+    )
+    lines = book.source.splitlines()
+    assert "echo" not in book.source  # the cell magic's cell is skipped whole
+    assert '       % "x")' in lines  # a continuation line inside brackets is Python
+    assert sum("lightning-migrate-ipython" in line for line in lines) == 2  # obj? and !ls
+    compile(book.source, "nb", "exec")
+    assert book.place(lines.index('       % "x")') + 1) == (2, 2)
+
+
+def test_a_cell_that_does_not_parse_is_reported_and_the_others_are_checked(tmp_path, capsys):
+    path = make(tmp_path / "broken.ipynb", IMPORTS, "def training_epoch_end(self, outputs:\n    pass", MODEL)
+    code, lines, err = run([path], capsys)
+    assert code == 2
+    assert f"{path}:cell 2:1:" in err and "syntax error, cell skipped" in err
+    assert [line.split(": LM")[0] for line in lines] == [f"{path}:cell 3:5:9"]
+
+
+def test_a_cell_that_does_not_parse_alone_is_left_out_and_named():
+    cells = [nbformat.v4.new_code_cell(s) for s in ("x = [1,\n 2", "y = 1", "await asyncio.sleep(0)")]
+    book = notebook.read(nbformat.writes(nbformat.v4.new_notebook(cells=cells)))
+    [(number, err)] = book.broken  # the cell left open, not the next one; a top-level await is IPython's
+    assert number == 1 and err.lineno == 1
+    assert "x = [1" not in book.source and "y = 1" in book.source
+
+
+def test_a_shell_line_continued_with_a_backslash_is_left_out_whole():
+    book = notebook.read(
+        nbformat.writes(
+            nbformat.v4.new_notebook(
+                cells=[nbformat.v4.new_code_cell("!nsys profile \\\n    --delay 15 \\\n    python x.py\nz = 1")]
+            )
+        )
+    )
+    compile(book.source, "nb", "exec")
+    assert sum("lightning-migrate-ipython" in line for line in book.source.splitlines()) == 3
+
+
+def test_a_notebook_in_another_language_is_not_read(tmp_path, capsys):
+    path = make(tmp_path / "r.ipynb", "training_epoch_end <- function(outputs) NULL")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["metadata"]["kernelspec"] = {"name": "ir", "display_name": "R", "language": "R"}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert run([path], capsys)[:2] == (0, [])
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"cells": 3}'])
+def test_a_file_that_is_not_a_notebook_is_an_error(tmp_path, capsys, text):
+    path = tmp_path / "bad.ipynb"
+    path.write_text(text, encoding="utf-8")
+    code, _, err = run([path], capsys)
+    assert code == 2 and f"{path}: not a notebook" in err

@@ -1,0 +1,159 @@
+"""The checker's structure: no import cycle, one list of rules, and no Lightning fact typed in its code -- hook
+names, owners and Lightning's class names come from the registry or from what is recorded from Lightning."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from lightning_migrate import hook_names, registry
+
+CHECKER = Path(__file__).resolve().parents[2] / "src" / "lightning_migrate" / "checker"
+PACKAGE = "lightning_migrate.checker"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(CHECKER).with_suffix("").parts
+    return ".".join([PACKAGE, *(p for p in parts if p != "__init__")])
+
+
+MODULES = {module_name(path): path for path in sorted(CHECKER.rglob("*.py"))}
+
+
+def imports(path: Path) -> set[str]:
+    """The checker modules ``path`` imports (at any depth, ``TYPE_CHECKING`` blocks aside): a module named by the
+    import, or the module a ``from package import name`` names when ``name`` is one."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = {
+        id(child)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for child in ast.walk(node)
+    }
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
+    return {name for name in found if name in MODULES}
+
+
+GRAPH = {name: imports(path) - {name} for name, path in MODULES.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import cycle of ``graph``, each as the list of modules around it (depth-first search)."""
+    found, state, stack = [], {}, []
+
+    def visit(node: str) -> None:
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                found.append([*stack[stack.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return found
+
+
+def test_the_checker_has_no_import_cycle():
+    assert cycles(GRAPH) == []
+    assert f"{PACKAGE}.rules" in GRAPH[f"{PACKAGE}.core"]  # the core reads the list of rules ...
+    assert not any(f"{PACKAGE}.core" in GRAPH[name] for name in GRAPH if name.startswith(f"{PACKAGE}.rules"))
+
+
+def test_the_cycle_test_finds_a_cycle():
+    injected = {**GRAPH, f"{PACKAGE}.base": GRAPH[f"{PACKAGE}.base"] | {f"{PACKAGE}.core"}}
+    assert any(f"{PACKAGE}.core" in cycle for cycle in cycles(injected))
+
+
+def test_the_rules_are_listed_in_one_place():
+    rule_modules = {name for name in MODULES if re.search(r"\.rules\.lm\d{3}_", name)}
+    importers = {name for name, targets in GRAPH.items() if targets & rule_modules}
+    assert importers == {f"{PACKAGE}.rules"}
+    defining = [name for name, path in MODULES.items() if re.search(r"^RULES\b.*=", path.read_text(), re.M)]
+    assert defining == [f"{PACKAGE}.rules"]
+
+
+# -- no Lightning fact typed in the checker --------------------------------------------------------------------------
+
+recorded = hook_names.load()
+#: A hook's name: the events Lightning's hooks are named after (the other public methods, ``log``, ``optimizers``,
+#: ``freeze``, are plain words in prose).
+HOOK_LIKE = re.compile(r"^on_\w+$|^\w+_(?:step|epoch_(?:start|end)|batch_(?:start|end)|step_end)$")
+FACTS = {
+    name
+    for name in (
+        *recorded["LightningModule"]["hooks"],
+        *recorded["Callback"]["hooks"],
+        *(pattern.hook for pattern in registry.PATTERNS),
+        *(pattern.new_signature.partition("(")[0] for pattern in registry.PATTERNS if pattern.new_signature),
+    )
+    if HOOK_LIKE.match(name)
+} | set(recorded["kinds"])
+FACT = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, FACTS), key=len, reverse=True)) + r")\b")
+#: Class attributes whose strings are not facts the checker uses: a rule's example is user code the docs build runs
+#: through the checker (so it cannot go stale).
+EXEMPT_ATTRIBUTES = {"example"}
+
+
+def typed_facts(source: str, filename: str = "<string>") -> list[str]:
+    """``line: text`` of each string in ``source`` -- docstrings and rule examples aside -- that names a hook or a
+    Lightning class."""
+    tree = ast.parse(source, filename)
+    exempt = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+        ):
+            exempt.add(id(body[0].value))  # a docstring
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) in EXEMPT_ATTRIBUTES for t in node.targets):
+            exempt |= {id(n) for n in ast.walk(node.value)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in exempt:
+            match = FACT.search(node.value)
+            if match:
+                found.append(f"{node.lineno}: {match.group(0)!r} in {node.value[:70]!r}")
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(MODULES), ids=sorted(MODULES))
+def test_no_hook_name_or_lightning_class_is_typed_in_the_checker(name):
+    path = MODULES[name]
+    assert typed_facts(path.read_text(encoding="utf-8"), str(path)) == []
+
+
+def test_the_fact_test_finds_a_typed_fact():
+    injected = (
+        'STAGES = ("train", "validation")\nHOOKS = {f"on_{s}_epoch_end" for s in STAGES} | {"training_epoch_end"}\n'
+    )
+    assert typed_facts(injected) == ["2: 'training_epoch_end' in 'training_epoch_end'"]
+    assert typed_facts('x = "LightningTransformer"\n') == ["1: 'LightningTransformer' in 'LightningTransformer'"]
+    assert typed_facts('"""training_epoch_end in a docstring is prose about the code."""\n') == []
+
+
+def test_the_stage_steps_the_registry_names_are_lightning_hooks():
+    assert set(registry.STEP_METHODS.values()) <= set(recorded["LightningModule"]["hooks"])
+    assert set(registry.OWNERS) == {kind for kind in recorded["kinds"].values()}

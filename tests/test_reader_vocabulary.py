@@ -1,0 +1,135 @@
+"""Reader pages speak to the reader: no word of how the site is built, and no maintenance lines in their code.
+
+Every built page except the contributing page (which is about the build) is read as a reader sees it -- the text of
+its ``<article>``, code and printed output included -- and checked for the phrases of :data:`BUILD_WORDS`. A
+failure names the page, the line of its HTML file and the phrase, with the text around it. What the build does is
+the contributing page's subject (docs/contributing.md).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+
+import pytest
+from builds import GALLERY_SCRIPTS, ROOT
+
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from browser._util import GALLERY_PAGES, WRITTEN_PAGES  # noqa: E402
+
+#: Phrases that speak of the build, the tests or the project's tools, not to a reader; each a regular expression
+#: (case-insensitive) and what it stands for.
+BUILD_WORDS: dict[str, str] = {
+    r"\bthis build\b": "this build",
+    r"\bthe build\b": "the build (ran, fails, of this page)",
+    r"\bevery build\b": "at every build",
+    r"\b(?:page|site) was built\b": "when this page/site was built",
+    r"\bbuilds this page\b": "the Lightning that builds this page",
+    r"\bsite builds\b": "while the site builds",
+    r"\bone build to\b": "from one build to the next",
+    r"\bsite's build\b": "the site's build",
+    r"\bkernel that built\b": "the kernel that built this page",
+    r"\bnox\s+-s\b": "a nox session",
+    r"\bdata/compat\b": "the recorded data files",
+    r"\ba test fails\b": "a test fails when",
+    r"\bthe tests (?:of this site )?run\b": "the tests run",
+    r"\bdoc-test\b": "the doc-test build",
+    r"\bthe probes\b": "the probes",
+    r"\bsphinx-build\b": "sphinx-build",
+    r"\bCI=": "CI=true",
+    r"\b\d+ cells in [\d.]+ s\b": "a timing of the build",
+    r"\brunning time of the script\b": "a timing of the build",
+    r"\bis out of date\b": "this page is out of date",
+    r"#\s*noqa:(?!\s*LM\d)": "a linter's noqa comment",
+}
+#: Pages about the build itself.
+BUILD_PAGES = {"contributing"}
+
+
+def rule_codes() -> list[str]:
+    from lightning_migrate.checker import RULES
+
+    return sorted(RULES)
+
+
+#: Every page a reader reads: the hand-written pages, the gallery's pages and section indexes, the checker's rule
+#: pages (:func:`test_every_reader_page_is_checked` compares this list with the built site).
+READER_PAGES = sorted(
+    {
+        *(page for page in WRITTEN_PAGES if page not in BUILD_PAGES),
+        *GALLERY_PAGES,
+        "examples/index",
+        *(f"examples/{script.parts[0]}/index" for script in GALLERY_SCRIPTS),
+        *(f"checker/rules/{code}" for code in rule_codes()),
+    }
+)
+#: Pages whose wording is another file's (named in the reason) and still speaks of the build: each must fail the
+#: check until that file is reworded (strict).
+NOT_YET = {
+    "reference/scenarios": (
+        "the scenario page's text is docs/reference/scenarios.rst and docs/_ext/guide/scenario_matrix.py"
+    ),
+}
+
+
+def built_reader_pages(site) -> list[str]:
+    """Every page of the built site with an article, except :data:`BUILD_PAGES` (docnames, sorted)."""
+    pages = []
+    for path in sorted(site.outdir.rglob("*.html")):
+        docname = path.relative_to(site.outdir).with_suffix("").as_posix()
+        if docname.startswith(("_", ".")) or docname in BUILD_PAGES | {"search", "genindex", "404"}:
+            continue
+        pages.append(docname)
+    return pages
+
+
+def findings(page_html: str, docname: str) -> list[str]:
+    """``<docname>.html:<line>: <phrase>: ...<text>...`` for each phrase of :data:`BUILD_WORDS` in the article.
+
+    A link to the contributing page is left out: its title names the build, and it is where the build is explained.
+    """
+    start = page_html.index("<article")
+    article = page_html[start : page_html.index("</article>")]
+    article = re.sub(r'<a [^>]*href="[^"]*contributing\.html[^"]*"[^>]*>.*?</a>', "", article, flags=re.S)
+    first_line = page_html[:start].count("\n") + 1
+    found = []
+    for offset, line in enumerate(article.split("\n")):
+        text = html.unescape(re.sub(r"<[^>]+>", "", line))
+        for pattern, phrase in BUILD_WORDS.items():
+            for match in re.finditer(pattern, text, flags=re.I):
+                around = text[max(0, match.start() - 50) : match.end() + 50].strip()
+                found.append(f"{docname}.html:{first_line + offset}: {phrase}: ...{around}...")
+    return found
+
+
+def test_the_phrases_are_found_where_they_are_and_not_elsewhere():
+    page = (
+        "<html>\n<body>\n<article>\n<p>Every example ran when <em>this build</em> ran.</p>\n"
+        '<pre>raise AssertionError("this page is out of date")  # noqa: BLE001</pre>\n'
+        '<p>See <a href="contributing.html">how the build works</a>; <code># noqa: LM001</code>.</p>\n'
+        "<p>It builds a dictionary; the site is built on Lightning.</p>\n</article>\n</body>\n</html>\n"
+    )
+    assert findings(page, "x") == [
+        "x.html:4: this build: ...Every example ran when this build ran....",
+        'x.html:5: this page is out of date: ...raise AssertionError("this page is out of date")  # noqa: BLE001...',
+        'x.html:5: a linter\'s noqa comment: ...raise AssertionError("this page is out of date")  # noqa: BLE001...',
+    ]
+
+
+def test_every_reader_page_is_checked(site):
+    assert built_reader_pages(site) == READER_PAGES
+
+
+@pytest.mark.parametrize(
+    "docname",
+    [
+        pytest.param(page, marks=pytest.mark.xfail(reason=NOT_YET[page], strict=True)) if page in NOT_YET else page
+        for page in READER_PAGES
+    ],
+)
+def test_reader_page_speaks_to_the_reader(site, docname):
+    found = findings(site.page(docname), docname)
+    assert found == [], f"{len(found)} phrases of the build on {docname}:\n" + "\n".join(found)
