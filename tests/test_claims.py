@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
+from builds import ROOT
 
 EXT = ROOT / "docs" / "_ext"
 sys.path.insert(0, str(EXT))

@@ -108,16 +108,16 @@ class Evidence:
             return f'the assert "{f["message"]}" of {self.target}'
         values = ", ".join(f"{name} = {value!r}" for name, value in f.get("fields", {}).items())
         if self.kind == "probe":
-            return f"this build's probe records of {self.target} ({values})"
+            return f"the recorded runs of {self.target} on the installed Lightning ({values})"
         if self.kind == "recorded":
             section = f.get("section", "probes")
             return f"the recorded run of {self.target} ({section} {f['pattern']}: {values})"
         if self.kind == "matrix":
             which = "every scenario" if f["scenarios"] == "all" else ", ".join(f["scenarios"])
-            return f"the scenario matrix of this build: {self.target} {f.get('outcome', 'holds')} in {which}"
+            return f"the scenario matrix: {self.target} {f.get('outcome', 'holds')} in {which}"
         if self.kind == "changelog":
             return f"Lightning's CHANGELOG, as the registry cites it ({self.target}: {values})"
-        return f"Trainer() of the installed release: {self.target} = {f['equals']!r}"
+        return f"a Trainer() of the installed Lightning: {self.target} = {f['equals']!r}"
 
 
 @dataclass(frozen=True)
