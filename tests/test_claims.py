@@ -254,6 +254,44 @@ def test_matrix_and_default_evidence_read_this_builds_results():
     )
 
 
+def test_a_cell_the_matrix_excludes_is_run_and_its_outcome_checked(tmp_path):
+    """A constraint of data/scenarios.toml leaves out an iterable dataset with a fractional batch limit; a claim
+    citing that cell gets it run by the matrix's harness (python -m lightning_migrate.claim_cells), and its
+    outcome, error and warnings are checked."""
+    claims_file = tmp_path / "claims.toml"
+    cell = '{ cell = "callback_side", values = { dataset = "iterable", limits = "fraction" }, outcome = "raises" }'
+    claims_file.write_text(f'[claim.c]\ntext = "on {{lightning}}, x"\nchecked = "x"\nevidence = [{cell}]\n')
+    record = tmp_path / "cells.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT / "docs" / "_ext")]))
+    command = [sys.executable, "-m", "lightning_migrate.claim_cells", "--claims", str(claims_file), "-o", str(record)]
+    subprocess.run(command, check=True, env=env, cwd=ROOT, capture_output=True)
+    sources = claims.Sources(ROOT)
+    sources._cache["cells"] = {c["key"]: c for c in json.loads(record.read_text())["cells"]}
+    [result] = sources._cache["cells"].values()
+    assert result["key"] == "callback_side in dataset=iterable, limits=fraction"
+    assert result["outcome"] == "raises" and result["detail"].startswith("MisconfigurationException: ")
+
+    def check(table: str) -> str | None:
+        return claims.check_evidence(evidence(table), sources, None)
+
+    values = 'cell = "callback_side", values = { dataset = "iterable", limits = "fraction" }'
+    assert check(f'{{ {values}, outcome = "raises", match = "limit_val_batches" }}') is None
+    assert check(f'{{ {values}, outcome = "holds" }}').startswith(
+        "the cell callback_side in dataset=iterable, limits=fraction raises (MisconfigurationException: "
+    )
+    assert "does not contain 'accumulate_grad_batches'" in check(
+        f'{{ {values}, outcome = "raises", match = "accumulate_grad_batches" }}'
+    )
+    assert "emitted no warning containing 'sync_dist'" in check(
+        f'{{ {values}, outcome = "raises", warns = "sync_dist" }}'
+    )
+    assert check('{ cell = "callback_side", values = { dataset = "even" }, outcome = "holds" }') == (
+        "the cell callback_side in dataset=even did not run in this build"
+    )
+    with pytest.raises(claims.ClaimsError, match="cell evidence names values"):
+        evidence('{ cell = "callback_side", outcome = "holds" }')
+
+
 def test_top_level_asserts_of_a_myst_notebook_are_read_from_its_code_cells(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(

@@ -25,6 +25,13 @@ Evidence, one or more per claim (each an inline table of the TOML file, told apa
     cells of the scenario matrix of this build that hold (:func:`matrix_outcomes` reads its results); with
     ``outcome = "raises"`` or ``"differs"``, cells with that outcome (the matrix itself checks what a raising
     cell's error says and that the outcome is the one ``data/scenarios.toml`` declares).
+``cell = "<recipe id>", values = { <axis> = <value>, ... }, outcome = "raises", match = "..."``
+    a cell the scenario matrix does not run -- a combination a constraint of ``data/scenarios.toml`` excludes, or
+    one outside the recipe's domain -- run by this build with the matrix's harness on the installed release
+    (:mod:`lightning_migrate.claim_cells`; ``scenario = "<named scenario id>"`` instead of ``values``): its outcome
+    (``holds``, ``differs``, ``raises``), with ``match`` a text its detail (the error as raised) must contain and
+    ``warns`` a text one of the warnings it emitted must contain. The reason a constraint or a domain gives is then
+    a claim, proven by running what it excludes.
 ``changelog = "<pattern id>", field = "removed_in", equals = "1.8"``
     a release fact of the registry, which cites Lightning's CHANGELOG (``src/lightning_migrate/registry.py``).
 ``default = "num_sanity_val_steps", equals = 2``
@@ -48,8 +55,11 @@ was checked and where it is used.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
+import os
 import re
+import subprocess
 import tomllib
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -66,7 +76,7 @@ from sphinx.util.docutils import SphinxDirective, SphinxRole
 logger = logging.getLogger(__name__)
 
 #: The kinds of evidence, each named by the first key of its table.
-KINDS = ("assert", "probe", "recorded", "matrix", "changelog", "default")
+KINDS = ("assert", "probe", "recorded", "matrix", "cell", "changelog", "default")
 #: Fields each kind needs beside its first key. For probe, recorded and changelog evidence, ``field`` and ``equals``
 #: may be replaced by ``fields``, a table of field -> value, all compared.
 REQUIRED = {
@@ -74,13 +84,14 @@ REQUIRED = {
     "probe": ("field", "equals"),
     "recorded": ("pattern", "field", "equals"),
     "matrix": ("scenarios",),
+    "cell": ("outcome",),
     "changelog": ("field", "equals"),
     "default": ("equals",),
 }
 #: Kinds whose pattern (``probe``, ``changelog``: the first key; ``recorded``: ``pattern``) may be a list.
 PATTERN_KINDS = ("probe", "recorded", "changelog")
 #: Kinds whose evidence ran on this build's installed packages: the wording names a version placeholder.
-BUILD_KINDS = ("assert", "probe", "matrix", "default")
+BUILD_KINDS = ("assert", "probe", "matrix", "cell", "default")
 #: The placeholders a wording may use, each the installed version of a distribution.
 PLACEHOLDERS = {"lightning": ("lightning", "pytorch-lightning"), "torch": ("torch",), "torchmetrics": ("torchmetrics",)}
 ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -115,6 +126,10 @@ class Evidence:
         if self.kind == "matrix":
             which = "every scenario" if f["scenarios"] == "all" else ", ".join(f["scenarios"])
             return f"the scenario matrix: {self.target} {f.get('outcome', 'holds')} in {which}"
+        if self.kind == "cell":
+            from lightning_migrate.claim_cells import cell_key
+
+            return f"a run of {cell_key({'recipe': self.target, **f})} by the matrix's harness: {f['outcome']}"
         if self.kind == "changelog":
             return f"Lightning's CHANGELOG, as the registry cites it ({self.target}: {values})"
         return f"a Trainer() of the installed Lightning: {self.target} = {f['equals']!r}"
@@ -163,6 +178,10 @@ def _evidence(path: Path, line: int, claim_id: str, table: Any) -> Evidence:
     fields = {key: value for key, value in table.items() if key != kind}
     if kind in PATTERN_KINDS and "fields" not in fields:
         fields["fields"] = {fields.pop("field"): fields.pop("equals")}
+    if kind == "cell" and ("values" in fields) == ("scenario" in fields):
+        raise ClaimsError(f"{where}: cell evidence names values = {{ axis = value, ... }} or a scenario, one of them")
+    if kind == "cell" and fields["outcome"] not in ("holds", "differs", "raises"):
+        raise ClaimsError(f'{where}: cell evidence: outcome is "holds", "differs" or "raises"')
     if kind == "matrix" and not (fields["scenarios"] == "all" or isinstance(fields["scenarios"], list)):
         raise ClaimsError(f'{where}: matrix evidence: scenarios is "all" or a list of scenario ids')
     target = table[kind]
@@ -340,6 +359,12 @@ class Sources:
             self._cache[release] = json.loads(path.read_text(encoding="utf-8"))
         return self._cache[release]
 
+    def cells(self) -> dict[str, dict[str, Any]]:
+        if "cells" not in self._cache:
+            document = json.loads(_finish_cells(self.app).read_text(encoding="utf-8"))
+            self._cache["cells"] = {cell["key"]: cell for cell in document["cells"]}
+        return self._cache["cells"]
+
     def matrix(self) -> dict[tuple[str, str], str]:
         if "matrix" not in self._cache:
             from guide import scenario_matrix
@@ -401,6 +426,21 @@ def check_evidence(evidence: Evidence, sources: Sources, ran: Any) -> str | None
             outcome = f.get("outcome", "holds")
             failing = [f"{s}: {cells.get(s, 'no such cell')}" for s in wanted if cells.get(s) != outcome]
             return f"{evidence.target} is not '{outcome}' in: {'; '.join(failing)}" if failing else None
+        if evidence.kind == "cell":
+            from lightning_migrate.claim_cells import cell_key
+
+            key = cell_key({"recipe": evidence.target, **f})
+            result = sources.cells().get(key)
+            if result is None:
+                return f"the cell {key} did not run in this build"
+            if result["outcome"] != f["outcome"]:
+                return f"the cell {key} {result['outcome']} ({result['detail']}); the claim needs {f['outcome']!r}"
+            if "match" in f and f["match"] not in result["detail"]:
+                return f"the cell {key}'s detail does not contain {f['match']!r}: {result['detail']}"
+            if "warns" in f and not any(f["warns"] in w["message"] for w in result["warnings"]):
+                seen = "; ".join(w["message"] for w in result["warnings"]) or "none"
+                return f"the cell {key} emitted no warning containing {f['warns']!r} (its warnings: {seen})"
+            return None
         if evidence.kind == "changelog":
             from lightning_migrate import registry
 
@@ -597,6 +637,92 @@ def page_runs(app: Sphinx) -> Any:
     return ran
 
 
+# -- The cells claims cite (lightning_migrate.claim_cells), run beside the build ------------------------------------
+CELLS = "claim-cells.json"
+
+
+def _cells_paths(app: Sphinx) -> tuple[Path, Path, Path]:
+    base = Path(app.doctreedir)
+    return base / CELLS, base / "claim-cells.key", base / "claim-cells.log"
+
+
+def cells_key(app: Sphinx, cited: list[dict[str, Any]]) -> str:
+    """Hash of what the cited cells' results depend on: the cells, the scenario package and matrix file, the recipes'
+    pages, the runner, and the installed Lightning and torch."""
+    from lightning_migrate import claim_cells, scenarios
+
+    root = Path(app.confdir)
+    digest = hashlib.sha256(json.dumps(cited, sort_keys=True).encode())
+    space = scenarios.load_space()
+    pages = sorted({root / r.page for r in space.recipes if r.id in {c["recipe"] for c in cited}})
+    package = Path(scenarios.__file__).parent
+    for path in (Path(claim_cells.__file__), scenarios.MATRIX_FILE, *sorted(package.glob("*.py")), *pages):
+        digest.update(path.name.encode() + path.read_bytes())
+    for name in ("lightning", "torch", "torchmetrics"):
+        try:
+            digest.update(f"{name}={metadata.version(name)}".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{name}=absent".encode())
+    return digest.hexdigest()
+
+
+def _start_cells(app: Sphinx) -> None:
+    """Start running the cells the claims cite, unless this build's inputs are those of the last run's record."""
+    from build_mechanics import run_cache
+    from build_mechanics.execution_mode import forced_execution
+
+    from lightning_migrate.claim_cells import cited_cells
+
+    app._claim_cells = None  # type: ignore[attr-defined]
+    path = claims_path(app)
+    claims(app)  # a malformed file stops the build here, naming its line
+    cited = cited_cells(path)
+    record, key_file, log = _cells_paths(app)
+    if not cited:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"cells": []}), encoding="utf-8")
+        return
+    key = cells_key(app, cited)
+    if not forced_execution() and record.exists() and key_file.exists() and key_file.read_text() == key:
+        return
+    record.parent.mkdir(parents=True, exist_ok=True)
+    if run_cache.lookup("claim-cells", key, record):
+        key_file.write_text(key, encoding="utf-8")
+        return
+    logger.info(f"claims: running the {len(cited)} cell(s) the claims cite (lightning_migrate.claim_cells) ...")
+    root = Path(__file__).resolve().parents[3]
+    pythonpath = [str(root / "src"), str(root / "docs" / "_ext"), os.environ.get("PYTHONPATH", "")]
+    environment = record.with_suffix(".environment.json")
+    args = ("--claims", str(path), "--output", str(record))
+    with log.open("w", encoding="utf-8") as handle:
+        process = subprocess.Popen(
+            run_cache.run_command("lightning_migrate.claim_cells", *args, environment=environment),
+            cwd=root,
+            env=dict(os.environ, PYTHONPATH=os.pathsep.join(pythonpath)),
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+    app._claim_cells = (process, key)  # type: ignore[attr-defined]
+
+
+def _finish_cells(app: Sphinx | None) -> Path:
+    """Wait for the cells' run started at ``builder-inited``; the path of its record."""
+    from build_mechanics import run_cache
+    from sphinx.errors import ExtensionError
+
+    record, key_file, log = _cells_paths(app)
+    running = getattr(app, "_claim_cells", None)
+    if running is not None:
+        app._claim_cells = None  # type: ignore[attr-defined]
+        process, key = running
+        if process.wait() != 0:
+            tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:])
+            raise ExtensionError(f"the claims' cells failed to run (src/lightning_migrate/claim_cells.py):\n{tail}")
+        key_file.write_text(key, encoding="utf-8")
+        run_cache.store("claim-cells", key, record, record.with_suffix(".environment.json"))
+    return record
+
+
 def _as_list(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else list(value or ())
 
@@ -651,6 +777,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("claims-table", ClaimsTable)
     app.connect("config-inited", write_notebook_texts)
     app.connect("builder-inited", _init_env)
+    app.connect("builder-inited", _start_cells)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
     app.connect("env-check-consistency", _check)
