@@ -208,6 +208,7 @@ NOUN_BEFORE = {
     "several",
     "uninterrupted",
     "interrupted",
+    "recorded",
     "of",
     "his",
     "her",
@@ -219,7 +220,11 @@ def _verb_at(words: list[str], index: int, verbs: re.Pattern[str]) -> bool:
     word = words[index].strip(".,;:()'\"`’”")
     if not verbs.fullmatch(word):
         return False
-    if word in ("run", "runs", "call", "calls") and index and words[index - 1].lower().strip("(,") in NOUN_BEFORE:
+    if word in ("run", "runs", "call", "calls") and (
+        words[index].endswith(":")  # a heading's noun ("Trainer calls: fit", "Trainer calls (matters to: fit)")
+        or (index + 1 < len(words) and words[index + 1].startswith("("))
+        or (index and words[index - 1].lower().strip("(,") in NOUN_BEFORE)
+    ):
         return False
     return True
 
@@ -235,6 +240,10 @@ def flagged(sentence: str) -> bool:
             for match in names_.finditer(part):
                 before = part[: match.start()].split()[-1:]
                 words = before + part[match.end() :].split()[: GAP + 1]
+                for end, word in enumerate(words[len(before) :], len(before)):
+                    if word.endswith(":"):  # a colon ends the clause: "Trainer calls: crashes, run again" is a label
+                        words = words[: end + 1]
+                        break
                 if any(_verb_at(words, index, verbs) for index in range(len(before), len(words))):
                     return True
     return False

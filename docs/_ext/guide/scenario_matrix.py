@@ -320,7 +320,8 @@ def recipe_lines(results: Results, rid: str) -> list[str]:
             declared = cell.get("declared") or {}
             values = ", ".join(f"{a}={v}" for a, v in scenario["values"].items() if v != defaults[a]) or "defaults"
             name = f"generated scenario {scenario['id']}" if scenario["generated"] else _plain(scenario["title"])
-            lines.append(f"- *{name}* {cell['outcome']}:")
+            lines += ["- .. rst-class:: from-records", ""]  # the cell's outcome, from this build's results
+            lines.append(f"  *{name}* {cell['outcome']}:")
             lines += ["", "  .. code-block:: none", ""]  # site.css wraps these long single lines
             lines += [f"     {values}", f"     {cell['detail'].strip().splitlines()[-1]}", ""]
             if declared.get("reason"):

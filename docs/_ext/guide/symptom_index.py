@@ -406,7 +406,7 @@ class SymptomIndexDirective(SphinxDirective):
         return section
 
     def _ignored_section(self, ignored: list[tuple[str, str]], current: str) -> nodes.section:
-        section = nodes.section(ids=["symptoms-ignored"])
+        section = nodes.section(ids=["symptoms-ignored"], classes=["from-records"])  # the probes' ignored patterns
         section += nodes.title(text="Old hooks Lightning silently never calls")
         section += nodes.paragraph(
             text=f"Lightning {current} runs these without an error or a warning, and never calls them:"

@@ -46,8 +46,8 @@ class TrainBatchDataloaderIdx(Rule):
     )
     fix_text = (
         "**safe** when the body never reads the extra parameters: they are dropped. **safe** too when the body "
-        "reads the one extra parameter: it gets the default ``0`` -- the index Lightning 1.x passed (training has a "
-        "single, possibly combined, dataloader) and now the value the body sees. **manual** otherwise."
+        "reads the one extra parameter: it gets the default ``0``, the value the body now sees (training has a "
+        "single, possibly combined, dataloader). **manual** otherwise."
     )
     example = """\
 import lightning as L
