@@ -308,6 +308,8 @@ def test_missing_definition_names_the_page(tmp_path):
         (AXIS + RECIPE + '[[recipe.r.outside]]\naxis = "shuffle"\nvalues = ["off"]\nreason = "r"\nsee = "index"\n',
          r"\[recipe\.r\] outside: the default shuffle = 'off' must stay inside the domain"),
         ("[scenario\n", r"matrix\.toml: "),
+        ('[[warning]]\nmessage = "m"\ncategory = "UserWarning"\nreason = "r"\n',
+         r"\[\[warning\]\]: .* declared with their reasons in docs/_ext/build_mechanics/declared_warnings\.py"),
     ],
 )  # fmt: skip
 def test_malformed_matrix_names_file_and_table(tmp_path, text, message):

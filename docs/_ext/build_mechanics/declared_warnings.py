@@ -10,6 +10,11 @@ This list is the one place a warning may be declared. Everything that runs code 
   example, also when examples run in the Sphinx process (``-j 1``), and turns Lightning's informational log down;
 - ``tests/test_notebooks.py`` runs the downloaded notebooks in a kernel started with :func:`pythonwarnings`.
 
+:data:`IN_SCENARIO_CELLS` is the part of the list accepted only inside the cells of the scenario matrix
+(``src/lightning_migrate/scenarios``; it reads them with ``space.declared_warnings()``): Lightning's advice about a
+configuration the matrix runs on purpose (several ranks during ``trainer.validate()``, a resumed mid-epoch
+checkpoint). Outside those cells -- every example, notebook and probe -- they fail the build like any other warning.
+
 A reader's own run has none of these filters: the downloads start with :func:`reader_lines`, which turn down what a
 reader's run would print beside the point (``build_mechanics/reader_downloads.py``).
 
@@ -105,16 +110,59 @@ DECLARED: tuple[Declared, ...] = (
         ),
     ),
     Declared(
-        message="Using `DistributedSampler` with the dataloaders. During `trainer.test()`",
-        category="UserWarning",
-        reason="The DDP scenarios test on two ranks on purpose, to show each rank's cache.",
-    ),
-    Declared(
         message="`training_step` returned `None`",
         category="UserWarning",
         reason=(
             "The step_returns_none scenario and empty_outputs.py return None from training_step on purpose, to show "
             "what a callback receives then (the example captures the warning and prints it)."
+        ),
+    ),
+)
+
+#: Warnings accepted inside the scenario matrix's cells only (see the module docstring): never in
+#: :func:`pythonwarnings`, so an example, a notebook or a probe that emits one fails the build.
+IN_SCENARIO_CELLS: tuple[Declared, ...] = (
+    *(
+        Declared(
+            message=f"Using `DistributedSampler` with the dataloaders. During `trainer.{call}()`",
+            category="UserWarning",
+            reason=(
+                f"The DDP scenarios run trainer.{call}() on several ranks on purpose: what each rank's cache holds is "
+                "what they check."
+            ),
+        )
+        for call in ("validate", "test", "predict")
+    ),
+    Declared(
+        message="Checkpoint directory ",
+        category="UserWarning",
+        reason=(
+            "A run resumed from a checkpoint writes its checkpoints where the interrupted run wrote them, as a resumed "
+            "job does."
+        ),
+    ),
+    Declared(
+        message="You're resuming from a checkpoint that ended before the epoch ended",
+        category="UserWarning",
+        reason=(
+            "The resumed scenarios resume from a mid-epoch checkpoint on purpose (Lightning #16362): Lightning warns, "
+            "then restarts the loader."
+        ),
+    ),
+    Declared(
+        message="Found ",
+        category="UserWarning",
+        reason=(
+            "A run that crashed during an evaluation left the module in eval mode; Lightning warns when the re-run's "
+            "fit starts (the crashed-and-re-run scenarios)."
+        ),
+    ),
+    Declared(
+        message="Couldn't infer the batch indices fetched from your dataloader",
+        category="UserWarning",
+        reason=(
+            "An iterable dataset has no sampler whose indices Lightning could hand a prediction writer (the "
+            "iterable-dataset scenarios)."
         ),
     ),
 )

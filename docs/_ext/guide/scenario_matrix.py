@@ -6,9 +6,10 @@ the gallery examples; at ``env-before-read-docs`` the build waits for it. A cell
 
 The results live in one stable file, ``<doctreedir>/scenario-matrix.json``, written atomically by the matrix
 process and re-used by a later build only when nothing it depends on changed (the matrix file, the harness, every
-recipe page, the checker when a recipe runs its rewrite, the installed Lightning, torch and covertable -- their
-hash is stored beside it) and the build is not a CI build (``CI=true`` always runs it; in a test run, a build takes
-the results an earlier build of the same run made from the same inputs: ``build_mechanics.run_cache``). The
+recipe page, the warnings the cells accept, the checker when a recipe runs its rewrite, the installed Lightning,
+torch and covertable -- their hash is stored beside it) and the build is not a CI build (``CI=true`` always runs it;
+in a test run, a build takes the results an earlier build of the same run made from the same inputs:
+``build_mechanics.run_cache``). The
 generated covering set is kept in the doctree folder too, by a key of what it depends on. The pages that render
 results note a dependency on the results file, so they are re-read whenever the results change.
 
@@ -76,7 +77,8 @@ def inputs_key(matrix_file: Path = scenarios.MATRIX_FILE, root: Path = ROOT) -> 
     digest = hashlib.sha256()
     space = scenarios.load_space(matrix_file)
     package = Path(scenarios.__file__).parent
-    files = [matrix_file, *sorted(package.glob("*.py")), *sorted({root / r.page for r in space.recipes})]
+    files = [matrix_file, scenarios.space.DECLARED_WARNINGS_FILE, *sorted(package.glob("*.py"))]
+    files += sorted({root / r.page for r in space.recipes})
     if any(r.transform for r in space.recipes):  # the code that runs is what the checker's rewrite makes
         files += sorted((package.parent / "checker").rglob("*.py"))
     for path in files:

@@ -808,9 +808,10 @@ def quiet(declared: tuple = ()):
     """Lightning's info banners and what the cells print stay out of the matrix's own output.
 
     A Python warning goes through the process's filters: in the build (``PYTHONWARNINGS``, from
-    ``docs/_ext/declared_warnings.py``) an undeclared warning is an error, so the cell raises and the build names it.
-    The warnings the matrix file declares (``declared``: :class:`.space.ScenarioWarning`, Lightning's advice about a
-    scenario's configuration itself) are ignored inside the block.
+    ``docs/_ext/build_mechanics/declared_warnings.py``) an undeclared warning is an error, so the cell raises and the
+    build names it. The warnings that list accepts inside the cells only (``declared``: its ``IN_SCENARIO_CELLS``, as
+    :func:`.space.declared_warnings` reads them: Lightning's advice about a scenario's configuration itself) are
+    ignored inside the block.
     """
     import lightning.pytorch  # noqa: F401 - Lightning sets its log level to INFO when first imported: import first
 

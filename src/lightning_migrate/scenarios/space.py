@@ -49,7 +49,6 @@ TRAIN_STEPS = ("loss-dict", "tensor", "none-batch-1", "manual", "manual-nothing"
 EVAL_STEPS = ("dict", "tensor", "none")
 CALLBACKS = ("monitoring", "plateau", "prediction-writer", "accumulation-scheduler")
 RUNS = ("fit", "validate", "test", "predict")
-WARNING_CATEGORIES = ("UserWarning", "DeprecationWarning", "FutureWarning", "RuntimeWarning")
 
 
 class MatrixError(ValueError):
@@ -185,11 +184,39 @@ class Recipe:
 
 @dataclass(frozen=True)
 class ScenarioWarning:
-    """A warning Lightning gives about a scenario's configuration itself (``[[warning]]``): ignored in the cells."""
+    """A warning Lightning gives about a scenario's configuration itself: ignored in the cells
+    (:func:`declared_warnings`)."""
 
     message: str
     category: str
     reason: str
+
+
+#: The build's one list of accepted warnings, each with its reason; its ``IN_SCENARIO_CELLS`` are the matrix's.
+DECLARED_WARNINGS_FILE = ROOT / "docs" / "_ext" / "build_mechanics" / "declared_warnings.py"
+
+
+def declared_warnings(path: Path = DECLARED_WARNINGS_FILE) -> tuple[ScenarioWarning, ...]:
+    """The warnings the cells ignore: ``IN_SCENARIO_CELLS`` of the build's list of accepted warnings (``path``,
+    read by its file path: the matrix also runs outside the Sphinx build, where ``docs/_ext`` is not importable).
+    Every other warning stays under the process's filters (an error in the build).
+
+    Raises:
+        MatrixError: ``path`` cannot be read or defines no ``IN_SCENARIO_CELLS``.
+    """
+    import importlib.util
+    import sys
+
+    name = f"_declared_warnings_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # importlib's recipe for a module loaded from its path (its dataclasses look it up)
+        spec.loader.exec_module(module)
+        entries = module.IN_SCENARIO_CELLS
+    except (OSError, AttributeError) as error:
+        raise MatrixError(f"{path}: the accepted warnings of the scenario matrix: {error}") from None
+    return tuple(ScenarioWarning(entry.message, entry.category, entry.reason) for entry in entries)
 
 
 @dataclass(frozen=True)
@@ -309,12 +336,12 @@ def load_space(path: Path = MATRIX_FILE) -> Space:
         scenarios.append(scenario)
     named = {s.id for s in scenarios}
     recipes = [_load_recipe(path, rid, table, axes, named) for rid, table in document.get("recipe", {}).items()]
-    declared = []
-    for number, table in enumerate(document.get("warning", []), 1):
-        if not table.get("message") or not table.get("reason") or table.get("category") not in WARNING_CATEGORIES:
-            raise MatrixError(f"{path}: warning {number} needs a message, a reason and a category {WARNING_CATEGORIES}")
-        declared.append(ScenarioWarning(table["message"], table["category"], table["reason"]))
-    return Space(path, axes, tuple(constraints), tuple(scenarios), tuple(recipes), tuple(declared))
+    if "warning" in document:
+        raise MatrixError(
+            f"{path}: [[warning]]: the warnings the cells accept are declared with their reasons in "
+            f"{DECLARED_WARNINGS_FILE.relative_to(ROOT)} (IN_SCENARIO_CELLS), the build's one list"
+        )
+    return Space(path, axes, tuple(constraints), tuple(scenarios), tuple(recipes), declared_warnings())
 
 
 def _load_recipe(path: Path, rid: str, table: dict, axes: dict[str, Axis], named: set[str]) -> Recipe:
