@@ -11,6 +11,8 @@ This page checks, epoch by epoch, that the callback sees exactly what the old ``
 # %%
 # The callback
 # ------------
+# .. recipe-domain:: callback_side
+#
 # ``on_train_batch_end`` gets what ``training_step`` returned. Keep only what the epoch-end computation needs --
 # here the loss -- and reduce, log and clear the cache in ``on_train_epoch_end``. Three details make it hold in
 # every configuration the :doc:`scenario matrix </reference/scenarios>` runs:

@@ -11,6 +11,8 @@ that the cache holds exactly what the old ``outputs`` list held.
 # %%
 # The module
 # ----------
+# .. recipe-domain:: module_side
+#
 # ``training_step`` appends the detached loss: a cached tensor that still requires grad would keep the
 # batch's whole autograd graph alive until the epoch ends. ``on_train_epoch_end`` reduces, logs and clears;
 # ``on_train_epoch_start`` clears too, so that a run that stopped half-way and is started again with the same module
@@ -53,6 +55,8 @@ class LossCachingModel(BoringModel):
 # %%
 # Callbacks that read the module's cache
 # --------------------------------------
+# .. recipe-domain:: module_cache_reader
+#
 # A plain callback's ``on_train_epoch_end`` runs **before** the module's, so it sees the full cache. Lightning
 # runs the monitoring callbacks -- ``ModelCheckpoint``, ``EarlyStopping`` and their subclasses -- **after** the
 # module's hook, once the module has logged its value: by then the cache is cleared. A monitoring callback

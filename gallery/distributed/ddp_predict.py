@@ -120,6 +120,8 @@ assert "return_predictions" in last_line and "spawn or fork" in last_line
 # %%
 # The recipe: a writer that gathers on rank 0
 # -------------------------------------------
+# .. recipe-domain:: ddp_predict_writer
+#
 # Lightning's ``BasePredictionWriter`` with ``write_interval="epoch"`` receives, on every rank, that rank's
 # predictions and the dataset indices of each of its batches (``batch_indices``, one list per dataloader) -- whatever
 # ``return_predictions`` says. The writer gathers both across the ranks with ``gather_rows`` (which, like

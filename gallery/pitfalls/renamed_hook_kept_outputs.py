@@ -101,6 +101,8 @@ assert trainer.global_step == trainer.num_training_batches == 4
 #
 # The fix
 # -------
+# .. recipe-domain:: renamed_hook_fix
+#
 # Keep the values in ``validation_step``; reduce and clear them in the argument-less hook.
 
 
@@ -190,6 +192,8 @@ assert trainer.test_loop.batch_progress.total.completed == len(test_loader) == 5
 # %%
 # The fix is the same: keep the values in ``test_step``, reduce and clear them in the argument-less hook (emptied
 # when each test run starts too, so that a run that stopped half-way leaves nothing behind).
+#
+# .. recipe-domain:: renamed_hook_test_fix
 
 
 class MigratedTest(BoringModel):

@@ -74,6 +74,8 @@ for error, trainer in [(module_error, module_trainer), (callback_error, callback
 # %%
 # Three replacements
 # ------------------
+# .. recipe-domain:: predict_loop_reader predict
+#
 # 1. the list ``trainer.predict`` returns (one entry per batch);
 # 2. a callback reading ``trainer.predict_loop.predictions`` in ``on_predict_epoch_end(trainer, pl_module)``;
 # 3. a module that appends in ``predict_step`` and reads its cache in ``on_predict_epoch_end(self)``.
@@ -163,6 +165,8 @@ print(f"trainer.predict_loop.predictions after {len(predict_loader)} batches: {k
 # ``write_interval="epoch"``: Lightning keeps the predictions for it and hands them to ``write_on_epoch_end``
 # whatever ``return_predictions`` says -- in the shape of ``trainer.predict_loop.predictions``, with
 # ``batch_indices`` always one list per dataloader. The module's own cache does not depend on it either.
+#
+# .. recipe-domain:: predict_writer
 
 
 class PredictionsWriter(BasePredictionWriter):

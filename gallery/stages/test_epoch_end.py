@@ -68,6 +68,8 @@ assert "test_epoch_end" in str(old_error)
 # %%
 # The replacement
 # ---------------
+# .. recipe-domain:: test
+#
 # ``test_step`` appends the loss; ``on_test_epoch_end`` reduces, logs and clears, and ``on_test_epoch_start``
 # clears too (a test run that stopped half-way leaves nothing behind). Lightning's ``CSVLogger`` keeps what the
 # module logs, for the check below.

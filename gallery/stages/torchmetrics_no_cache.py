@@ -14,6 +14,8 @@ that the metric started each epoch empty.
 # %%
 # The module
 # ----------
+# .. recipe-domain:: torchmetrics torchmetrics_log
+#
 # ``MeanMetric`` accumulates a weighted sum and the sum of the weights; ``self.log`` is given the metric object
 # itself, not its value, so Lightning calls ``compute()`` at epoch end and ``reset()`` afterwards. Each update
 # carries the batch's sample count as its weight. The loss is also logged as a plain scalar, which Lightning

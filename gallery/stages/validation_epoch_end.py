@@ -68,6 +68,8 @@ assert old_trainer.global_step == 0
 # %%
 # The replacement
 # ---------------
+# .. recipe-domain:: validation
+#
 # ``validation_step`` appends the loss; ``on_validation_epoch_end`` reduces, logs and clears, and
 # ``on_validation_epoch_start`` clears too (a validation run that stopped half-way leaves nothing behind).
 # Lightning runs validation with autograd off (checked below), so the cached tensors hold no graph and need no
