@@ -94,11 +94,16 @@ def install_line(source: str, requirements: str, own: tuple[str, str] | None = N
     return "pip install " + " ".join([*chosen, *([own[1]] if own and needs_own else [])])
 
 
+def example_install_line(source: str) -> str:
+    """:func:`install_line` of an example's script: ``requirements.txt``'s pins, and this project at its release tag
+    (``pyproject.toml``) when the script imports or runs it -- what its page and its downloads say to install."""
+    own = (project_links.project()["name"], project_links.install_requirement())
+    return install_line(source, REQUIREMENTS.read_text(encoding="utf-8"), own)
+
+
 def reader_cell(source: str) -> str:
     """The reader's first cell for the example whose script is ``source`` (see the module docstring)."""
-    own = (project_links.project()["name"], project_links.install_requirement())
-    command = install_line(source, REQUIREMENTS.read_text(encoding="utf-8"), own)
-    return "\n".join([f"{FIRST_LINE} {command}", *declared_warnings.reader_lines()])
+    return "\n".join([f"{FIRST_LINE} {example_install_line(source)}", *declared_warnings.reader_lines()])
 
 
 def script_with_cell(script: str, cell: str) -> str:
