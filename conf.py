@@ -57,6 +57,8 @@ extensions = [
     "build_mechanics.phone_tables",  # a table marked stack-on-phone reads one block per row on a phone
     "guide.checker_rules",  # one page per checker rule, its example run through the checker
     "guide.scenario_matrix",  # every recipe in every scenario, at every build (data/scenarios.toml)
+    "guide.claims",  # :claim:`id` renders a statement about Lightning from data/claims.toml, checked against its run
+    "guide.warning_witnesses",  # every declared warning is still emitted by its witness run
     "build_mechanics.notebook_baseurl",  # hands html_baseurl to the notebooks' pandoc filter
     "build_mechanics.reader_downloads",  # the downloaded script and notebook: title, then what to install, quiet log
 ]

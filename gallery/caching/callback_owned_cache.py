@@ -3,10 +3,10 @@ A callback that owns its cache, and the sanity check
 ====================================================
 
 A callback can keep its own cache: append in ``on_validation_batch_end``, reduce and clear in
-``on_validation_epoch_end``. Before training, ``fit`` runs a *sanity check* -- a short validation loop of
-``num_sanity_val_steps`` batches -- which calls the same hooks. This page counts what a callback sees with and
-without skipping the sanity check (``trainer.sanity_checking``), then checks the recipe against losses computed
-by hand.
+``on_validation_epoch_end``. This page counts what such a callback sees with and without skipping the sanity check
+(``trainer.sanity_checking``), then checks the recipe against losses computed by hand.
+
+Before training, ``fit`` runs a *sanity check*, a short validation loop: :claim:`sanity-check-calls-the-same-hooks`.
 """
 
 # %%
@@ -65,14 +65,16 @@ def fit(callbacks, logger=False, max_epochs=1, **kwargs):
 
 
 # %%
-# ``num_sanity_val_steps=2``, ``limit_val_batches=3``: the hooks run for the 2 sanity batches, then for the 3
-# batches of the real validation run. A cache filled in every call and reduced at the end of the sanity run
-# (a "best score", an early-stopping reference) holds 2 batches of an untrained model.
+# ``num_sanity_val_steps=2``, ``limit_val_batches=3``: :claim:`sanity-check-calls-the-same-hooks`. A cache filled in
+# every call and reduced at the end of the sanity run (a "best score", an early-stopping reference) holds 2 batches of
+# an untrained model.
 counter = RunCounter()
 trainer = fit([counter])
 print(f"validation runs (sanity check?, batches): {counter.runs}")
 assert counter.runs == [(True, trainer.num_sanity_val_steps), (False, trainer.num_val_batches[0])]
-assert counter.runs == [(True, 2), (False, 3)]
+assert counter.runs == [(True, 2), (False, 3)], (
+    "the validation hooks ran for the 2 sanity batches, then for the 3 batches of the real validation run"
+)
 
 # %%
 # The callback
@@ -80,17 +82,16 @@ assert counter.runs == [(True, 2), (False, 3)]
 # .. recipe-domain:: callback_owned_validation
 #
 # Return early while ``trainer.sanity_checking`` is true, in both hooks: the sanity batches are never cached,
-# and nothing is reduced for them. The cache is keyed by ``dataloader_idx`` (several validation dataloaders
-# reach the same hooks), emptied when each validation run starts (a run that stopped half-way leaves nothing behind)
+# and nothing is reduced for them. The cache is keyed by ``dataloader_idx`` (the hooks serve every validation
+# dataloader), emptied when each validation run starts (a run that stopped half-way leaves nothing behind)
 # and reduced and emptied in ``on_validation_epoch_end`` -- the hook that ends every validation run, inside ``fit``
-# or in ``trainer.validate()`` (a cache cleared in ``on_train_epoch_end`` is not: see the end of this page, and
+# or in ``trainer.validate()``; a cache emptied only in ``on_train_epoch_end`` is not (see the end of this page, and
 # :doc:`Hook order: when validation runs inside a training epoch </examples/caching/hook_order>`). (Or pass
 # ``num_sanity_val_steps=0`` to the ``Trainer``, giving up the early check of the validation code.)
 #
-# ``outputs`` is whatever ``validation_step`` returned: here ``BoringModel``'s ``{"x": loss}``, but a step may
-# return the loss itself, or nothing at all when it only logs. The callback reads the loss under ``key`` from a
-# dictionary, takes a tensor as it is, and skips a batch that gave it nothing
-# (:doc:`Empty outputs </examples/pitfalls/empty_outputs>` shows each case).
+# :claim:`Validation-outputs-as-returned`: here ``BoringModel``'s ``{"x": loss}``. The callback reads the loss under
+# ``key`` from a dictionary, takes a tensor as it is, and skips a batch that gave it nothing (:doc:`Empty outputs
+# </examples/pitfalls/empty_outputs>` shows each case).
 
 
 class ValidationCache(pl.Callback):
@@ -106,7 +107,7 @@ class ValidationCache(pl.Callback):
         loss = outputs.get(self.key) if isinstance(outputs, dict) else outputs
         if trainer.sanity_checking or loss is None:
             return
-        self.losses.setdefault(dataloader_idx, []).append(loss.detach())
+        self.losses.setdefault(dataloader_idx, []).append(loss.detach().clone())  # one element, not its buffer
 
     def on_validation_epoch_end(self, trainer, pl_module):
         if trainer.sanity_checking:
@@ -119,8 +120,8 @@ class ValidationCache(pl.Callback):
 # %%
 # The checks beside it
 # --------------------
-# Two epochs. A callback keeps the weights of every real validation run; Lightning's ``CSVLogger`` keeps what
-# the recipe logs. The reference evaluates the same 3 batches with those weights, without Lightning.
+# Two epochs. A callback keeps the weights of every real validation run; a ``CSVLogger`` keeps what the recipe
+# logs. The reference evaluates the same 3 batches with those weights, without Lightning.
 
 
 class WeightSnapshots(pl.Callback):
@@ -155,7 +156,7 @@ print(f"logged val_loss_0: {logged}; by hand: {expected}")
 # its 3 batches, and an empty cache afterwards. The :doc:`scenario matrix </reference/scenarios>` runs this
 # same class with the default sanity check, ``trainer.validate()`` on its own and around ``fit``, two
 # validation runs per epoch and two validation dataloaders.
-# Under DDP each rank's cache holds only its own shard, so the value logged is rank 0's own
+# Under DDP :claim:`ddp-module-cache-differs`
 # (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant that gathers).
 assert len(logged) == len(expected) == 2
 for seen, want in zip(logged, expected, strict=True):

@@ -2,11 +2,11 @@
 Detach what you cache in training
 =================================
 
-Lightning detaches ``outputs["loss"]`` before it hands ``outputs`` to ``on_train_batch_end`` -- that key only --
-and it never touches a list your module fills in ``training_step``: a tensor cached there still carries its
-autograd graph (``grad_fn``). This page
-trains the same module twice -- caching with and without ``.detach()`` -- and measures what the cache keeps
-alive at epoch end: graph nodes and the tensors they saved for backward.
+This page trains the same module twice -- caching with and without ``.detach()`` in ``training_step`` -- and
+measures what the cache keeps alive at epoch end: graph nodes and the tensors they saved for backward.
+
+:claim:`Outputs-loss-detached-other-keys-not`; a list the module fills in ``training_step`` is the module's own, and
+:claim:`undetached-cache-keeps-graph`.
 """
 
 # %%
@@ -143,20 +143,20 @@ print(f"{type(undetached.numpy_error).__name__}: {undetached.numpy_error}")
 # %%
 # The conclusion, asserted
 # ------------------------
-# Without ``.detach()`` every cached tensor requires grad and keeps a chain of graph nodes, plus the
-# tensors saved for a backward pass that will never come (the confidence branch never took part in the
-# loss). With ``.detach()`` the cache holds only its own values -- the same storages as the undetached
-# version (``.detach()`` copies nothing), without any graph. Of the ``outputs`` Lightning hands the callbacks, it
-# detached the loss, not the confidence: a callback that caches the confidence needs ``.detach()`` too
+# :claim:`Undetached-cache-keeps-graph` (the confidence branch never took part in the loss). With ``.detach()``
+# the cache holds only its own values -- :claim:`detach-copies-nothing`. :claim:`Outputs-loss-detached-other-keys-not`:
+# a callback that caches the confidence needs ``.detach()`` too
 # (:doc:`Extra keys of outputs keep their autograd graph </examples/caching/outputs_keep_graph>`).
 steps = 256 // 32
 before, after = undetached.at_epoch_end, detached.at_epoch_end
 assert before["tensors"] == after["tensors"] == 2 * steps
 assert (
     before["requires_grad"] == before["with_grad_fn"] == 2 * steps and before["nodes"] > 0 and before["saved_bytes"] > 0
-)
+), "every undetached cached tensor keeps graph nodes and tensors saved for backward until the cache is cleared"
 assert after["requires_grad"] == after["with_grad_fn"] == after["nodes"] == after["saved_bytes"] == 0
-assert after["cached_bytes"] == before["cached_bytes"]
-assert undetached.outputs_seen.requires_grad == [{"loss": False, "confidence": True}] * steps
+assert after["cached_bytes"] == before["cached_bytes"], ".detach() keeps the same storages, without a graph"
+assert undetached.outputs_seen.requires_grad == [{"loss": False, "confidence": True}] * steps, (
+    "on_train_batch_end receives the loss detached and the other keys as returned"
+)
 assert isinstance(undetached.numpy_error, RuntimeError) and not hasattr(detached, "numpy_error")
 assert detached.epoch_confidence.shape == (256,)

@@ -2,10 +2,12 @@
 Hook order: when validation runs inside a training epoch
 ========================================================
 
-A cache is only as good as the hook that clears it. This page records every hook Lightning calls during a
-short ``fit`` and draws the order: the validation loop runs *after* the last ``on_train_batch_end`` and
-*before* ``on_train_epoch_end``. A cache shared by training and validation is therefore cleared under
-training's feet, and with ``val_check_interval < 1.0`` validation runs several times per training epoch.
+A cache is only as good as the hook that clears it. This page records every hook call of a short ``fit``, draws
+the order, and shows what it means for a cache shared by training and validation, and for a validation cache when
+validation runs several times per training epoch.
+
+:claim:`Validation-between-last-train-batch-and-train-epoch-end`: a cache shared by training and validation is
+cleared under training's feet.
 """
 
 # %%
@@ -84,9 +86,8 @@ for position, hook in enumerate(callback_calls[last_train_batch_end:], start=las
 # %%
 # The recorded order, drawn
 # -------------------------
-# Each dot is one call, in the order Lightning made it; the module's hooks and the callback's hooks are
-# drawn in two colours. The training batches end, the whole validation loop runs, and only then the
-# training epoch ends.
+# Each dot is one call, in the order of the run; the module's hooks and the callback's hooks are drawn in two
+# colours.
 fit_hooks = [call for call in record if call["hook"] not in ("on_fit_start", "on_fit_end")]
 names = list(dict.fromkeys(call["hook"] for call in fit_hooks))
 fig, ax = plt.subplots(figsize=(9, 0.28 * len(names) + 1.2))
@@ -107,17 +108,16 @@ fig.tight_layout()
 # %%
 # The order, asserted
 # -------------------
-# After the last ``on_train_batch_end`` the validation loop starts, runs its batches, ends with
-# ``on_validation_epoch_end``, and only then ``on_train_epoch_end`` is called.
+# :claim:`Validation-between-last-train-batch-and-train-epoch-end`.
 after = callback_calls[last_train_batch_end + 1 :]
-assert callback_calls.count("on_train_batch_end") == 3
 assert (
-    after.index("on_validation_epoch_start")
+    callback_calls.count("on_train_batch_end") == 3
+    and "on_train_batch_end" not in after
+    and after.index("on_validation_epoch_start")
     < after.index("on_validation_epoch_end")
     < after.index("on_train_epoch_end")
-)
-assert after[: after.index("on_validation_epoch_end")].count("on_validation_batch_end") == 2
-assert "on_train_batch_end" not in after
+    and after[: after.index("on_validation_epoch_end")].count("on_validation_batch_end") == 2
+), "after the last on_train_batch_end the whole validation loop runs, then on_train_epoch_end"
 
 # %%
 # Consequence 1: a cache shared by training and validation
@@ -158,12 +158,12 @@ class SeparateCaches(BoringModel):
 
     def training_step(self, batch, batch_idx):
         output = super().training_step(batch, batch_idx)
-        self.train_losses.append(output["loss"].detach())
+        self.train_losses.append(output["loss"].detach().clone())  # one element (see the memory page)
         return output
 
     def validation_step(self, batch, batch_idx):
         output = super().validation_step(batch, batch_idx)
-        self.val_losses.append(output["x"])
+        self.val_losses.append(output["x"].clone())
         return output
 
     def on_validation_epoch_end(self):
@@ -176,8 +176,8 @@ class SeparateCaches(BoringModel):
 
 
 # %%
-# A small callback beside the modules notes what each cache holds when its epoch-end hook runs (a plain
-# callback's epoch-end hooks run before the module's).
+# A small callback beside the modules notes what each cache holds when its epoch-end hook runs
+# (:claim:`plain-callbacks-before-module-epoch-ends`).
 
 
 class CacheContents(pl.Callback):
@@ -223,13 +223,15 @@ print(f"shared cache   -> {shared_contents.seen}")
 print(f"separate caches -> {separate_contents.seen}")
 print(f"separate caches logged: {sorted(separate_trainer.callback_metrics)}")
 assert shared_contents.seen == {"on_validation_epoch_end": ["train"] * 3 + ["val"] * 2, "on_train_epoch_end": []}
-assert separate_contents.seen == {"on_validation_epoch_end": 2, "on_train_epoch_end": 3}
+assert separate_contents.seen == {"on_validation_epoch_end": 2, "on_train_epoch_end": 3}, (
+    "the plain callback's epoch-end hooks found each stage's cache before the module cleared it"
+)
 assert {"val_loss", "train_loss_epoch_mean"} <= set(separate_trainer.callback_metrics)
 
 # %%
 # Consequence 2: ``val_check_interval < 1.0``
 # -------------------------------------------
-# With ``val_check_interval=0.5`` the validation loop runs twice per training epoch. A validation cache must
+# :claim:`Val-check-interval-half-validates-twice`. A validation cache must
 # be cleared in the validation hook (``on_validation_epoch_end``): cleared there it holds exactly one
 # run's batches; cleared only in ``on_train_epoch_end`` it mixes both runs.
 
@@ -260,6 +262,6 @@ runs_trainer = fit(runs, limit_train_batches=4, limit_val_batches=2, val_check_i
 print(f"validation runs in the epoch: {len(runs.run_sizes)}")
 print(f"cache cleared in on_validation_epoch_end held {runs.run_sizes} batches per run")
 print(f"cache cleared in on_train_epoch_end held {runs.epoch_sizes} batches")
-assert len(runs.run_sizes) == 2  # validation ran twice in one training epoch
+assert len(runs.run_sizes) == 2, "with val_check_interval=0.5 validation ran twice in one training epoch"
 assert runs.run_sizes == [runs_trainer.num_val_batches[0]] * 2 == [2, 2]
 assert runs.epoch_sizes == [4]

@@ -2,10 +2,11 @@
 Extra keys of ``outputs`` keep their autograd graph
 ===================================================
 
-Lightning detaches ``outputs["loss"]`` before it hands ``outputs`` to ``on_train_batch_end``, and only that key:
-any other key of the dict ``training_step`` returned arrives as the very tensor the step computed, graph
-attached. A callback that caches such a tensor keeps every batch's graph alive until it clears the cache. This
-page shows the identity, measures what the cache keeps, and the fix: ``.detach()``.
+This page compares, key by key, the ``outputs`` a callback receives with what ``training_step`` returned, measures
+what a callback that caches an extra key keeps alive, and shows the fix: ``.detach()``.
+
+:claim:`Extra-keys-as-returned`: a callback that caches such a tensor keeps every batch's graph alive until it
+clears the cache.
 """
 
 # %%
@@ -77,10 +78,10 @@ print(compare.seen[0])
 # %%
 # ``outputs["confidence"]`` *is* the tensor ``training_step`` returned, with its ``grad_fn``;
 # ``outputs["loss"]`` is a detached copy, with none.
-assert len(compare.seen) == 8
-for seen in compare.seen:
-    assert seen["confidence"] == (True, "AmaxBackward0", True)
-    assert seen["loss"] == (False, "NoneType", False)
+assert len(compare.seen) == 8 and all(
+    seen["confidence"] == (True, "AmaxBackward0", True) and seen["loss"] == (False, "NoneType", False)
+    for seen in compare.seen
+), "outputs holds the returned confidence itself, graph attached, and a detached copy of the loss"
 
 # %%
 # The symptom: a cache that keeps the graphs
@@ -152,15 +153,16 @@ naive = measure(ConfidenceCallback())
 # ``on_train_epoch_end`` clears the cache.
 # :doc:`Detach what you cache in training </examples/caching/detach_cached_tensors>` measures the same mistake in a
 # module's own cache.
-assert naive.cached == naive.with_grad_fn == 8
-assert naive.nodes > 0 and naive.saved_bytes > 0
+assert naive.cached == naive.with_grad_fn == 8 and naive.nodes > 0 and naive.saved_bytes > 0, (
+    "each cached confidence keeps its graph nodes and the tensors they saved"
+)
 
 # %%
 # The cause
 # ---------
-# Lightning needs the loss's graph for the backward pass and hands the callbacks a detached copy of it; the
-# other keys are not its to touch, so it passes them on as they are. The graph of ``confidence`` did not take
-# part in the loss: the backward pass never ran through it and never freed what it saved.
+# The backward pass needs the loss's graph, and :claim:`outputs-loss-detached-other-keys-not`. The graph of
+# ``confidence`` did not take part in the loss: the backward pass never ran through it and never freed what it
+# saved.
 #
 # The fix
 # -------

@@ -107,9 +107,9 @@ print(f"mean of batch means {mean_of_means:.6f}, weighted by batch size {weighte
 # The recipe logs the mean over the 10 samples; the unweighted mean of batch means is another number. The
 # :doc:`scenario matrix </reference/scenarios>` runs ``PredictionCache`` with an uneven last batch, the sanity
 # check, several validation runs and ``trainer.validate()``, against the mean over the dataset's samples.
-# With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument (Lightning
-# raises without it: :doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>`); under DDP
-# each rank's cache holds only its own shard, so the value logged is rank 0's own
+# With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
+# :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
+# </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`
 # (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant that gathers).
 assert predictions.shape == (10, 2) and batch_means.shape == (3,)
 assert abs(metrics["val_loss"] - sample_mean) <= 1e-6 * sample_mean

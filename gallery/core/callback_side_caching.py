@@ -2,10 +2,12 @@
 Callback-side caching
 =====================
 
-A callback that used to read ``outputs`` in ``on_train_epoch_end(trainer, pl_module, outputs)`` can collect
-the same values itself: ``on_train_batch_end`` receives each batch's ``outputs``, so the callback appends
-what it needs there and reduces it in ``on_train_epoch_end(trainer, pl_module)``. The module is untouched.
-This page checks, epoch by epoch, that the callback sees exactly what the old ``outputs`` list held.
+A callback keeps what it needs itself: it appends in ``on_train_batch_end`` and reduces in
+``on_train_epoch_end(trainer, pl_module)``; the module is untouched. This page checks, epoch by epoch, that the
+callback's cache holds each batch's loss, as a plain PyTorch loop computes it.
+
+What the old ``on_train_epoch_end(trainer, pl_module, outputs)`` of a callback received depended on the release:
+:claim:`old-outputs-on-1-4-9`; :claim:`old-outputs-on-1-9-5`. Today :claim:`train-batch-end-receives-outputs`.
 """
 
 # %%
@@ -13,13 +15,12 @@ This page checks, epoch by epoch, that the callback sees exactly what the old ``
 # ------------
 # .. recipe-domain:: callback_side
 #
-# ``on_train_batch_end`` gets what ``training_step`` returned. Keep only what the epoch-end computation needs --
-# here the loss -- and reduce, log and clear the cache in ``on_train_epoch_end``. Three details make it hold in
-# every configuration the :doc:`scenario matrix </reference/scenarios>` runs:
+# Keep only what the epoch-end computation needs -- here the loss -- and reduce, log and clear the cache in
+# ``on_train_epoch_end``. Four details make it hold in every configuration the
+# :doc:`scenario matrix </reference/scenarios>` runs:
 #
-# * ``outputs`` is empty (``{}``) for a step that returned ``None`` and under manual optimization when
-#   ``training_step`` returns nothing: skip those batches, as the old ``outputs`` list had no entry for them;
-# * with ``accumulate_grad_batches=N`` Lightning hands on the loss divided by ``N``
+# * :claim:`empty-outputs-for-none-and-manual`: skip those batches, they have no loss;
+# * :claim:`accumulation-divides-outputs-loss`
 #   (:doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`): multiply it back;
 # * an epoch with no cached loss logs nothing instead of failing in ``torch.stack``;
 # * the cache is also emptied when each epoch starts, so that a run that stopped half-way and is started again with
@@ -62,7 +63,7 @@ class EpochLossCallback(pl.Callback):
 # Train
 # -----
 # Three epochs of four batches each, seeded. A copy of the initial weights is kept for the reference below, and
-# Lightning's ``CSVLogger`` records what the callback logs: the checks stand beside the recipe, not in it.
+# a ``CSVLogger`` keeps what the callback logs: the checks stand beside the recipe, not in it.
 EPOCHS = 3
 torch.manual_seed(7)
 loader = DataLoader(RandomDataset(32, 32), batch_size=8)
@@ -86,9 +87,9 @@ trainer.fit(model, loader)
 # %%
 # The reference: the same training as a plain PyTorch loop
 # --------------------------------------------------------
-# The old ``outputs`` list held one entry per batch. A plain loop over the same batches, from the same
-# initial weights, with the optimizer and scheduler ``BoringModel.configure_optimizers`` returns, computes
-# those per-batch losses without any cache.
+# :claim:`Old-list-one-entry-per-batch`. A plain loop over the same batches, from the same initial weights, with the
+# optimizer and scheduler ``BoringModel.configure_optimizers`` returns, computes those per-batch losses without any
+# cache.
 
 
 def plain_loop_epoch_means(model, loader, epochs):
@@ -122,9 +123,9 @@ for epoch, (seen, expected) in enumerate(zip(logged, reference_means, strict=Tru
 # One logged mean per epoch, equal to the plain loop's, and an empty cache at the end. A callback that forgets
 # ``.clear()`` or overwrites instead of appending fails these checks. The
 # :doc:`scenario matrix </reference/scenarios>` runs this same class under gradient accumulation, several
-# validation runs per epoch, skipped batches, manual optimization, monitoring callbacks and DDP (where each rank
-# caches its own batches, as the old ``outputs`` list did, and the value logged is rank 0's).
-assert len(logged) == EPOCHS
-for seen, expected in zip(logged, reference_means, strict=True):
-    assert math.isclose(seen, expected, rel_tol=1e-6)
+# validation runs per epoch, skipped batches, manual optimization, monitoring callbacks and DDP:
+# :claim:`callback-side-ddp-logs-rank-0` (:claim:`old-ddp-lists-per-rank`).
+assert len(logged) == EPOCHS and all(
+    math.isclose(seen, expected, rel_tol=1e-6) for seen, expected in zip(logged, reference_means, strict=True)
+), "the mean of the losses on_train_batch_end received equals the plain loop's mean over every batch, every epoch"
 assert callback.batch_losses == []

@@ -5,7 +5,7 @@ Module-side caching
 A module that used to implement ``training_epoch_end(self, outputs)`` keeps the values itself: it appends
 what it needs in ``training_step``, and consumes and clears the cache in ``on_train_epoch_end(self)``.
 A callback that needs the same values reads them from ``pl_module``. This page checks, epoch by epoch,
-that the cache holds exactly what the old ``outputs`` list held.
+that the cache holds each batch's loss, as a plain PyTorch loop computes it.
 """
 
 # %%
@@ -13,8 +13,9 @@ that the cache holds exactly what the old ``outputs`` list held.
 # ----------
 # .. recipe-domain:: module_side
 #
-# ``training_step`` appends the detached loss: a cached tensor that still requires grad would keep the
-# batch's whole autograd graph alive until the epoch ends. ``on_train_epoch_end`` reduces, logs and clears;
+# ``training_step`` appends a detached, one-element copy of the loss: :claim:`undetached-cache-keeps-graph`; and
+# :claim:`mse-loss-keeps-elementwise-buffer`, while :claim:`detach-clone-keeps-one-element`.
+# ``on_train_epoch_end`` reduces, logs and clears;
 # ``on_train_epoch_start`` clears too, so that a run that stopped half-way and is started again with the same module
 # leaves nothing behind (:doc:`Interrupted runs and mid-epoch checkpoints
 # </examples/pitfalls/interrupted_and_resumed_runs>`).
@@ -44,7 +45,7 @@ class LossCachingModel(BoringModel):
 
     def training_step(self, batch, batch_idx):
         output = super().training_step(batch, batch_idx)
-        self.training_step_losses.append(output["loss"].detach())
+        self.training_step_losses.append(output["loss"].detach().clone())
         return output
 
     def on_train_epoch_end(self):
@@ -57,9 +58,8 @@ class LossCachingModel(BoringModel):
 # --------------------------------------
 # .. recipe-domain:: module_cache_reader
 #
-# A plain callback's ``on_train_epoch_end`` runs **before** the module's, so it sees the full cache. Lightning
-# runs the monitoring callbacks -- ``ModelCheckpoint``, ``EarlyStopping`` and their subclasses -- **after** the
-# module's hook, once the module has logged its value: by then the cache is cleared. A monitoring callback
+# :claim:`Plain-callbacks-before-module-train-epoch-end`, so it sees the full cache; and
+# :claim:`monitoring-callbacks-after-module`: by then the cache is cleared. A monitoring callback
 # reads what the module logged (``trainer.callback_metrics``), never the cache. The plain callback below logs the
 # epoch's worst batch loss from the cache; the ``ModelCheckpoint`` subclass, a counter-example, notes how many
 # cached losses it finds: the run shows the order.
@@ -85,7 +85,7 @@ class CheckpointReadingTheCache(ModelCheckpoint):
 # Train
 # -----
 # Three epochs of four batches each, seeded. A copy of the initial weights is kept for the reference below, and
-# Lightning's ``CSVLogger`` records what the module logs: the checks stand beside the recipe, not in it.
+# a ``CSVLogger`` keeps what the module logs: the checks stand beside the recipe, not in it.
 EPOCHS = 3
 torch.manual_seed(7)
 loader = DataLoader(RandomDataset(32, 32), batch_size=8)
@@ -160,9 +160,11 @@ print(f"ModelCheckpoint's best score: {checkpoint.best_model_score.item():.6f}")
 assert len(logged) == EPOCHS
 for seen, expected in zip(logged, reference_means, strict=True):
     assert math.isclose(seen, expected, rel_tol=1e-6)
-for seen, losses in zip(worst, reference_losses, strict=True):
-    assert len(losses) == trainer.num_training_batches == 4
-    assert math.isclose(seen, max(losses), rel_tol=1e-6)
-assert checkpoint.entries_seen == [0] * EPOCHS
-assert math.isclose(checkpoint.best_model_score.item(), min(reference_means), rel_tol=1e-6)
+assert all(
+    len(losses) == trainer.num_training_batches == 4 and math.isclose(seen, max(losses), rel_tol=1e-6)
+    for seen, losses in zip(worst, reference_losses, strict=True)
+), "the plain callback found each epoch's full cache"
+assert checkpoint.entries_seen == [0] * EPOCHS and math.isclose(
+    checkpoint.best_model_score.item(), min(reference_means), rel_tol=1e-6
+), "the ModelCheckpoint subclass found the cache cleared and monitored the best logged mean"
 assert model.training_step_losses == []

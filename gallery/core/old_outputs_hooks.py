@@ -2,10 +2,12 @@
 The old ``outputs`` hooks on Lightning 2.x
 ==========================================
 
-Lightning 1.x handed every epoch-end hook the list of all ``training_step`` outputs. Lightning 1.3
-deprecated the ``outputs`` argument of ``on_train_epoch_end``, 1.5 removed it, and 2.0 removed
-``training_epoch_end`` altogether. This page runs the three old shapes on the Lightning installed for this
-build and shows what Lightning raises, and **when**: how many training steps ran before the failure.
+This page runs the three old shapes that received the epoch's ``training_step`` outputs on the Lightning installed
+for this build, and shows what each raises, and **when**: how many training steps ran before the failure.
+
+What they used to receive, as the recorded runs of the last 1.x releases show: :claim:`old-outputs-on-1-4-9`;
+:claim:`old-outputs-on-1-9-5`. :claim:`Outputs-argument-deprecated-and-removed`, and
+:claim:`epoch-end-hooks-removed-in-2-0`.
 """
 
 # %%
@@ -60,10 +62,10 @@ class ModuleHookWithOutputs(BoringModel):
 module_hook_error, trainer = fit_and_capture(ModuleHookWithOutputs())
 
 # %%
-# Lightning calls the hook without arguments, so Python itself raises ``TypeError`` -- but only once the
-# whole first epoch (four batches) has trained.
-assert isinstance(module_hook_error, TypeError)
-assert trainer.global_step == trainer.num_training_batches == 4
+# :claim:`Module-outputs-hook-fails-after-an-epoch`.
+assert isinstance(module_hook_error, TypeError) and trainer.global_step == trainer.num_training_batches == 4, (
+    "the module's on_train_epoch_end(outputs) raises TypeError after the whole first epoch"
+)
 
 # %%
 # ``Callback.on_train_epoch_end(self, trainer, pl_module, outputs)``
@@ -79,10 +81,11 @@ class CallbackHookWithOutputs(pl.Callback):
 callback_hook_error, trainer = fit_and_capture(BoringModel(), callbacks=[CallbackHookWithOutputs()])
 
 # %%
-# Again a plain ``TypeError`` from Python, after a whole epoch of training: on a real model, that can be
-# hours of compute lost to a signature.
-assert isinstance(callback_hook_error, TypeError)
-assert trainer.global_step == trainer.num_training_batches == 4
+# :claim:`Callback-outputs-hook-fails-after-an-epoch`: on a real model, that can be hours of compute lost to a
+# signature.
+assert isinstance(callback_hook_error, TypeError) and trainer.global_step == trainer.num_training_batches == 4, (
+    "the callback's on_train_epoch_end(outputs) raises TypeError after the whole first epoch"
+)
 
 # %%
 # ``LightningModule.training_epoch_end(self, outputs)``
@@ -98,10 +101,12 @@ class TrainingEpochEnd(BoringModel):
 training_epoch_end_error, trainer = fit_and_capture(TrainingEpochEnd())
 
 # %%
-# Lightning checks for this removed hook itself, before the first training step.
-assert isinstance(training_epoch_end_error, NotImplementedError)
-assert "training_epoch_end" in str(training_epoch_end_error)
-assert trainer.global_step == 0
+# :claim:`Training-epoch-end-refused-before-training`.
+assert (
+    isinstance(training_epoch_end_error, NotImplementedError)
+    and "training_epoch_end" in str(training_epoch_end_error)
+    and trainer.global_step == 0
+), "Lightning refuses training_epoch_end with NotImplementedError before the first training step"
 
 # %%
 # What to do instead

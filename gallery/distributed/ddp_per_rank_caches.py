@@ -2,13 +2,13 @@
 Per-rank caches under DDP
 =========================
 
-With several processes (DDP), each rank runs its own copy of the module and its own cache: the epoch-end
-hook of a rank sees only the batches of that rank's shard. This page trains on 2 CPU processes with
-Lightning's ``ddp_fork`` strategy and shows the per-rank cache lengths, what ``self.all_gather`` returns,
-and the difference ``self.log(..., sync_dist=True)`` makes. Then it validates on 21 samples, which do not
-divide by 2: the distributed sampler repeats a sample, and a gathered cache counts it twice. A sampler that does
-not pad gives the ranks caches of different lengths, and a plain ``all_gather`` of them aborts. The recipe at the
-end gathers caches of any lengths and counts every sample once.
+This page trains on 2 CPU processes with Lightning's ``ddp_fork`` strategy and shows the per-rank cache lengths,
+what ``self.all_gather`` returns, and the difference ``self.log(..., sync_dist=True)`` makes; then it validates on
+21 samples, which do not divide by 2, with Lightning's sampler and with one that does not pad. The recipe at the end
+gathers caches of any lengths and counts every sample once.
+
+:claim:`Ddp-each-rank-own-shard`. :claim:`Distributed-sampler-repeats-a-sample`, and a gathered cache counts it
+twice. :claim:`All-gather-of-unequal-caches-aborts`.
 """
 
 # %%
@@ -128,7 +128,7 @@ print(f"all_gather of a scalar with {WORLD_SIZE} processes: ndim {ddp['gathered_
 print(f"mean sample, rank 0 only: {ddp['mean_sample']}, sync_dist=True: {ddp['mean_sample_synced']}")
 
 # %%
-# Lightning warns about the value logged without ``sync_dist`` at epoch level (recorded on rank 0):
+# :claim:`Unsynced-epoch-log-warns` (recorded on rank 0):
 rank0_warnings = Path(ddp_trainer.default_root_dir, "rank0-warnings.txt").read_text().splitlines()
 unsynced_warning = next(line for line in rank0_warnings if "'mean_sample'" in line)
 print(unsynced_warning)
@@ -136,7 +136,7 @@ print(unsynced_warning)
 # %%
 # One process, for comparison
 # ---------------------------
-# With a single process ``self.all_gather`` adds no dimension: the scalar stays a scalar.
+# :claim:`All-gather-one-process-no-dimension`: the scalar stays a scalar.
 single_model = ShardCachingModel()
 single_trainer = make_trainer(devices=1)
 single_trainer.fit(single_model)
@@ -147,28 +147,32 @@ print(f"1 process: {single['cache_length/rank0']:.0f} cached samples, mean sampl
 # %%
 # What each rank saw
 # ------------------
-# Ten samples on two ranks with batch size 1: Lightning shards the samples, each rank caches five, and each
-# rank's epoch-end hook sees half the epoch. A value logged without ``sync_dist`` is rank 0's own value;
-# ``sync_dist=True`` averages it over the ranks, which here equals the single-process value.
+# Ten samples on two ranks with batch size 1: :claim:`ddp-each-rank-own-shard`. :claim:`Unsynced-log-is-rank-0s`.
 assert ddp["world_size"] == WORLD_SIZE
-assert ddp["pid"] != os.getpid()  # rank 0 ran in a worker process, not in this one
-assert not ddp_model.layer.weight.equal(initial_weight)  # the workers' trained weights came back
-assert [ddp[f"cache_length/rank{rank}"] for rank in range(WORLD_SIZE)] == [5, 5]
-assert ddp["gathered_ndim"] == 1  # shape (world_size,)
-assert single_model.gathered_shape == () and single["gathered_ndim"] == 0
-assert single["cache_length/rank0"] == SAMPLES
-assert ddp["mean_sample"] != single["mean_sample"]
-assert ddp["mean_sample_synced"] == single["mean_sample"] == (SAMPLES - 1) / 2
-assert unsynced_warning.startswith("PossibleUserWarning")
-assert not any("'mean_sample_synced'" in line for line in rank0_warnings)
+assert ddp["pid"] != os.getpid() and not ddp_model.layer.weight.equal(initial_weight), (
+    "rank 0 ran in a worker process, and the workers' trained weights came back to this one"
+)
+assert [ddp[f"cache_length/rank{rank}"] for rank in range(WORLD_SIZE)] == [5, 5] and single[
+    "cache_length/rank0"
+] == SAMPLES, "each of the 2 ranks cached its own 5 of the 10 samples; one process cached all 10"
+assert ddp["gathered_ndim"] == 1 and single_model.gathered_shape == () and single["gathered_ndim"] == 0, (
+    "self.all_gather of a scalar has one entry per rank with 2 processes, and adds no dimension with 1"
+)
+assert (
+    ddp["mean_sample"] != single["mean_sample"]
+    and ddp["mean_sample_synced"] == single["mean_sample"] == (SAMPLES - 1) / 2
+), "without sync_dist the logged value is rank 0's own; with sync_dist=True the mean over the ranks"
+assert unsynced_warning.startswith("PossibleUserWarning") and not any(
+    "'mean_sample_synced'" in line for line in rank0_warnings
+), "Lightning warned about the epoch-level value logged without sync_dist, and only about that one"
 
 
 # %%
 # A dataset that does not divide by 2
 # -----------------------------------
-# Validation over 21 samples on 2 ranks. Lightning gives each rank a ``DistributedSampler``, which makes every
-# rank draw the same number of samples: it lists the dataset's indices, appends the first ones again up to a
-# multiple of the world size (here one: sample 0), and hands rank ``r`` every second index starting at ``r``.
+# Validation over 21 samples on 2 ranks: :claim:`distributed-sampler-repeats-a-sample` -- it lists the dataset's
+# indices, appends the first ones again up to a multiple of the world size (here one: sample 0), and hands rank
+# ``r`` every second index starting at ``r``.
 # Each rank caches 11 per-sample losses, so a cache gathered with ``self.all_gather`` holds 22 -- sample 0
 # twice. The module below is what a migration often writes: gather the per-sample losses and take their
 # mean. It also gathers which samples it saw (sample ``i`` is filled with ``i``), so the page can show the
@@ -231,8 +235,9 @@ print(f"mean of the gathered cache: {naive['val_loss_all_gathered']:.6f}; over t
 
 # %%
 # The gathered mean is off: it is the dataset's mean with sample 0 counted a second time.
-assert naive["gathered_samples"] == 22 and naive["distinct_samples"] == VAL_SAMPLES
-assert naive["rank1_last_sample"] == 0  # the padding: sample 0 again
+assert (
+    naive["gathered_samples"] == 22 and naive["distinct_samples"] == VAL_SAMPLES and naive["rank1_last_sample"] == 0
+), "Lightning's sampler gave each rank 11 of the 21 samples: rank 1's last is sample 0 again"
 doubled = (true_mean * VAL_SAMPLES + sample_0_loss) / (VAL_SAMPLES + 1)
 assert math.isclose(naive["val_loss_all_gathered"], doubled, rel_tol=1e-5)
 assert not math.isclose(naive["val_loss_all_gathered"], true_mean, rel_tol=1e-3)
@@ -280,11 +285,11 @@ class OwnShards(EqualLengthGather):
 
 @contextlib.contextmanager
 def standard_error_into(path):
-    """Standard error of this process and of the processes it starts (file descriptor 2, and torch's log) goes to
-    the file ``path`` inside the ``with`` block."""
+    """Standard error of this process and of the processes it starts (file descriptor 2, ``sys.stderr`` and torch's
+    log) goes to the file ``path`` inside the ``with`` block."""
     torch_log = logging.getLogger("torch")
     saved_handlers, saved_fd = torch_log.handlers, os.dup(2)
-    with open(path, "w") as file:
+    with open(path, "w") as file, contextlib.redirect_stderr(file):
         os.dup2(file.fileno(), 2)
         torch_log.handlers = [logging.StreamHandler(file)]
         try:
@@ -310,11 +315,13 @@ gloo_lines = [line.split("] ", 1)[-1] for line in workers_stderr.read_text().spl
 print("\n".join(gloo_lines))
 
 # %%
-# The two ranks sent 11 and 10 values to one ``all_gather``: gloo found a size it did not expect and aborted the
-# worker process, and the main process got the exception above. (On GPUs, NCCL may wait instead, until the process
-# group's timeout.)
-assert "SIGABRT" in str(unequal_error)
-assert any("Received data size doesn't match expected size" in line for line in gloo_lines)
+# The two ranks sent 11 and 10 values to one ``all_gather``: :claim:`all-gather-of-unequal-caches-aborts`, and the
+# main process got the exception above.
+assert isinstance(
+    unequal_error, (torch.multiprocessing.ProcessExitedException, torch.multiprocessing.ProcessRaisedException)
+) and any("Received data size doesn't match expected size" in line for line in gloo_lines), (
+    "gloo aborted the worker whose all_gather received caches of 11 and 10 values"
+)
 
 # %%
 # The recipe: gather the lengths, pad to the longest, keep ``len(dataset)``

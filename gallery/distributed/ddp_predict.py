@@ -2,11 +2,11 @@
 Predictions under DDP
 =====================
 
-With several processes, ``trainer.predict`` splits the samples between the ranks: each rank's ``predict_step`` sees
-only its share, and a cache kept in the module holds only that share. With ``strategy="ddp_fork"`` the processes
-that predicted are not the one that called ``trainer.predict``: what they kept stays with them. This page shows both
-on 2 CPU processes, then a ``BasePredictionWriter`` that gathers every rank's predictions on rank 0 and saves them
-in the dataset's order, one tensor per predict dataloader.
+This page predicts on 2 CPU processes with a module that caches its predictions, then with a
+``BasePredictionWriter`` that gathers every rank's predictions on rank 0 and saves them in the dataset's order, one
+tensor per predict dataloader.
+
+:claim:`Ddp-predict-shares-stay-in-workers`.
 """
 
 # %%
@@ -77,8 +77,7 @@ model = PredictionCache()
 # %%
 # What each rank kept, and what came back
 # ---------------------------------------
-# 21 samples on 2 processes. For prediction Lightning gives each rank a sampler that does not repeat samples, so the
-# shares are 11 and 10 samples.
+# 21 samples on 2 processes: :claim:`predict-sampler-does-not-repeat`.
 counts_folder = tempfile.mkdtemp()
 returned = make_trainer([RowsPerRank(counts_folder)], devices=WORLD_SIZE, strategy="ddp_fork").predict(
     model, predict_loader
@@ -89,16 +88,15 @@ print(f"trainer.predict returned {returned}")
 print(f"the module in this process has all_predictions: {hasattr(model, 'all_predictions')}")
 
 # %%
-# Each rank's cache held its own share, and none of it reached the process that called ``trainer.predict``: it got
-# ``None`` back, and its module never ran ``on_predict_epoch_end``.
-assert rows_per_rank == [11, 10]
-assert returned is None
-assert not hasattr(model, "all_predictions")
+# :claim:`Ddp-predict-shares-stay-in-workers`.
+assert rows_per_rank == [11, 10], "for prediction the 2 ranks got shares of 11 and 10 of the 21 samples"
+assert returned is None and not hasattr(model, "all_predictions"), (
+    "the process that called trainer.predict got None back, and its module never ran on_predict_epoch_end"
+)
 
 # %%
-# Asking for the return value does not help: with a strategy that forks or spawns, Lightning refuses
-# ``return_predictions=True`` in the worker processes, and the main process receives their error. When one worker
-# fails, torch stops the other one and says so in its log; the page keeps that log line (``torch_log``) to show it.
+# Asking for the return value does not help: :claim:`fork-refuses-return-predictions`. When one worker fails, the
+# other is stopped; the page keeps torch's log line about it (``torch_log``) to show it.
 torch_log = logging.handlers.BufferingHandler(capacity=100)
 torch_logger = logging.getLogger("torch")
 torch_logger.handlers, saved_handlers = [torch_log], torch_logger.handlers
@@ -115,17 +113,17 @@ for record in torch_log.buffer:
     print(f"torch: {re.sub(r'process [0-9]+', 'process <pid>', record.getMessage())}")
 
 # %%
-assert "return_predictions" in last_line and "spawn or fork" in last_line
+assert "return_predictions" in last_line and "spawn or fork" in last_line, (
+    "with ddp_fork, return_predictions=True is refused in the workers and the main process receives the error"
+)
 
 # %%
 # The recipe: a writer that gathers on rank 0
 # -------------------------------------------
 # .. recipe-domain:: ddp_predict_writer
 #
-# Lightning's ``BasePredictionWriter`` with ``write_interval="epoch"`` receives, on every rank, that rank's
-# predictions and the dataset indices of each of its batches (``batch_indices``, one list per dataloader) -- whatever
-# ``return_predictions`` says. The writer gathers both across the ranks with ``gather_rows`` (which, like
-# ``self.all_gather``, needs every rank to call it, and unlike it accepts shares of different sizes: it gathers the
+# :claim:`Ddp-writer-receives-each-ranks-share`. The writer gathers both across the ranks with ``gather_rows`` (which,
+# like ``self.all_gather``, needs every rank to call it, and unlike it accepts shares of different sizes: it gathers the
 # lengths first and pads to the longest), puts the rows back in the dataset's order, and rank 0 saves one tensor per
 # dataloader. ``all_predictions`` reads the file, in whichever process asks.
 
@@ -188,9 +186,12 @@ for name, (options, loaders) in runs.items():
 # In every run the saved file holds one tensor per dataloader, with every sample's prediction once, in the dataset's
 # order, equal to the model applied by hand (to float32 rounding: the workers computed them in batches of their
 # own). The same writer works with one process and with several, with one predict dataloader and with several.
-for saved, references in results.values():
-    assert len(saved) == len(references)
-    for predictions, reference in zip(saved, references, strict=True):
-        assert predictions.shape == reference.shape
-        assert torch.allclose(predictions, reference, rtol=1e-6, atol=1e-6)
+assert all(
+    len(saved) == len(references)
+    and all(
+        predictions.shape == reference.shape and torch.allclose(predictions, reference, rtol=1e-6, atol=1e-6)
+        for predictions, reference in zip(saved, references, strict=True)
+    )
+    for saved, references in results.values()
+), "with 1 and 2 processes the writer's file held every prediction once, in the dataset's order, per loader"
 assert [len(predictions) for predictions in results["2 processes, 2 loaders"][0]] == [21, 6]

@@ -2,19 +2,19 @@
 Every rank must make the same ``sync_dist`` calls
 =================================================
 
-``self.log(..., sync_dist=True)`` and ``self.log_dict(..., sync_dist=True)`` reduce each value across the ranks
-with a collective operation, which every rank must call, in the same order. Names that depend on what a rank
-cached -- one value per class the rank happened to see -- break that: the values of different names are averaged
-together, and some names are never logged. A value computed and logged only ``if self.trainer.is_global_zero``
-leaves the other ranks out of the collective altogether. This page runs both on 2 CPU processes and the fix: the
-same names on every rank, from sums and counts reduced across the ranks.
+This page runs, on 2 CPU processes, two ways of logging with ``sync_dist=True`` that give the ranks different
+calls -- names that depend on what a rank cached, and a value logged only ``if self.trainer.is_global_zero`` -- and
+the fix: the same names on every rank, from sums and counts reduced across the ranks.
+
+:claim:`Sync-dist-reduces-by-call-order`. :claim:`Rank-zero-only-sync-dist-fails`.
 """
 
 # %%
 # A labelled validation set
 # -------------------------
-# 12 samples of 4 classes. Lightning's distributed sampler hands rank 0 the samples 0, 2, 4, ... and rank 1 the
-# samples 1, 3, 5, ...: rank 0 sees classes 0, 1 and 2, rank 1 sees classes 0, 2 and 3.
+# 12 samples of 4 classes. The distributed sampler gives rank 0 the samples 0, 2, 4, ... and rank 1 the samples
+# 1, 3, 5, ... (:claim:`distributed-sampler-repeats-a-sample`; here nothing needs repeating): rank 0 sees classes 0,
+# 1 and 2, rank 1 sees classes 0, 2 and 3.
 import datetime
 import math
 import re
@@ -117,23 +117,24 @@ for c in range(NUM_CLASSES):
 #
 # The cause
 # ---------
-# Each name's value is reduced by its own collective call, in the order the rank logged it: rank 0's
-# ``val_loss_class1`` was averaged with rank 1's ``val_loss_class2``, rank 0's ``val_loss_class2`` with rank 1's
-# ``val_loss_class3``. The checks compute those pairs from each rank's own samples.
+# :claim:`Sync-dist-reduces-by-call-order`: rank 0's ``val_loss_class1`` was averaged with rank 1's
+# ``val_loss_class2``, rank 0's ``val_loss_class2`` with rank 1's ``val_loss_class3``. The checks compute those pairs
+# from each rank's own samples.
 rank_means = [class_means(by_keys_model, slice(rank, None, WORLD_SIZE)) for rank in range(WORLD_SIZE)]
-assert math.isclose(by_keys["val_loss_class0"], true_means[0], rel_tol=1e-5)
-assert math.isclose(by_keys["val_loss_class1"], (rank_means[0][1] + rank_means[1][2]) / 2, rel_tol=1e-5)
-assert math.isclose(by_keys["val_loss_class2"], (rank_means[0][2] + rank_means[1][3]) / 2, rel_tol=1e-5)
-assert "val_loss_class3" not in by_keys
+assert (
+    math.isclose(by_keys["val_loss_class0"], true_means[0], rel_tol=1e-5)
+    and math.isclose(by_keys["val_loss_class1"], (rank_means[0][1] + rank_means[1][2]) / 2, rel_tol=1e-5)
+    and math.isclose(by_keys["val_loss_class2"], (rank_means[0][2] + rank_means[1][3]) / 2, rel_tol=1e-5)
+    and "val_loss_class3" not in by_keys
+), "each sync_dist value was averaged with the other rank's value of the same call, whatever its name"
 assert not math.isclose(by_keys["val_loss_class1"], true_means[1], rel_tol=1e-3)
 
 # %%
 # Logging on rank 0 only
 # ----------------------
 # A common variant computes the value on rank 0 only. ``sync_dist=True`` then starts a collective call that rank 1
-# never joins. Rank 1 carries on: here it finishes ``fit`` and its process ends, and rank 0's call fails. (On GPUs
-# with NCCL, rank 0 may instead wait until the process group's timeout, 30 minutes by default: this run sets it to
-# 60 seconds.)
+# never joins: :claim:`rank-zero-only-sync-dist-fails`. (This run sets the process group's timeout to 60 seconds, in
+# case a backend waits for the missing rank instead.)
 
 
 class RankZeroOnly(PerClassLossByKeys):
@@ -157,14 +158,16 @@ print(f"{type(rank_zero_error).__name__}, from a worker process: {error_type}: {
 
 # %%
 # The worker whose collective call found no partner raised: its peer had gone.
-assert worker_error.startswith("RuntimeError") and re.search("Connection (closed|reset) by peer", worker_error)
+assert worker_error.startswith("RuntimeError") and re.search("Connection (closed|reset) by peer", worker_error), (
+    "rank 0's collective call failed: rank 1 had finished fit and its process had ended"
+)
 
 # %%
 # The fix: the same names on every rank
 # -------------------------------------
 # Log one value per class of the dataset, on every rank, in the same order. Each rank sums its losses per class and
 # counts its samples per class (zero for a class it did not see); ``self.trainer.strategy.reduce`` adds both up across
-# the ranks (with one process it returns them as they are), and every rank divides the same totals. ``sync_dist=True``
+# the ranks, and every rank divides the same totals (checked with one process too). ``sync_dist=True``
 # then averages identical values, as Lightning recommends for epoch-level values under DDP. The cache is emptied
 # when each validation run starts as well as when it ends.
 
@@ -212,7 +215,8 @@ for name, devices in (("2 processes", WORLD_SIZE), ("1 process", 1)):
 # ----------------------
 # Every class is logged, with 2 processes and with 1, and each value is the class's mean over the whole validation
 # set, computed by hand.
-for logged, true_means in results.values():
-    assert set(logged) == {f"val_loss_class{c}" for c in range(NUM_CLASSES)}
-    for c in range(NUM_CLASSES):
-        assert math.isclose(logged[f"val_loss_class{c}"], true_means[c], rel_tol=1e-5)
+assert all(
+    set(logged) == {f"val_loss_class{c}" for c in range(NUM_CLASSES)}
+    and all(math.isclose(logged[f"val_loss_class{c}"], true_means[c], rel_tol=1e-5) for c in range(NUM_CLASSES))
+    for logged, true_means in results.values()
+), "with the same names on every rank, each class's logged value is its mean over the dataset"

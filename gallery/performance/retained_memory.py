@@ -2,33 +2,31 @@
 Retained memory at epoch end
 ============================
 
-**The conclusion first:** the old ``outputs`` contract keeps every step's returned tensors until the epoch
-ends, so what it holds grows with the length of the epoch and the size of each step's output; module-side
-caching, callback-side caching and a torchmetrics metric keep a scalar per step, or nothing per step. With a
-model that returns its logits, from 1,000 steps on every replacement keeps at least 100 times fewer bytes --
-asserted below, on the Lightning that built this page. The figure is measured further down this page:
+**The conclusion first:** the figure shows the tensor bytes each way of computing an epoch-end value keeps at the
+end of an epoch, against the steps in it, as measured further down this page; the sentences under it say what it
+shows, each one checked by this page's asserts on the Lightning that built it.
 
 .. image:: /examples/performance/images/sphx_glr_retained_memory_001.png
    :alt: Tensor bytes retained at epoch end against steps in the epoch, log-log, for the two model shapes:
          the old contract grows far above the three replacements when steps return logits.
 
-Lightning 1.x kept the dictionary every ``training_step`` returned until the epoch ended, so that
-``training_epoch_end(outputs)`` could receive it. This page measures how many bytes that contract holds at
-epoch end, next to module-side caching, callback-side caching and a torchmetrics metric, for epochs of 100 to
-10,000 steps. What each approach costs in time is measured on
-:doc:`Time per epoch of each approach </examples/performance/time_per_epoch>`.
+:claim:`Replacements-keep-one-element-per-step`, and :claim:`hundredfold-with-logits`.
+:claim:`Old-contract-bytes-per-step`. The form of the cached loss matters: :claim:`mse-loss-keeps-elementwise-buffer`,
+while :claim:`detach-clone-keeps-one-element`.
+
+The page measures the old ``outputs`` contract, module-side caching, callback-side caching and a torchmetrics metric
+for epochs of 100 to 10,000 steps, and what one cached loss keeps, form by form. What each approach costs in time is
+measured on :doc:`Time per epoch of each approach </examples/performance/time_per_epoch>`.
 """
 
 # %%
 # What "the old contract" is on this page
 # ---------------------------------------
-# The Lightning this page runs on no longer keeps outputs, so the page reproduces exactly what 1.x kept.
-# Lightning 1.5 to 1.9 (``TrainingEpochLoop.advance`` in ``training_epoch_loop.py``) appended, for every batch,
-# the dictionary ``ClosureResult.asdict()`` built from what ``training_step`` returned -- the loss detached and
-# cloned, every other key as returned -- whenever ``training_epoch_end`` was overridden, and let it go only when
-# the next epoch started. Lightning 2.x still builds that dictionary with the same ``ClosureResult`` and passes
-# it to ``on_train_batch_end`` as ``outputs``: a callback that appends it there keeps what 1.x kept. The run
-# below checks the two properties that matter for memory: the kept loss is detached, and it is a copy.
+# Since :claim:`epoch-end-hooks-removed-in-2-0`, this page reproduces what 1.x kept. The recorded
+# runs of the last 1.x releases say what that was: :claim:`old-outputs-on-1-9-5`;
+# :claim:`old-list-loss-detached-copy`; :claim:`old-list-kept-until-training-epoch-end`. The run below checks that
+# :claim:`closure-result-outputs-on-2x`: a callback that appends that dictionary in ``on_train_batch_end`` keeps what
+# 1.9.5 kept.
 import ctypes
 import gc
 
@@ -38,6 +36,7 @@ import matplotlib.pyplot as plt
 import psutil
 import torch
 import torchmetrics
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from lightning.pytorch.loops.optimization.automatic import ClosureResult
 from torch import nn
 from torch.nn import functional as F
@@ -77,7 +76,8 @@ def retained_bytes(cache):
 # One linear classifier, two things ``training_step`` can return: only the loss, or the loss and the
 # per-sample logits (``BATCH`` x ``CLASSES``, detached -- returning them attached would also keep each
 # batch's autograd graph alive, which the byte count below would not even see). With ``caches_loss`` the
-# module itself appends the detached loss: that is module-side caching.
+# module itself appends ``loss.detach().clone()``, one element, as the module-side recipes do: that is module-side
+# caching (what each form of the cached loss keeps is measured below).
 
 
 class Classifier(pl.LightningModule):
@@ -92,7 +92,7 @@ class Classifier(pl.LightningModule):
         logits = self.layer(features)
         loss = F.cross_entropy(logits, labels)
         if self.caches_loss:
-            self.step_losses.append(loss.detach())
+            self.step_losses.append(loss.detach().clone())
         return {"loss": loss, "logits": logits.detach()} if self.returns_logits else {"loss": loss}
 
     def on_train_epoch_end(self):
@@ -128,7 +128,7 @@ class NoCache(Approach):
 
 
 class OldContract(Approach):
-    """What Lightning 1.x kept: every batch's ``outputs`` dictionary, until the epoch ends."""
+    """What Lightning 1.x kept: every batch's ``outputs`` dictionary, until ``training_epoch_end`` has run."""
 
     def __init__(self):
         self.outputs = []
@@ -208,8 +208,8 @@ STYLES = {
 # %%
 # Real epochs with a Trainer
 # --------------------------
-# Every approach (and the no-cache baseline) trains real one-epoch fits of 20 and 100 steps on the
-# installed Lightning, and records what it holds at the end of each.
+# Real one-epoch fits of 20 and 100 steps, on the installed Lightning, for every approach and the no-cache
+# baseline: each notes the bytes of its cache at the end of the epoch.
 
 
 def fit(approach_cls, returns_logits, steps):
@@ -242,16 +242,108 @@ for shape, returns_logits in SHAPES.items():
                 assert model.step_losses == []
 
 # %%
-# Is the dictionary Lightning hands to ``on_train_batch_end`` really a detached copy of the loss, as the
-# old contract's was? One ``training_step`` through Lightning's own ``ClosureResult`` answers it.
+# The ``outputs`` of 2.x and the old contract's list
+# --------------------------------------------------
+# One ``training_step`` through Lightning's own ``ClosureResult``, which the long epochs below use to build
+# ``outputs`` by hand (they check that it keeps exactly the bytes of real fits): what the dictionary holds.
 probe = Classifier(returns_logits=True)
 batch = (torch.randn(BATCH, FEATURES), torch.randint(CLASSES, (BATCH,)))
 step_output = probe.training_step(batch, 0)
 kept = ClosureResult.from_training_step_output(step_output).asdict()
 print(f"kept keys: {sorted(kept)}; loss requires grad: {kept['loss'].requires_grad}")
-assert sorted(kept) == ["logits", "loss"] and not kept["loss"].requires_grad
-assert kept["loss"].untyped_storage().data_ptr() != step_output["loss"].untyped_storage().data_ptr()
-assert kept["logits"] is step_output["logits"]
+assert (
+    sorted(kept) == ["logits", "loss"]
+    and not kept["loss"].requires_grad
+    and kept["loss"].untyped_storage().data_ptr() != step_output["loss"].untyped_storage().data_ptr()
+    and kept["logits"] is step_output["logits"]
+), "outputs holds a detached copy of the loss and the other keys as training_step returned them"
+
+
+# %%
+# What one cached loss keeps
+# --------------------------
+# A loss is a 0-d tensor, one element, but what a cache keeps alive is its *storage*, which can be larger.
+# ``BoringModel``, Lightning's demo module and the module of this guide's recipe pages, computes ``F.mse_loss``
+# over its (batch, 2) outputs; this page's classifier computes ``F.cross_entropy``. For each, one training step of a
+# real fit: the storage of the loss ``training_step`` returned, of the forms a module can cache, and of the
+# ``outputs["loss"]`` of ``on_train_batch_end`` (``.item()`` is a Python float: no tensor storage).
+
+
+def storage_bytes(value):
+    """Bytes of the storage a tensor keeps alive; 0 for a Python number."""
+    return value.untyped_storage().nbytes() if isinstance(value, torch.Tensor) else 0
+
+
+class LossForms(pl.Callback):
+    """Notes, in the first step, the storage of each form of the loss the module returned, and of ``outputs``."""
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        loss = pl_module.last_loss
+        self.bytes = {  # the columns: the loss, .detach(), .detach().clone(), .item(), the outputs["loss"] received
+            "loss": storage_bytes(loss),
+            ".detach()": storage_bytes(loss.detach()),
+            "+.clone()": storage_bytes(loss.detach().clone()),
+            ".item()": storage_bytes(loss.item()),
+            "outputs": storage_bytes(outputs["loss"]),
+        }
+
+
+def keeps_last_loss(module_class):
+    class KeepsLastLoss(module_class):
+        def training_step(self, batch, batch_idx):
+            output = super().training_step(batch, batch_idx)
+            self.last_loss = output["loss"]  # for the check, beside the module's own code
+            return output
+
+    return KeepsLastLoss
+
+
+per_entry = {}
+for batch_size in (64, 256):
+    for name, module, data in (
+        ("BoringModel", keeps_last_loss(BoringModel)(), RandomDataset(32, batch_size)),
+        (
+            "classifier",
+            keeps_last_loss(Classifier)(returns_logits=False),
+            TensorDataset(torch.randn(batch_size, FEATURES), torch.randint(CLASSES, (batch_size,))),
+        ),
+    ):
+        forms = LossForms()
+        trainer = pl.Trainer(
+            max_steps=1,
+            callbacks=[forms],
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
+        trainer.fit(module, DataLoader(data, batch_size=batch_size))
+        per_entry[name, batch_size] = forms.bytes
+wide = torch.randn(256, 1000, requires_grad=True)
+wide_loss = F.mse_loss(wide, torch.ones_like(wide))
+print("Loss storage kept, in bytes (BoringModel: F.mse_loss, classifier: F.cross_entropy);")
+print("'outputs' is the outputs['loss'] that on_train_batch_end receives.")
+print(f"{'':<30}" + "".join(f"{form:>10}" for form in forms.bytes))
+for (name, batch_size), forms_bytes in per_entry.items():
+    print(f"{name + f', batch {batch_size}':<30}" + "".join(f"{n:>10,}" for n in forms_bytes.values()))
+print(f"F.mse_loss over (256, 1000) outputs: .detach() keeps {storage_bytes(wide_loss.detach()):,} bytes")
+
+# %%
+# :claim:`Mse-loss-keeps-elementwise-buffer` (``.detach()`` is a view of the same storage), while
+# :claim:`detach-clone-keeps-one-element`. :claim:`Callback-outputs-loss-one-element`, and
+# :claim:`cross-entropy-one-element`. So a module that caches a scalar of ``BoringModel``'s kind caches
+# ``loss.detach().clone()`` (or ``loss.item()``, a plain float), as the approaches below do.
+assert (
+    all(per_entry["BoringModel", b]["loss"] == per_entry["BoringModel", b][".detach()"] == b * 2 * 4 for b in (64, 256))
+    and storage_bytes(wide_loss.detach()) == 256 * 1000 * 4
+), "F.mse_loss's loss and its .detach() keep the whole buffer"
+assert all(forms_bytes["+.clone()"] == 4 and forms_bytes[".item()"] == 0 for forms_bytes in per_entry.values()), (
+    ".detach().clone() keeps one float32 element and .item() no tensor"
+)
+assert all(forms_bytes["outputs"] == 4 for forms_bytes in per_entry.values()), (
+    "the loss on_train_batch_end receives is a one-element copy"
+)
+assert all(per_entry["classifier", b][".detach()"] == 4 for b in (64, 256)), "F.cross_entropy's loss is one element"
 
 # %%
 # Long epochs without a Trainer
@@ -307,11 +399,16 @@ def drive(names, returns_logits, checkpoints, keep_alive):
     return measured
 
 
-for shape, returns_logits in SHAPES.items():
-    small = drive(["no cache", *APPROACHES], returns_logits, TRAINER_STEPS, keep_alive=[])
-    for name, measured in small.items():
-        for steps in TRAINER_STEPS:
-            assert measured[steps][0] == trainer_bytes[shape, name, steps], (shape, name, steps)
+small = {
+    shape: drive(["no cache", *APPROACHES], returns_logits, TRAINER_STEPS, keep_alive=[])
+    for shape, returns_logits in SHAPES.items()
+}
+assert all(
+    small[shape][name][steps][0] == trainer_bytes[shape, name, steps]
+    for shape in SHAPES
+    for name in small[shape]
+    for steps in TRAINER_STEPS
+), "driven by hand, every approach keeps exactly the bytes it kept in the Trainer's fits"
 
 direct = {}  # (shape, approach) -> {steps: (retained bytes, RSS growth)}
 for name, measured in drive(list(APPROACHES), False, CHECKPOINTS, keep_alive=[]).items():
@@ -343,45 +440,47 @@ figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", 
 plt.show()
 
 # %%
-# The headline, asserted: with the logits model and 1,000 steps or more, every replacement retains at
-# least 100 times less than the old contract, and a scalar cache stays within 8 bytes per step plus a small
-# constant (a float32 scalar is 4 bytes; ``MeanMetric`` keeps a constant two).
-for n in CHECKPOINTS:
-    old = direct["loss + logits", "old contract (1.x outputs)"][n][0]
-    for name in ("module-side cache", "callback-side cache", "torchmetrics MeanMetric"):
-        for shape in SHAPES:
-            kept_bytes = direct[shape, name][n][0]
-            assert kept_bytes <= 8 * n + 64, (shape, name, n, kept_bytes)
-            if shape == "loss + logits" and n >= 1_000:
-                assert old >= 100 * kept_bytes, (name, n, old, kept_bytes)
-    assert (
-        direct["loss + logits", "torchmetrics MeanMetric"][n][0]
-        == direct["loss only", "torchmetrics MeanMetric"][100][0]
-    )
-assert direct["loss only", "torchmetrics MeanMetric"][100][0] == 2 * 4  # two float32 scalars: the sum and the weight
-
-# %%
 # Bytes per step
 # --------------
-# Retained bytes grow exactly linearly: the per-step cost is the slope between the first and last
-# checkpoints, the constant what is left at zero steps. The old contract's per-step cost is the size of what
-# ``training_step`` returned.
-per_step = {}
+# :claim:`Linear-growth`: the per-step cost is the slope between the first and last checkpoints, the constant
+# what is left at zero steps. :claim:`Old-contract-bytes-per-step`.
+OLD = "old contract (1.x outputs)"
+REPLACEMENTS = ("module-side cache", "callback-side cache", "torchmetrics MeanMetric")
+per_step, constant = {}, {}
 for (shape, name), measured in direct.items():
     n0, n1 = CHECKPOINTS[0], CHECKPOINTS[-1]
     b0, b1 = measured[n0][0], measured[n1][0]
     per_step[shape, name] = (b1 - b0) / (n1 - n0)
-    constant = b0 - per_step[shape, name] * n0
-    assert all(b == constant + per_step[shape, name] * n for n, (b, _) in measured.items())
-    print(f"{name:<27} {shape:<14} {per_step[shape, name]:>7.1f} B/step + {constant:>3.0f} B")
+    constant[shape, name] = b0 - per_step[shape, name] * n0
+    print(f"{name:<27} {shape:<14} {per_step[shape, name]:>7.1f} B/step + {constant[shape, name]:>3.0f} B")
 logits_bytes = BATCH * CLASSES * 4  # float32 logits of one batch
-assert per_step["loss + logits", "old contract (1.x outputs)"] == logits_bytes + 4
+assert all(
+    b == constant[key] + per_step[key] * n for key, measured in direct.items() for n, (b, _) in measured.items()
+), "every approach keeps a constant plus a fixed number of bytes per step"
+assert per_step["loss only", OLD] == 4 and per_step["loss + logits", OLD] == logits_bytes + 4, (
+    "the old contract keeps, per step, the bytes of what training_step returned"
+)
+
+# %%
+# The headline, asserted: :claim:`replacements-keep-one-element-per-step` (a ``MeanMetric`` keeps its sum and its
+# weight), and :claim:`hundredfold-with-logits`.
+assert all(
+    (per_step[shape, name], constant[shape, name]) == ((0, 2 * 4) if name == REPLACEMENTS[2] else (4, 0))
+    for shape in SHAPES
+    for name in REPLACEMENTS
+), "the replacements keep one float32 element per step, or a constant 8 bytes"
+assert all(
+    direct["loss + logits", OLD][n][0] >= 100 * direct["loss + logits", name][n][0]
+    for name in REPLACEMENTS
+    for n in CHECKPOINTS
+    if n >= 1_000
+), "from 1,000 steps each replacement keeps at least 100 times fewer bytes than the old contract"
 
 # %%
 # The same caches in process RSS
 # ------------------------------
 # RSS growth while each cache filled (MiB, 2**20 bytes). It counts what the byte count leaves out -- each
-# cached scalar is a whole tensor object around its 4 bytes of data -- but it is coarse: the allocators hand out
+# cached element sits in a whole tensor object -- but it is coarse: the allocators hand out
 # memory in pages and reuse pools that earlier work left, so the scalar caches' figures move from one run to
 # the next, and two caches that hold the same data can differ. Only what stands far above that noise is
 # asserted: the old contract's growth against the others'.
@@ -418,9 +517,9 @@ print(
     f"  {STEPS:,} x ({per_step['loss only', 'old contract (1.x outputs)']:.0f} + "
     f"{bytes_per_logit:.0f} x {BIG_BATCH} x {BIG_CLASSES}) bytes"
 )
-print(f"callback-side scalar cache: {scalar_total / 1e6:.0f} MB of tensor data =")
+print(f"callback-side cache: {scalar_total / 1e6:.0f} MB of tensor data =")
 print(f"  {STEPS:,} x {per_step['loss + logits', 'callback-side cache']:.0f} bytes,")
-print(f"  plus a tensor object around each of the {STEPS:,} scalars")
+print(f"  plus a tensor object around each of the {STEPS:,} elements")
 metric_bytes = direct["loss + logits", "torchmetrics MeanMetric"][CHECKPOINTS[-1]][0]
 print(f"torchmetrics MeanMetric: {metric_bytes} bytes, whatever the epoch's length")
 assert old_total > 1e12 and scalar_total == 4 * STEPS

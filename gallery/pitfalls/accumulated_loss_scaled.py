@@ -2,10 +2,11 @@
 ``outputs["loss"]`` under gradient accumulation
 ===============================================
 
-With ``accumulate_grad_batches=N`` Lightning divides each step's loss by ``N`` before the backward pass, and the
-loss it hands to ``on_train_batch_end`` is that divided value. A callback that caches ``outputs["loss"]`` as it
-comes reports an epoch mean ``N`` times too small. This page measures the factor batch by batch -- a last
-accumulation window shorter than ``N`` included -- and shows the fix holding.
+This page measures, batch by batch, the ``outputs["loss"]`` of ``on_train_batch_end`` under gradient
+accumulation -- a last accumulation window shorter than ``N`` included -- and shows the fix holding.
+
+:claim:`Accumulation-divides-outputs-loss`: a callback that caches ``outputs["loss"]`` as it comes reports an epoch
+mean ``N`` times too small.
 """
 
 # %%
@@ -44,7 +45,7 @@ class NaiveEpochLossCallback(pl.Callback):
 # --------------------
 # Two small callbacks record what the page compares, without touching the recipe: the weights and the batch
 # each training step is computed with (for a loss computed by hand with plain PyTorch), and the value of
-# ``outputs["loss"]`` each ``on_train_batch_end`` receives.
+# each ``outputs["loss"]``.
 
 
 class StepInputs(pl.Callback):
@@ -129,19 +130,20 @@ print(f"outputs['loss'] requires grad: {set(seen.requires_grad)}")
 # Every ``outputs["loss"]`` is the step's loss divided by 3 -- in the short last window too, where only two
 # batches accumulate -- and so is the naive callback's epoch mean.
 assert trainer.num_training_batches == 5 and trainer.global_step == 2 * EPOCHS  # windows 0-2 and 3-4 per epoch
-assert all(math.isclose(ratio, ACCUMULATE, rel_tol=1e-5) for ratio in ratios)
+assert all(math.isclose(ratio, ACCUMULATE, rel_tol=1e-5) for ratio in ratios), (
+    "every outputs['loss'] is the step's loss divided by accumulate_grad_batches, the short last window's too"
+)
 assert len(naive_logged) == EPOCHS
 for logged, expected in zip(naive_logged, naive_reference, strict=True):
     assert math.isclose(expected / logged, ACCUMULATE, rel_tol=1e-5)
-assert seen.requires_grad == [False] * 5 * EPOCHS
+assert seen.requires_grad == [False] * 5 * EPOCHS, "outputs['loss'] does not require grad"
 
 # %%
 # The cause
 # ---------
 # Gradient accumulation sums the gradients of ``N`` backward passes before one optimizer step; dividing each loss
-# by ``N`` makes that sum the gradient of the window's mean loss. Lightning divides by
-# ``trainer.accumulate_grad_batches`` whatever the window's length, and ``outputs["loss"]`` is a detached copy of
-# the divided loss (it does not require grad).
+# by ``N`` makes that sum the gradient of the window's mean loss. :claim:`Accumulation-divides-outputs-loss`, and
+# :claim:`accumulated-outputs-loss-detached`.
 #
 # The fix
 # -------

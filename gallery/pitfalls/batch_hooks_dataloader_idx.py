@@ -2,10 +2,11 @@
 The ``dataloader_idx`` argument of the batch hooks
 ==================================================
 
-Lightning 1.7 removed ``dataloader_idx`` from ``on_train_batch_start`` and ``on_train_batch_end``: training
-uses one (possibly combined) dataloader. Since 2.0, ``on_validation_batch_end``, ``on_test_batch_end`` and
-``on_predict_batch_end`` receive ``dataloader_idx`` only when there are several dataloaders. This page runs the
-old shapes, then the signatures to write today, in a module and in a callback.
+This page runs the old shapes of the batch hooks that took ``dataloader_idx``, then the signatures to write today,
+in a module and in a callback.
+
+:claim:`Train-batch-hooks-dataloader-idx-removed`: training uses one (possibly combined) dataloader.
+:claim:`Eval-batch-hooks-dataloader-idx-only-with-several`.
 """
 
 # %%
@@ -55,10 +56,10 @@ for model, run in ((OldTrainBatchStart(), "fit"), (OldValidationBatchEnd(), "val
         print(f"{type(err).__name__}: {err}")
 
 # %%
-# The training hook fails with a ``TypeError`` (Lightning no longer passes the argument); Lightning itself
-# rejects the validation hook before validation starts, naming the argument.
-assert [type(err) for err in errors] == [TypeError, RuntimeError]
-assert all("dataloader_idx" in str(err) for err in errors)
+# :claim:`Train-batch-hooks-called-without-dataloader-idx`; :claim:`required-eval-dataloader-idx-refused`.
+assert [type(err) for err in errors] == [TypeError, RuntimeError] and all(
+    "dataloader_idx" in str(err) for err in errors
+), "the training hook fails with TypeError, the validation hook is refused with RuntimeError, both naming the argument"
 
 # %%
 # The fix: drop it for training, default it to ``0`` elsewhere
@@ -124,12 +125,14 @@ for hook in dict(model.calls):
     print(f"{hook}: dataloader_idx of each call {[idx for name, idx in model.calls if name == hook]}")
 
 # %%
-# Every hook ran once per batch, in the module and in the callback alike; with one loader the default ``0``
-# stood in, with two Lightning passed each loader's index.
+# Every hook ran once per batch, in the module and in the callback alike:
+# :claim:`eval-batch-hooks-dataloader-idx-only-with-several`.
 expected = (
     [("on_train_batch_start", None), ("on_train_batch_end", None)] * 2
     + [("on_validation_batch_end", 0)]
     + [("on_test_batch_end", 0), ("on_test_batch_end", 1), ("on_test_batch_end", 1)]
     + [("on_predict_batch_end", 0), ("on_predict_batch_end", 1), ("on_predict_batch_end", 1)]
 )
-assert model.calls == callback.calls == expected
+assert model.calls == callback.calls == expected, (
+    "each batch hook ran once per batch; the default 0 stood in with one loader, with two each loader's index came"
+)

@@ -2,10 +2,12 @@
 A callback that still asks for ``outputs``
 ==========================================
 
-``Callback.on_train_epoch_end(self, trainer, pl_module, outputs)`` lost its ``outputs`` argument in
-Lightning 1.5. A callback that still declares it trains through the whole first epoch and then fails; one
-that gave ``outputs`` a default value never fails -- and never receives anything. The fix collects the
-values in ``on_train_batch_end``.
+This page runs a callback that still declares the ``outputs`` argument of
+``Callback.on_train_epoch_end(self, trainer, pl_module, outputs)``, then one that gave it a default value, and the
+fix: collect the values in ``on_train_batch_end``.
+
+:claim:`Outputs-argument-deprecated-and-removed`. :claim:`Callback-outputs-hook-fails-after-an-epoch`;
+:claim:`outputs-default-never-fails-receives-none`.
 """
 
 # %%
@@ -68,13 +70,14 @@ print(f"training batches run before the failure: {counter.batches}; optimizer st
 
 # %%
 # Both batches of the first epoch ran; the error came when the epoch ended.
-assert error is not None, "the old callback trained without an error"
-assert counter.batches == trainer.global_step == 2
+assert error is not None and counter.batches == trainer.global_step == 2, (
+    "the callback's on_train_epoch_end(outputs) raised TypeError after both batches of the first epoch"
+)
 
 # %%
 # A default value hides the problem
 # ---------------------------------
-# ``outputs=None`` makes the call valid. The hook now runs at every epoch end -- and always sees ``None``.
+# ``outputs=None`` makes the call valid: :claim:`outputs-default-never-fails-receives-none`.
 
 
 class SilentCallback(pl.Callback):
@@ -89,13 +92,13 @@ silent = SilentCallback()
 trainer = make_trainer([silent])
 trainer.fit(BoringModel(), train_loader)
 print(f"outputs received at each epoch end: {silent.received}")
-assert silent.received == [None, None]
+assert silent.received == [None, None], "a default outputs=None receives None at every epoch end"
 
 # %%
 # The cause
 # ---------
-# Lightning calls ``on_train_epoch_end(trainer, pl_module)``: the epoch's outputs are not kept anywhere for
-# it. Each batch's output is still passed to ``on_train_batch_end``.
+# :claim:`Extra-parameters-never-passed`; no list of the epoch's outputs is kept for it.
+# :claim:`Train-batch-end-receives-outputs`.
 #
 # The fix
 # -------
@@ -103,8 +106,9 @@ assert silent.received == [None, None]
 #
 # Collect in ``on_train_batch_end``, reduce, log and clear in ``on_train_epoch_end(trainer, pl_module)``. As on
 # :doc:`Callback-side caching </examples/core/callback_side_caching>`, the callback skips a batch whose ``outputs`` is
-# empty (a step that returned ``None``, manual optimization returning nothing), multiplies back the loss Lightning
-# divided by ``accumulate_grad_batches``, and logs nothing for an epoch without a cached loss.
+# empty (a step that returned ``None``, manual optimization returning nothing), multiplies back the loss divided by
+# ``accumulate_grad_batches`` (:doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`), and logs
+# nothing for an epoch without a cached loss.
 
 
 class CachingCallback(pl.Callback):
@@ -126,7 +130,7 @@ class CachingCallback(pl.Callback):
 
 
 # %%
-# The checks beside it: Lightning's ``CSVLogger`` keeps what the callback logs, and the reference is the same
+# The checks beside it: a ``CSVLogger`` keeps what the callback logs, and the reference is the same
 # training as a plain PyTorch loop from the same initial weights, with the optimizer and scheduler
 # ``BoringModel.configure_optimizers`` returns.
 pl.seed_everything(4, verbose=False)
@@ -159,8 +163,8 @@ for epoch, (mean, expected) in enumerate(zip(logged, reference_means, strict=Tru
 # %%
 # One logged mean per epoch over both batches, equal to the plain loop's; the cache is empty afterwards. The
 # :doc:`scenario matrix </reference/scenarios>` runs this same class under gradient accumulation, skipped
-# batches, manual optimization, several validation runs per epoch, monitoring callbacks and DDP (where the value
-# logged is rank 0's own, as the old ``outputs`` list held rank 0's batches).
+# batches, manual optimization, several validation runs per epoch, monitoring callbacks and DDP:
+# :claim:`callback-outputs-fix-ddp-logs-rank-0` (:claim:`old-ddp-lists-per-rank`).
 assert len(logged) == 2
 for mean, expected in zip(logged, reference_means, strict=True):
     assert math.isclose(mean, expected, rel_tol=1e-6)

@@ -3,11 +3,11 @@ Empty ``outputs``: a skipped batch, manual optimization, a validation step that 
 =========================================================================================
 
 A ``training_step`` may return ``None`` to skip a batch, and under manual optimization it may return nothing at
-all. For those batches ``on_train_batch_end`` receives an empty ``outputs``, and a callback that reads
-``outputs["loss"]`` stops the training with a ``KeyError``. This page shows what the callback receives in each
-case -- manual optimization that returns the loss included -- and the fix: skip the empty ``outputs``. The last
-section does the same for ``on_validation_batch_end``, whose ``outputs`` is exactly what ``validation_step``
-returned: ``None`` for a step that only logs, the loss itself for a step that returns it.
+all. This page shows the ``outputs`` of a callback's ``on_train_batch_end`` in each case -- manual optimization that
+returns the loss included --, the ``KeyError`` of a callback that reads ``outputs["loss"]``, and the fix: skip the
+empty ``outputs``. The last section does the same for ``on_validation_batch_end``.
+
+:claim:`Empty-outputs-for-none-and-manual`. :claim:`Validation-outputs-as-returned`.
 """
 
 # %%
@@ -59,8 +59,8 @@ class ManualReturnsNothing(ManualOptimization):
 # %%
 # The naive callback and the checks beside it
 # -------------------------------------------
-# The callback caches ``outputs["loss"]``. Beside it, two small callbacks record what the page compares: what
-# each ``on_train_batch_end`` receives, and the weights and batch each step is computed with (for a loss
+# The callback caches ``outputs["loss"]``. Beside it, two small callbacks record what the page compares: the
+# ``outputs`` of each ``on_train_batch_end``, and the weights and batch each step is computed with (for a loss
 # computed by hand with plain PyTorch). They come first in the list, so they see a batch before the naive
 # callback fails on it.
 
@@ -88,10 +88,12 @@ class OutputsSeen(pl.Callback):
 class StepInputs(pl.Callback):
     def __init__(self):
         self.steps = []  # (epoch, batch_idx, batch, weights before the step)
+        self.global_steps = []  # trainer.global_step before each step
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         weights = {name: value.detach().clone() for name, value in pl_module.state_dict().items()}
         self.steps.append((trainer.current_epoch, batch_idx, batch.clone(), weights))
+        self.global_steps.append(trainer.global_step)
 
 
 def loss_by_hand(weights, batch):
@@ -153,19 +155,31 @@ for module_class in (SkipsBatchOne, ManualReturnsNothing):
 # %%
 # Both are ``KeyError: 'loss'``, raised at the first batch whose ``outputs`` is empty: batch 1 for the skipped
 # batch, batch 0 under manual optimization returning nothing.
-for name, failing_batch in (("SkipsBatchOne", 1), ("ManualReturnsNothing", 0)):
-    seen, error = symptoms[name]
-    assert isinstance(error, KeyError) and error.args == ("loss",)
-    assert seen.outputs[-1] == (failing_batch, {})
-    assert all(outputs for batch_idx, outputs in seen.outputs[:-1])
+assert all(
+    isinstance(error, KeyError)
+    and error.args == ("loss",)
+    and seen.outputs[-1] == (failing_batch, {})
+    and all(outputs for batch_idx, outputs in seen.outputs[:-1])
+    for (seen, error), failing_batch in ((symptoms["SkipsBatchOne"], 1), (symptoms["ManualReturnsNothing"], 0))
+), "outputs is {} for a step that returned None and under manual optimization returning nothing"
 
 # %%
 # The cause
 # ---------
-# Under automatic optimization Lightning builds ``outputs`` from what ``training_step`` returned; a step that
-# returns ``None`` has no loss, no backward pass and no optimizer step, and ``outputs`` is ``{}``. Under manual
-# optimization ``outputs`` is what the step returned, its ``"loss"`` detached -- nothing gives ``{}``, a loss
-# gives ``{"loss": ...}``, the loss itself, detached:
+# Under automatic optimization ``outputs`` is built from what ``training_step`` returned: a step that returns
+# ``None`` has no loss and no backward pass, and ``outputs`` is ``{}``. :claim:`None-step-still-steps-optimizer`:
+_, skipped, _, _ = train(SkipsBatchOne, pl.Callback())
+before = {(epoch, batch_idx): weights for epoch, batch_idx, _, weights in skipped.steps}
+unchanged = all(
+    torch.equal(before[epoch, 1][name], before[epoch, 2][name]) for epoch in (0, 1) for name in before[epoch, 1]
+)
+print(f"weights unchanged across the skipped batch: {unchanged}; global_step before each batch: {skipped.global_steps}")
+assert unchanged and skipped.global_steps == list(range(8)), (
+    "a step that returned None left the weights as they were, and its optimizer step was still counted"
+)
+
+# %%
+# :claim:`Manual-outputs-loss-detached` -- nothing gives ``{}``, a loss gives ``{"loss": ...}``:
 seen, inputs, _, error = train(ManualOptimization, NaiveEpochLossCallback())
 manual_outputs = [outputs for _, outputs in seen.outputs]
 by_hand = [loss_by_hand(weights, batch) for _, _, batch, weights in inputs.steps]
@@ -174,7 +188,9 @@ print(f"keys: {sorted({key for outputs in manual_outputs for key in outputs})}")
 ratios = [outputs["loss"].item() / hand for outputs, hand in zip(manual_outputs, by_hand, strict=True)]
 print(f"outputs['loss'] / loss by hand: {[round(ratio, 6) for ratio in ratios]}")
 assert error is None and len(manual_outputs) == len(by_hand) == 8
-assert all(list(outputs) == ["loss"] and not outputs["loss"].requires_grad for outputs in manual_outputs)
+assert all(list(outputs) == ["loss"] and not outputs["loss"].requires_grad for outputs in manual_outputs), (
+    "under manual optimization outputs is {'loss': the returned loss, detached}"
+)
 assert all(math.isclose(ratio, 1, rel_tol=1e-6) for ratio in ratios)
 
 # %%
@@ -245,9 +261,8 @@ assert results["ManualReturnsNothing"][0] == []
 # %%
 # Validation ``outputs``
 # ----------------------
-# ``on_validation_batch_end`` receives what ``validation_step`` returned, as it is: Lightning builds nothing from it.
-# Three validation steps a user writes -- ``BoringModel``'s own returns ``{"x": loss}`` -- and a callback that
-# records what it receives.
+# :claim:`Validation-outputs-as-returned`. Three validation steps a user writes -- ``BoringModel``'s own returns ``{"x":
+# loss}`` -- and a callback that records what it receives.
 
 
 class ValidationReturnsLoss(BoringModel):
@@ -294,10 +309,17 @@ def validate_and_fit(module_class, callback):
     return trainer, error
 
 
+first_outputs = {}
 for module_class in (BoringModel, ValidationReturnsLoss, ValidationOnlyLogs):
     seen = ValidationOutputsSeen()
     validate_and_fit(module_class, seen)
+    first_outputs[module_class.__name__] = seen.outputs[0]
     print(f"{module_class.__name__}: outputs of the first validation batch: {seen.outputs[0]!r}")
+assert (
+    list(first_outputs["BoringModel"]) == ["x"]
+    and isinstance(first_outputs["ValidationReturnsLoss"], torch.Tensor)
+    and first_outputs["ValidationOnlyLogs"] is None
+), "on_validation_batch_end receives what validation_step returned, unwrapped: a dict, a bare tensor, None"
 
 # %%
 # The symptom
@@ -360,7 +382,7 @@ class ValidationCache(pl.Callback):
         loss = outputs.get(self.key) if isinstance(outputs, dict) else outputs
         if trainer.sanity_checking or loss is None:
             return
-        self.losses.setdefault(dataloader_idx, []).append(loss.detach())
+        self.losses.setdefault(dataloader_idx, []).append(loss.detach().clone())  # one element, not its buffer
 
     def on_validation_epoch_end(self, trainer, pl_module):
         if trainer.sanity_checking:

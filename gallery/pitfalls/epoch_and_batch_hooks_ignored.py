@@ -1,11 +1,13 @@
 """
-``on_epoch_end``, ``on_batch_end`` and friends are silently ignored
-===================================================================
+``on_epoch_end``, ``on_batch_end`` and friends on Lightning 2.x
+===============================================================
 
-Lightning 1.8 removed the stage-less hooks ``on_epoch_start`` and ``on_epoch_end`` (of modules and callbacks)
-and the callback hooks ``on_batch_start`` and ``on_batch_end``. Lightning does not check for them: code that
-still defines them trains without an error or a warning, and they never run. Their replacements are the hooks
-named after the stage, such as ``on_train_epoch_end`` and ``on_train_batch_end``.
+This page defines the stage-less hooks ``on_epoch_start`` and ``on_epoch_end`` (of modules and callbacks) and the
+callback hooks ``on_batch_start`` and ``on_batch_end``, trains, and counts their calls; then their replacements, the
+hooks named after the stage, such as ``on_train_epoch_end`` and ``on_train_batch_end``.
+
+Lightning's changelog: :claim:`stageless-hooks-removed`. Since then :claim:`stageless-hooks-refused-on-1-9`, and
+:claim:`stageless-hooks-ignored`: code that still defines them trains, and they never run.
 """
 
 # %%
@@ -77,15 +79,16 @@ print(f"warnings naming an old hook: {len(old_warnings)}")
 
 # %%
 # No call, no warning: the training ran as if the hooks were not there.
-assert not old_model.calls and not old_callback.calls
-assert old_warnings == []
+assert not old_model.calls and not old_callback.calls and old_warnings == [], (
+    "the stage-less hooks were never called, and no warning named them"
+)
 
 # %%
 # The fix: the hooks of the stage
 # -------------------------------
 # ``on_train_epoch_start`` and ``on_train_epoch_end`` replace the epoch hooks (``on_validation_epoch_end`` and
 # the other stages' hooks exist too); ``on_train_batch_start`` and ``on_train_batch_end`` replace the batch hooks
-# and receive the batch.
+# and take the batch.
 
 
 class NewModule(OldModule):

@@ -43,7 +43,7 @@ class ClearedCache(BoringModel):
 
     def validation_step(self, batch, batch_idx):
         loss = self.step(batch)
-        self.validation_step_losses.append(loss)
+        self.validation_step_losses.append(loss.clone())  # one element, not the loss's whole buffer
         return loss
 
     def on_validation_epoch_end(self):
@@ -67,9 +67,8 @@ class Overwrite(ClearedCache):
 # The checks beside the modules
 # -----------------------------
 # A callback keeps the weights of each validation run and the cache's length twice: in its own
-# ``on_validation_epoch_end``, which Lightning calls before the module's (what the module is about to
-# reduce), and in ``on_validation_end``, after it (what is left). Lightning's ``CSVLogger`` keeps what each
-# module logs.
+# ``on_validation_epoch_end`` (:claim:`plain-callbacks-before-module-epoch-ends`: what the module is about to
+# reduce), and in ``on_validation_end``, after it (what is left). A ``CSVLogger`` keeps what each module logs.
 
 
 class CacheObserver(pl.Callback):
@@ -172,8 +171,8 @@ for seen, epoch in zip(overwrite_logged, by_hand, strict=True):
 # does above. The :doc:`scenario matrix </reference/scenarios>` runs ``ClearedCache`` with the sanity check,
 # several validation runs per epoch, ``trainer.validate()`` on its own and around ``fit``, and at least three
 # epochs. The full example with a real model:
-# :doc:`validation_epoch_end becomes on_validation_epoch_end </examples/stages/validation_epoch_end>`. With several
-# validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument (Lightning raises without it:
-# :doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>`); under DDP each rank's cache
-# holds only its own shard, so the value logged is rank 0's own
+# :doc:`validation_epoch_end becomes on_validation_epoch_end </examples/stages/validation_epoch_end>`.
+# With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
+# :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
+# </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`
 # (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant that gathers).

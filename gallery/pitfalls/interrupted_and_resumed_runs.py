@@ -4,9 +4,11 @@ Interrupted runs and mid-epoch checkpoints
 
 A cache lives in the module or the callback object, not in the ``Trainer``: when a run stops half-way -- an
 exception, a keyboard interrupt in a notebook -- and ``fit`` is called again with the same objects, the cache
-still holds the batches of the run that stopped. A run resumed from a checkpoint saved in the middle of an epoch
-starts from an empty cache instead, and Lightning restarts a plain ``DataLoader`` from its first batch. This page
-measures both, empties the cache when each epoch starts, and resumes from end-of-epoch checkpoints.
+still holds the batches of the run that stopped. This page measures that, and a run resumed from a checkpoint
+saved in the middle of an epoch; it empties the cache when each epoch starts, and resumes from end-of-epoch
+checkpoints.
+
+:claim:`Mid-epoch-resume-restarts-the-dataloader`.
 """
 
 # %%
@@ -44,7 +46,7 @@ class LossCachingModel(BoringModel):
 
     def training_step(self, batch, batch_idx):
         output = super().training_step(batch, batch_idx)
-        self.training_step_losses.append(output["loss"].detach())
+        self.training_step_losses.append(output["loss"].detach().clone())
         return output
 
     def on_train_epoch_end(self):
@@ -175,8 +177,8 @@ assert all(map(math.isclose, results["LossCachingModel"], reference_logged))
 # %%
 # Resuming from a checkpoint saved mid-epoch
 # ------------------------------------------
-# The stopped run saved a checkpoint after batch 3 of epoch 1. A new module resumes from it (``ckpt_path``);
-# Lightning warns that the ``DataLoader`` cannot resume where it stopped.
+# The stopped run saved a checkpoint after batch 3 of epoch 1. A new module resumes from it (``ckpt_path``):
+# :claim:`mid-epoch-resume-restarts-the-dataloader`.
 checkpoint = Path(tempfile.mkdtemp(), "mid-epoch.ckpt")
 pl.seed_everything(0, verbose=False)
 stopped = LossCachingModel()
@@ -199,9 +201,12 @@ print(f"resumed epoch's logged mean: {resumed_logged}; uninterrupted epoch 1: {r
 # The resumed epoch ran 4 steps, numbered 4 to 7 -- on samples 0 to 31, the first 4 batches again. Its cache held
 # those 4 losses: the logged value is their mean at the weights each was computed with, not the epoch's 8 batches,
 # and not the uninterrupted run's value.
-assert len(resume_warnings) == 1 and "dataloader is not resumable" in resume_warnings.pop()
-assert [batch_idx for batch_idx, _ in resumed_steps] == [4, 5, 6, 7]
-assert [samples for _, samples in resumed_steps] == [list(range(8 * i, 8 * i + 8)) for i in range(4)]
+assert (
+    len(resume_warnings) == 1
+    and "dataloader is not resumable" in resume_warnings.pop()
+    and [batch_idx for batch_idx, _ in resumed_steps] == [4, 5, 6, 7]
+    and [samples for _, samples in resumed_steps] == [list(range(8 * i, 8 * i + 8)) for i in range(4)]
+), "resumed after batch 3, the epoch ran batch_idx 4 to 7 on the loader's first 4 batches, with Lightning's warning"
 assert len(resumed_logged) == 1
 assert math.isclose(resumed_logged[0], epoch_mean_by_hand(resumed_record.steps, 1), rel_tol=1e-6)
 assert not math.isclose(resumed_logged[0], reference_logged[1], rel_tol=1e-4)
@@ -209,9 +214,9 @@ assert not math.isclose(resumed_logged[0], reference_logged[1], rel_tol=1e-4)
 # %%
 # Resume from the end of an epoch
 # -------------------------------
-# A checkpoint saved when an epoch ends (``ModelCheckpoint``'s default) resumes at the start of the next one: the
-# next epoch runs all its batches and its cache fills as in an uninterrupted run. Here a checkpoint saved at the end
-# of epoch 0, then the same resumption.
+# A checkpoint saved when an epoch ends resumes at the start of the next one:
+# :claim:`end-of-epoch-resume-runs-every-batch`. Here a checkpoint saved at the end of epoch 0, then the same
+# resumption.
 
 
 class EndOfEpochCheckpoint(pl.Callback):
@@ -239,6 +244,8 @@ print(f"epoch 1's logged mean: {end_logged}; uninterrupted: {reference_logged[1]
 # values. A mid-epoch checkpoint resumes with a cache of the batches run after it -- with a plain ``DataLoader``, the
 # epoch's first batches again -- so its epoch value covers part of an epoch; from an end-of-epoch checkpoint the
 # next epoch's value is the uninterrupted run's.
-assert [step[1] for step in end_record.steps] == list(range(8))
-assert len(end_logged) == 1 and math.isclose(end_logged[0], reference_logged[1], rel_tol=1e-6)
+assert [step[1] for step in end_record.steps] == list(range(8)) and len(end_logged) == 1, (
+    "resumed from an end-of-epoch checkpoint, the next epoch ran all 8 batches"
+)
+assert math.isclose(end_logged[0], reference_logged[1], rel_tol=1e-6)
 assert resumed_at_end.training_step_losses == []

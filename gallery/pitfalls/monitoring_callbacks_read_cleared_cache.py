@@ -2,17 +2,18 @@
 Monitoring callbacks find the module's cache cleared
 ====================================================
 
-At the end of a training epoch Lightning runs the monitoring callbacks -- ``ModelCheckpoint``, ``EarlyStopping``
-and their subclasses -- after the module's ``on_train_epoch_end``, so that they can monitor a value the module
-logs there. A subclass that reads the module's cache finds it already cleared. This page records the order from a
-run, shows the failure, and the two reads that hold: the logged value, or a plain callback.
+This page records, from a run, the order of the ``on_train_epoch_end`` hooks of the module, a plain callback and the
+monitoring callbacks -- ``ModelCheckpoint``, ``EarlyStopping`` and their subclasses --, shows a subclass that reads
+the module's cache failing, and the two reads that hold: the logged value, or a plain callback.
+
+:claim:`Monitoring-callbacks-after-module`: a subclass that reads the module's cache finds it already cleared.
 """
 
 # %%
 # The module-side recipe
 # ----------------------
-# As on :doc:`Module-side caching </examples/core/module_side_caching>`: ``training_step`` caches the detached loss,
-# ``on_train_epoch_end`` logs the mean and clears the cache.
+# As on :doc:`Module-side caching </examples/core/module_side_caching>`: ``training_step`` caches a detached,
+# one-element copy of the loss, ``on_train_epoch_end`` logs the mean and clears the cache.
 import csv
 import math
 import tempfile
@@ -36,7 +37,7 @@ class LossCachingModel(BoringModel):
 
     def training_step(self, batch, batch_idx):
         output = super().training_step(batch, batch_idx)
-        self.training_step_losses.append(output["loss"].detach())
+        self.training_step_losses.append(output["loss"].detach().clone())
         return output
 
     def on_train_epoch_end(self):
@@ -104,14 +105,17 @@ for epoch in range(2):
     print(f"epoch {epoch}: (who ran, cached losses found) {calls[4 * epoch : 4 * epoch + 4]}")
 
 # %%
-# In each epoch the plain callback runs first and finds the four cached losses; the module runs next, logs and
-# clears; ``EarlyStopping`` and ``ModelCheckpoint`` run last and find the cache empty.
+# In each epoch, in this order: the plain callback, with the four cached losses; the module, which logs and clears;
+# then ``EarlyStopping`` and ``ModelCheckpoint``, with an empty cache.
 order = [name for name, _ in calls[:4]]
 found = dict(calls[:4])
-assert calls[:4] == calls[4:] and len(calls) == 8
-assert order[:2] == ["Callback", "LightningModule"]
-assert set(order[2:]) == {"ModelCheckpoint", "EarlyStopping"}
-assert found == {"Callback": 4, "LightningModule": 4, "ModelCheckpoint": 0, "EarlyStopping": 0}
+assert (
+    calls[:4] == calls[4:]
+    and len(calls) == 8
+    and order[:2] == ["Callback", "LightningModule"]
+    and set(order[2:]) == {"ModelCheckpoint", "EarlyStopping"}
+    and found == {"Callback": 4, "LightningModule": 4, "ModelCheckpoint": 0, "EarlyStopping": 0}
+), "each epoch: the plain callback first with the full cache, the module, then ModelCheckpoint and EarlyStopping"
 
 # %%
 # The symptom
@@ -143,9 +147,9 @@ assert trainer.global_step == trainer.num_training_batches == 4
 # %%
 # The cause
 # ---------
-# ``ModelCheckpoint`` and ``EarlyStopping`` monitor a value the module may log in its own ``on_train_epoch_end``,
-# so Lightning calls them after it -- and their subclasses with them -- while every other callback runs before
-# it. By the time a monitoring callback runs, the module has cleared its cache for the next epoch.
+# ``ModelCheckpoint`` and ``EarlyStopping`` monitor a value the module may log in its own ``on_train_epoch_end``:
+# :claim:`monitoring-callbacks-after-module`, while :claim:`plain-callbacks-before-module-train-epoch-end`. By the
+# time a monitoring callback runs, the module has cleared its cache for the next epoch.
 #
 # The fix
 # -------
@@ -219,8 +223,8 @@ print(f"EarlyStopping best score (monitoring the plain callback's value): {early
 # What the fix delivers
 # ---------------------
 # The module logged, and the plain callback computed from the full cache, the mean by hand of every epoch; the
-# subclass, reading the module's logged value, and EarlyStopping, monitoring the callback's, both kept the best
-# epoch's.
+# best scores of the subclass (reading the module's logged value) and of EarlyStopping (monitoring the callback's)
+# are the best epoch's.
 for values in (module_logged, callback_logged):
     assert len(values) == EPOCHS
     assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(values, reference, strict=True))

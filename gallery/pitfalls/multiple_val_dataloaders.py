@@ -2,11 +2,12 @@
 Several validation dataloaders
 ==============================
 
-``validation_epoch_end(self, outputs)`` received one list of outputs per dataloader. Its replacement must
-keep them apart itself: ``validation_step`` takes a ``dataloader_idx`` argument, and the cache is keyed by it.
-``on_validation_epoch_end`` still runs once per validation run, after all the dataloaders. The same holds for
-test dataloaders, for the results ``trainer.validate`` returns, and for a ``torchmetrics`` metric: one metric
-object per dataloader.
+With several validation dataloaders the replacement of ``validation_epoch_end(self, outputs)`` keeps each loader's
+values apart itself: ``validation_step`` takes a ``dataloader_idx`` argument, and the cache is keyed by it. This
+page shows the error without it, the keyed cache, the same for test dataloaders and for the results of
+``trainer.validate``, and one ``torchmetrics`` metric object per dataloader.
+
+:claim:`Validation-step-needs-dataloader-idx`; :claim:`validation-epoch-end-once-per-run`.
 """
 
 # %%
@@ -52,8 +53,8 @@ def make_trainer(callbacks=(), logger=False):
 # %%
 # The symptom: no ``dataloader_idx`` argument
 # -------------------------------------------
-# A ``validation_step`` migrated from a single-loader model has no ``dataloader_idx``. With two loaders,
-# Lightning refuses to start validation.
+# A ``validation_step`` migrated from a single-loader model has no ``dataloader_idx``:
+# :claim:`validation-step-needs-dataloader-idx`.
 
 
 class NoDataloaderIdx(BoringModel):
@@ -72,9 +73,9 @@ print(f"training steps taken: {trainer.global_step}")
 
 # %%
 # Without a sanity check, the first validation run is the one that fails -- after the first epoch trained.
-assert error is not None, "validating with two dataloaders did not fail"
-assert "dataloader_idx" in str(error)
-assert trainer.global_step == trainer.num_training_batches == 1
+assert (
+    error is not None and "dataloader_idx" in str(error) and trainer.global_step == trainer.num_training_batches == 1
+), "with two validation loaders, a validation_step without dataloader_idx is refused when validation starts"
 
 # %%
 # The fix: a cache keyed by ``dataloader_idx``
@@ -96,7 +97,7 @@ class PerLoaderCache(BoringModel):
 
     def validation_step(self, batch, batch_idx, dataloader_idx=0):
         loss = self.step(batch)
-        self.validation_step_losses[dataloader_idx].append(loss)
+        self.validation_step_losses[dataloader_idx].append(loss.clone())  # one element, not the loss's buffer
         return loss
 
     def on_validation_epoch_end(self):
@@ -106,9 +107,9 @@ class PerLoaderCache(BoringModel):
 
 
 # %%
-# The checks stand beside the recipe: Lightning's ``CSVLogger`` keeps what the module logs, and a small callback
-# keeps a copy of the weights when each validation run starts and, in its own ``on_validation_epoch_end`` (which
-# Lightning calls just before the module's), counts the calls and how many losses per loader the cache holds.
+# The checks stand beside the recipe: a ``CSVLogger`` keeps what the module logs, and a small callback keeps a copy
+# of the weights when each validation run starts and, in its own ``on_validation_epoch_end``
+# (:claim:`plain-callbacks-before-module-epoch-ends`), counts the calls and how many losses per loader the cache holds.
 
 
 class CacheObserver(pl.Callback):
@@ -158,8 +159,9 @@ for run, (means, expected) in enumerate(zip(logged, reference_means, strict=True
 # Two epochs, two validation runs, two calls of the hook -- not one per loader. Each call found both loaders'
 # losses in the cache (2 and 3 batches) and logged both means in one row, equal to the references; the cache is
 # empty afterwards.
-assert len(observer.cache_sizes) == 2
-assert observer.cache_sizes == [{0: len(val_loaders[0]), 1: len(val_loaders[1])}] * 2 == [{0: 2, 1: 3}] * 2
+assert observer.cache_sizes == [{0: len(val_loaders[0]), 1: len(val_loaders[1])}] * 2 == [{0: 2, 1: 3}] * 2, (
+    "on_validation_epoch_end ran once per validation run, after both loaders' batches"
+)
 assert logged == reference_means
 assert not model.validation_step_losses
 
@@ -168,9 +170,9 @@ assert not model.validation_step_losses
 # ----------------
 # .. recipe-domain:: per_loader_test
 #
-# ``test_epoch_end(self, outputs)`` also received one list per dataloader, and ``trainer.test`` takes a list of
-# loaders the same way: the test cache is keyed by ``dataloader_idx`` too. (For prediction, see
-# :doc:`on_predict_epoch_end lost its outputs </examples/stages/predict_epoch_end>`: one tensor per dataloader.)
+# ``trainer.test`` takes a list of loaders the same way: the test cache is keyed by ``dataloader_idx`` too. (For
+# prediction, see :doc:`on_predict_epoch_end lost its outputs </examples/stages/predict_epoch_end>`: one tensor per
+# dataloader.)
 
 
 class PerLoaderTestCache(BoringModel):
@@ -183,7 +185,7 @@ class PerLoaderTestCache(BoringModel):
 
     def test_step(self, batch, batch_idx, dataloader_idx=0):
         loss = self.step(batch)
-        self.test_step_losses[dataloader_idx].append(loss)
+        self.test_step_losses[dataloader_idx].append(loss.clone())
         return loss
 
     def on_test_epoch_end(self):
@@ -200,17 +202,16 @@ print(f"trainer.test returned {test_results}")
 print(f"by hand: {test_references}")
 
 # %%
-# ``trainer.test`` returns one dictionary per test dataloader.
-assert len(test_results) == 2
+# :claim:`Test-returns-one-dictionary-per-loader`.
+assert len(test_results) == 2, "trainer.test returned one dictionary per test dataloader"
 assert [test_results[0][f"test_loss_{idx}"] for idx in (0, 1)] == [test_references[0], test_references[1]]
 
 # %%
 # What ``trainer.validate`` and ``trainer.test`` return
 # -----------------------------------------------------
 # The list they return has one dictionary per dataloader -- but a value logged in ``on_validation_epoch_end`` or
-# ``on_test_epoch_end`` belongs to no dataloader (the hook runs once, after all of them), and Lightning puts it in
-# every dictionary: each of the two dictionaries above holds both ``test_loss_0`` and ``test_loss_1``.
-# ``trainer.validate`` does the same:
+# ``on_test_epoch_end`` belongs to no dataloader (:claim:`validation-epoch-end-once-per-run`):
+# :claim:`epoch-end-value-in-every-result-dictionary`.
 validate_results = make_trainer().validate(model, val_loaders, verbose=False)
 for idx, results in enumerate(validate_results):
     print(f"trainer.validate, dictionary {idx}: {results}")
@@ -218,17 +219,18 @@ for idx, results in enumerate(validate_results):
 # %%
 # Read such a value by its name (from any dictionary, or from ``trainer.callback_metrics``), not by its position in
 # the list: ``validate_results[1]`` also holds loader 0's mean.
-assert validate_results[0] == validate_results[1]
-assert test_results[0] == test_results[1]
-assert set(validate_results[1]) == {"val_loss_0", "val_loss_1"}
+assert (
+    validate_results[0] == validate_results[1]
+    and test_results[0] == test_results[1]
+    and set(validate_results[1]) == {"val_loss_0", "val_loss_1"}
+), "a value logged at epoch end is in every dictionary trainer.validate and trainer.test return"
 
 # %%
 # A ``torchmetrics`` metric per dataloader
 # ----------------------------------------
 # :doc:`No cache at all </examples/stages/torchmetrics_no_cache>` replaces the cache with a ``torchmetrics`` metric
 # object, updated in every step and logged with ``on_epoch=True``. With several loaders, a ``validation_step`` that
-# takes ``dataloader_idx`` but still updates its one metric object pools them: Lightning computes and resets the
-# metric at the end of the validation run, after all the loaders.
+# takes ``dataloader_idx`` but still updates its one metric object pools them: :claim:`one-metric-pools-loaders`.
 
 
 class OneMetricForAllLoaders(BoringModel):
@@ -266,8 +268,9 @@ print(f"loader 1's logged value is off by {gap:.2%}")
 
 # %%
 # Loader 1's value is the mean over both loaders' 40 samples, not over its own 24.
-assert math.isclose(pooled[1], both, rel_tol=1e-6)
-assert not math.isclose(pooled[1], own[1], rel_tol=1e-4)
+assert math.isclose(pooled[1], both, rel_tol=1e-6) and not math.isclose(pooled[1], own[1], rel_tol=1e-4), (
+    "one metric object updated by both loaders logs the mean over both loaders' samples"
+)
 
 # %%
 # The fix is one metric object per loader, in a ``torch.nn.ModuleList`` so that it moves with the module. The module
@@ -302,7 +305,7 @@ class PerLoaderMetric(BoringModel):
 
 
 # %%
-# Two epochs with the default sanity check, then ``trainer.validate``; a callback beside the module keeps the
+# Two epochs with the default sanity check, then ``trainer.validate``. A callback beside the module keeps the
 # weights of every validation run.
 
 
@@ -338,12 +341,14 @@ for run, (seen, expected) in enumerate(zip(metric_logged, metric_references, str
 print(f"trainer.validate returned {validated}")
 
 # %%
-# Each loader's value is the mean over its own samples, in both epochs and in ``trainer.validate``, which returns
-# each loader's value in that loader's dictionary only: logged in ``validation_step``, a value belongs to a loader.
-# The :doc:`scenario matrix </reference/scenarios>` runs ``PerLoaderCache``, ``PerLoaderTestCache`` and
-# ``PerLoaderMetric`` with one loader or two. Under DDP each rank caches only its own shard and the value logged is
-# rank 0's own mean: :doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant.
+# Each loader's value is the mean over its own samples, in both epochs and in ``trainer.validate``:
+# :claim:`step-logged-value-belongs-to-its-loader`. The :doc:`scenario matrix </reference/scenarios>` runs
+# ``PerLoaderCache``, ``PerLoaderTestCache`` and ``PerLoaderMetric`` with one loader or two. Under DDP
+# :claim:`ddp-module-cache-differs`: :doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`
+# shows the variant.
 assert len(metric_logged) == len(metric_references) == 3  # 2 epochs, then trainer.validate
 for seen, expected in zip(metric_logged, metric_references, strict=True):
     assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(seen, expected, strict=True))
-assert [set(results) for results in validated] == [{"val_metric_0"}, {"val_metric_1"}]
+assert [set(results) for results in validated] == [{"val_metric_0"}, {"val_metric_1"}], (
+    "trainer.validate returned each loader's value, logged in validation_step, in that loader's dictionary only"
+)

@@ -3,10 +3,10 @@ Renamed the hook but kept ``outputs``
 =====================================
 
 A half-done migration renames ``validation_epoch_end(self, outputs)`` to ``on_validation_epoch_end`` and
-keeps the argument. Lightning calls the new hook without arguments, so Python raises ``TypeError``. By
-default the first validation run is the sanity check before training, so the error comes before any
-training step; with the sanity check turned off, a whole training epoch runs first. The same half-done
-migration of ``test_epoch_end`` fails later still: after the whole of training and every test batch.
+keeps the argument. This page shows when that fails -- with the default sanity check, without it, and for the same
+half-done migration of ``test_epoch_end`` -- and the fix.
+
+:claim:`Renamed-validation-hook-fails-in-sanity-check`; :claim:`renamed-test-hook-fails-after-testing`.
 """
 
 # %%
@@ -71,9 +71,9 @@ print(f"training steps taken: {trainer.global_step}")
 
 # %%
 # The error came from inside the sanity check (it started and never finished), before any training step.
-assert error is not None, "the half-migrated hook did not fail"
-assert "outputs" in str(error)
-assert sanity.started and not sanity.finished
+assert error is not None and "outputs" in str(error) and sanity.started and not sanity.finished, (
+    "on_validation_epoch_end(self, outputs) raised TypeError inside the default sanity check"
+)
 assert trainer.global_step == 0
 
 # %%
@@ -89,15 +89,16 @@ except TypeError as err:
     later_error = err
     print(f"{type(err).__name__}: {err}")
 print(f"training steps taken: {trainer.global_step}")
-assert later_error is not None, "the half-migrated hook did not fail"
-assert trainer.global_step == trainer.num_training_batches == 4
+assert later_error is not None and trainer.global_step == trainer.num_training_batches == 4, (
+    "without the sanity check the TypeError came after the first training epoch"
+)
 
 # %%
 # The cause
 # ---------
-# Lightning 2.x never passes the step outputs to any epoch-end hook: ``on_validation_epoch_end`` takes
-# ``self`` only. Nothing else holds the outputs, so dropping the argument is not enough -- the values must be
-# kept while the epoch runs.
+# :claim:`Extra-parameters-never-passed`; ``on_validation_epoch_end`` takes ``self`` only, and no list of the
+# epoch's outputs is kept for it, so dropping the argument is not enough -- the values must be kept while the
+# epoch runs.
 #
 # The fix
 # -------
@@ -116,7 +117,7 @@ class Migrated(BoringModel):
 
     def validation_step(self, batch, batch_idx):
         loss = self.step(batch)
-        self.validation_step_losses.append(loss)
+        self.validation_step_losses.append(loss.clone())  # one element, not the loss's whole buffer
         return {"x": loss}
 
     def on_validation_epoch_end(self):
@@ -125,8 +126,8 @@ class Migrated(BoringModel):
 
 
 # %%
-# The checks beside it: Lightning's ``CSVLogger`` keeps what the module logs (Lightning does not log the sanity
-# check's values), and the callback above tells whether the sanity check finished.
+# The checks beside it: a ``CSVLogger`` keeps what the module logs, and the callback above tells whether the
+# sanity check finished.
 model = Migrated()
 sanity = SanityCheckSeen()
 logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
@@ -147,9 +148,9 @@ print(f"training steps taken: {trainer.global_step}")
 # The sanity check ran through, the epoch's validation logged one mean, equal to the hand-computed reference,
 # all four training steps ran, and the cache is empty. The :doc:`scenario matrix </reference/scenarios>` runs
 # this same class in every configuration it applies to.
-# With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument (Lightning
-# raises without it: :doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>`); under DDP
-# each rank's cache holds only its own shard, so the value logged is rank 0's own
+# With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
+# :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
+# </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`
 # (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant that gathers).
 assert sanity.started and sanity.finished
 assert len(logged) == 1
@@ -160,8 +161,7 @@ assert model.validation_step_losses == []
 # %%
 # ``test_epoch_end`` renamed, ``outputs`` kept
 # --------------------------------------------
-# ``trainer.fit`` never runs the test hooks, and ``trainer.test`` calls ``on_test_epoch_end`` only after the last
-# test batch: the ``TypeError`` comes after the whole of training and every test batch.
+# :claim:`Renamed-test-hook-fails-after-testing`.
 test_loader = DataLoader(RandomDataset(32, 40), batch_size=8)
 
 
@@ -184,10 +184,12 @@ print(f"test batches run before the failure: {trainer.test_loop.batch_progress.t
 
 # %%
 # Training ran its 4 steps and testing its 5 batches; then Python raised ``TypeError``.
-assert test_error is not None, "the half-migrated test hook did not fail"
-assert "outputs" in str(test_error)
-assert trainer.global_step == 4
-assert trainer.test_loop.batch_progress.total.completed == len(test_loader) == 5
+assert (
+    test_error is not None
+    and "outputs" in str(test_error)
+    and trainer.global_step == 4
+    and trainer.test_loop.batch_progress.total.completed == len(test_loader) == 5
+), "on_test_epoch_end(self, outputs) raised TypeError after training and every test batch"
 
 # %%
 # The fix is the same: keep the values in ``test_step``, reduce and clear them in the argument-less hook (emptied
@@ -206,7 +208,7 @@ class MigratedTest(BoringModel):
 
     def test_step(self, batch, batch_idx):
         loss = self.step(batch)
-        self.test_step_losses.append(loss)
+        self.test_step_losses.append(loss.clone())
         return {"y": loss}
 
     def on_test_epoch_end(self):

@@ -2,10 +2,12 @@
 Sanity-check values in the first epoch
 ======================================
 
-Before training, ``trainer.fit`` runs a few validation batches as a sanity check (``num_sanity_val_steps``,
-2 by default), and ``on_validation_epoch_end`` runs after them too. Code that skips that call without
-emptying its cache averages the sanity batches into epoch 0; code that tracks a "best" value records the
-sanity check's value from the untrained model. This page counts exactly what each variant sees.
+Code that skips the sanity check's ``on_validation_epoch_end`` without emptying its cache averages the sanity
+batches into epoch 0; code that tracks a "best" value records the sanity check's value from the untrained model.
+This page counts exactly what each variant sees, and checks the fix.
+
+Before training, ``trainer.fit`` runs a few validation batches as a sanity check:
+:claim:`default-sanity-check-and-checkpointing`; and :claim:`validation-epoch-end-after-sanity-check`.
 """
 
 # %%
@@ -88,8 +90,9 @@ class SkipsWithoutClearing(Scripted):
 
 
 polluted = fit(SkipsWithoutClearing())
-assert polluted.epoch_end_calls == 2
-assert polluted.validation_steps == 6
+assert polluted.epoch_end_calls == 2 and polluted.validation_steps == 6, (
+    "a one-epoch fit ran on_validation_epoch_end twice, after the 2 sanity batches and after the 4 real ones"
+)
 assert polluted.epoch_means == [(6, torch.tensor(13 / 6).item())]
 
 # %%
@@ -115,8 +118,8 @@ assert tracker.best_values == [1.5]  # the sanity check's value "beat" the real 
 # %%
 # The cause
 # ---------
-# ``on_validation_epoch_end`` runs after every validation run, the sanity check included: here twice in a
-# one-epoch fit. ``trainer.sanity_checking`` tells the two apart.
+# :claim:`Validation-epoch-end-after-sanity-check`: here twice in a one-epoch fit. ``trainer.sanity_checking``
+# tells the two apart.
 #
 # The fix
 # -------
@@ -134,7 +137,7 @@ class Guarded(BoringModel):
 
     def validation_step(self, batch, batch_idx):
         loss = self.step(batch)
-        self.validation_step_losses.append(loss)
+        self.validation_step_losses.append(loss.clone())  # one element, not the loss's whole buffer
         return loss
 
     def on_validation_epoch_end(self):
@@ -149,7 +152,7 @@ class Guarded(BoringModel):
 
 # %%
 # The checks beside it: a callback keeps the weights of every validation run and the cache's length when each
-# run starts; Lightning's ``CSVLogger`` keeps what the module logs. Three epochs, the default sanity check.
+# run starts; a ``CSVLogger`` keeps what the module logs. Three epochs, the default sanity check.
 
 
 class ValidationObserver(pl.Callback):
@@ -215,7 +218,7 @@ assert guarded.validation_step_losses == []
 # ----------------------------
 # A guard written as ``self.trainer.global_step == 0`` skips the sanity check of a fresh ``fit`` too -- and
 # also every validation that runs before the first optimizer step: ``trainer.validate()`` on its own, or before
-# ``fit``. Those runs then log nothing.
+# ``fit``. Those runs then log nothing (checked below).
 
 
 class GlobalStepGuard(Guarded):
@@ -240,7 +243,7 @@ for model in (GlobalStepGuard(), Guarded()):
 # The :doc:`scenario matrix </reference/scenarios>` runs ``Guarded`` with the default sanity check,
 # ``trainer.validate()`` on its own and before ``fit``, several validation runs per epoch and monitoring
 # callbacks, against means computed from the data without Lightning.
-# With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument (Lightning
-# raises without it: :doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>`); under DDP
-# each rank's cache holds only its own shard, so the value logged is rank 0's own
+# With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
+# :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
+# </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`
 # (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant that gathers).

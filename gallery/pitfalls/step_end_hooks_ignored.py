@@ -1,11 +1,13 @@
 """
-``training_step_end`` and friends are silently ignored
-======================================================
+``training_step_end`` and friends on Lightning 2.x
+==================================================
 
-Lightning 2.0 removed ``training_step_end``, ``validation_step_end`` and ``test_step_end``. Unlike the removed
-epoch-end hooks, Lightning does not check for them: a module that still defines them trains, validates and
-tests without any error or warning, and the code in them simply never runs. The replacements are the batch-end
-hooks, or doing the work at the end of the step itself.
+This page trains, validates and tests a module that still defines ``training_step_end``, ``validation_step_end``
+and ``test_step_end``, and counts their calls; then the replacements: the batch-end hooks, or the work done at the
+end of the step itself.
+
+Lightning's changelog: :claim:`step-end-hooks-removed-in-2-0`. Unlike the removed epoch-end hooks,
+:claim:`step-end-hooks-ignored`: the code in them simply never runs.
 """
 
 # %%
@@ -70,20 +72,20 @@ print(f"warnings that mention a *_step_end hook: {step_end_warnings}")
 # %%
 # Three batches ran in every stage, no hook was called, and Lightning said nothing about them.
 assert trainer.global_step == 3
-assert old.calls == {"train": 0, "validation": 0, "test": 0}
-assert step_end_warnings == []
+assert old.calls == {"train": 0, "validation": 0, "test": 0} and step_end_warnings == [], (
+    "the *_step_end hooks were never called, and no warning named them"
+)
 
 # %%
 # The cause
 # ---------
-# Lightning 2.x no longer has these hooks, so to it they are ordinary methods nobody calls. They used to
-# combine the outputs of several devices under ``DataParallel``; Lightning PR #16791 removed them after PR #16748
-# had removed ``DataParallel`` support.
+# To Lightning 2.x they are ordinary methods. :claim:`Step-end-hooks-ran-on-1-x`.
 #
 # The fix: the batch-end hooks, or the step itself
 # ------------------------------------------------
-# ``on_train_batch_end``, ``on_validation_batch_end`` and ``on_test_batch_end`` receive the step's output;
-# work that needs only the step's own values can also move to the end of ``training_step`` and friends.
+# The batch-end hooks take the step's output (:doc:`Empty outputs </examples/pitfalls/empty_outputs>` shows what
+# each receives); work that needs only the step's own values can also move to the end of ``training_step`` and
+# friends.
 
 
 class BatchEndHooks(BoringModel):
@@ -113,5 +115,5 @@ print(f"training steps: {trainer.global_step}; batch-end calls: {new.calls}; wor
 
 # %%
 # Every replacement ran once per batch.
-assert new.calls == {"train": 3, "validation": 3, "test": 3}
+assert new.calls == {"train": 3, "validation": 3, "test": 3}, "each batch-end hook ran once per batch of its stage"
 assert new.in_step == trainer.global_step == 3

@@ -2,13 +2,13 @@
 ``on_predict_epoch_end`` lost its ``outputs``
 =============================================
 
-Lightning 1.x passed the predictions of the whole epoch to ``on_predict_epoch_end`` (``results`` on the module,
-``outputs`` on a callback); Lightning 2.0 calls both hooks without them. The predictions are still there:
-``trainer.predict`` returns them, a callback can read ``trainer.predict_loop.predictions`` at epoch end, and a
-module can collect its own in ``predict_step``. This page shows the old hooks failing and checks all three
-replacements against the model applied by hand -- then runs ``trainer.predict(return_predictions=False)``,
-where Lightning keeps no predictions: only the module's own cache and a ``BasePredictionWriter`` callback
-still have them -- and two predict dataloaders, where each replacement keeps one list per dataloader.
+This page shows the old ``on_predict_epoch_end`` hooks failing, checks three replacements against the model applied
+by hand -- the list returned by ``trainer.predict``, a callback reading ``trainer.predict_loop.predictions`` at epoch
+end, a module that collects its own predictions --, then runs ``trainer.predict(return_predictions=False)`` and two
+predict dataloaders.
+
+:claim:`Old-predict-epoch-end-received-predictions`; :claim:`predict-epoch-end-called-without-them`.
+:claim:`Return-predictions-false-keeps-none`.
 """
 
 # %%
@@ -65,24 +65,23 @@ module_error, module_trainer = predict_and_capture(OldModuleHook())
 callback_error, callback_trainer = predict_and_capture(BoringModel(), [OldCallbackHook()])
 
 # %%
-# Lightning itself does not check for these signatures: Python raises ``TypeError`` when Lightning calls the
-# hook without the argument -- after every prediction has been computed.
-for error, trainer in [(module_error, module_trainer), (callback_error, callback_trainer)]:
-    assert isinstance(error, TypeError)
-    assert trainer.predict_loop.batch_progress.total.completed == len(predict_loader) == 5
+# Lightning itself does not check for these signatures: :claim:`predict-epoch-end-called-without-them`.
+assert all(
+    isinstance(error, TypeError) and trainer.predict_loop.batch_progress.total.completed == len(predict_loader) == 5
+    for error, trainer in [(module_error, module_trainer), (callback_error, callback_trainer)]
+), "the old predict hooks raise TypeError after every prediction of the epoch"
 
 # %%
 # Three replacements
 # ------------------
 # .. recipe-domain:: predict_loop_reader predict
 #
-# 1. the list ``trainer.predict`` returns (one entry per batch);
+# 1. the list returned by ``trainer.predict`` (:claim:`predict-returns-one-entry-per-batch`);
 # 2. a callback reading ``trainer.predict_loop.predictions`` in ``on_predict_epoch_end(trainer, pl_module)``;
 # 3. a module that appends in ``predict_step`` and reads its cache in ``on_predict_epoch_end(self)``.
 #
 # Both keep one tensor per predict dataloader in ``all_predictions``, as the old hooks received one list per
-# dataloader: with one loader ``trainer.predict_loop.predictions`` is the list of batches, with several a list of
-# such lists (``len(trainer.num_predict_batches)`` is the number of loaders), and the module keys its cache by
+# dataloader: :claim:`predict-loop-predictions-shape`, and the module keys its cache by
 # ``dataloader_idx``. The module also empties its cache when each predict run starts, so a run that stopped
 # half-way leaves nothing behind.
 
@@ -137,7 +136,7 @@ for name, predictions in candidates.items():
 # %%
 # All three hold exactly the reference predictions, 20 rows of 2 outputs (the callback and the module in one
 # tensor, for the one dataloader), and the module's cache was cleared.
-assert len(returned) == len(predict_loader) == 5
+assert len(returned) == len(predict_loader) == 5, "trainer.predict returned one entry per batch"
 assert reference.shape == (20, 2)
 assert len(reader.all_predictions) == len(model.all_predictions) == 1
 for predictions in candidates.values():
@@ -147,9 +146,8 @@ assert model.predict_step_outputs == {}
 # %%
 # ``return_predictions=False``
 # ----------------------------
-# Large prediction runs often pass ``return_predictions=False`` so that Lightning does not keep every batch's
-# output. Then ``trainer.predict`` returns ``None`` and ``trainer.predict_loop.predictions`` stays empty: the
-# callback that reads it fails in ``torch.cat``.
+# Large prediction runs often pass ``return_predictions=False``, to keep no batch's output for the return value:
+# :claim:`return-predictions-false-keeps-none`, and the callback that reads it fails in ``torch.cat``.
 reader_trainer = make_trainer([PredictionsReader()])
 reader_error = None
 try:
@@ -162,9 +160,8 @@ print(f"trainer.predict_loop.predictions after {len(predict_loader)} batches: {k
 
 # %%
 # A callback that needs the predictions in any case subclasses Lightning's ``BasePredictionWriter`` with
-# ``write_interval="epoch"``: Lightning keeps the predictions for it and hands them to ``write_on_epoch_end``
-# whatever ``return_predictions`` says -- in the shape of ``trainer.predict_loop.predictions``, with
-# ``batch_indices`` always one list per dataloader. The module's own cache does not depend on it either.
+# ``write_interval="epoch"``: :claim:`prediction-writer-receives-predictions`. The module's own cache does not
+# depend on ``return_predictions`` either.
 #
 # .. recipe-domain:: predict_writer
 
@@ -190,12 +187,14 @@ for name, predictions in kept_elsewhere.items():
 # %%
 # Without ``return_predictions`` the return value is ``None`` and the predict loop's list is empty; the writer
 # and the module's cache hold exactly the reference.
-assert not_returned is None
-assert kept == []
+assert not_returned is None and kept == [], (
+    "with return_predictions=False, trainer.predict returned None and the predict loop kept no prediction"
+)
 assert reader_trainer.predict_loop.batch_progress.total.completed == len(predict_loader)
 assert isinstance(reader_error, ValueError) and "non-empty" in str(reader_error)
-for predictions in kept_elsewhere.values():
-    assert torch.equal(predictions, reference)
+assert all(torch.equal(predictions, reference) for predictions in kept_elsewhere.values()), (
+    "with return_predictions=False, the writer and the module's own cache hold every prediction"
+)
 assert quiet_model.predict_step_outputs == {}
 
 # %%
@@ -250,8 +249,9 @@ for name, per_loader in kept_per_loader.items():
 # rank predicts only its own share of the samples: see
 # :doc:`Predictions under DDP </examples/distributed/ddp_predict>`.
 assert isinstance(one_list_error, TypeError) and "expected Tensor as element 0" in str(one_list_error)
-for per_loader in kept_per_loader.values():
-    assert len(per_loader) == len(predict_loaders) == 2
-    assert all(map(torch.equal, per_loader, references))
+assert all(
+    len(per_loader) == len(predict_loaders) == 2 and all(map(torch.equal, per_loader, references))
+    for per_loader in kept_per_loader.values()
+), "with two loaders the return value, the predict loop's list and the writer's predictions hold one list per loader"
 assert [len(predictions) for predictions in references] == [12, 6]
 assert two_loader_model.predict_step_outputs == {}

@@ -2,10 +2,11 @@
 ``test_epoch_end`` becomes ``on_test_epoch_end``
 ================================================
 
-Lightning 2.0 removed ``test_epoch_end(self, outputs)``. Lightning only looks for it when testing starts,
-so a model that still defines it trains without complaint and fails at ``trainer.test``. The replacement
-appends in ``test_step`` and reduces in ``on_test_epoch_end(self)``; this page checks it against the test
-batches evaluated by hand.
+This page trains and tests a model that still defines ``test_epoch_end(self, outputs)``, then checks the
+replacement -- append in ``test_step``, reduce in ``on_test_epoch_end(self)`` -- against the test batches evaluated
+by hand.
+
+Lightning's changelog: :claim:`epoch-end-hooks-removed-in-2-0`. :claim:`Test-epoch-end-refused-only-by-test`.
 """
 
 # %%
@@ -59,11 +60,13 @@ except NotImplementedError as err:
     print(f"{type(err).__name__}: {err}")
 
 # %%
-# Training ran all four steps; ``trainer.test`` then refused the model before its first test batch.
-assert old_trainer.global_step == 4
-assert old_trainer.test_loop.batch_progress.total.started == 0
-assert old_error is not None, "trainer.test accepted test_epoch_end"
-assert "test_epoch_end" in str(old_error)
+# :claim:`Test-epoch-end-refused-only-by-test`.
+assert (
+    old_trainer.global_step == 4
+    and old_trainer.test_loop.batch_progress.total.started == 0
+    and old_error is not None
+    and "test_epoch_end" in str(old_error)
+), "training ran with test_epoch_end defined; trainer.test refused it before its first batch"
 
 # %%
 # The replacement
@@ -71,7 +74,8 @@ assert "test_epoch_end" in str(old_error)
 # .. recipe-domain:: test
 #
 # ``test_step`` appends the loss; ``on_test_epoch_end`` reduces, logs and clears, and ``on_test_epoch_start``
-# clears too (a test run that stopped half-way leaves nothing behind). Lightning's ``CSVLogger`` keeps what the
+# clears too (a test run that stopped half-way leaves nothing behind); the step caches ``loss.clone()``, one
+# element (see the :doc:`memory page </examples/performance/retained_memory>`). A ``CSVLogger`` keeps what the
 # module logs, for the check below.
 
 
@@ -85,7 +89,7 @@ class TestLossCache(BoringModel):
 
     def test_step(self, batch, batch_idx):
         loss = self.step(batch)
-        self.test_step_losses.append(loss)
+        self.test_step_losses.append(loss.clone())
         return loss
 
     def on_test_epoch_end(self):
@@ -122,7 +126,6 @@ assert model.test_step_losses == []
 # Where this recipe does not hold
 # -------------------------------
 # The :doc:`scenario matrix </reference/scenarios>` runs ``TestLossCache`` after training with the default
-# sanity check, with an uneven last batch (the value is then the mean of batch means, as the old ``outputs``
-# list gave) and in ``trainer.test()`` on its own: it gives the reference value. Under DDP each rank caches
-# only its own shard and the value logged is rank 0's own mean: see
+# sanity check, with an uneven last batch (the value is then the mean of batch means) and in ``trainer.test()`` on its
+# own: it gives the reference value. Under DDP :claim:`ddp-module-cache-differs`: see
 # :doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` for the variant that holds.

@@ -3,10 +3,9 @@ No cache at all: ``torchmetrics`` and ``self.log(..., on_epoch=True)``
 ======================================================================
 
 Many ``validation_epoch_end`` methods only averaged a loss or computed a metric over the epoch. Neither needs a
-cache: ``self.log(name, value, on_epoch=True)`` averages a scalar over the epoch, and a ``torchmetrics`` metric
-object updated in every step and logged with ``on_epoch=True`` is computed at epoch end and reset by
-Lightning. ``self.log`` weights each batch by its size; a ``MeanMetric`` fed one mean per batch must be given
-that size as its weight, or a smaller last batch counts as much as a full one. This page checks both epoch
+cache: ``self.log(name, value, on_epoch=True)`` of a scalar, or a ``torchmetrics`` metric object updated in every
+step and logged with ``on_epoch=True``. A ``MeanMetric`` fed one mean per batch must be given the batch's size as
+its weight, or a smaller last batch counts as much as a full one. This page checks both epoch
 values against every validation sample evaluated by hand, on a validation set whose last batch is smaller, and
 that the metric started each epoch empty.
 """
@@ -16,11 +15,11 @@ that the metric started each epoch empty.
 # ----------
 # .. recipe-domain:: torchmetrics torchmetrics_log
 #
-# ``MeanMetric`` accumulates a weighted sum and the sum of the weights; ``self.log`` is given the metric object
-# itself, not its value, so Lightning calls ``compute()`` at epoch end and ``reset()`` afterwards. Each update
-# carries the batch's sample count as its weight. The loss is also logged as a plain scalar, which Lightning
-# averages weighted by the batch size it finds in ``batch``. The reset at the start of each validation run keeps
-# ``trainer.validate()`` before ``trainer.fit()`` working (the last section of this page shows why).
+# ``MeanMetric`` accumulates a weighted sum and the sum of the weights; ``self.log`` is given the metric object itself,
+# not its value: :claim:`logged-metric-computed-and-reset`. Each update carries the batch's sample count as its weight.
+# The loss is also logged as a plain scalar: :claim:`self-log-on-epoch-sample-mean`. The reset at the start of each
+# validation run keeps ``trainer.validate()`` before ``trainer.fit()`` working (the last section of this page shows
+# why).
 import copy
 import csv
 import math
@@ -56,7 +55,7 @@ class MetricModel(BoringModel):
 # %%
 # Train, with the checks beside the module
 # ----------------------------------------
-# 20 validation samples in batches of 8: the last batch holds 4. Lightning's ``CSVLogger`` keeps what the module
+# 20 validation samples in batches of 8: the last batch holds 4. A ``CSVLogger`` keeps what the module
 # logs; a small callback keeps a copy of the weights each validation run used, reads the metric's
 # ``update_count`` when each run starts and ends, and notes whether the run is in inference mode.
 
@@ -140,18 +139,19 @@ print(f"MeanMetric.update_count at each validation end: {observer.updates_at_end
 # logger accumulate sums in their own order, and bitwise equality is not something they promise). The metric
 # had seen three updates when each validation run ended and none when the next one began.
 assert [len(batch) for batch in val_loader] == [8, 8, 4]
-for (metric, scalar), expected in zip(logged, reference_means, strict=True):
-    assert math.isclose(metric, expected, rel_tol=1e-6)
-    assert math.isclose(scalar, expected, rel_tol=1e-6)
-assert observer.updates_at_start == [0] * EPOCHS
-assert observer.updates_at_end == [len(val_loader)] * EPOCHS == [3, 3, 3]
+assert all(
+    math.isclose(metric, expected, rel_tol=1e-6) and math.isclose(scalar, expected, rel_tol=1e-6)
+    for (metric, scalar), expected in zip(logged, reference_means, strict=True)
+), "the weighted MeanMetric and the self.log scalar both logged the mean over every sample, last batch of 4 included"
+assert observer.updates_at_start == [0] * EPOCHS and observer.updates_at_end == [len(val_loader)] * EPOCHS == [3] * 3, (
+    "the logged metric had every update of a run at its end and none when the next run began"
+)
 assert model.val_mean_loss.update_count == 0
 
 # %%
 # Without the weight
 # ------------------
-# ``MeanMetric.update(loss)`` weights every batch 1: the metric becomes the mean of the three batch means, and
-# the last batch's 4 samples count as much as 8. The same training, without the weight:
+# :claim:`Meanmetric-unweighted-mean-of-batch-means`. The same training, without the weight:
 
 
 class UnweightedMetricModel(MetricModel):
@@ -183,27 +183,25 @@ for epoch, ((metric, scalar), state) in enumerate(zip(unweighted, unweighted_obs
 # The unweighted metric is the mean of batch means, not the dataset mean that ``self.log`` gives: the two
 # disagree in every epoch. The :doc:`scenario matrix </reference/scenarios>` runs ``MetricModel`` (with the
 # weight) in every configuration it declares; with an uneven last batch both of its values match the mean over
-# every sample. Two configurations need a variant: several validation dataloaders, where Lightning refuses a
-# ``validation_step`` without ``dataloader_idx`` and one metric object would pool the loaders
+# every sample. Two configurations need a variant: several validation dataloaders, where
+# :claim:`validation-step-needs-dataloader-idx` and :claim:`one-metric-pools-loaders`
 # (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>` keeps one metric per loader),
-# and DDP, where ``MeanMetric``
-# sums every rank's shard -- the distributed sampler repeats a sample to fill the last one, so it counts twice -- and
-# ``self.log`` without ``sync_dist=True`` logs rank 0's own mean
+# and DDP, where :claim:`unsynced-log-is-rank-0s`
 # (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`).
-for (metric, scalar), state in zip(unweighted, unweighted_observer.snapshots, strict=True):
-    assert math.isclose(metric, batch_means_mean(state), rel_tol=1e-6)
-    assert math.isclose(scalar, reference_mean(state), rel_tol=1e-6)
-    assert not math.isclose(metric, scalar, rel_tol=1e-4)
+assert all(
+    math.isclose(metric, batch_means_mean(state), rel_tol=1e-6)
+    and math.isclose(scalar, reference_mean(state), rel_tol=1e-6)
+    and not math.isclose(metric, scalar, rel_tol=1e-4)
+    for (metric, scalar), state in zip(unweighted, unweighted_observer.snapshots, strict=True)
+), "MeanMetric.update(loss) without a weight logged the mean of batch means, not the mean over the samples"
 
 # %%
 # .. _validate-before-fit:
 #
 # ``trainer.validate()`` before ``trainer.fit()``
 # -----------------------------------------------
-# ``trainer.validate()`` runs under ``torch.inference_mode``, validation inside ``trainer.fit()`` under
-# ``torch.no_grad``. The states Lightning's ``reset()`` leaves at the end of ``trainer.validate()`` are made in
-# inference mode, and the next validation run inside ``fit`` cannot update them in place. The module without its
-# own reset at the start of each run:
+# :claim:`Validate-runs-in-inference-mode`: the next validation run inside ``fit`` cannot update them in place. The
+# module without its own reset at the start of each run:
 
 
 class NoResetAtStart(MetricModel):
@@ -233,9 +231,11 @@ print(f"inference mode in each validation run: {validate_observer.inference_mode
 # %%
 # The reset costs nothing (the metric is empty at that point) and makes both values hold after a
 # ``trainer.validate()``, where the module without it stopped at the first validation run inside ``fit``.
-assert "inference tensor" in str(inference_error)
-assert without_reset.val_mean_loss.mean_value.is_inference()
-assert validate_observer.inference_mode == [True] + [False] * EPOCHS
+assert (
+    "inference tensor" in str(inference_error)
+    and without_reset.val_mean_loss.mean_value.is_inference()
+    and validate_observer.inference_mode == [True] + [False] * EPOCHS
+), "trainer.validate() ran in inference mode, fit's validation not, and the states reset() left were inference tensors"
 assert len(validated_then_fit) == 1 + EPOCHS
 for (metric, scalar), expected in zip(validated_then_fit, validate_references, strict=True):
     assert math.isclose(metric, expected, rel_tol=1e-6)

@@ -2,16 +2,17 @@
 ``validation_epoch_end`` becomes ``on_validation_epoch_end``
 ============================================================
 
-Lightning 2.0 removed ``validation_epoch_end(self, outputs)``. The replacement appends what it needs in
-``validation_step`` and reduces and clears it in ``on_validation_epoch_end(self)``, which takes no
-arguments. This page shows what the old hook raises, then checks the replacement's epoch means against the
-same batches evaluated by hand.
+This page shows what the old ``validation_epoch_end(self, outputs)`` raises, then the replacement -- append what it
+needs in ``validation_step``, reduce and clear it in ``on_validation_epoch_end(self)``, which takes no arguments --
+checked against the same batches evaluated by hand.
+
+Lightning's changelog: :claim:`epoch-end-hooks-removed-in-2-0`.
 """
 
 # %%
 # The old code
 # ------------
-# ``BoringModel`` is Lightning's own demo model; its ``validation_step`` returns ``{"x": loss}``.
+# :claim:`Boring-model-validation-step-returns-x`.
 import copy
 import csv
 import tempfile
@@ -60,10 +61,10 @@ except NotImplementedError as err:
 print(f"training steps taken before the failure: {old_trainer.global_step}")
 
 # %%
-# ``trainer.fit`` checks for the removed hook before the first training step.
-assert old_error is not None, "trainer.fit accepted validation_epoch_end"
-assert "validation_epoch_end" in str(old_error)
-assert old_trainer.global_step == 0
+# :claim:`Fit-refuses-removed-training-and-validation-hooks`.
+assert old_error is not None and "validation_epoch_end" in str(old_error) and old_trainer.global_step == 0, (
+    "trainer.fit refuses validation_epoch_end before the first training step"
+)
 
 # %%
 # The replacement
@@ -72,8 +73,8 @@ assert old_trainer.global_step == 0
 #
 # ``validation_step`` appends the loss; ``on_validation_epoch_end`` reduces, logs and clears, and
 # ``on_validation_epoch_start`` clears too (a validation run that stopped half-way leaves nothing behind).
-# Lightning runs validation with autograd off (checked below), so the cached tensors hold no graph and need no
-# ``.detach()``.
+# :claim:`Validation-runs-without-autograd`, so the cached tensors hold no graph and need no ``.detach()``; the step
+# caches ``loss.clone()``, one element, since :claim:`mse-loss-keeps-elementwise-buffer`.
 
 
 class ValidationLossCache(BoringModel):
@@ -86,7 +87,7 @@ class ValidationLossCache(BoringModel):
 
     def validation_step(self, batch, batch_idx):
         loss = self.step(batch)
-        self.validation_step_losses.append(loss)
+        self.validation_step_losses.append(loss.clone())
         return loss
 
     def on_validation_epoch_end(self):
@@ -95,7 +96,7 @@ class ValidationLossCache(BoringModel):
 
 
 # %%
-# The checks stand beside the recipe: Lightning's ``CSVLogger`` keeps every value the module logs, and a small
+# The checks stand beside the recipe: a ``CSVLogger`` keeps every value the module logs, and a small
 # callback keeps a copy of the weights each time validation starts (they change between validation runs), so
 # the reference below evaluates exactly the weights Lightning validated. It also notes whether autograd was on
 # and whether the last cached loss requires grad.
@@ -151,7 +152,9 @@ print(f"validation batches run with autograd on: {sum(observer.grad_enabled)} of
 # off in every validation batch and no cached loss required grad; the cache is empty after every epoch.
 assert logged == reference_means
 assert trainer.callback_metrics["val_loss"].item() == reference_means[-1]
-assert observer.cached_with_graph == observer.grad_enabled == [False] * 2 * len(val_loader)
+assert observer.cached_with_graph == observer.grad_enabled == [False] * 2 * len(val_loader), (
+    "autograd was off in every validation batch, and no cached loss required grad"
+)
 assert model.validation_step_losses == []
 
 # %%
@@ -159,11 +162,11 @@ assert model.validation_step_losses == []
 # -------------------------------
 # The :doc:`scenario matrix </reference/scenarios>` runs ``ValidationLossCache`` in every Trainer configuration it
 # declares: with the default sanity check, several validation runs per epoch, ``trainer.validate()`` on its own,
-# an uneven last batch (the value is then the mean of batch means, as the old ``outputs`` list gave), manual
-# optimization and monitoring callbacks it gives the reference value. Two configurations need a variant:
+# an uneven last batch (the value is then the mean of batch means), manual optimization and monitoring callbacks it
+# gives the reference value. Two configurations need a variant:
 #
-# * several validation dataloaders: Lightning refuses a ``validation_step`` without ``dataloader_idx``
+# * several validation dataloaders: :claim:`validation-step-needs-dataloader-idx`
 #   (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>` shows the error and the
 #   per-loader cache);
-# * DDP: each rank caches only its own shard, and the value logged is rank 0's own mean
+# * DDP: :claim:`ddp-module-cache-differs`
 #   (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`).

@@ -2,10 +2,10 @@
 When Lightning notices a removed epoch-end hook
 ===============================================
 
-Lightning 2.x checks for the removed ``training_epoch_end``, ``validation_epoch_end`` and ``test_epoch_end``
-hooks itself, but only when a ``Trainer`` entry point starts that runs their stage: ``trainer.fit`` looks for
-the first two, ``trainer.test`` for the third. This page runs each case and records how many training steps
-were taken first.
+This page defines each of the removed ``training_epoch_end``, ``validation_epoch_end`` and ``test_epoch_end`` in
+turn, fits the model (and tests it), and records how many training steps were taken before the error.
+
+:claim:`Fit-refuses-removed-training-and-validation-hooks`; :claim:`test-epoch-end-refused-only-by-test`.
 """
 
 # %%
@@ -65,36 +65,37 @@ class WithTestEpochEnd(BoringModel):
 trainer = make_trainer()
 error = run_and_capture(trainer.fit, WithTrainingEpochEnd(), train_loader)
 print(f"training steps taken: {trainer.global_step}")
-assert isinstance(error, NotImplementedError)
-assert trainer.global_step == 0
+assert isinstance(error, NotImplementedError) and trainer.global_step == 0, (
+    "trainer.fit refuses training_epoch_end before the first training step"
+)
 
 # %%
 # ``validation_epoch_end``: refused by ``trainer.fit``, even without validation data
 # ----------------------------------------------------------------------------------
-# With ``limit_val_batches=0`` no validation runs at all: a plain ``BoringModel`` fitted with that setting
-# runs zero validation batches.
+# :claim:`Limit-val-batches-zero-runs-no-validation`.
 control = make_trainer(limit_val_batches=0)
 control.fit(BoringModel(), train_loader)
 print(
     f"plain BoringModel: {control.global_step} training steps, "
     f"{control.fit_loop.epoch_loop.val_loop.batch_progress.total.completed} validation batches"
 )
-assert control.fit_loop.epoch_loop.val_loop.batch_progress.total.completed == 0
+assert control.fit_loop.epoch_loop.val_loop.batch_progress.total.completed == 0, (
+    "with limit_val_batches=0 a plain BoringModel's fit ran no validation batch"
+)
 
 # %%
 # The same setting with ``validation_epoch_end`` defined: refused all the same.
 trainer = make_trainer(limit_val_batches=0)
 error = run_and_capture(trainer.fit, WithValidationEpochEnd(), train_loader)
 print(f"training steps taken: {trainer.global_step}")
-assert isinstance(error, NotImplementedError)
-assert "validation_epoch_end" in str(error)
-assert trainer.global_step == 0
+assert isinstance(error, NotImplementedError) and "validation_epoch_end" in str(error) and trainer.global_step == 0, (
+    "trainer.fit refuses validation_epoch_end before the first training step, even with no validation batch to run"
+)
 
 # %%
 # ``test_epoch_end``: trains, then fails at ``trainer.test``
 # ----------------------------------------------------------
-# ``trainer.fit`` does not look for ``test_epoch_end``: the whole epoch trains. The error comes only when
-# testing starts -- typically at the very end of a long run.
+# :claim:`Test-epoch-end-refused-only-by-test` -- typically at the very end of a long run.
 model = WithTestEpochEnd()
 trainer = make_trainer()
 fit_error = run_and_capture(trainer.fit, model, train_loader)
@@ -102,11 +103,13 @@ print(f"trainer.fit raised: {fit_error!r}; training steps taken: {trainer.global
 test_error = run_and_capture(trainer.test, model, test_loader)
 print(f"test batches run: {trainer.test_loop.batch_progress.total.completed}")
 
-assert fit_error is None
-assert trainer.global_step == trainer.num_training_batches == 4
-assert isinstance(test_error, NotImplementedError)
-assert "test_epoch_end" in str(test_error)
-assert trainer.test_loop.batch_progress.total.completed == 0
+assert (
+    fit_error is None
+    and trainer.global_step == trainer.num_training_batches == 4
+    and isinstance(test_error, NotImplementedError)
+    and "test_epoch_end" in str(test_error)
+    and trainer.test_loop.batch_progress.total.completed == 0
+), "trainer.fit trains a model with test_epoch_end; trainer.test refuses it before its first batch"
 
 # %%
 # Summary

@@ -23,6 +23,9 @@ The data file holds, for the installed release:
     old ``training_epoch_end(outputs)`` and both replacements, asserted identical in this process;
     ``replacements``: both replacements, asserted identical to each other and -- exactly, float for float -- to
     the old hook's values on the reference release read from its data file; ``old``: the old hook only).
+``observations``
+    for ``[legacy]`` releases: :func:`lightning_migrate.observations.observe_all` -- what the old
+    ``training_epoch_end(outputs)`` list held, when it was let go, what each DDP process held.
 ``rewrites``
     for ``[legacy]`` releases: :func:`lightning_migrate.rewrite_equivalence.record` -- each rewrite shape of
     ``data/rewrites`` as written, in each configuration of its stage: what its epoch-end code logged, or the error;
@@ -51,7 +54,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from lightning_migrate import equivalence, probes, records, rewrite_equivalence
+from lightning_migrate import equivalence, observations, probes, records, rewrite_equivalence
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPAT_DIR = ROOT / "data" / "compat"
@@ -190,6 +193,7 @@ def collect(version: str, matrix: dict[str, Any], folder: Path = COMPAT_DIR) -> 
         eq["reference"] = {"version": matrix["reference"], "variant": "old", "identical": True}
     result["equivalence"] = eq
     if entry["group"] == "legacy":
+        result["observations"] = observations.observe_all()
         result["rewrites"] = rewrite_equivalence.record()
     if entry["group"] == "matrix":
         result["examples"] = [run_example(ROOT / script) for script in matrix["scripts"]]
@@ -209,6 +213,8 @@ def summary(result: dict[str, Any]) -> str:
             lines.append(f"    {record['error_type']} during {record['failed_during']}: {record['error_message']}")
     for variant, epochs in result["equivalence"]["variants"].items():
         lines.append(f"  per-epoch mean loss, {variant}: {[epoch['mean'] for epoch in epochs]}")
+    for observation in result.get("observations", []):
+        lines.append(f"  observed {json.dumps(observation)}")
     for shape, recorded in result.get("rewrites", {}).items():
         ran = [name for name, run in recorded["runs"].items() if "error" not in run]
         lines.append(f"  rewrite shape {shape}: ran in {', '.join(ran) or 'no configuration'}")

@@ -290,12 +290,53 @@ def _origin(error: BaseException | None) -> str | None:
     return "lightning" if frames and ("lightning" in frames[-1].filename) else "python"
 
 
+#: What ``trainer_defaults`` records: name -> how to read it off a ``Trainer`` built with defaults only.
+TRAINER_DEFAULTS = {
+    "num_sanity_val_steps": lambda trainer: trainer.num_sanity_val_steps,
+    "enable_checkpointing": lambda trainer: trainer.checkpoint_callback is not None,
+    "enable_progress_bar": lambda trainer: trainer.progress_bar_callback is not None,
+    "log_every_n_steps": lambda trainer: trainer.log_every_n_steps,
+    "accumulate_grad_batches": lambda trainer: trainer.accumulate_grad_batches,
+    "val_check_interval": lambda trainer: trainer.val_check_interval,
+    "check_val_every_n_epoch": lambda trainer: trainer.check_val_every_n_epoch,
+}
+
+
+def trainer_defaults(pl) -> dict[str, Any]:
+    """What a ``Trainer()`` built with Lightning's defaults holds, read off the object (a default of ``None`` in the
+    signature often stands for another value): ``{name: value}`` for :data:`TRAINER_DEFAULTS`, ``None`` where the
+    release has no such attribute.
+
+    ``logger=False`` is the one argument given (the default logger depends on the packages installed and writes
+    nothing the recorded values depend on); the ``Trainer`` is built in a temporary directory and never run. A
+    release whose default ``Trainer`` cannot be built here (pytorch-lightning 1.4.9's default ``ModelCheckpoint``
+    calls ``np.Inf``, which NumPy 2 removed) records ``{"unavailable": "<error type>: <message>"}``.
+    """
+    import contextlib
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder):
+        try:
+            trainer = pl.Trainer(logger=False, default_root_dir=os.getcwd())
+        except Exception as error:  # noqa: BLE001 - recorded: what this release does here
+            return {"unavailable": f"{type(error).__name__}: {error}"}
+        values = {}
+        for name, read in TRAINER_DEFAULTS.items():
+            try:
+                values[name] = read(trainer)
+            except AttributeError:
+                values[name] = None
+    return values
+
+
 def probe_all(pattern_ids: list[str] | None = None) -> dict[str, Any]:
     """Probe the given patterns (all by default) on the installed Lightning.
 
     Returns:
-        ``{"schema", "lightning": {"distribution", "version"}, "torch", "python", "records": [...]}`` with one
-        record per pattern, as :func:`probe` describes.
+        ``{"schema", "lightning": {"distribution", "version"}, "torch", "python", "records": [...],
+        "trainer_defaults": {...}}`` with one record per pattern, as :func:`probe` describes, and what a default
+        ``Trainer`` holds (:func:`trainer_defaults`).
 
     Raises:
         KeyError: an id that is not in the registry.
@@ -310,6 +351,7 @@ def probe_all(pattern_ids: list[str] | None = None) -> dict[str, Any]:
         "torch": torch.__version__.split("+")[0],
         "python": platform.python_version(),
         "records": [probe(pattern, pl) for pattern in patterns],
+        "trainer_defaults": trainer_defaults(pl),
     }
 
 

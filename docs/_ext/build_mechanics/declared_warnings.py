@@ -23,6 +23,11 @@ naming the file and line that raised it, so the example, notebook or probe fails
 shows a warning on purpose catches it with :class:`warnings.catch_warnings` (``record=True`` and
 ``simplefilter("always")``), which overrides these filters inside its block.
 
+A declared warning is a claim about what Lightning (or torch, ipykernel) emits, so it carries its evidence:
+:attr:`Declared.witness` names a small run of :mod:`lightning_migrate.warning_witnesses` that emits it. The build
+runs every witness on the installed packages (``docs/_ext/guide/warning_witnesses.py``) and fails when a declared
+warning is no longer among what its witness emitted: a warning that stopped being emitted is not kept declared.
+
 Python's ``-W``/``PYTHONWARNINGS`` syntax matches a message by its literal start, case-insensitively, and splits
 entries at commas and fields at colons, so :attr:`Declared.message` holds neither; :attr:`Declared.category`
 is a built-in warning class, so starting a Python process imports nothing for it.
@@ -40,11 +45,15 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Declared:
-    """One accepted warning: the start of its message, its built-in category, and why it is accepted."""
+    """One accepted warning: the start of its message, its built-in category, why it is accepted, and the witness
+    (a name of :data:`lightning_migrate.warning_witnesses.WITNESSES`) whose run emits it -- required in
+    :data:`DECLARED`; an entry of :data:`IN_SCENARIO_CELLS` without one is emitted by the matrix cells that run its
+    configuration, and no witness checks that it still is (:func:`witnessed`)."""
 
     message: str
     category: str
     reason: str
+    witness: str = ""
 
 
 #: torch's deprecations of APIs that Lightning itself calls: a reader's own run would print them too
@@ -58,6 +67,7 @@ LIGHTNING_ON_TORCH: tuple[Declared, ...] = (
             "about this guide. The one-line fix is Lightning's: lightning/pytorch/utilities/_pytree.py builds its "
             "leaf spec with torch's deprecated LeafSpec()."
         ),
+        witness="fit",
     ),
     Declared(
         message="torch.distributed.nn.functional.all_gather is deprecated",
@@ -66,6 +76,7 @@ LIGHTNING_ON_TORCH: tuple[Declared, ...] = (
             "Lightning's all_gather (lightning/fabric/utilities/distributed.py) calls a torch API that the pinned "
             "torch deprecates; the DDP pages and scenarios gather per-rank caches through it."
         ),
+        witness="ddp-on-two-processes",
     ),
 )
 
@@ -80,6 +91,7 @@ DECLARED: tuple[Declared, ...] = (
                 "Lightning suggests more DataLoader workers only on machines with more than two CPUs per device: the "
                 "examples' toy datasets need none, and a page must not change with the machine that built it."
             ),
+            witness="every-stage-on-eight-cpus",
         )
         for loader in ("train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader")
     ),
@@ -90,6 +102,7 @@ DECLARED: tuple[Declared, ...] = (
             "ipykernel warns about its own IPythonKernel.do_shutdown when the notebook kernel shuts down "
             "(ipykernel/kernelbase.py), after the last cell ran: nothing a notebook of this guide does."
         ),
+        witness="notebook-kernel-shutdown",
     ),
     # The scenario matrix (data/scenarios.toml) runs, on purpose, the configurations Lightning warns about; the
     # cells compare what each recipe logs with a ground truth, so these warnings are facts of the scenario.
@@ -100,6 +113,7 @@ DECLARED: tuple[Declared, ...] = (
             "The examples and the scenario matrix train on a few batches, fewer than Trainer's log_every_n_steps; "
             "their epoch-level values are logged at epoch end whatever that interval."
         ),
+        witness="fit",
     ),
     Declared(
         message="It is recommended to use `self.log('",
@@ -108,6 +122,7 @@ DECLARED: tuple[Declared, ...] = (
             "The DDP scenarios and ddp_per_rank_caches.py log per-rank values without sync_dist on purpose: "
             "that per-rank difference is what they show (the example captures the warning and prints it)."
         ),
+        witness="ddp-on-two-processes",
     ),
     Declared(
         message="`training_step` returned `None`",
@@ -116,6 +131,7 @@ DECLARED: tuple[Declared, ...] = (
             "The step_returns_none scenario and empty_outputs.py return None from training_step on purpose, to show "
             "what a callback receives then (the example captures the warning and prints it)."
         ),
+        witness="fit-with-a-step-returning-none",
     ),
 )
 
@@ -130,6 +146,7 @@ IN_SCENARIO_CELLS: tuple[Declared, ...] = (
                 f"The DDP scenarios run trainer.{call}() on several ranks on purpose: what each rank's cache holds is "
                 "what they check."
             ),
+            witness="ddp-on-two-processes" if call == "test" else "",
         )
         for call in ("validate", "test", "predict")
     ),
@@ -166,6 +183,13 @@ IN_SCENARIO_CELLS: tuple[Declared, ...] = (
         ),
     ),
 )
+
+
+def witnessed() -> tuple[Declared, ...]:
+    """Every declared warning that names a witness: all of :data:`DECLARED`, and the entries of
+    :data:`IN_SCENARIO_CELLS` that have one (``docs/_ext/guide/warning_witnesses.py`` runs them all)."""
+    return (*DECLARED, *(entry for entry in IN_SCENARIO_CELLS if entry.witness))
+
 
 #: Lightning's loggers whose INFO records ("GPU available: ...", the LitLogger tip, "`Trainer.fit` stopped: ...")
 #: are turned down to WARNING in every example: they describe the build machine, not the lesson.

@@ -10,6 +10,10 @@ and the attribute ``role``; this filter turns those into what Sphinx shows on th
   metadata field ``html_baseurl``, which docs/_ext/build_mechanics/notebook_baseurl.py passes from Sphinx's config.
 * ``:func:``, ``:meth:``, ``:class:``, ``:mod:`` ... (the Python domain) become inline code, as on the page,
   where nothing documents those objects: ``time.process_time()``.
+* ``:claim:`id``` becomes the claim's wording, as on the page: the claims extension (docs/_ext/guide/claims.py)
+  writes every claim's rendered wording, one ``id<TAB>reST text`` line each, to the file named by the metadata
+  field ``claims_file``; the wording is read as rST and its own roles are converted like the block's
+  (``:claim:`Id```, capitalized, starts a sentence: the wording's first letter is capitalized).
 * Sphinx's default role (single backticks) becomes emphasis, as Sphinx renders it.
 * ``.. recipe-domain:: <recipe id> ...`` (docs/_ext/scenario_matrix.py: the box saying where a recipe holds,
   rendered from the build's scenario matrix, which a notebook does not have) becomes a paragraph linking each
@@ -27,6 +31,7 @@ fails and says what to change.
 ]]
 
 local baseurl
+local claims = {}
 
 --- Python-domain roles, shown as inline code; the callable ones get "()" as Sphinx adds them.
 local PYTHON_ROLES = { func = true, meth = true, class = true, mod = true, attr = true, exc = true, data = true, obj = true }
@@ -51,6 +56,20 @@ local function read_baseurl(meta)
     error("notebook_links.lua: the metadata field html_baseurl must be the site's http(s) address, got '" .. value .. "'", 0)
   end
   baseurl = value:gsub("/*$", "/")
+  local path = meta.claims_file and pandoc.utils.stringify(meta.claims_file)
+  if path and path ~= "" then
+    local file = io.open(path, "r")
+    if not file then
+      error("notebook_links.lua: cannot read the claims' wordings from '" .. path .. "'", 0)
+    end
+    for line in file:lines() do
+      local id, text = line:match("^([^\t]+)\t(.*)$")
+      if id then
+        claims[id] = text
+      end
+    end
+    file:close()
+  end
 end
 
 local function doc_link(text)
@@ -76,12 +95,34 @@ local function python_code(role, text)
   return pandoc.Code(shown)
 end
 
-local function role(code)
+local role, default_role
+
+--- The claim's wording, read as rST, its roles converted as in the block around it.
+local function claim_text(text)
+  local id = text:match("^%s*(.-)%s*$")
+  local capital = id:match("^%u") ~= nil -- :claim:`Id` starts a sentence: its first letter capitalized
+  local wording = claims[id:gsub("^%u", string.lower)]
+  if not wording then
+    fail("claim", text, "no such claim in the file the claims extension wrote (data/claims.toml declares them)")
+  end
+  if capital then
+    wording = wording:gsub("^%l", string.upper)
+  end
+  local blocks = pandoc.read(wording, "rst+smart").blocks
+  if #blocks ~= 1 or blocks[1].t ~= "Para" then
+    fail("claim", text, "its wording is not one paragraph of inline text")
+  end
+  return blocks[1].content:walk({ Code = role, Span = default_role })
+end
+
+role = function(code)
   if not code.classes:includes("interpreted-text") then
     return nil
   end
   local name = (code.attributes.role or ""):gsub("^py:", "")
-  if name == "doc" then
+  if name == "claim" then
+    return claim_text(code.text)
+  elseif name == "doc" then
     return doc_link(code.text)
   elseif PYTHON_ROLES[name] then
     return python_code(name, code.text)
@@ -91,7 +132,7 @@ local function role(code)
   fail(name, code.text, "this role has no Markdown form here (docs/_ext/build_mechanics/notebook_links.lua)")
 end
 
-local function default_role(span)
+default_role = function(span)
   if span.classes:includes("title-ref") then
     return pandoc.Emph(span.content)
   end

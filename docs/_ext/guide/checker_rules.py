@@ -175,13 +175,14 @@ class CheckerRule(SphinxDirective):
         ]
         if rule.patterns:
             lines += [f"What {version} does with each old shape:", ""]
+            lines += [".. rst-class:: from-records", ""]  # every sentence of the list is rendered from a record
         else:
             from lightning_migrate import hook_names
 
             recorded = hook_names.load()
             lines += [
-                "Lightning calls the hooks its classes define, by name; a method of any other name is never called, "
-                "and nothing says so. The names the checker compares with are recorded from "
+                f":claim:`unknown-names-never-called`; :claim:`removed-epoch-end-hooks-refused`. The names the "
+                "checker compares with are recorded from "
                 f"``{recorded['lightning']['distribution']}`` {recorded['lightning']['version']} "
                 f"({len(recorded['LightningModule']['hooks'])} ``LightningModule`` hooks, "
                 f"{len(recorded['Callback']['hooks'])} ``Callback`` hooks).",

@@ -205,7 +205,9 @@ class CompatReceived(SphinxDirective):
             if record["error_message"] is not None:
                 lines.append("Lightning raised:")
                 lines += _literal(f"{record['error_type']}: {record['error_message']}", 0)
-        return self.parse_text_to_nodes("\n".join(lines))
+        rendered = nodes.container(classes=["from-records"])  # every sentence here says what a record holds
+        rendered += self.parse_text_to_nodes("\n".join(lines))
+        return [rendered]
 
     def _brief(self, version: str, data: dict[str, Any], records: dict[str, dict[str, Any]]) -> list[str]:
         """With ``:brief:``: one table row per pattern -- its outcome, calls, training steps, entries received."""

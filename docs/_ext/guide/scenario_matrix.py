@@ -251,7 +251,8 @@ def domain_lines(
             }
         )
     held = held_cells(results, [recipe_id]) if held is None else held
-    lines = [f"{indent}**Works with** (checked by {held} cells of this build that hold):", ""]
+    lightning = results.document["lightning"]
+    lines = [f"{indent}**Works with** (checked by {held} cells that hold on Lightning {lightning}):", ""]
     whole = []  # axes whose every value is inside the domain and held in some cell: named together, one line
     for axis in axes:
         relevant = [
@@ -266,7 +267,7 @@ def domain_lines(
             continue
         shown = "every value" if inside == relevant else "; ".join(results.labels[axis][v] for v in inside)
         unproven = "; ".join(results.labels[axis][v] for v in missing)
-        gap = f" (no cell of this build held with: {unproven})" if missing else ""
+        gap = f" (no cell that holds ran with: {unproven})" if missing else ""
         lines.append(f"{indent}- {results.axes[axis]['title']}: {shown}{gap}")
     if whole:
         others = "Every value of the other axes" if len(lines) > 2 else "Every value of each axis"
@@ -324,8 +325,8 @@ def summary_lines(results: Results) -> list[str]:
     values = sum(len(a["values"]) for a in document["axes"])
     traps = document["covering"].get("traps", 0)
     lines = [
-        f"Run on Lightning {document['lightning']} (torch {document['torch']}) by this build: {len(cells)} cells "
-        f"in {document['seconds']:.0f} s on {document['jobs']} processes -- {counts['holds']} hold, "
+        f"{len(cells)} cells, run on Lightning {document['lightning']} (torch {document['torch']}) -- "
+        f"{counts['holds']} hold, "
         f"{counts['differs']} differ, {counts['raises']} raise, {counts['not applicable']} do not apply. They "
         f"are the {len(named)} named scenarios below for every recipe, {document['covering']['cells'] - traps} "
         f"generated cells holding every pair of values of the {len(document['axes'])} axes ({values} values) and "
@@ -370,7 +371,8 @@ def recipe_lines(results: Results, rid: str) -> list[str]:
             declared = cell.get("declared") or {}
             values = ", ".join(f"{a}={v}" for a, v in scenario["values"].items() if v != defaults[a]) or "defaults"
             name = f"generated scenario {scenario['id']}" if scenario["generated"] else _plain(scenario["title"])
-            lines.append(f"- *{name}* {cell['outcome']}:")
+            lines += ["- .. rst-class:: from-records", ""]  # the cell's outcome, from this build's results
+            lines.append(f"  *{name}* {cell['outcome']}:")
             lines += ["", "  .. code-block:: none", ""]  # site.css wraps these long single lines
             lines += [f"     {values}", f"     {cell['detail'].strip().splitlines()[-1]}", ""]
             if declared.get("reason"):
@@ -390,7 +392,7 @@ def space_lines(results: Results) -> list[str]:
     lines = [
         *_heading("The space", "-"),
         "Each axis is a dimension of the space; each value comes from the report or the documentation linked "
-        "beside it. *Cells* counts the cells of this build that ran with the value.",
+        "beside it. *Cells* counts the cells that ran with the value.",
         "",
     ]
     for axis in document["axes"]:

@@ -385,7 +385,7 @@ class SymptomIndexDirective(SphinxDirective):
         ]
 
     def _section(self, title: str, ident: str, symptoms: list[Symptom]) -> nodes.section:
-        section = nodes.section(ids=[ident])
+        section = nodes.section(ids=[ident], classes=["from-records"])  # headings and texts from this build's runs
         section += nodes.title(text=title)
         listing = nodes.bullet_list(classes=["symptom-index"])
         for symptom in sorted(symptoms, key=lambda s: (s.text.split(":")[0], s.wordings[0].key)):
@@ -406,7 +406,7 @@ class SymptomIndexDirective(SphinxDirective):
         return section
 
     def _ignored_section(self, ignored: list[tuple[str, str]], current: str) -> nodes.section:
-        section = nodes.section(ids=["symptoms-ignored"])
+        section = nodes.section(ids=["symptoms-ignored"], classes=["from-records"])  # the probes' ignored patterns
         section += nodes.title(text="Old hooks Lightning silently never calls")
         section += nodes.paragraph(
             text=f"Lightning {current} runs these without an error or a warning, and never calls them:"

@@ -48,8 +48,9 @@ class EpochEndMethods(Rule):
         "for the old hook: in training the step's output as a dict with the loss, detached, as 1.x divided it by "
         "``accumulate_grad_batches``; nothing for a step that returned ``None``; one list per dataloader where a "
         "stage may have several -- and the renamed hook starts by taking the cache as ``outputs`` and clearing it. "
-        "The rest of the body is unchanged. Without ``--unsafe-fixes``, ``--fix`` leaves a marker that says what "
-        "the rewrite risks. **manual** where the rewrite cannot be proven (a step-end hook that reshapes each "
+        "The rest of the body is unchanged (:claim:`training-outputs-wrapped-and-detached`; "
+        ":claim:`validation-outputs-skipped-none`). Without ``--unsafe-fixes``, ``--fix`` leaves a marker that says "
+        "what the rewrite risks. **manual** where the rewrite cannot be proven (a step-end hook that reshapes each "
         "output, a base class or a subclass that defines the batch-end hook, other parameters): the marker "
         "says why."
     )

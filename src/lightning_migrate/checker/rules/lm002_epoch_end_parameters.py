@@ -50,14 +50,15 @@ _TRACKING = (registry.get("training-epoch-end"), registry.get("module-on-train-e
 class EpochEndParameters(Rule):
     code = "LM002"
     name = "epoch-end-parameters"
-    title = "epoch-end hooks that take outputs (or any parameter Lightning does not pass)"
+    title = "epoch-end hooks that take outputs, or another parameter without a default"
     hooks = HOOKS
     patterns = tuple(PATTERNS.values())
     summary = (
         f"{literal_list(sorted(HOOKS))} declaring a parameter beyond ``self`` on a ``{MODULE}``, or beyond "
         f"``self, trainer, pl_module`` on a ``{CALLBACK}`` -- typically the ``outputs`` of Lightning 1.x -- that has "
-        "no default value. A parameter with a default (``unused=None``) is not a finding: Lightning calls the hook "
-        "without it, so it works. ``*args`` and ``**kwargs`` are accepted."
+        "no default value. A parameter with a default (``unused=None``) is not a finding: "
+        ":claim:`epoch-end-hooks-called-without-outputs`, so the default stands in. ``*args`` and ``**kwargs`` are "
+        "accepted."
     )
     fix_text = (
         "**safe** when the body never reads the extra parameters: they are dropped. **unsafe** (opt-in, "

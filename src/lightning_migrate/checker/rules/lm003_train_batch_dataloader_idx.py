@@ -41,13 +41,13 @@ class TrainBatchDataloaderIdx(Rule):
     summary = (
         f"{literal_list(p.old_signature for p in map(registry.get, PATTERNS.values()) if p.owner == MODULE)} "
         "(module or callback, where a callback also takes ``trainer, pl_module``): any positional parameter after "
-        "``batch_idx``, whatever its name (Lightning 1.5 called it ``unused``), that has no default value. One with "
-        "a default (``unused=0``) is not a finding: Lightning calls the hook without it, so it works."
+        "``batch_idx``, whatever its name, that has no default value. One with a default (``unused=0``) is not a "
+        "finding: :claim:`train-batch-hooks-called-without-dataloader-idx`, so the default stands in."
     )
     fix_text = (
         "**safe** when the body never reads the extra parameters: they are dropped. **safe** too when the body "
-        "reads the one extra parameter: it gets the default ``0`` -- the index Lightning 1.x passed (training has a "
-        "single, possibly combined, dataloader) and now the value the body sees. **manual** otherwise."
+        "reads the one extra parameter: it gets the default ``0``, the value the body now sees (training has a "
+        "single, possibly combined, dataloader). **manual** otherwise."
     )
     example = """\
 import lightning as L

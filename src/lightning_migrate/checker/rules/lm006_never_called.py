@@ -41,22 +41,23 @@ HOOKS = frozenset(hook for hook, _owner in PATTERNS)
 class NeverCalled(Rule):
     code = "LM006"
     name = "never-called-hooks"
-    title = f"{literal_list(sorted(HOOKS)).replace('``', '')}: never called"
+    title = f"{literal_list(sorted(HOOKS)).replace('``', '')}: the removed stage-less hooks"
     hooks = HOOKS
     patterns = tuple(PATTERNS.values())
     summary = (
-        f"{literal_list(sorted(HOOKS))} on a ``{MODULE}`` or a ``{CALLBACK}``. Lightning removed them without "
-        "an error in their place: the method is simply never called, so the code in it silently stops running."
+        f"{literal_list(sorted(HOOKS))} on a ``{MODULE}`` or a ``{CALLBACK}``. :claim:`stageless-hooks-removed`; "
+        ":claim:`stageless-hooks-refused-on-1-9`; and :claim:`stageless-hooks-ignored`: the code in them silently "
+        "stops running."
     )
     fix_text = (
         f"**unsafe** (opt-in, ``--unsafe-fixes``) for a callback's {literal_list(RENAMES)}: renamed to "
-        f"{literal_list(new for new, _ in RENAMES.values())} with the parameters those take (the old hooks ran "
-        "for training batches only), unless the class already defines the new hook or the body uses one of the "
-        "new parameter names. It is not safe: Lightning has not called the old name since it removed it, so a "
-        "project that runs on a release without it has been running without this code, and the rename makes it "
+        f"{literal_list(new for new, _ in RENAMES.values())} with the parameters those take "
+        "(:claim:`batch-hooks-ran-for-training-batches`), unless the class already defines the new hook or the "
+        "body uses one of the new parameter names. It is not safe: :claim:`stageless-hooks-ignored`, so a project "
+        "that runs on a release without it has been running without this code, and the rename makes it "
         "run again (a callback that validates the best checkpoint can stop a run that used to complete). Without "
-        "the option, ``--fix`` leaves a marker that says so. **manual** for the epoch hooks: they ran at the "
-        "start and end of every training, validation and test epoch, so pick the stage hooks you meant."
+        "the option, ``--fix`` leaves a marker that says so. **manual** for the epoch hooks: "
+        ":claim:`epoch-hooks-ran-for-every-loop`, so pick the stage hooks you meant."
     )
     example_unsafe = True
     example = """\

@@ -1,0 +1,785 @@
+"""Sphinx extension: claims -- what the site says about Lightning, torch and torchmetrics, bound to the run that
+proves it.
+
+A *claim* is one statement about how Lightning (or torch, torchmetrics) behaves, kept as data in
+``data/claims.toml`` (the config value ``claims_file``): an id, its wording, the configuration its evidence ran in,
+and its evidence. Pages never type such a statement: they render it with the role ``:claim:`id``` (MyST:
+``{claim}`id```), which prints the wording; the gallery's downloaded notebooks print the same wording
+(``docs/_ext/build_mechanics/notebook_links.lua`` reads the file :func:`write_notebook_texts` writes).
+
+Evidence, one or more per claim (each an inline table of the TOML file, told apart by its first key):
+
+``assert = "gallery/x.py", message = "..."``
+    an ``assert`` statement at the top level of that page (a gallery script, or a code cell of a MyST notebook)
+    whose message is exactly this text, found in the page's syntax tree -- so the reader's code is never
+    instrumented -- and the page ran to its end: sphinx-gallery's checksum of a passing run matches the script
+    (sphinx-gallery writes it only after every block ran), or myst-nb's execution of the notebook succeeded. A
+    top-level assert of a page that ran has passed. A build asked not to run a gallery page (``plot_gallery`` off,
+    or a ``filename_pattern`` it does not match) does not check that page's asserts, and says so.
+``probe = "<pattern id>", field = "outcome", equals = "ignored"``
+    a field of the probe record this build made on the installed Lightning (:mod:`guide.probe_records`).
+``recorded = "1.4.9", pattern = "<pattern id>", field = "received.len", equals = 0``
+    a field of a recorded run of an old or 2.x release (``data/compat/<release>.json``; ``section =
+    "observations"`` reads the release's observations instead of its probe records).
+``matrix = "<recipe id>", scenarios = "all" | ["<scenario id>", ...]``
+    cells of the scenario matrix of this build that hold (:func:`matrix_outcomes` reads its results); with
+    ``outcome = "raises"`` or ``"differs"``, cells with that outcome (the matrix itself checks what a raising
+    cell's error says and that the outcome is the one ``data/scenarios.toml`` declares).
+``cell = "<recipe id>", values = { <axis> = <value>, ... }, outcome = "raises", match = "..."``
+    a cell the scenario matrix does not run -- a combination a constraint of ``data/scenarios.toml`` excludes, or
+    one outside the recipe's domain -- run by this build with the matrix's harness on the installed release
+    (:mod:`lightning_migrate.claim_cells`; ``scenario = "<named scenario id>"`` instead of ``values``): its outcome
+    (``holds``, ``differs``, ``raises``), with ``match`` a text its detail (the error as raised) must contain and
+    ``warns`` a text one of the warnings it emitted must contain. The reason a constraint or a domain gives is then
+    a claim, proven by running what it excludes.
+``changelog = "<pattern id>", field = "removed_in", equals = "1.8"``
+    a release fact of the registry, which cites Lightning's CHANGELOG (``src/lightning_migrate/registry.py``).
+``default = "num_sanity_val_steps", equals = 2``
+    what a ``Trainer()`` of the installed release holds (the probes record it: ``trainer_defaults``).
+
+A probe, recorded or changelog evidence may name several patterns (a list: each must agree), and may compare several
+fields at once with ``fields = { outcome = "error", error_type = "RuntimeError" }`` instead of ``field`` and
+``equals``.
+
+Wording rules, checked when the file is read: a claim names the release its evidence ran on -- ``{lightning}``,
+``{torch}`` or ``{torchmetrics}`` (rendered as the installed version) for evidence of this build, the release
+itself for a recorded run or a changelog fact -- and names its configuration: ``checked`` (e.g. "in one
+process") must appear in the wording, unless the claim is ``general``, which only evidence covering every
+scenario of the matrix a recipe runs in may be, or rests on the changelog alone.
+
+The build fails (a warning, and ``-W``) when a claim's evidence is missing, did not run, or disagrees, when a page
+uses an unknown claim, and when a claim is used on no page. ``.. claims-table::`` lists every claim with where it
+was checked and where it is used.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tomllib
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from docutils.parsers.rst import Parser
+from docutils.utils import new_document
+from sphinx.application import Sphinx
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective, SphinxRole
+
+logger = logging.getLogger(__name__)
+
+#: The kinds of evidence, each named by the first key of its table.
+KINDS = ("assert", "probe", "recorded", "matrix", "cell", "changelog", "default")
+#: Fields each kind needs beside its first key. For probe, recorded and changelog evidence, ``field`` and ``equals``
+#: may be replaced by ``fields``, a table of field -> value, all compared.
+REQUIRED = {
+    "assert": ("message",),
+    "probe": ("field", "equals"),
+    "recorded": ("pattern", "field", "equals"),
+    "matrix": ("scenarios",),
+    "cell": ("outcome",),
+    "changelog": ("field", "equals"),
+    "default": ("equals",),
+}
+#: Kinds whose pattern (``probe``, ``changelog``: the first key; ``recorded``: ``pattern``) may be a list.
+PATTERN_KINDS = ("probe", "recorded", "changelog")
+#: Kinds whose evidence ran on this build's installed packages: the wording names a version placeholder.
+BUILD_KINDS = ("assert", "probe", "matrix", "cell", "default")
+#: The placeholders a wording may use, each the installed version of a distribution.
+PLACEHOLDERS = {"lightning": ("lightning", "pytorch-lightning"), "torch": ("torch",), "torchmetrics": ("torchmetrics",)}
+ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+#: File name, in the build's doctree directory, of the rendered wordings the notebooks' pandoc filter reads.
+NOTEBOOK_TEXTS = "claims-notebook.tsv"
+
+
+class ClaimsError(ValueError):
+    """The claims file is malformed; the message names the file, the line and the cause."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One piece of evidence: its kind (:data:`KINDS`), what it names (a page, a pattern, a release, a recipe, a
+    ``Trainer`` attribute) and the other fields of its table."""
+
+    kind: str
+    target: str
+    fields: dict[str, Any]
+
+    def describe(self) -> str:
+        """One line of plain text: what this evidence is."""
+        f = self.fields
+        if self.kind == "assert":
+            return f'the assert "{f["message"]}" of {self.target}'
+        values = ", ".join(f"{name} = {value!r}" for name, value in f.get("fields", {}).items())
+        if self.kind == "probe":
+            return f"the recorded runs of {self.target} on the installed Lightning ({values})"
+        if self.kind == "recorded":
+            section = f.get("section", "probes")
+            return f"the recorded run of {self.target} ({section} {f['pattern']}: {values})"
+        if self.kind == "matrix":
+            which = "every scenario" if f["scenarios"] == "all" else ", ".join(f["scenarios"])
+            return f"the scenario matrix: {self.target} {f.get('outcome', 'holds')} in {which}"
+        if self.kind == "cell":
+            from lightning_migrate.claim_cells import cell_key
+
+            return f"a run of {cell_key({'recipe': self.target, **f})} by the matrix's harness: {f['outcome']}"
+        if self.kind == "changelog":
+            return f"Lightning's CHANGELOG, as the registry cites it ({self.target}: {values})"
+        return f"a Trainer() of the installed Lightning: {self.target} = {f['equals']!r}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the claims file (see the module docstring)."""
+
+    id: str
+    text: str
+    checked: str
+    general: bool
+    evidence: tuple[Evidence, ...]
+    line: int = 0
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(e.kind for e in self.evidence))
+
+
+def _line_of(text: str, claim_id: str) -> int:
+    """The line of ``[claim.<id>]`` in the TOML text (1-based; 0 when not found)."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip() in (f"[claim.{claim_id}]", f'[claim."{claim_id}"]'):
+            return number
+    return 0
+
+
+def _evidence(path: Path, line: int, claim_id: str, table: Any) -> Evidence:
+    where = f"{path}:{line}: claim {claim_id}"
+    if not isinstance(table, dict) or not table:
+        raise ClaimsError(f"{where}: each evidence is a table such as {{ assert = ..., message = ... }}")
+    kinds = [key for key in table if key in KINDS]
+    if len(kinds) != 1:
+        raise ClaimsError(f"{where}: an evidence names exactly one of {', '.join(KINDS)}; got {sorted(table)}")
+    kind = kinds[0]
+    required = REQUIRED[kind]
+    if kind in PATTERN_KINDS and "fields" in table:
+        if not isinstance(table["fields"], dict) or not table["fields"] or {"field", "equals"} & set(table):
+            raise ClaimsError(f"{where}: fields is a table of field = value, instead of field and equals")
+        required = tuple(name for name in required if name not in ("field", "equals"))
+    missing = [name for name in required if name not in table]
+    if missing:
+        raise ClaimsError(f"{where}: {kind} evidence needs {', '.join(missing)}")
+    fields = {key: value for key, value in table.items() if key != kind}
+    if kind in PATTERN_KINDS and "fields" not in fields:
+        fields["fields"] = {fields.pop("field"): fields.pop("equals")}
+    if kind == "cell" and ("values" in fields) == ("scenario" in fields):
+        raise ClaimsError(f"{where}: cell evidence names values = {{ axis = value, ... }} or a scenario, one of them")
+    if kind == "cell" and fields["outcome"] not in ("holds", "differs", "raises"):
+        raise ClaimsError(f'{where}: cell evidence: outcome is "holds", "differs" or "raises"')
+    if kind == "matrix" and not (fields["scenarios"] == "all" or isinstance(fields["scenarios"], list)):
+        raise ClaimsError(f'{where}: matrix evidence: scenarios is "all" or a list of scenario ids')
+    target = table[kind]
+    if kind in PATTERN_KINDS and isinstance(target, list):
+        target = " ".join(map(str, target))
+    if kind == "recorded" and isinstance(fields["pattern"], list):
+        fields["pattern"] = " ".join(map(str, fields["pattern"]))
+    return Evidence(kind, str(target), fields)
+
+
+def load_claims(path: Path) -> dict[str, Claim]:
+    """Read and check the claims file.
+
+    Returns:
+        ``{id: Claim}`` in file order.
+
+    Raises:
+        ClaimsError: naming the file, the claim's line and the cause: a malformed table, an unknown evidence
+            kind, a wording that does not name its release or its configuration, a ``general`` claim whose
+            evidence does not cover every scenario.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+        document = tomllib.loads(text)
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ClaimsError(f"{path}: {error}") from None
+    claims: dict[str, Claim] = {}
+    for claim_id, table in document.get("claim", {}).items():
+        line = _line_of(text, claim_id)
+        where = f"{path}:{line}: claim {claim_id}"
+        if not ID.match(claim_id):
+            raise ClaimsError(f"{where}: an id is lower-case words joined by '-'")
+        unknown = set(table) - {"text", "checked", "general", "evidence"}
+        if unknown:
+            raise ClaimsError(f"{where}: unknown keys {sorted(unknown)}")
+        wording = table.get("text", "")
+        if not isinstance(wording, str) or not wording.strip():
+            raise ClaimsError(f"{where}: no text")
+        evidence = tuple(_evidence(path, line, claim_id, item) for item in table.get("evidence", ()))
+        if not evidence:
+            raise ClaimsError(f"{where}: no evidence")
+        general = bool(table.get("general", False))
+        checked = str(table.get("checked", ""))
+        for name in re.findall(r"\{(\w+)\}", wording):
+            if name not in PLACEHOLDERS:
+                raise ClaimsError(f"{where}: unknown placeholder {{{name}}}; known: {', '.join(PLACEHOLDERS)}")
+        if any(e.kind in BUILD_KINDS for e in evidence) and not any(f"{{{p}}}" in wording for p in PLACEHOLDERS):
+            raise ClaimsError(
+                f"{where}: its evidence ran on this build's release: the wording names it "
+                "({lightning}, {torch} or {torchmetrics})"
+            )
+        for item in evidence:
+            if item.kind not in ("recorded", "changelog"):
+                continue
+            if item.kind == "recorded":
+                releases = [item.target]
+            else:  # the changelog's release facts
+                releases = [v for k, v in item.fields["fields"].items() if k in ("deprecated_in", "removed_in") and v]
+            release = next((r for r in releases if str(r) not in wording), None)
+            if release is not None:
+                raise ClaimsError(f"{where}: the wording names the release of its {item.kind} evidence, {release}")
+        if general:
+            if not all(
+                e.kind == "matrix" and e.fields["scenarios"] == "all" and "outcome" not in e.fields for e in evidence
+            ):
+                raise ClaimsError(
+                    f"{where}: a general claim's evidence covers every scenario: matrix evidence with scenarios = "
+                    '"all" only'
+                )
+        elif all(e.kind == "changelog" for e in evidence):
+            pass  # a release fact of the changelog ran in no configuration
+        elif not checked.strip():
+            raise ClaimsError(f"{where}: checked names the configuration the evidence ran in (e.g. 'in one process')")
+        elif checked.lower() not in wording.lower():
+            raise ClaimsError(f"{where}: the wording names its configuration: {checked!r} is not in its text")
+        claims[claim_id] = Claim(claim_id, wording, checked, general, evidence, line)
+    return claims
+
+
+def installed_versions() -> dict[str, str]:
+    """The version of each placeholder's distribution (:data:`PLACEHOLDERS`), without importing it."""
+    found = {}
+    for name, distributions in PLACEHOLDERS.items():
+        for distribution in distributions:
+            try:
+                found[name] = metadata.version(distribution).split("+")[0]
+                break
+            except metadata.PackageNotFoundError:
+                continue
+        else:
+            found[name] = f"(no {distributions[0]} installed)"
+    return found
+
+
+def render_text(claim: Claim, versions: dict[str, str]) -> str:
+    """The claim's wording with its placeholders replaced by ``versions``."""
+    return re.sub(r"\{(\w+)\}", lambda match: versions[match[1]], claim.text)
+
+
+# -- Evidence -------------------------------------------------------------------------------------------------------
+def top_level_assert_messages(source: str, filename: str) -> set[str]:
+    """The messages (string constants) of the ``assert`` statements at the top level of ``source``.
+
+    Raises:
+        SyntaxError: ``source`` does not parse.
+    """
+    tree = ast.parse(source, filename=filename)
+    return {
+        statement.msg.value
+        for statement in tree.body
+        if isinstance(statement, ast.Assert)
+        and isinstance(statement.msg, ast.Constant)
+        and isinstance(statement.msg.value, str)
+    }
+
+
+CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.M | re.S)
+
+
+def page_assert_messages(path: Path) -> set[str]:
+    """Top-level assert messages of a gallery script, or of every code cell of a MyST notebook (``.md``)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".py":
+        return top_level_assert_messages(text, str(path))
+    messages: set[str] = set()
+    for cell in CODE_CELL.finditer(text):
+        body = "\n".join(line for line in cell[1].splitlines() if not line.startswith(("%", "!")))
+        messages |= top_level_assert_messages(body, str(path))
+    return messages
+
+
+def field_value(record: Any, dotted: str) -> Any:
+    """``record["a"]["b"]`` for ``"a.b"``; a key that holds dots itself (a hook name such as
+    ``"LightningModule.on_train_epoch_end"``) is matched whole, the longest first. ``KeyError`` names the missing
+    part."""
+    value, parts, start = record, dotted.split("."), 0
+    while start < len(parts):
+        for end in range(len(parts), start, -1):
+            key = ".".join(parts[start:end])
+            if isinstance(value, dict) and key in value:
+                value, start = value[key], end
+                break
+            if isinstance(value, list) and end == start + 1 and key.isdigit() and int(key) < len(value):
+                value, start = value[int(key)], end  # "items.0": the first item of a recorded list
+                break
+        else:
+            raise KeyError(f"no field {dotted!r} (missing {parts[start]!r})")
+    return value
+
+
+def matrix_outcomes(document: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """``{(recipe id, scenario id): outcome}`` of a scenario-matrix results document
+    (:func:`lightning_migrate.scenarios.run_matrix`): the one place that reads its format."""
+    return {(cell["recipe"], cell["scenario"]): cell["outcome"] for cell in document["cells"]}
+
+
+@dataclass
+class Sources:
+    """Where evidence is read from in this build: the project root, and readers of the build's records."""
+
+    root: Path
+    app: Sphinx | None = None
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    def probes(self) -> dict[str, Any]:
+        if "probes" not in self._cache:
+            from guide import probe_records
+
+            self._cache["probes"] = probe_records.records(self.app)
+        return self._cache["probes"]
+
+    def recorded(self, release: str) -> dict[str, Any]:
+        if release not in self._cache:
+            path = self.root / "data" / "compat" / f"{release}.json"
+            self._cache[release] = json.loads(path.read_text(encoding="utf-8"))
+        return self._cache[release]
+
+    def cells(self) -> dict[str, dict[str, Any]]:
+        if "cells" not in self._cache:
+            document = json.loads(_finish_cells(self.app).read_text(encoding="utf-8"))
+            self._cache["cells"] = {cell["key"]: cell for cell in document["cells"]}
+        return self._cache["cells"]
+
+    def matrix(self) -> dict[tuple[str, str], str]:
+        if "matrix" not in self._cache:
+            from guide import scenario_matrix
+
+            self._cache["matrix"] = matrix_outcomes(scenario_matrix.matrix_results(self.app))
+        return self._cache["matrix"]
+
+
+def _record(records: list[dict[str, Any]], pattern: str) -> dict[str, Any]:
+    for item in records:
+        if item.get("pattern") == pattern:
+            return item
+    raise KeyError(f"no record of pattern {pattern!r}")
+
+
+def _compare(actual: Any, expected: Any, what: str) -> str | None:
+    return None if actual == expected else f"{what} is {actual!r}, the claim needs {expected!r}"
+
+
+def _compare_all(records: list[dict[str, Any]], patterns: str, fields: dict[str, Any], what: str) -> str | None:
+    """Every field of every named record against its value; the disagreements, joined (``None``: all agree)."""
+    problems = []
+    for pattern in patterns.split():
+        record = _record(records, pattern)
+        for name, value in fields.items():
+            problems.append(_compare(field_value(record, name), value, f"{what.format(pattern=pattern)}: {name}"))
+    return "; ".join(p for p in problems if p) or None
+
+
+def check_evidence(evidence: Evidence, sources: Sources, ran: Any) -> str | None:
+    """Why ``evidence`` does not hold in this build, or ``None`` when it does.
+
+    ``ran(page)`` says why a page did not run (``None`` when it ran to its end).
+    """
+    f = evidence.fields
+    try:
+        if evidence.kind == "assert":
+            path = sources.root / evidence.target
+            if not path.is_file():
+                return f"{evidence.target} does not exist"
+            if f["message"] not in page_assert_messages(path):
+                return f'{evidence.target} has no top-level assert with the message "{f["message"]}"'
+            return ran(evidence.target)
+        if evidence.kind == "probe":
+            records = sources.probes()["records"]
+            return _compare_all(records, evidence.target, f["fields"], "probe {pattern}")
+        if evidence.kind == "recorded":
+            document = sources.recorded(evidence.target)
+            section = f.get("section", "probes")
+            records = document["probes"]["records"] if section == "probes" else document[section]
+            what = f"data/compat/{evidence.target}.json {section} {{pattern}}"
+            return _compare_all(records, f["pattern"], f["fields"], what)
+        if evidence.kind == "matrix":
+            outcomes = sources.matrix()
+            cells = {s: o for (r, s), o in outcomes.items() if r == evidence.target and o != "not applicable"}
+            if not cells:
+                return f"the scenario matrix has no cell of recipe {evidence.target!r}"
+            wanted = cells if f["scenarios"] == "all" else f["scenarios"]
+            outcome = f.get("outcome", "holds")
+            failing = [f"{s}: {cells.get(s, 'no such cell')}" for s in wanted if cells.get(s) != outcome]
+            return f"{evidence.target} is not '{outcome}' in: {'; '.join(failing)}" if failing else None
+        if evidence.kind == "cell":
+            from lightning_migrate.claim_cells import cell_key
+
+            key = cell_key({"recipe": evidence.target, **f})
+            result = sources.cells().get(key)
+            if result is None:
+                return f"the cell {key} did not run in this build"
+            if result["outcome"] != f["outcome"]:
+                return f"the cell {key} {result['outcome']} ({result['detail']}); the claim needs {f['outcome']!r}"
+            if "match" in f and f["match"] not in result["detail"]:
+                return f"the cell {key}'s detail does not contain {f['match']!r}: {result['detail']}"
+            if "warns" in f and not any(f["warns"] in w["message"] for w in result["warnings"]):
+                seen = "; ".join(w["message"] for w in result["warnings"]) or "none"
+                return f"the cell {key} emitted no warning containing {f['warns']!r} (its warnings: {seen})"
+            return None
+        if evidence.kind == "changelog":
+            from lightning_migrate import registry
+
+            problems = [
+                _compare(getattr(registry.get(pattern), name), value, f"registry {pattern}: {name}")
+                for pattern in evidence.target.split()
+                for name, value in f["fields"].items()
+            ]
+            return "; ".join(p for p in problems if p) or None
+        defaults = sources.probes().get("trainer_defaults", {})
+        if evidence.target not in defaults:
+            return f"the probes recorded no Trainer default {evidence.target!r}"
+        return _compare(defaults[evidence.target], f["equals"], f"Trainer() default {evidence.target}")
+    except (KeyError, FileNotFoundError, AttributeError, SyntaxError) as error:
+        return f"{type(error).__name__}: {error}"
+
+
+# -- Sphinx -------------------------------------------------------------------------------------------------------
+class claim(nodes.inline):  # noqa: N801 - docutils node naming
+    """A rendered claim: its wording, with the claim's id and a one-line note of where it was checked."""
+
+
+def _visit_claim_html(translator: Any, node: claim) -> None:
+    attributes = {"data-claim": node["claim_id"], "title": node["note"]}
+    translator.body.append(translator.starttag(node, "span", "", **attributes))
+
+
+def _depart_claim_html(translator: Any, node: claim) -> None:
+    translator.body.append("</span>")
+
+
+def claims_path(app: Sphinx) -> Path:
+    return Path(app.confdir) / app.config.claims_file
+
+
+def claims(app: Sphinx) -> dict[str, Claim]:
+    """The claims of this build (read once per process; a malformed file stops the build naming its line)."""
+    cached = getattr(app, "_claims", None)
+    if cached is None:
+        from sphinx.errors import ExtensionError
+
+        try:
+            cached = load_claims(claims_path(app))
+        except ClaimsError as error:
+            raise ExtensionError(str(error)) from None
+        app._claims = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def note(claim_data: Claim, versions: dict[str, str]) -> str:
+    """The tooltip of a rendered claim: where it was checked, and its evidence."""
+    where = "in every scenario of the scenario matrix" if claim_data.general else claim_data.checked
+    evidence = "; ".join(e.describe() for e in claim_data.evidence)
+    return f"Checked {where}: {evidence}" if where else f"From {evidence}"
+
+
+def parse_inline(text: str, settings: Any, source: str) -> list[nodes.Node]:
+    """The inline nodes of one line of reStructuredText (the roles of the page's Sphinx work in it)."""
+    document = new_document(source, settings)
+    Parser().parse(text, document)
+    if len(document.children) != 1 or not isinstance(document[0], nodes.paragraph):
+        return [nodes.Text(text)]
+    return list(document[0].children)
+
+
+class ClaimRole(SphinxRole):
+    """``:claim:`id```: the claim's wording, as :data:`claims` holds it; ``:claim:`Id``` (the id capitalized) when
+    the wording starts a sentence: its first letter capitalized."""
+
+    def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
+        claim_id, capital = self.text.strip(), self.text.strip()[:1].isupper()
+        claim_id = claim_id[:1].lower() + claim_id[1:]
+        known = claims(self.env.app)
+        self.env.note_dependency(str(claims_path(self.env.app)))
+        if claim_id not in known:
+            message = self.inliner.reporter.error(
+                f"unknown claim {claim_id!r} (claims are declared in {self.config.claims_file})", line=self.lineno
+            )
+            return [self.inliner.problematic(self.rawtext, self.rawtext, message)], [message]
+        claim_data = known[claim_id]
+        versions = installed_versions()
+        usage = self.env.claims_used.setdefault(self.env.docname, {})  # type: ignore[attr-defined]
+        usage.setdefault(claim_id, self.lineno)
+        node = claim(claim_id=claim_id, note=note(claim_data, versions), classes=["claim"])
+        text = render_text(claim_data, versions)
+        if capital:  # :claim:`Id` starts a sentence
+            text = text[:1].upper() + text[1:]
+        node += parse_inline(text, self.inliner.document.settings, f"<claim {claim_id}>")
+        return [node], []
+
+
+class used_on_placeholder(nodes.General, nodes.Element):  # noqa: N801 - docutils node naming
+    """Where the claims table lists the pages using a claim; filled once every page has been read."""
+
+
+class ClaimsTable(SphinxDirective):
+    """``.. claims-table::``: every claim, its wording, where it was checked, its evidence and where it is used."""
+
+    def run(self) -> list[nodes.Node]:
+        known = claims(self.env.app)
+        self.env.note_dependency(str(claims_path(self.env.app)))
+        versions = installed_versions()
+        table = nodes.table(classes=["claims-table"])
+        group = nodes.tgroup(cols=3)
+        table += group
+        for width in (45, 35, 20):
+            group += nodes.colspec(colwidth=width)
+        head = nodes.thead()
+        group += head
+        head += self._row([nodes.Text("Claim"), nodes.Text("Checked, and its evidence"), nodes.Text("Used on")])
+        body = nodes.tbody()
+        group += body
+        for claim_id, claim_data in known.items():
+            wording = nodes.paragraph("", "", ids=[f"claim-{claim_id}"])
+            wording += parse_inline(render_text(claim_data, versions), self.state.document.settings, claim_id)
+            evidence = nodes.paragraph(text=note(claim_data, versions))
+            body += self._row([wording, evidence, used_on_placeholder(claim_id=claim_id)])
+        return [table]
+
+    @staticmethod
+    def _row(cells: list[nodes.Node]) -> nodes.row:
+        row = nodes.row()
+        for content in cells:
+            entry = nodes.entry()
+            entry += content if isinstance(content, nodes.Element) else nodes.paragraph("", "", content)
+            row += entry
+        return row
+
+
+def _fill_used_on(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    for placeholder in list(doctree.findall(used_on_placeholder)):
+        paragraph = nodes.paragraph()
+        pages = sorted(doc for doc, used in app.env.claims_used.items() if placeholder["claim_id"] in used)
+        for index, page in enumerate(pages):
+            if index:
+                paragraph += nodes.Text(", ")
+            uri = app.builder.get_relative_uri(docname, page)
+            paragraph += nodes.reference("", app.env.titles[page].astext(), refuri=uri)
+        placeholder.replace_self(paragraph)
+
+
+def _init_env(app: Sphinx) -> None:
+    if not hasattr(app.env, "claims_used"):
+        app.env.claims_used = {}  # type: ignore[attr-defined]  # docname -> {claim id: line}
+
+
+def _purge(app: Sphinx, env: Any, docname: str) -> None:
+    getattr(env, "claims_used", {}).pop(docname, None)
+
+
+def _merge(app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
+    for docname in docnames:
+        if docname in getattr(other, "claims_used", {}):
+            env.claims_used[docname] = other.claims_used[docname]
+
+
+def page_runs(app: Sphinx) -> Any:
+    """A function ``ran(page) -> problem or None`` for this build's gallery scripts and MyST notebooks."""
+    root = Path(app.confdir)
+    srcdir = Path(app.srcdir)
+    gallery = getattr(app.config, "sphinx_gallery_conf", None) or {}
+    pairs = list(zip(_as_list(gallery.get("examples_dirs")), _as_list(gallery.get("gallery_dirs")), strict=False))
+
+    not_run: set[str] = set()
+
+    def ran(page: str) -> str | None:
+        path = (root / page).resolve()
+        for examples_dir, gallery_dir in pairs:
+            examples = (srcdir / examples_dir).resolve()
+            if path.is_relative_to(examples):
+                from sphinx_gallery.gen_rst import executable_script
+                from sphinx_gallery.utils import get_md5sum
+
+                if not executable_script(path, gallery):  # plot_gallery off, or not matched by filename_pattern
+                    not_run.add(page)
+                    return None  # this build was asked not to run the page: its claims are not checked here
+
+                target = srcdir / gallery_dir / path.relative_to(examples)
+                checksum = Path(f"{target}.md5")
+                if not checksum.is_file() or checksum.read_text() != get_md5sum(path, mode="t"):
+                    return f"{page} did not run to its end in this build (no sphinx-gallery checksum of a passing run)"
+                return None
+        if path.is_relative_to(srcdir) and path.suffix == ".md":
+            from myst_nb.sphinx_ import NbMetadataCollector
+
+            docname = path.relative_to(srcdir).with_suffix("").as_posix()
+            data = NbMetadataCollector.get_exec_data(app.env, docname) if docname in app.env.all_docs else None
+            if not data or not data.get("succeeded"):
+                return f"{page} was not executed successfully by myst-nb in this build"
+            return None
+        return f"{page} is neither a gallery script nor a MyST notebook of this site"
+
+    ran.not_run = not_run  # type: ignore[attr-defined]
+    return ran
+
+
+# -- The cells claims cite (lightning_migrate.claim_cells), run beside the build ------------------------------------
+CELLS = "claim-cells.json"
+
+
+def _cells_paths(app: Sphinx) -> tuple[Path, Path, Path]:
+    base = Path(app.doctreedir)
+    return base / CELLS, base / "claim-cells.key", base / "claim-cells.log"
+
+
+def cells_key(app: Sphinx, cited: list[dict[str, Any]]) -> str:
+    """Hash of what the cited cells' results depend on: the cells, the scenario package and matrix file, the recipes'
+    pages, the runner, and the installed Lightning and torch."""
+    from lightning_migrate import claim_cells, scenarios
+
+    root = Path(app.confdir)
+    digest = hashlib.sha256(json.dumps(cited, sort_keys=True).encode())
+    space = scenarios.load_space()
+    pages = sorted({root / r.page for r in space.recipes if r.id in {c["recipe"] for c in cited}})
+    package = Path(scenarios.__file__).parent
+    for path in (Path(claim_cells.__file__), scenarios.MATRIX_FILE, *sorted(package.glob("*.py")), *pages):
+        digest.update(path.name.encode() + path.read_bytes())
+    for name in ("lightning", "torch", "torchmetrics"):
+        try:
+            digest.update(f"{name}={metadata.version(name)}".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{name}=absent".encode())
+    return digest.hexdigest()
+
+
+def _start_cells(app: Sphinx) -> None:
+    """Start running the cells the claims cite, unless this build's inputs are those of the last run's record."""
+    from build_mechanics import run_cache
+    from build_mechanics.execution_mode import forced_execution
+
+    from lightning_migrate.claim_cells import cited_cells
+
+    app._claim_cells = None  # type: ignore[attr-defined]
+    path = claims_path(app)
+    claims(app)  # a malformed file stops the build here, naming its line
+    cited = cited_cells(path)
+    record, key_file, log = _cells_paths(app)
+    if not cited:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"cells": []}), encoding="utf-8")
+        return
+    key = cells_key(app, cited)
+    if not forced_execution() and record.exists() and key_file.exists() and key_file.read_text() == key:
+        return
+    record.parent.mkdir(parents=True, exist_ok=True)
+    if run_cache.lookup("claim-cells", key, record):
+        key_file.write_text(key, encoding="utf-8")
+        return
+    logger.info(f"claims: running the {len(cited)} cell(s) the claims cite (lightning_migrate.claim_cells) ...")
+    root = Path(__file__).resolve().parents[3]
+    pythonpath = [str(root / "src"), str(root / "docs" / "_ext"), os.environ.get("PYTHONPATH", "")]
+    environment = record.with_suffix(".environment.json")
+    args = ("--claims", str(path), "--output", str(record))
+    with log.open("w", encoding="utf-8") as handle:
+        process = subprocess.Popen(
+            run_cache.run_command("lightning_migrate.claim_cells", *args, environment=environment),
+            cwd=root,
+            env=dict(os.environ, PYTHONPATH=os.pathsep.join(pythonpath)),
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+    app._claim_cells = (process, key)  # type: ignore[attr-defined]
+
+
+def _finish_cells(app: Sphinx | None) -> Path:
+    """Wait for the cells' run started at ``builder-inited``; the path of its record."""
+    from build_mechanics import run_cache
+    from sphinx.errors import ExtensionError
+
+    record, key_file, log = _cells_paths(app)
+    running = getattr(app, "_claim_cells", None)
+    if running is not None:
+        app._claim_cells = None  # type: ignore[attr-defined]
+        process, key = running
+        if process.wait() != 0:
+            tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:])
+            raise ExtensionError(f"the claims' cells failed to run (src/lightning_migrate/claim_cells.py):\n{tail}")
+        key_file.write_text(key, encoding="utf-8")
+        run_cache.store("claim-cells", key, record, record.with_suffix(".environment.json"))
+    return record
+
+
+def _as_list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or ())
+
+
+def verify(app: Sphinx) -> list[tuple[Claim, str]]:
+    """Every claim whose evidence does not hold in this build, with the reason; every claim no page uses."""
+    known = claims(app)
+    sources, ran = Sources(Path(app.confdir), app), page_runs(app)
+    problems = []
+    for claim_data in known.values():
+        for evidence in claim_data.evidence:
+            reason = check_evidence(evidence, sources, ran)
+            if reason:
+                problems.append((claim_data, f"{evidence.kind} evidence: {reason}"))
+    used = {claim_id for usage in app.env.claims_used.values() for claim_id in usage}
+    problems += [(c, "no page uses this claim") for c in known.values() if c.id not in used]
+    if ran.not_run:
+        logger.info(
+            f"claims: the evidence on {len(ran.not_run)} page(s) was not checked: this build was asked not to run "
+            f"them (plot_gallery, filename_pattern): {', '.join(sorted(ran.not_run))}"
+        )
+    return problems
+
+
+def _check(app: Sphinx, env: Any) -> None:
+    path = claims_path(app)
+    for claim_data, reason in verify(app):
+        logger.warning(f"claim {claim_data.id}: {reason}", location=f"{path}:{claim_data.line}", type="claims")
+
+
+def write_notebook_texts(app: Sphinx, config: Any) -> None:
+    """Write every claim's rendered wording, one ``id<TAB>text`` line each, for the notebooks' pandoc filter, and
+    hand pandoc that file's path (metadata ``claims_file``); nothing when the gallery has no ``pypandoc``."""
+    pypandoc = getattr(config, "sphinx_gallery_conf", {}).get("pypandoc")
+    if not isinstance(pypandoc, dict):
+        return
+    versions = installed_versions()
+    lines = [f"{c.id}\t{' '.join(render_text(c, versions).split())}" for c in claims(app).values()]
+    target = Path(app.doctreedir) / NOTEBOOK_TEXTS
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    if not target.exists() or target.read_text(encoding="utf-8") != text:
+        target.write_text(text, encoding="utf-8")
+    extra_args = [*pypandoc.get("extra_args", ()), f"--metadata=claims_file:{target}"]
+    config.sphinx_gallery_conf["pypandoc"] = {**pypandoc, "extra_args": extra_args}
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("claims_file", "data/claims.toml", "env", types=[str])
+    app.add_node(claim, html=(_visit_claim_html, _depart_claim_html))
+    app.add_role("claim", ClaimRole())
+    app.add_directive("claims-table", ClaimsTable)
+    app.connect("config-inited", write_notebook_texts)
+    app.connect("builder-inited", _init_env)
+    app.connect("builder-inited", _start_cells)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
+    app.connect("env-check-consistency", _check)
+    app.connect("doctree-resolved", _fill_used_on)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

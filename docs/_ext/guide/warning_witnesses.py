@@ -1,0 +1,150 @@
+"""Sphinx extension: every declared warning is still emitted, by its witness, on the packages this build uses.
+
+``docs/_ext/build_mechanics/declared_warnings.py`` lists the warnings the build accepts; each names a witness, a small
+run of :mod:`lightning_migrate.warning_witnesses` that emits it. At ``config-inited`` this extension starts
+``python -m lightning_migrate.warning_witnesses`` in its own process (Lightning is never imported into Sphinx), beside
+the examples; at ``env-check-consistency`` it waits for it and logs a warning -- an error under ``-W`` -- naming
+the declaration's file and line for every declared warning its witness did not emit: a warning Lightning stopped
+emitting must not stay declared, hiding what a page says about it.
+
+The witnesses' record lives in the build's doctree directory (``warning-witnesses.json``) with the hash of what it
+depends on (the witnesses' and the declarations' sources, the installed Lightning, torch, ipykernel and
+jupyter_client); a build re-runs them when that hash changed, or always with ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from build_mechanics import declared_warnings
+from build_mechanics.execution_mode import forced_execution
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[3]
+SRC = ROOT / "src"
+WITNESS_SOURCE = SRC / "lightning_migrate" / "warning_witnesses.py"
+DECLARATIONS = Path(declared_warnings.__file__).resolve()
+RECORD, KEY = "warning-witnesses.json", "warning-witnesses.key"
+DISTRIBUTIONS = ("lightning", "torch", "ipykernel", "jupyter_client")
+
+
+def inputs_key() -> str:
+    """Hash of what the witnesses' record depends on (see the module docstring)."""
+    digest = hashlib.sha256()
+    for path in (WITNESS_SOURCE, DECLARATIONS, SRC / "lightning_migrate" / "probes.py"):
+        digest.update(path.name.encode() + path.read_bytes())
+    for name in DISTRIBUTIONS:
+        try:
+            digest.update(f"{name}={metadata.version(name)}".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{name}=absent".encode())
+    return digest.hexdigest()[:16]
+
+
+def emitted(record: list[dict[str, Any]], entry: declared_warnings.Declared) -> bool:
+    """Whether ``record`` (one witness's warnings) holds ``entry``: a warning of its category (or a subclass) whose
+    message starts with its message, compared as Python's warning filters compare them (case-insensitively)."""
+    start = re.compile(re.escape(entry.message), re.I)
+    return any(entry.category in item["category"] and start.match(item["message"]) for item in record)
+
+
+def declaration_line(entry: declared_warnings.Declared) -> int:
+    """The line of ``declared_warnings.py`` that declares ``entry``'s message (0 when not found)."""
+    probe = entry.message.split("'")[0][:30]
+    for number, line in enumerate(DECLARATIONS.read_text(encoding="utf-8").splitlines(), 1):
+        if "message=" in line and probe in line:
+            return number
+    return 0
+
+
+def unseen(record: dict[str, list[dict[str, Any]]]) -> list[tuple[declared_warnings.Declared, str]]:
+    """Each declared warning its witness did not emit, with why."""
+    problems = []
+    for entry in declared_warnings.witnessed():
+        if entry.witness not in record:
+            problems.append((entry, f"its witness {entry.witness!r} did not run (known: {', '.join(record)})"))
+        elif not emitted(record[entry.witness], entry):
+            problems.append(
+                (
+                    entry,
+                    f"its witness {entry.witness!r} no longer emits it on the installed packages: a warning that "
+                    "is not emitted is not declared (remove it, and what it was declared for)",
+                )
+            )
+    return problems
+
+
+def _paths(app: Sphinx) -> tuple[Path, Path, Path]:
+    base = Path(app.doctreedir)
+    return base / RECORD, base / KEY, base / "warning-witnesses.log"
+
+
+def _start(app: Sphinx, config: Any) -> None:
+    from lightning_migrate.warning_witnesses import WITNESSES
+
+    for entry in declared_warnings.witnessed():
+        if entry.witness not in WITNESSES:
+            raise ExtensionError(
+                f"{DECLARATIONS}:{declaration_line(entry)}: declared warning {entry.message!r} names the witness "
+                f"{entry.witness!r}; known: {', '.join(WITNESSES)} (src/lightning_migrate/warning_witnesses.py)"
+            )
+    record, key_file, log = _paths(app)
+    key = inputs_key()
+    app._witnesses = None  # type: ignore[attr-defined]
+    if not forced_execution() and record.exists() and key_file.exists() and key_file.read_text() == key:
+        return
+    record.parent.mkdir(parents=True, exist_ok=True)
+    logger.info("running the declared warnings' witnesses (src/lightning_migrate/warning_witnesses.py) ...")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+    output = record.with_name(RECORD + ".new")
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "lightning_migrate.warning_witnesses", "--output", str(output)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    app._witnesses = (process, output, key)  # type: ignore[attr-defined]
+
+
+def _finish(app: Sphinx) -> None:
+    running = getattr(app, "_witnesses", None)
+    if running is None:
+        return
+    app._witnesses = None  # type: ignore[attr-defined]
+    process, output, key = running
+    record, key_file, log = _paths(app)
+    if process.wait() != 0:
+        tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:])
+        raise ExtensionError(f"the warning witnesses failed (src/lightning_migrate/warning_witnesses.py):\n{tail}")
+    os.replace(output, record)
+    key_file.write_text(key, encoding="utf-8")
+
+
+def _check(app: Sphinx, env: Any) -> None:
+    _finish(app)
+    record, _, _ = _paths(app)
+    witnessed = json.loads(record.read_text(encoding="utf-8"))
+    for entry, reason in unseen(witnessed):
+        logger.warning(
+            f"declared warning {entry.message!r} ({entry.category}): {reason}",
+            location=f"{DECLARATIONS}:{declaration_line(entry)}",
+            type="declared-warnings",
+        )
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("config-inited", _start)
+    app.connect("env-check-consistency", _check)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,335 @@
+"""Claims (docs/_ext/guide/claims.py): a statement about Lightning is rendered from data and bound to its evidence.
+
+The extension is tested on a small project laid out like the site (``conf.py`` at the root, pages in ``docs/``, a
+one-script gallery, ``data/claims.toml``), built in seconds: a claim renders on the page and in the downloaded
+notebook, and the build fails, naming the claim and the file, when its evidence is missing, did not run, or
+disagrees. The evidence readers are tested on the project's own records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from builds import ROOT
+
+EXT = ROOT / "docs" / "_ext"
+sys.path.insert(0, str(EXT))
+
+from guide import claims, warning_witnesses  # noqa: E402
+
+MECHANICS = EXT / "build_mechanics"
+CONF = f"""
+import sys
+sys.path.insert(0, {str(EXT)!r})
+sys.path.insert(0, {str(ROOT / "src")!r})
+extensions = ["sphinx_gallery.gen_gallery", "guide.claims", "build_mechanics.notebook_baseurl"]
+html_baseurl = "https://example.org/guide/"
+exclude_patterns = ["examples/*.py", "**.ipynb"]
+sphinx_gallery_conf = {{
+    "examples_dirs": "../gallery",
+    "gallery_dirs": "examples",
+    "filename_pattern": "",
+    "pypandoc": {{
+        "extra_args": ["--from={MECHANICS / "notebook_rst_reader.lua"}", "--to=gfm", "--wrap=none"],
+        "filters": ["{MECHANICS / "notebook_links.lua"}"],
+    }},
+}}
+"""
+SCRIPT = '''"""
+Two
+===
+
+What one plus one is.
+"""
+
+# %%
+# The sum
+# -------
+# The run below shows that :claim:`sum-is-two`; and :claim:`epoch-end-removed`.
+total = 1 + 1
+print(total)
+assert total == 2, "one plus one is two"
+'''
+CLAIMS = """
+[claim.sum-is-two]
+text = "on Python with Lightning {lightning} installed, in one process, ``1 + 1`` is 2 (:doc:`the list </index>`)"
+checked = "in one process"
+evidence = [{ assert = "gallery/two.py", message = "one plus one is two" }]
+
+[claim.epoch-end-removed]
+text = "Lightning's changelog gives 1.8 as the release that removed ``on_epoch_end``"
+evidence = [{ changelog = "module-on-epoch-end", field = "removed_in", equals = "1.8" }]
+"""
+
+
+def claims_project(tmp_path: Path) -> Path:
+    """A project laid out like the site, with one gallery script asserting one claim and a page listing claims."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "gallery").mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "conf.py").write_text(CONF, encoding="utf-8")
+    (tmp_path / "gallery" / "README.txt").write_text("Gallery\n=======\n", encoding="utf-8")
+    (tmp_path / "gallery" / "two.py").write_text(SCRIPT, encoding="utf-8")
+    (tmp_path / "data" / "claims.toml").write_text(CLAIMS, encoding="utf-8")
+    index = "Site\n====\n\n.. claims-table::\n\n.. toctree::\n\n   examples/index\n"
+    (tmp_path / "docs" / "index.rst").write_text(index, encoding="utf-8")
+    return tmp_path
+
+
+def build(project: Path, *, expect_failure: bool = False) -> str:
+    """``sphinx-build -W`` of the project (``docs`` into ``_build/html``); its output. Fails the test when the
+    build's success is not what ``expect_failure`` says."""
+    env = {k: v for k, v in os.environ.items() if k != "CI"} | {"PYTHONHASHSEED": "0"}
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-c", ".", "-b", "html", "docs", "_build/html"]
+    proc = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, check=False)
+    output = proc.stdout + proc.stderr
+    assert (proc.returncode != 0) == expect_failure, output[-6000:]
+    return output
+
+
+def test_a_claim_renders_on_the_page_and_in_the_notebook(tmp_path):
+    project = claims_project(tmp_path)
+    build(project)
+    page = (project / "_build" / "html" / "examples" / "two.html").read_text(encoding="utf-8")
+    lightning = claims.installed_versions()["lightning"]
+
+    assert 'data-claim="sum-is-two" title="Checked in one process: the assert &quot;one plus one is two&quot;' in page
+    assert f"on Python with Lightning {lightning} installed, in one process, <code" in page
+    notebook = nbformat.read(project / "docs" / "examples" / "two.ipynb", as_version=4)
+    text = "".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+    assert (
+        f"The run below shows that on Python with Lightning {lightning} installed, in one process, `1 + 1` is 2 "
+        "([the list](https://example.org/guide/index.html)); and Lightning’s changelog gives 1.8 as the release "
+        "that removed `on_epoch_end`." in text
+    )
+    listing = (project / "_build" / "html" / "index.html").read_text(encoding="utf-8")
+    assert 'id="claim-sum-is-two"' in listing and 'href="examples/two.html">Two</a>' in listing
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        (("one plus one is two", "1 + 1 == 2"), 'gallery/two.py has no top-level assert with the message "one plus'),
+        (("assert total", "if True:\n    assert total"), "gallery/two.py has no top-level assert with the message"),
+        (("total == 2,", "total == 3,"), "gallery/two.py did not run to its end in this build"),
+    ],
+    ids=["message changed", "assert not at top level", "page failed"],
+)
+def test_the_build_fails_naming_the_claim_when_its_assert_is_missing_or_did_not_run(tmp_path, edit, reason):
+    project = claims_project(tmp_path)
+    script = project / "gallery" / "two.py"
+    script.write_text(script.read_text(encoding="utf-8").replace(*edit), encoding="utf-8")
+    output = build(project, expect_failure=True)
+    assert f"data/claims.toml:2: WARNING: claim sum-is-two: assert evidence: {reason}" in output
+
+
+def test_a_changelog_fact_that_disagrees_with_the_registry_fails_the_build(tmp_path):
+    project = claims_project(tmp_path)
+    data = project / "data" / "claims.toml"
+    data.write_text(data.read_text(encoding="utf-8").replace('"1.8"', '"1.7"').replace("gives 1.8", "gives 1.7"))
+    output = build(project, expect_failure=True)
+    assert (
+        "claims.toml:7: WARNING: claim epoch-end-removed: changelog evidence: registry module-on-epoch-end: " in output
+    )
+    assert "removed_in is '1.8', the claim needs '1.7'" in output
+
+
+def test_an_unknown_claim_fails_the_build_on_a_page_and_in_a_notebook(tmp_path):
+    project = claims_project(tmp_path)
+    index = project / "docs" / "index.rst"
+    index.write_text(index.read_text(encoding="utf-8").replace("Site\n====\n", "Site\n====\n\n:claim:`no-such`\n"))
+    output = build(project, expect_failure=True)
+    assert "index.rst:4: ERROR: unknown claim 'no-such' (claims are declared in data/claims.toml)" in output
+
+    (tmp_path / "gallery-text").mkdir()
+    project = claims_project(tmp_path / "gallery-text")
+    script = project / "gallery" / "two.py"
+    script.write_text(script.read_text(encoding="utf-8").replace("`epoch-end-removed`", "`no-such`"))
+    output = build(project, expect_failure=True)
+    assert "notebook_links.lua: :claim:`no-such` in a gallery text block: no such claim" in output
+
+
+def test_a_claim_no_page_uses_fails_the_build(tmp_path):
+    project = claims_project(tmp_path)
+    script = project / "gallery" / "two.py"
+    script.write_text(script.read_text(encoding="utf-8").replace("; and :claim:`epoch-end-removed`", ""))
+    output = build(project, expect_failure=True)
+    assert "claims.toml:7: WARNING: claim epoch-end-removed: no page uses this claim" in output
+
+
+@pytest.mark.parametrize(
+    ("table", "error"),
+    [
+        (
+            'text = "in one process, x"\nchecked = "in one process"\nevidence = [{ assert = "p.py", message = "m" }]',
+            "its evidence ran on this build's release: the wording names it",
+        ),
+        (
+            'text = "on {lightning}, x"\nchecked = "in one process"\nevidence = [{ assert = "p.py", message = "m" }]',
+            "the wording names its configuration: 'in one process' is not in its text",
+        ),
+        (
+            'text = "on {lightning}, x"\nevidence = [{ probe = "p", field = "outcome", equals = "x" }]',
+            "checked names the configuration the evidence ran in",
+        ),
+        (
+            'text = "on 1.9.5, x"\nchecked = "x"\nevidence = [{ recorded = "1.4.9", pattern = "p", field = "f", '
+            "equals = 0 }]",
+            "the wording names the release of its recorded evidence, 1.4.9",
+        ),
+        (
+            'text = "on {lightning}, x"\ngeneral = true\nevidence = [{ matrix = "r", scenarios = ["a"] }]',
+            "a general claim's evidence covers every scenario",
+        ),
+        (
+            'text = "on {lightning}, x"\nchecked = "x"\nevidence = [{ probe = "p", equals = 1 }]',
+            "probe evidence needs field",
+        ),
+        (
+            'text = "on {release}, x"\nchecked = "x"\nevidence = [{ probe = "p", field = "f", equals = 1 }]',
+            "unknown placeholder {release}",
+        ),
+    ],
+    ids=["no release", "no configuration", "checked missing", "other release", "general", "field", "placeholder"],
+)
+def test_a_claim_names_its_release_and_configuration(tmp_path, table, error):
+    path = tmp_path / "claims.toml"
+    path.write_text(f"\n[claim.the-claim]\n{table}\n", encoding="utf-8")
+    with pytest.raises(claims.ClaimsError) as raised:
+        claims.load_claims(path)
+    assert str(raised.value).startswith(f"{path}:2: claim the-claim: ")
+    assert error in str(raised.value)
+
+
+def evidence(table: str) -> claims.Evidence:
+    return claims._evidence(Path("claims.toml"), 1, "c", __import__("tomllib").loads(f"e = {table}")["e"])
+
+
+def test_recorded_runs_are_read_from_the_release_data_files():
+    """The project's own recording of pytorch-lightning 1.4.9: a callback's on_train_epoch_end(outputs) received an
+    empty list, a module's training_epoch_end one entry per training batch."""
+    sources = claims.Sources(ROOT)
+    holds = evidence(
+        '{ recorded = "1.4.9", pattern = "callback-on-train-epoch-end-outputs", field = "received.len", equals = 0 }'
+    )
+    differs = evidence('{ recorded = "1.4.9", pattern = "training-epoch-end", field = "received.len", equals = 0 }')
+    missing = evidence('{ recorded = "1.4.9", pattern = "training-epoch-end", field = "received.size", equals = 0 }')
+    assert claims.check_evidence(holds, sources, ran=None) is None
+    assert claims.check_evidence(differs, sources, ran=None) == (
+        "data/compat/1.4.9.json probes training-epoch-end: received.len is 4, the claim needs 0"
+    )
+    assert (
+        claims.check_evidence(missing, sources, ran=None) == "KeyError: \"no field 'received.size' (missing 'size')\""
+    )
+
+
+def test_matrix_and_default_evidence_read_this_builds_results():
+    sources = claims.Sources(ROOT)
+    document = {
+        "cells": [
+            {"recipe": "r", "scenario": "a", "outcome": "holds", "detail": ""},
+            {"recipe": "r", "scenario": "b", "outcome": "differs", "detail": "1e-2"},
+            {"recipe": "r", "scenario": "c", "outcome": "not applicable", "detail": "why"},
+        ]
+    }
+    sources._cache["matrix"] = claims.matrix_outcomes(document)
+    sources._cache["probes"] = {"records": [], "trainer_defaults": {"num_sanity_val_steps": 2}}
+    assert claims.check_evidence(evidence('{ matrix = "r", scenarios = ["a"] }'), sources, None) is None
+    assert claims.check_evidence(evidence('{ matrix = "r", scenarios = "all" }'), sources, None) == (
+        "r is not 'holds' in: b: differs"
+    )
+    assert (
+        claims.check_evidence(evidence('{ matrix = "r", scenarios = ["b"], outcome = "differs" }'), sources, None)
+        is None
+    )
+    assert claims.check_evidence(evidence('{ default = "num_sanity_val_steps", equals = 2 }'), sources, None) is None
+    assert claims.check_evidence(evidence('{ default = "num_sanity_val_steps", equals = 0 }'), sources, None) == (
+        "Trainer() default num_sanity_val_steps is 2, the claim needs 0"
+    )
+
+
+def test_a_cell_the_matrix_excludes_is_run_and_its_outcome_checked(tmp_path):
+    """A constraint of data/scenarios.toml leaves out an iterable dataset with a fractional batch limit; a claim
+    citing that cell gets it run by the matrix's harness (python -m lightning_migrate.claim_cells), and its
+    outcome, error and warnings are checked."""
+    claims_file = tmp_path / "claims.toml"
+    cell = '{ cell = "callback_side", values = { dataset = "iterable", limits = "fraction" }, outcome = "raises" }'
+    claims_file.write_text(f'[claim.c]\ntext = "on {{lightning}}, x"\nchecked = "x"\nevidence = [{cell}]\n')
+    record = tmp_path / "cells.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT / "docs" / "_ext")]))
+    command = [sys.executable, "-m", "lightning_migrate.claim_cells", "--claims", str(claims_file), "-o", str(record)]
+    subprocess.run(command, check=True, env=env, cwd=ROOT, capture_output=True)
+    sources = claims.Sources(ROOT)
+    sources._cache["cells"] = {c["key"]: c for c in json.loads(record.read_text())["cells"]}
+    [result] = sources._cache["cells"].values()
+    assert result["key"] == "callback_side in dataset=iterable, limits=fraction"
+    assert result["outcome"] == "raises" and result["detail"].startswith("MisconfigurationException: ")
+
+    def check(table: str) -> str | None:
+        return claims.check_evidence(evidence(table), sources, None)
+
+    values = 'cell = "callback_side", values = { dataset = "iterable", limits = "fraction" }'
+    assert check(f'{{ {values}, outcome = "raises", match = "limit_val_batches" }}') is None
+    assert check(f'{{ {values}, outcome = "holds" }}').startswith(
+        "the cell callback_side in dataset=iterable, limits=fraction raises (MisconfigurationException: "
+    )
+    assert "does not contain 'accumulate_grad_batches'" in check(
+        f'{{ {values}, outcome = "raises", match = "accumulate_grad_batches" }}'
+    )
+    assert "emitted no warning containing 'sync_dist'" in check(
+        f'{{ {values}, outcome = "raises", warns = "sync_dist" }}'
+    )
+    assert check('{ cell = "callback_side", values = { dataset = "even" }, outcome = "holds" }') == (
+        "the cell callback_side in dataset=even did not run in this build"
+    )
+    with pytest.raises(claims.ClaimsError, match="cell evidence names values"):
+        evidence('{ cell = "callback_side", outcome = "holds" }')
+
+
+def test_top_level_asserts_of_a_myst_notebook_are_read_from_its_code_cells(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        '# Page\n\n```{code-cell} ipython3\nx = 2\nassert x == 2, "x is two"\nfor i in range(1):\n'
+        '    assert i == 0, "in a loop"\n```\n\nText.\n',
+        encoding="utf-8",
+    )
+    assert claims.page_assert_messages(page) == {"x is two"}
+
+
+def test_a_declared_warning_its_witness_no_longer_emits_is_reported():
+    from build_mechanics import declared_warnings
+
+    entry = next(e for e in declared_warnings.DECLARED if e.message.startswith("The number of training batches"))
+    seen = {
+        "category": ["PossibleUserWarning", "UserWarning", "Warning"],
+        "message": "The number of training batches (1) is smaller than the logging interval",
+    }
+    other = {"category": ["FutureWarning", "Warning"], "message": "`isinstance(treespec, LeafSpec)` is deprecated"}
+    assert warning_witnesses.emitted([other, seen], entry)
+    assert not warning_witnesses.emitted([other], entry)
+    assert not warning_witnesses.emitted([{**seen, "category": ["DeprecationWarning", "Warning"]}], entry)
+    record = {name: [other, seen] for name in ("fit",)}
+    problems = {(e.message, reason.split(":")[0]) for e, reason in warning_witnesses.unseen(record)}
+    assert (entry.message, "") not in problems
+    assert ("`isinstance(treespec", "") not in problems
+    assert any(message.startswith("The 'train_dataloader'") for message, _ in problems)
+    assert warning_witnesses.declaration_line(entry) > 0
+
+
+def test_every_declared_warning_is_emitted_by_its_witness_on_the_installed_packages(tmp_path):
+    """The witnesses, run as the build runs them: each declared warning is among what its witness emitted."""
+    output = tmp_path / "witnesses.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    subprocess.run(
+        [sys.executable, "-m", "lightning_migrate.warning_witnesses", "--output", str(output)],
+        env=env,
+        check=True,
+        cwd=tmp_path,
+    )
+    assert warning_witnesses.unseen(json.loads(output.read_text(encoding="utf-8"))) == []
