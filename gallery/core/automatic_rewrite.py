@@ -76,7 +76,7 @@ print(after.stderr)
 # Train the rewritten class
 # -------------------------
 # The class comes from the rewritten file. Three epochs of four batches, seeded; a copy of the initial weights is
-# kept for the reference below, and Lightning's ``CSVLogger`` records what the module logs.
+# kept for the reference below, and a ``CSVLogger`` writes the module's values to a file.
 TrainingEpochMean = runpy.run_path(str(project / "old_model.py"))["TrainingEpochMean"]
 
 EPOCHS = 3
@@ -157,7 +157,7 @@ assert model.training_step_outputs == []
 # * where the old code raised -- every step returning nothing under manual optimization leaves ``outputs`` empty --
 #   the rewritten code raises the same error;
 # * the cached outputs are detached: code that back-propagated through them at epoch end no longer can, and a
-#   subclass that overrides ``on_train_batch_end`` without calling ``super()`` caches nothing.
+#   subclass whose own ``on_train_batch_end`` leaves out ``super()`` caches nothing.
 #
 # Each shape the checker rewrites -- training, validation, test and predict hooks, several dataloaders, callbacks
 # -- is a row of the :doc:`scenario matrix </reference/scenarios>`, which runs the rewritten code in every

@@ -45,8 +45,9 @@ return {
 
 
 def recipe_class(recipe) -> str:
-    """The class a reader copies for ``recipe``: its module, or its callback on ``BoringModel``."""
-    return recipe.callbacks[-1] if recipe.module == "BoringModel" else recipe.module
+    """The class a reader copies for ``recipe``: the last its page defines for it (a callback that reads a module's
+    cache comes after that module, in its own section)."""
+    return recipe.define[-1]
 
 
 @pytest.mark.parametrize("width", WIDTHS, ids=lambda width: f"{width}px")

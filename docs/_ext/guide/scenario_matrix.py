@@ -292,7 +292,7 @@ def domain_lines(
                     f"{results.axes[axis]['title']}: {' or '.join(results.labels[axis][v] for v in values)}"
                     for axis, values in entry["values"].items()
                 )
-            verb = "raises" if entry["outcome"] == "raises" else "differs"
+            verb = "an error" if entry["outcome"] == "raises" else "another value"
             reason = entry["reason"].rstrip(".")
             lines.append(f"{indent}- {where} -- {verb}: {reason}. See :doc:`/{entry['see']}`.")
         lines.append("")
@@ -325,6 +325,8 @@ def summary_lines(results: Results) -> list[str]:
     values = sum(len(a["values"]) for a in document["axes"])
     traps = document["covering"].get("traps", 0)
     lines = [
+        ".. rst-class:: from-records",  # counted from the results
+        "",
         f"{len(cells)} cells, run on Lightning {document['lightning']} (torch {document['torch']}) -- "
         f"{counts['holds']} hold, "
         f"{counts['differs']} differ, {counts['raises']} raise, {counts['not applicable']} do not apply. They "
