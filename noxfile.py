@@ -32,7 +32,8 @@ BUILD_REQUIREMENTS = os.environ.get("BUILD_REQUIREMENTS", "requirements.txt")
 
 
 def install_build(session):
-    """Install the site's pinned build environment (:data:`BUILD_REQUIREMENTS`) into the session."""
+    """Install the site's pinned build environment (:data:`BUILD_REQUIREMENTS`) into the session: the pins and this
+    project itself, whose ``lightning-migrate`` command the pages run."""
     session.install("-r", BUILD_REQUIREMENTS)
 
 
@@ -86,7 +87,6 @@ def tests(session):
     """pytest: build the site once from a copy of the tree, the extensions on small projects, run every notebook."""
     install_build(session)
     session.install("-r", "requirements-test.txt")
-    session.install(".")  # the lightning_migrate package and its lightning-migrate command
     # -n auto: one pytest-xdist worker per core; the site is built once for all of them (tests/conftest.py)
     session.run("pytest", "-n", "auto", *session.posargs, env={"GUIDE_RUN_CACHE": run_cache()})
 
@@ -183,7 +183,6 @@ def explore(session):
 def bench_checker(session):
     """Print the checker's speed over the installed torch package next to parsing every file with libcst."""
     install_build(session)
-    session.install(".")
     session.run("python", "benchmarks/checker_speed.py", *session.posargs)
 
 

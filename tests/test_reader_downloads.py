@@ -16,6 +16,21 @@ def test_the_install_line_pins_what_the_script_imports_in_the_order_of_requireme
         reader_downloads.install_line("import psutil\n", REQUIREMENTS)
 
 
+def test_a_script_that_imports_or_runs_this_project_installs_it_from_its_repository_last():
+    own = ("lightning-migrate", "git+https://example.org/r@v1.2.3")
+    runs = 'import sys\nimport torch\nsubprocess.run([sys.executable, "-m", "lightning_migrate.checker", "f.py"])\n'
+    imports = "from lightning_migrate.checker import rewrite_source\nimport lightning\n"
+    for script in (runs, imports):
+        line = reader_downloads.install_line(script, REQUIREMENTS, own)
+        assert line.endswith(" git+https://example.org/r@v1.2.3"), line
+    assert reader_downloads.install_line(runs, REQUIREMENTS, own) == (
+        "pip install torch==2.13.0 git+https://example.org/r@v1.2.3"
+    )
+    assert reader_downloads.install_line("import torch\n", REQUIREMENTS, own) == "pip install torch==2.13.0"
+    with pytest.raises(LookupError, match="imports lightning_migrate, which requirements.txt does not pin"):
+        reader_downloads.install_line(imports, REQUIREMENTS)  # no project given: its package is not pinned
+
+
 SCRIPT = '"""\nTitle\n=====\n\nWhat it shows.\n"""\n\n# %%\n# Text.\nprint("hello")\n'
 
 

@@ -308,6 +308,8 @@ def test_missing_definition_names_the_page(tmp_path):
         (AXIS + RECIPE + '[[recipe.r.outside]]\naxis = "shuffle"\nvalues = ["off"]\nreason = "r"\nsee = "index"\n',
          r"\[recipe\.r\] outside: the default shuffle = 'off' must stay inside the domain"),
         ("[scenario\n", r"matrix\.toml: "),
+        ('[[warning]]\nmessage = "m"\ncategory = "UserWarning"\nreason = "r"\n',
+         r"\[\[warning\]\]: .* declared with their reasons in docs/_ext/build_mechanics/declared_warnings\.py"),
     ],
 )  # fmt: skip
 def test_malformed_matrix_names_file_and_table(tmp_path, text, message):
@@ -363,9 +365,41 @@ def test_the_covering_set_holds_every_pair_of_values():
     assert len(cells) > len(declared.recipes) * 5
     missing = scenarios.coverable_pairs(declared) - scenarios.covered_pairs(cells)
     assert not missing, sorted(missing)[:20]
+    recipes = {r.id: r for r in declared.recipes}
     for rid, scenario in cells:
         assert space.allowed(declared, {space.RECIPE_AXIS: rid, **scenario.values}), (rid, scenario.values)
+        assert recipes[rid].expected(scenario) == "holds", (rid, scenario.values)  # a pair is proven where it holds
     assert len({s.id for _, s in cells}) == len(cells)
+
+
+def test_every_declared_trap_has_a_cell_that_shows_it():
+    """The covering set keeps clear of the declared traps; each trap declared with values is shown by a named
+    scenario or by its own cell, whose expected outcome is the trap's (so the build checks that it still fails the
+    declared way); a declaration that can never apply is an error naming it."""
+    declared = scenarios.load_space()
+    traps = scenarios.trap_cells(declared)
+    recipes = {r.id: r for r in declared.recipes}
+    for recipe in declared.recipes:
+        for number, entry in enumerate(recipe.declared, 1):
+            if not entry.values:
+                continue
+            shown = [s for s in declared.scenarios if recipe.declared_for(s) is entry]
+            shown += [s for rid, s in traps if rid == recipe.id and s.id == f"trap-{recipe.id}-{number}"]
+            assert shown, (recipe.id, number)
+    for rid, scenario in traps:
+        assert recipes[rid].expected(scenario) == recipes[rid].declared_for(scenario).outcome != "holds"
+    assert len({s.id for _, s in traps}) == len(traps) > 10
+    never = dataclasses.replace(
+        recipes["callback_side"],
+        declared=(
+            dataclasses.replace(
+                recipes["callback_side"].declared[0], values={"train_step": frozenset({"manual-no-loss"})}
+            ),
+        ),
+    )  # manual-no-loss is outside callback_side's domain
+    unreachable = dataclasses.replace(declared, recipes=(never,))
+    with pytest.raises(scenarios.MatrixError, match=r"\[recipe\.callback_side\] declaration 1 .* can never apply"):
+        scenarios.trap_cells(unreachable)
 
 
 def test_the_same_axes_give_the_same_covering_set_and_a_new_value_a_new_one(tmp_path):

@@ -79,6 +79,8 @@ assert counter.runs == [(True, 2), (False, 3)], (
 # %%
 # The callback
 # ------------
+# .. recipe-domain:: callback_owned_validation
+#
 # Return early while ``trainer.sanity_checking`` is true, in both hooks: the sanity batches are never cached,
 # and nothing is reduced for them. The cache is keyed by ``dataloader_idx`` (the hooks serve every validation
 # dataloader), emptied when each validation run starts (a run that stopped half-way leaves nothing behind)

@@ -125,6 +125,8 @@ assert (
 # A module that appends to one list in both ``training_step`` and ``validation_step`` and clears it in
 # ``on_validation_epoch_end`` finds the training batches mixed into its validation summary -- and an empty
 # cache in ``on_train_epoch_end``. Give each stage its own cache.
+#
+# .. recipe-domain:: separate_caches_train separate_caches_validation
 
 
 class SharedCache(BoringModel):

@@ -60,6 +60,8 @@ assert "stack expects each tensor to be equal size" in str(error)
 # %%
 # The fix
 # -------
+# .. recipe-domain:: uneven_predictions
+#
 # ``torch.cat`` joins per-sample tensors along the batch dimension: one row per sample, whatever the batch
 # sizes. ``BoringModel.loss`` (mean squared error against ones) over all the rows is the mean over the
 # samples, each counted once.

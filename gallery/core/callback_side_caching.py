@@ -13,6 +13,8 @@ What the old ``on_train_epoch_end(trainer, pl_module, outputs)`` of a callback r
 # %%
 # The callback
 # ------------
+# .. recipe-domain:: callback_side
+#
 # Keep only what the epoch-end computation needs -- here the loss -- and reduce, log and clear the cache in
 # ``on_train_epoch_end``. Four details make it hold in every configuration the
 # :doc:`scenario matrix </reference/scenarios>` runs:

@@ -11,6 +11,8 @@ that the cache holds each batch's loss, as a plain PyTorch loop computes it.
 # %%
 # The module
 # ----------
+# .. recipe-domain:: module_side
+#
 # ``training_step`` appends a detached, one-element copy of the loss: :claim:`undetached-cache-keeps-graph`; and
 # :claim:`mse-loss-keeps-elementwise-buffer`, while :claim:`detach-clone-keeps-one-element`.
 # ``on_train_epoch_end`` reduces, logs and clears;
@@ -54,6 +56,8 @@ class LossCachingModel(BoringModel):
 # %%
 # Callbacks that read the module's cache
 # --------------------------------------
+# .. recipe-domain:: module_cache_reader
+#
 # :claim:`Plain-callbacks-before-module-train-epoch-end`, so it sees the full cache; and
 # :claim:`monitoring-callbacks-after-module`: by then the cache is cleared. A monitoring callback
 # reads what the module logged (``trainer.callback_metrics``), never the cache. The plain callback below logs the

@@ -2,8 +2,8 @@
 The old ``outputs`` hooks on Lightning 2.x
 ==========================================
 
-This page runs the three old shapes that received the epoch's ``training_step`` outputs on the Lightning installed
-for this build, and shows what each raises, and **when**: how many training steps ran before the failure.
+This page runs the three old shapes that received the epoch's ``training_step`` outputs on the Lightning release named
+below, and shows what each raises, and **when**: how many training steps ran before the failure.
 
 What they used to receive, as the recorded runs of the last 1.x releases show: :claim:`old-outputs-on-1-4-9`;
 :claim:`old-outputs-on-1-9-5`. :claim:`Outputs-argument-deprecated-and-removed`, and

@@ -326,6 +326,8 @@ assert isinstance(
 # %%
 # The recipe: gather the lengths, pad to the longest, keep ``len(dataset)``
 # -------------------------------------------------------------------------
+# .. recipe-domain:: ddp_dataset_mean
+#
 # ``gather_in_sampler_order`` first gathers how many values each rank holds, pads every rank's values to the
 # longest (``torch.nn.functional.pad``), gathers them, and reads them column by column, leaving the padding out:
 # the sampler's order whatever the shard sizes. The module keeps a cache per ``dataloader_idx``, empties it when each

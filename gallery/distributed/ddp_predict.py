@@ -120,6 +120,8 @@ assert "return_predictions" in last_line and "spawn or fork" in last_line, (
 # %%
 # The recipe: a writer that gathers on rank 0
 # -------------------------------------------
+# .. recipe-domain:: ddp_predict_writer
+#
 # :claim:`Ddp-writer-receives-each-ranks-share`. The writer gathers both across the ranks with ``gather_rows`` (which,
 # like ``self.all_gather``, needs every rank to call it, and unlike it accepts shares of different sizes: it gathers the
 # lengths first and pads to the longest), puts the rows back in the dataset's order, and rank 0 saves one tensor per

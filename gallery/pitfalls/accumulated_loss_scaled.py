@@ -147,6 +147,8 @@ assert seen.requires_grad == [False] * 5 * EPOCHS, "outputs['loss'] does not req
 #
 # The fix
 # -------
+# .. recipe-domain:: accumulation_fix
+#
 # Multiply back by ``trainer.accumulate_grad_batches``, as the
 # :doc:`callback-side recipe </examples/core/callback_side_caching>` does (which also skips empty ``outputs``,
 # see :doc:`Empty outputs: a skipped batch and manual optimization </examples/pitfalls/empty_outputs>`).

@@ -102,6 +102,8 @@ assert silent.received == [None, None], "a default outputs=None receives None at
 #
 # The fix
 # -------
+# .. recipe-domain:: callback_outputs_fix
+#
 # Collect in ``on_train_batch_end``, reduce, log and clear in ``on_train_epoch_end(trainer, pl_module)``. As on
 # :doc:`Callback-side caching </examples/core/callback_side_caching>`, the callback skips a batch whose ``outputs`` is
 # empty (a step that returned ``None``, manual optimization returning nothing), multiplies back the loss divided by

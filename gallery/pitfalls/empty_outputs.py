@@ -196,6 +196,8 @@ assert all(math.isclose(ratio, 1, rel_tol=1e-6) for ratio in ratios)
 # %%
 # The fix
 # -------
+# .. recipe-domain:: empty_outputs_fix
+#
 # Skip empty ``outputs``: a batch that returned no loss has no loss to average. An epoch without a single loss
 # logs nothing instead of failing in ``torch.stack``. This is the
 # :doc:`callback-side recipe </examples/core/callback_side_caching>`, which also undoes the scaling of
@@ -360,6 +362,8 @@ assert isinstance(error, TypeError) and "NoneType" in str(error) and trainer.glo
 # %%
 # The fix
 # -------
+# .. recipe-domain:: empty_outputs_validation_fix
+#
 # Read the loss from a dictionary by its key, take a tensor as it is, and skip a batch that returned nothing. This is
 # the callback of :doc:`A callback that owns its cache </examples/caching/callback_owned_cache>`; an epoch whose
 # steps returned no loss logs nothing.

@@ -14,6 +14,8 @@ compares what each logs with losses computed by hand.
 # Two validation batches per epoch, two epochs, no sanity check. ``ClearedCache`` appends each batch's loss in
 # ``validation_step``, logs the mean and clears in ``on_validation_epoch_end``; ``NoClear`` forgets the
 # ``.clear()``; ``Overwrite`` assigns instead of appending.
+#
+# .. recipe-domain:: cleared_cache
 import copy
 import csv
 import math

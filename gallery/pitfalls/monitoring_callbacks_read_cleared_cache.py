@@ -153,6 +153,8 @@ assert trainer.global_step == trainer.num_training_batches == 4
 #
 # The fix
 # -------
+# .. recipe-domain:: callback_reads_module_cache
+#
 # A monitoring callback reads the value the module **logged**: ``monitor=`` for Lightning's own logic, and
 # ``trainer.callback_metrics`` in a subclass's own code. A callback that needs the cache itself is a plain
 # ``Callback``, which runs before the module and finds the cache full.

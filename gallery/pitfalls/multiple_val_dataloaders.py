@@ -80,6 +80,8 @@ assert (
 # %%
 # The fix: a cache keyed by ``dataloader_idx``
 # --------------------------------------------
+# .. recipe-domain:: per_loader
+#
 # ``dataloader_idx=0`` as a default keeps the same method usable with a single loader. The epoch-end hook logs
 # one mean per loader, under a name that carries the loader's index. The cache is also emptied when each
 # validation run starts, so that a run that stopped half-way leaves nothing behind.
@@ -166,6 +168,8 @@ assert not model.validation_step_losses
 # %%
 # Test dataloaders
 # ----------------
+# .. recipe-domain:: per_loader_test
+#
 # ``trainer.test`` takes a list of loaders the same way: the test cache is keyed by ``dataloader_idx`` too. (For
 # prediction, see :doc:`on_predict_epoch_end lost its outputs </examples/stages/predict_epoch_end>`: one tensor per
 # dataloader.)
@@ -275,6 +279,8 @@ assert math.isclose(pooled[1], both, rel_tol=1e-6) and not math.isclose(pooled[1
 # :doc:`No cache at all </examples/stages/torchmetrics_no_cache>`, on ``trainer.validate()`` before ``fit``).
 # Because the metrics are added after the module was made, ``self.log`` is told which attribute each one is
 # (``metric_attribute``).
+#
+# .. recipe-domain:: per_loader_metric
 
 
 class PerLoaderMetric(BoringModel):

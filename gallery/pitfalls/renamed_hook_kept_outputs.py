@@ -102,6 +102,8 @@ assert later_error is not None and trainer.global_step == trainer.num_training_b
 #
 # The fix
 # -------
+# .. recipe-domain:: renamed_hook_fix
+#
 # Keep the values in ``validation_step``; reduce and clear them in the argument-less hook.
 
 
@@ -192,6 +194,8 @@ assert (
 # %%
 # The fix is the same: keep the values in ``test_step``, reduce and clear them in the argument-less hook (emptied
 # when each test run starts too, so that a run that stopped half-way leaves nothing behind).
+#
+# .. recipe-domain:: renamed_hook_test_fix
 
 
 class MigratedTest(BoringModel):

@@ -123,6 +123,8 @@ assert tracker.best_values == [1.5]  # the sanity check's value "beat" the real 
 #
 # The fix
 # -------
+# .. recipe-domain:: sanity_guarded sanity_guarded_best
+#
 # Always clear the cache, and guard only what must not see the sanity check: here the logged mean and a
 # best-so-far value. The recipe below is the whole module; the checks follow it.
 

@@ -74,6 +74,8 @@ assert all(
 # %%
 # Three replacements
 # ------------------
+# .. recipe-domain:: predict_loop_reader predict
+#
 # 1. the list returned by ``trainer.predict`` (:claim:`predict-returns-one-entry-per-batch`);
 # 2. a callback reading ``trainer.predict_loop.predictions`` in ``on_predict_epoch_end(trainer, pl_module)``;
 # 3. a module that appends in ``predict_step`` and reads its cache in ``on_predict_epoch_end(self)``.
@@ -160,6 +162,8 @@ print(f"trainer.predict_loop.predictions after {len(predict_loader)} batches: {k
 # A callback that needs the predictions in any case subclasses Lightning's ``BasePredictionWriter`` with
 # ``write_interval="epoch"``: :claim:`prediction-writer-receives-predictions`. The module's own cache does not
 # depend on ``return_predictions`` either.
+#
+# .. recipe-domain:: predict_writer
 
 
 class PredictionsWriter(BasePredictionWriter):

@@ -71,6 +71,8 @@ assert (
 # %%
 # The replacement
 # ---------------
+# .. recipe-domain:: test
+#
 # ``test_step`` appends the loss; ``on_test_epoch_end`` reduces, logs and clears, and ``on_test_epoch_start``
 # clears too (a test run that stopped half-way leaves nothing behind); the step caches ``loss.clone()``, one
 # element (see the :doc:`memory page </examples/performance/retained_memory>`). A ``CSVLogger`` keeps what the

@@ -13,6 +13,8 @@ that the metric started each epoch empty.
 # %%
 # The module
 # ----------
+# .. recipe-domain:: torchmetrics torchmetrics_log
+#
 # ``MeanMetric`` accumulates a weighted sum and the sum of the weights; ``self.log`` is given the metric object itself,
 # not its value: :claim:`logged-metric-computed-and-reset`. Each update carries the batch's sample count as its weight.
 # The loss is also logged as a plain scalar: :claim:`self-log-on-epoch-sample-mean`. The reset at the start of each

@@ -69,6 +69,8 @@ assert old_error is not None and "validation_epoch_end" in str(old_error) and ol
 # %%
 # The replacement
 # ---------------
+# .. recipe-domain:: validation
+#
 # ``validation_step`` appends the loss; ``on_validation_epoch_end`` reduces, logs and clears, and
 # ``on_validation_epoch_start`` clears too (a validation run that stopped half-way leaves nothing behind).
 # :claim:`Validation-runs-without-autograd`, so the cached tensors hold no graph and need no ``.detach()``; the step

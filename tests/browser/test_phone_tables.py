@@ -1,9 +1,10 @@
 """Every table of the site reads at a phone width (390 CSS px) and at a desktop width (1400 CSS px), in Chromium.
 
 On a phone a table either fits its box, or it is the grid that scrolls sideways under a first column that stays in
-place (the compatibility table): its text stays at least 12 px and nothing scrolled shows beside the fixed column. Tables marked ``stack-on-phone`` read one block per row there, each cell
-after its column's name; at a desktop width they are plain tables. The printed comparison of "Which replacement"
-fits the page at both widths. Screenshots go to ``SCREENSHOT_DIR`` (``tables-<page>-<width>px.png``).
+place (the compatibility table): its text stays at least 12 px and nothing scrolled shows beside the fixed column.
+Tables marked ``stack-on-phone`` read one block per row there, each cell after its column's name; at a desktop
+width they are plain tables. The printed comparison of "Which replacement" fits the page at both widths.
+Screenshots go to ``SCREENSHOT_DIR`` (``tables-<page>-<width>px.png``).
 """
 
 from __future__ import annotations

@@ -107,3 +107,34 @@ def test_the_shapes_are_old_code_the_checker_rewrites_in_full():
         once = rewrite_source(source, str(path))
         assert once != source and rewrite_source(once, str(path)) == once, path.name
         assert "BoringModel" in source or "Callback" in source
+
+
+def test_the_rewrite_page_shows_a_shape_the_scenario_matrix_proves():
+    """``gallery/core/automatic_rewrite.py`` rewrites the old module it writes (``OLD_MODULE``) and shows the domain
+    box of a matrix row: that row is a rewrite of a ``data/rewrites`` shape whose classes are the page's old
+    module's, so what the page shows is what the row proves in every configuration."""
+    import ast
+    import re
+
+    from lightning_migrate.scenarios import load_space
+
+    page = rewrite_equivalence.ROOT / "gallery" / "core" / "automatic_rewrite.py"
+    text = page.read_text(encoding="utf-8")
+    (old_module,) = [
+        node.value.value
+        for node in ast.parse(text).body
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["OLD_MODULE"]
+    ]
+    (ids,) = re.findall(r"^# \.\. recipe-domain:: (.+)$", text, flags=re.M)
+    recipes = {r.id: r for r in load_space().recipes}
+
+    def classes(source: str, names) -> list[str]:
+        return [ast.dump(n) for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name in names]
+
+    for rid in ids.split():
+        recipe = recipes[rid]
+        shape = (rewrite_equivalence.ROOT / recipe.page).read_text(encoding="utf-8")
+        assert recipe.transform == "lightning-migrate" and recipe.page.startswith("data/rewrites/"), rid
+        assert classes(old_module, recipe.define) == classes(shape, recipe.define) != [], rid
+        rewritten = classes(rewrite_source(old_module), recipe.define)
+        assert rewritten == classes(rewrite_source(shape, recipe.page), recipe.define), rid

@@ -10,6 +10,11 @@ This list is the one place a warning may be declared. Everything that runs code 
   example, also when examples run in the Sphinx process (``-j 1``), and turns Lightning's informational log down;
 - ``tests/test_notebooks.py`` runs the downloaded notebooks in a kernel started with :func:`pythonwarnings`.
 
+:data:`IN_SCENARIO_CELLS` is the part of the list accepted only inside the cells of the scenario matrix
+(``src/lightning_migrate/scenarios``; it reads them with ``space.declared_warnings()``): Lightning's advice about a
+configuration the matrix runs on purpose (several ranks during ``trainer.validate()``, a resumed mid-epoch
+checkpoint). Outside those cells -- every example, notebook and probe -- they fail the build like any other warning.
+
 A reader's own run has none of these filters: the downloads start with :func:`reader_lines`, which turn down what a
 reader's run would print beside the point (``build_mechanics/reader_downloads.py``).
 
@@ -41,12 +46,14 @@ from typing import Any
 @dataclass(frozen=True)
 class Declared:
     """One accepted warning: the start of its message, its built-in category, why it is accepted, and the witness
-    (a name of :data:`lightning_migrate.warning_witnesses.WITNESSES`) whose run emits it."""
+    (a name of :data:`lightning_migrate.warning_witnesses.WITNESSES`) whose run emits it -- required in
+    :data:`DECLARED`; an entry of :data:`IN_SCENARIO_CELLS` without one is emitted by the matrix cells that run its
+    configuration, and no witness checks that it still is (:func:`witnessed`)."""
 
     message: str
     category: str
     reason: str
-    witness: str
+    witness: str = ""
 
 
 #: torch's deprecations of APIs that Lightning itself calls: a reader's own run would print them too
@@ -118,12 +125,6 @@ DECLARED: tuple[Declared, ...] = (
         witness="ddp-on-two-processes",
     ),
     Declared(
-        message="Using `DistributedSampler` with the dataloaders. During `trainer.test()`",
-        category="UserWarning",
-        reason="The DDP scenarios test on two ranks on purpose, to show each rank's cache.",
-        witness="ddp-on-two-processes",
-    ),
-    Declared(
         message="`training_step` returned `None`",
         category="UserWarning",
         reason=(
@@ -133,6 +134,62 @@ DECLARED: tuple[Declared, ...] = (
         witness="fit-with-a-step-returning-none",
     ),
 )
+
+#: Warnings accepted inside the scenario matrix's cells only (see the module docstring): never in
+#: :func:`pythonwarnings`, so an example, a notebook or a probe that emits one fails the build.
+IN_SCENARIO_CELLS: tuple[Declared, ...] = (
+    *(
+        Declared(
+            message=f"Using `DistributedSampler` with the dataloaders. During `trainer.{call}()`",
+            category="UserWarning",
+            reason=(
+                f"The DDP scenarios run trainer.{call}() on several ranks on purpose: what each rank's cache holds is "
+                "what they check."
+            ),
+            witness="ddp-on-two-processes" if call == "test" else "",
+        )
+        for call in ("validate", "test", "predict")
+    ),
+    Declared(
+        message="Checkpoint directory ",
+        category="UserWarning",
+        reason=(
+            "A run resumed from a checkpoint writes its checkpoints where the interrupted run wrote them, as a resumed "
+            "job does."
+        ),
+    ),
+    Declared(
+        message="You're resuming from a checkpoint that ended before the epoch ended",
+        category="UserWarning",
+        reason=(
+            "The resumed scenarios resume from a mid-epoch checkpoint on purpose (Lightning #16362): Lightning warns, "
+            "then restarts the loader."
+        ),
+    ),
+    Declared(
+        message="Found ",
+        category="UserWarning",
+        reason=(
+            "A run that crashed during an evaluation left the module in eval mode; Lightning warns when the re-run's "
+            "fit starts (the crashed-and-re-run scenarios)."
+        ),
+    ),
+    Declared(
+        message="Couldn't infer the batch indices fetched from your dataloader",
+        category="UserWarning",
+        reason=(
+            "An iterable dataset has no sampler whose indices Lightning could hand a prediction writer (the "
+            "iterable-dataset scenarios)."
+        ),
+    ),
+)
+
+
+def witnessed() -> tuple[Declared, ...]:
+    """Every declared warning that names a witness: all of :data:`DECLARED`, and the entries of
+    :data:`IN_SCENARIO_CELLS` that have one (``docs/_ext/guide/warning_witnesses.py`` runs them all)."""
+    return (*DECLARED, *(entry for entry in IN_SCENARIO_CELLS if entry.witness))
+
 
 #: Lightning's loggers whose INFO records ("GPU available: ...", the LitLogger tip, "`Trainer.fit` stopped: ...")
 #: are turned down to WARNING in every example: they describe the build machine, not the lesson.

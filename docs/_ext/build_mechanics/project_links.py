@@ -34,7 +34,8 @@ HOOKS = ROOT / ".pre-commit-hooks.yaml"
 
 
 def project() -> dict[str, Any]:
-    """``{"version": "0.1.0", "urls": {"Repository": ..., "Documentation": ...}}`` from ``pyproject.toml``.
+    """``{"name": "lightning-migrate", "version": "0.1.0", "urls": {"Repository": ..., "Documentation": ...}}``
+    from ``pyproject.toml`` (``name`` is ``""`` when it has none).
 
     Raises:
         ExtensionError: naming the file and the missing key.
@@ -45,7 +46,7 @@ def project() -> dict[str, Any]:
             raise ExtensionError(f"{PYPROJECT}: [project] has no {key!r}")
     if "Repository" not in data["urls"]:
         raise ExtensionError(f"{PYPROJECT}: [project.urls] has no 'Repository'")
-    return {"version": data["version"], "urls": dict(data["urls"])}
+    return {"name": data.get("name", ""), "version": data["version"], "urls": dict(data["urls"])}
 
 
 def release_tag() -> str:
@@ -53,9 +54,14 @@ def release_tag() -> str:
     return f"v{project()['version']}"
 
 
+def install_requirement() -> str:
+    """``git+<Repository>@<tag>``: what pip installs this release from."""
+    return f"git+{project()['urls']['Repository']}@{release_tag()}"
+
+
 def install_command() -> str:
     """``pip install git+<Repository>@<tag>``."""
-    return f"pip install git+{project()['urls']['Repository']}@{release_tag()}"
+    return f"pip install {install_requirement()}"
 
 
 def pre_commit_config() -> str:

@@ -8,7 +8,8 @@ the examples run with Lightning's informational log turned down and the build's 
 ``build-finished`` this rewrites the two downloads Sphinx copied into ``_downloads/`` for every gallery page (found
 through the environment's ``dlfiles``): after the title -- the notebook's first Markdown cell, the script's module
 docstring -- comes :func:`reader_cell`: a comment with the ``pip install`` line of the packages the script imports,
-at the versions ``requirements.txt`` pins (:func:`install_line`), and
+at the versions ``requirements.txt`` pins, and this project from its repository at its release tag when the script
+imports or runs it (:func:`install_line`), and
 :func:`build_mechanics.declared_warnings.reader_lines`. The sources sphinx-gallery works from are not touched.
 Sphinx copies the downloads again at every build, so this runs at every build; a download that already has the cell
 is left as it is.
@@ -27,7 +28,7 @@ from typing import Any
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 
-from build_mechanics import declared_warnings
+from build_mechanics import declared_warnings, project_links
 
 #: The pinned build environment: every example runs on exactly these versions.
 REQUIREMENTS = Path(__file__).resolve().parents[3] / "requirements.txt"
@@ -46,40 +47,63 @@ def pins(requirements: str) -> dict[str, str]:
 
 
 def imported_modules(source: str) -> list[str]:
-    """The top-level modules a script imports, in the order it first imports them (relative imports left out)."""
+    """The top-level modules a script imports or runs as a program (``[sys.executable, "-m", "package.module",
+    ...]``: a ``"-m"`` string followed by the module's name in a list or tuple), in the order it first names them
+    (relative imports left out)."""
     found: dict[str, None] = {}
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(dict.fromkeys(alias.name.split(".")[0] for alias in node.names))
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found[node.module.split(".")[0]] = None
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            strings = [e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else None for e in node.elts]
+            run = [module for flag, module in zip(strings, strings[1:], strict=False) if flag == "-m" and module]
+            found.update(dict.fromkeys(module.split(".")[0] for module in run))
     return list(found)
 
 
-def install_line(source: str, requirements: str) -> str:
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def install_line(source: str, requirements: str, own: tuple[str, str] | None = None) -> str:
     """``pip install torch==<pin> lightning==<pin> ...``: the pins of every third-party package ``source`` imports,
-    in the order of ``requirements`` (torch first there: its pinned CPU build before what depends on it).
+    in the order of ``requirements`` (torch first there: its pinned CPU build before what depends on it); with
+    ``own = (distribution name, requirement)`` -- this project's, whose pages may run it -- the project's
+    requirement last when the script imports or runs it.
 
     Raises:
         LookupError: the script imports a third-party module whose distribution ``requirements`` does not pin.
     """
     pinned, distributions = pins(requirements), metadata.packages_distributions()
     line: dict[str, None] = {}
+    needs_own = False
     for module in imported_modules(source):
         if module in sys.stdlib_module_names:
             continue
-        names = [re.sub(r"[-_.]+", "-", name).lower() for name in distributions.get(module, [module])]
+        names = [_normalized(name) for name in distributions.get(module, [module])]
+        if own and _normalized(own[0]) in names:
+            needs_own = True
+            continue
         found = [pinned[name] for name in names if name in pinned]
         if not found:
             raise LookupError(f"it imports {module}, which {REQUIREMENTS.name} does not pin")
         line[found[0]] = None
-    return "pip install " + " ".join(pin for pin in pinned.values() if pin in line)
+    chosen = [pin for pin in pinned.values() if pin in line]
+    return "pip install " + " ".join([*chosen, *([own[1]] if own and needs_own else [])])
+
+
+def example_install_line(source: str) -> str:
+    """:func:`install_line` of an example's script: ``requirements.txt``'s pins, and this project at its release tag
+    (``pyproject.toml``) when the script imports or runs it -- what its page and its downloads say to install."""
+    own = (project_links.project()["name"], project_links.install_requirement())
+    return install_line(source, REQUIREMENTS.read_text(encoding="utf-8"), own)
 
 
 def reader_cell(source: str) -> str:
     """The reader's first cell for the example whose script is ``source`` (see the module docstring)."""
-    command = install_line(source, REQUIREMENTS.read_text(encoding="utf-8"))
-    return "\n".join([f"{FIRST_LINE} {command}", *declared_warnings.reader_lines()])
+    return "\n".join([f"{FIRST_LINE} {example_install_line(source)}", *declared_warnings.reader_lines()])
 
 
 def script_with_cell(script: str, cell: str) -> str:

@@ -6,8 +6,9 @@ that produced a page's output is not necessarily the one installed for this buil
 itself: every example prints ``Lightning X.Y.Z`` near its top (a house rule the tests check). At ``source-read``
 this extension finds that line in the captured output of each generated example page and inserts, just before the
 download buttons, a note naming that release (and saying so when it differs from the installed one), and the
-``pip install`` line of the packages the script imports, at the versions ``requirements.txt`` pins
-(:func:`build_mechanics.reader_downloads.install_line`, the line the downloads start with too).
+``pip install`` line of the packages the script imports, at the versions ``requirements.txt`` pins, and this project
+when the script runs it (:func:`build_mechanics.reader_downloads.example_install_line`, the line the downloads start
+with too).
 
 A page that shows captured output without a ``Lightning X.Y.Z`` line gets a build warning naming its script
 (``-W`` makes it an error), and so does a script that imports a package ``requirements.txt`` does not pin. A page
@@ -22,7 +23,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from build_mechanics.reader_downloads import REQUIREMENTS, install_line
+from build_mechanics import project_links
+from build_mechanics.reader_downloads import REQUIREMENTS, example_install_line
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
@@ -47,7 +49,8 @@ def installed_lightning() -> str:
 def version_note(source: str, script: str = "") -> str | None:
     """The rST note for one generated gallery page, or ``None`` when the page shows no captured output.
 
-    ``script`` is the example's Python source: the note ends with its :func:`install_line`.
+    ``script`` is the example's Python source: the note ends with its
+    :func:`~build_mechanics.reader_downloads.example_install_line`.
 
     Raises:
         LookupError: the page shows captured output, but no ``Lightning X.Y.Z`` line in it; or the script imports
@@ -69,7 +72,7 @@ def version_note(source: str, script: str = "") -> str | None:
         note += f" The site now runs Lightning {installed}: this output is from an earlier run."
     text = f".. rst-class:: lightning-version\n\n{note}\n\n"
     if script:
-        command = install_line(script, REQUIREMENTS.read_text(encoding="utf-8"))
+        command = example_install_line(script)
         text += (
             ".. rst-class:: example-install\n\n"
             f"To run it yourself, download it below and install what it runs on (add ``{NOTEBOOK_FRONT_END}`` "
@@ -86,6 +89,7 @@ def _on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
         return
     script = Path(app.srcdir, docname).with_suffix(".py")
     app.env.note_dependency(str(REQUIREMENTS))
+    app.env.note_dependency(str(project_links.PYPROJECT))  # this project's install requirement, when a script runs it
     try:
         note = version_note(source[0], script.read_text(encoding="utf-8") if script.is_file() else "")
     except LookupError as err:

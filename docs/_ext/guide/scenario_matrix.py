@@ -6,9 +6,10 @@ the gallery examples; at ``env-before-read-docs`` the build waits for it. A cell
 
 The results live in one stable file, ``<doctreedir>/scenario-matrix.json``, written atomically by the matrix
 process and re-used by a later build only when nothing it depends on changed (the matrix file, the harness, every
-recipe page, the checker when a recipe runs its rewrite, the installed Lightning, torch and covertable -- their
-hash is stored beside it) and the build is not a CI build (``CI=true`` always runs it; in a test run, a build takes
-the results an earlier build of the same run made from the same inputs: ``build_mechanics.run_cache``). The
+recipe page, the warnings the cells accept, the checker when a recipe runs its rewrite, the installed Lightning,
+torch and covertable -- their hash is stored beside it) and the build is not a CI build (``CI=true`` always runs it;
+in a test run, a build takes the results an earlier build of the same run made from the same inputs:
+``build_mechanics.run_cache``). The
 generated covering set is kept in the doctree folder too, by a key of what it depends on. The pages that render
 results note a dependency on the results file, so they are re-read whenever the results change.
 
@@ -38,12 +39,14 @@ from typing import Any
 from build_mechanics import run_cache
 from build_mechanics.execution_mode import forced_execution
 from docutils import nodes
+from docutils.parsers.rst import Parser as RSTParser
 from docutils.parsers.rst import directives
+from docutils.parsers.rst.states import RSTState
 from docutils.statemachine import StringList
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
-from sphinx.util.docutils import SphinxDirective
+from sphinx.util.docutils import SphinxDirective, new_document
 
 from lightning_migrate import scenarios
 
@@ -76,7 +79,8 @@ def inputs_key(matrix_file: Path = scenarios.MATRIX_FILE, root: Path = ROOT) -> 
     digest = hashlib.sha256()
     space = scenarios.load_space(matrix_file)
     package = Path(scenarios.__file__).parent
-    files = [matrix_file, *sorted(package.glob("*.py")), *sorted({root / r.page for r in space.recipes})]
+    files = [matrix_file, scenarios.space.DECLARED_WARNINGS_FILE, *sorted(package.glob("*.py"))]
+    files += sorted({root / r.page for r in space.recipes})
     if any(r.transform for r in space.recipes):  # the code that runs is what the checker's rewrite makes
         files += sorted((package.parent / "checker").rglob("*.py"))
     for path in files:
@@ -205,7 +209,7 @@ class Results:
         return [a["id"] for a in self.document["axes"] if stage in a["stages"]]
 
 
-def _docname(page: str) -> str | None:
+def page_docname(page: str) -> str | None:
     """The docname of a recipe's page: ``gallery/core/x.py`` -> ``examples/core/x`` (where sphinx-gallery puts a
     gallery script's page), ``docs/x.md`` -> ``x``; ``None`` for a file that is not a page (``data/rewrites/``)."""
     if page.startswith("docs/"):
@@ -216,18 +220,40 @@ def _docname(page: str) -> str | None:
 
 
 def _recipe_link(recipe: dict[str, Any]) -> str:
-    docname = _docname(recipe["page"])
+    docname = page_docname(recipe["page"])
     return f":doc:`{recipe['title']} </{docname}>`" if docname else f"{recipe['title']} (``{recipe['page']}``)"
 
 
-def domain_lines(results: Results, recipe_id: str, indent: str = "") -> list[str]:
-    """rST lines of a recipe's domain: what it works with (proven by this build's cells), what not and why."""
+def held_cells(results: Results, recipe_ids: list[str]) -> int:
+    """How many cells of ``recipe_ids`` held in this build."""
+    return sum(c["outcome"] == "holds" for rid in recipe_ids for c in results.cells(rid))
+
+
+def domain_lines(
+    results: Results, recipe_id: str, indent: str = "", held: int | None = None, traps: bool = True
+) -> list[str]:
+    """rST lines of a recipe's domain: what it works with (proven by this build's cells -- ``held`` of them, by
+    default the recipe's own), what not and why, and (``traps``) what inside it does not hold on purpose. A value
+    inside the domain that no cell held with (it did not run, or only in cells that do not hold on purpose) is named
+    as such."""
     recipe = results.recipes[recipe_id]
     axes = results.stage_axes(recipe_id)
     proven = results.proven(recipe_id, axes)
     outside = {(o["axis"], v): o for o in recipe["outside"] for v in o["values"]}
-    held = sum(c["outcome"] == "holds" for c in results.cells(recipe_id))
-    lines = [f"{indent}**Works with** (checked by {held} cells of this build that hold):", ""]
+    if traps:  # a value that a trap of its own names (one axis) is said below, not among what the recipe works with
+        outside.update(
+            {
+                (axis, v): d
+                for d in recipe.get("declared", [])
+                if len(d["values"]) == 1
+                for axis, vs in d["values"].items()
+                for v in vs
+            }
+        )
+    held = held_cells(results, [recipe_id]) if held is None else held
+    lightning = results.document["lightning"]
+    lines = [f"{indent}**Works with** (checked by {held} cells that hold on Lightning {lightning}):", ""]
+    whole = []  # axes whose every value is inside the domain and held in some cell: named together, one line
     for axis in axes:
         relevant = [
             v["id"] for v in results.axes[axis]["values"] if axis != "calls" or v["id"] in results.runs(recipe_id)
@@ -236,16 +262,39 @@ def domain_lines(results: Results, recipe_id: str, indent: str = "") -> list[str
         missing = [v for v in inside if not proven[axis].get(v)]
         if not inside:
             continue
-        shown = "every value" if inside == relevant else ", ".join(results.labels[axis][v] for v in inside)
-        gap = f" (not run in this build: {', '.join(results.labels[axis][v] for v in missing)})" if missing else ""
+        if inside == relevant and not missing:
+            whole.append(results.axes[axis]["title"])
+            continue
+        shown = "every value" if inside == relevant else "; ".join(results.labels[axis][v] for v in inside)
+        unproven = "; ".join(results.labels[axis][v] for v in missing)
+        gap = f" (no cell that holds ran with: {unproven})" if missing else ""
         lines.append(f"{indent}- {results.axes[axis]['title']}: {shown}{gap}")
+    if whole:
+        others = "Every value of the other axes" if len(lines) > 2 else "Every value of each axis"
+        lines.append(f"{indent}- {others}: {'; '.join(title[0].lower() + title[1:] for title in whole)}")
     lines.append("")
     if recipe["outside"]:
         lines += [f"{indent}**Not with**, and what to use instead:", ""]
         for entry in recipe["outside"]:
-            labels = ", ".join(results.labels[entry["axis"]][v] for v in entry["values"])
+            labels = "; ".join(results.labels[entry["axis"]][v] for v in entry["values"])
             title = results.axes[entry["axis"]]["title"]
             lines.append(f"{indent}- {title}: {labels} -- {entry['reason'].rstrip('.')}. Use :doc:`/{entry['see']}`.")
+        lines.append("")
+    met = {(c.get("declared") or {}).get("reason") for c in results.cells(recipe_id) if c["outcome"] != "holds"}
+    kept = [d for d in recipe.get("declared", []) if d["reason"] in met] if traps else []
+    if kept:
+        lines += [f"{indent}**Does not hold, on purpose** (the cells that show it are in the scenario matrix):", ""]
+        for entry in kept:
+            if entry["scenario"]:
+                where = f"*{results.scenarios[entry['scenario']]['title']}*"
+            else:  # every axis named, with any of its values
+                where = "; ".join(
+                    f"{results.axes[axis]['title']}: {' or '.join(results.labels[axis][v] for v in values)}"
+                    for axis, values in entry["values"].items()
+                )
+            verb = "an error" if entry["outcome"] == "raises" else "another value"
+            reason = entry["reason"].rstrip(".")
+            lines.append(f"{indent}- {where} -- {verb}: {reason}. See :doc:`/{entry['see']}`.")
         lines.append("")
     return lines
 
@@ -274,13 +323,17 @@ def summary_lines(results: Results) -> list[str]:
     counts = {o: sum(c["outcome"] == o for c in cells) for o in scenarios.OUTCOMES}
     named = [s for s in document["scenarios"] if not s["generated"]]
     values = sum(len(a["values"]) for a in document["axes"])
+    traps = document["covering"].get("traps", 0)
     lines = [
-        f"Run on Lightning {document['lightning']} (torch {document['torch']}) by this build: {len(cells)} cells "
-        f"in {document['seconds']:.0f} s on {document['jobs']} processes -- {counts['holds']} hold, "
+        ".. rst-class:: from-records",  # counted from the results
+        "",
+        f"{len(cells)} cells, run on Lightning {document['lightning']} (torch {document['torch']}) -- "
+        f"{counts['holds']} hold, "
         f"{counts['differs']} differ, {counts['raises']} raise, {counts['not applicable']} do not apply. They "
-        f"are the {len(named)} named scenarios below for every recipe, and {document['covering']['cells']} "
+        f"are the {len(named)} named scenarios below for every recipe, {document['covering']['cells'] - traps} "
         f"generated cells holding every pair of values of the {len(document['axes'])} axes ({values} values) and "
-        "the recipes, where a recipe's domain and the constraints allow.",
+        "the recipes, where a recipe's domain, its declared traps and the constraints allow, and "
+        f"{traps} cells that each show a trap a recipe declares and no named scenario shows.",
         "",
         ".. list-table:: Cells per recipe: " + ", ".join(f"{s} {o}" for o, s in SYMBOLS.items()),
         "   :header-rows: 1",
@@ -311,7 +364,7 @@ def recipe_lines(results: Results, rid: str) -> list[str]:
     recipe = results.recipes[rid]
     lines = [f".. _{recipe_anchor(rid)}:", "", *_heading(recipe["title"], "~")]
     lines += [f"Page: {_recipe_link(recipe)}. Stage: {recipe['stage']}.", ""]
-    lines += domain_lines(results, rid)
+    lines += domain_lines(results, rid, traps=False)  # the cells that do not hold are listed below, one by one
     odd = [c for c in results.cells(rid) if c["outcome"] in ("differs", "raises")]
     if odd:
         lines += ["**Does not hold, on purpose** (a trap kept as evidence):", ""]
@@ -342,7 +395,7 @@ def space_lines(results: Results) -> list[str]:
     lines = [
         *_heading("The space", "-"),
         "Each axis is a dimension of the space; each value comes from the report or the documentation linked "
-        "beside it. *Cells* counts the cells of this build that ran with the value.",
+        "beside it. *Cells* counts the cells that ran with the value.",
         "",
     ]
     for axis in document["axes"]:
@@ -395,13 +448,25 @@ class RecipeDomain(SphinxDirective):
         box = nodes.admonition(classes=["recipe-domain", *self.options.get("class", [])])
         titles = " and ".join(results.recipes[rid]["title"] for rid in self.arguments)
         box += nodes.title(text=f"Where this holds: {titles}" if len(self.arguments) > 1 else "Where this holds")
-        lines: list[str] = []
+        groups: dict[tuple[str, ...], list[str]] = {}  # recipes with the same domain are shown once, together
         for rid in self.arguments:
-            if len(self.arguments) > 1:
-                lines += [f"*{results.recipes[rid]['title']}*", ""]
-            lines += domain_lines(results, rid)
-            lines += [f"Every cell: :ref:`the scenario matrix <{recipe_anchor(rid)}>`.", ""]
-        self.state.nested_parse(StringList(lines, source=self.get_source_info()[0]), self.content_offset, box)
+            groups.setdefault(tuple(domain_lines(results, rid)[1:]), []).append(rid)
+        lines: list[str] = []
+        for rids in groups.values():
+            if len(groups) > 1:
+                lines += [f"*{' and '.join(results.recipes[rid]['title'] for rid in rids)}*", ""]
+            lines += domain_lines(results, rids[0], held=held_cells(results, rids))
+            if len(rids) == 1:
+                lines += [f"Every cell: :ref:`the scenario matrix <{recipe_anchor(rids[0])}>`.", ""]
+            else:
+                links = [f":ref:`{_plain(results.recipes[rid]['title'])} <{recipe_anchor(rid)}>`" for rid in rids]
+                lines += [f"Every cell, in the scenario matrix: {', '.join(links)}.", ""]
+        if isinstance(self.state, RSTState):
+            self.state.nested_parse(StringList(lines, source=self.get_source_info()[0]), self.content_offset, box)
+        else:  # a MyST page, whose nested parse reads Markdown: the box's text is rST (its :doc: and :ref: roles)
+            document = new_document(self.get_source_info()[0], self.state.document.settings)
+            RSTParser().parse("\n".join(lines), document)
+            box.extend(document.children)
         return [box]
 
 

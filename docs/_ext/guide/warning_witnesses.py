@@ -71,7 +71,7 @@ def declaration_line(entry: declared_warnings.Declared) -> int:
 def unseen(record: dict[str, list[dict[str, Any]]]) -> list[tuple[declared_warnings.Declared, str]]:
     """Each declared warning its witness did not emit, with why."""
     problems = []
-    for entry in declared_warnings.DECLARED:
+    for entry in declared_warnings.witnessed():
         if entry.witness not in record:
             problems.append((entry, f"its witness {entry.witness!r} did not run (known: {', '.join(record)})"))
         elif not emitted(record[entry.witness], entry):
@@ -93,7 +93,7 @@ def _paths(app: Sphinx) -> tuple[Path, Path, Path]:
 def _start(app: Sphinx, config: Any) -> None:
     from lightning_migrate.warning_witnesses import WITNESSES
 
-    for entry in declared_warnings.DECLARED:
+    for entry in declared_warnings.witnessed():
         if entry.witness not in WITNESSES:
             raise ExtensionError(
                 f"{DECLARATIONS}:{declaration_line(entry)}: declared warning {entry.message!r} names the witness "

@@ -7,7 +7,8 @@ batches, and its domain: the axis values it supports). The cells the build runs 
 
 * every named scenario for every recipe, and
 * a covering set (:func:`.space.covering_set`): every pair of values of two axes -- the recipe being one of the
-  axes -- at least once, where no constraint, stage or domain excludes it.
+  axes -- at least once, where no constraint, stage or domain excludes it, in cells expected to hold; and
+* one cell for each trap a recipe declares that no named scenario shows (:func:`.space.trap_cells`).
 
 Each cell runs in :mod:`.harness` (the recipe's own classes, observers beside them) against a ground truth computed
 without the recipe (:mod:`.truth`), and is classified ``holds``, ``differs`` (by how much), ``raises`` (what, as
@@ -49,6 +50,7 @@ from .space import (
     load_space,
     random_cells,
     scenario_table,
+    trap_cells,
 )
 from .truth import reduce as _reduce
 
@@ -56,7 +58,7 @@ __all__ = [
     "MATRIX_FILE", "OUTCOMES", "REL_TOL", "TRANSFORMS", "MatrixError", "Recipe", "Scenario", "Space",
     "cached_covering_set", "coverable_pairs", "covered_pairs", "covering_set", "failures", "load_matrix",
     "load_space", "main", "page_definitions", "page_source", "random_cells", "run_cells", "run_matrix",
-    "scenario_table", "write_atomic", "_reduce",
+    "scenario_table", "trap_cells", "write_atomic", "_reduce",
 ]  # fmt: skip
 
 
@@ -114,7 +116,7 @@ def run_matrix(
 
     def covering_cells() -> list[tuple[Recipe, Scenario]]:
         if covering:
-            for rid, scenario in cached_covering_set(space, cache_dir):
+            for rid, scenario in [*cached_covering_set(space, cache_dir), *trap_cells(space)]:
                 if (not only or rid in only) and (not scenarios or scenario.id in scenarios):
                     generated.append((by_id[rid], scenario))
         return generated
@@ -150,10 +152,24 @@ def run_matrix(
                 "outside": [
                     {"axis": o.axis, "values": sorted(o.values), "reason": o.reason, "see": o.see} for o in r.outside
                 ],
+                "declared": [
+                    {
+                        "values": {a: [v for v in space.axes[a].values if v in vs] for a, vs in d.values.items()},
+                        "scenario": d.scenario,
+                        "outcome": d.outcome,
+                        "reason": d.reason,
+                        "see": d.see,
+                    }
+                    for d in r.declared
+                ],
             }
             for r in recipes
         ],
-        "covering": {"cells": len(generated), "strength": 2},
+        "covering": {
+            "cells": len(generated),
+            "strength": 2,
+            "traps": sum(scenario.id.startswith("trap-") for _, scenario in generated),
+        },
         "stage_calls": {
             stage: [c for c in space.axes["calls"].values if space_module.runs_stage(space, c, stage)]
             for stage in space_module.STAGES

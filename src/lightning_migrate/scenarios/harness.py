@@ -133,9 +133,10 @@ def make_base(train_step: str, eval_step: str, plateau_monitor: str | None = Non
     """Lightning's ``BoringModel`` as the scenario's user writes it: ``training_step`` returns what ``train_step``
     says (a dict with ``"loss"``, a bare tensor, ``None`` for batch 1, or under manual optimization the loss, nothing,
     a dict without ``"loss"``, or the loss after stepping two optimizers); ``validation_step`` and ``test_step``
-    return what ``eval_step`` says (a dict ``{"x": loss}``, the bare loss, or ``None``) and take ``dataloader_idx``
-    as a module with several dataloaders must; a batch of several training loaders (a list) is concatenated; with
-    ``plateau_monitor``, a ``ReduceLROnPlateau`` monitors that logged value."""
+    return what ``eval_step`` says (the dicts ``BoringModel`` returns, ``{"x": loss}`` and ``{"y": loss}``, the
+    bare loss, or ``None``) and take ``dataloader_idx`` as a module with several dataloaders must; a batch of several
+    training loaders (a list) is concatenated; with ``plateau_monitor``, a ``ReduceLROnPlateau`` monitors that logged
+    value."""
     import torch
     from lightning.pytorch.demos.boring_classes import BoringModel as DemoModel
 
@@ -168,15 +169,15 @@ def make_base(train_step: str, eval_step: str, plateau_monitor: str | None = Non
                 return None
             return {"x": loss.detach()} if train_step == "manual-no-loss" else {"loss": loss}
 
-        def _evaluation_step(self, batch):
+        def _evaluation_step(self, batch, key):
             loss = self.step(batch)
-            return {"dict": {"x": loss}, "tensor": loss, "none": None}[eval_step]
+            return {"dict": {key: loss}, "tensor": loss, "none": None}[eval_step]
 
         def validation_step(self, batch, batch_idx, dataloader_idx=0):
-            return self._evaluation_step(batch)
+            return self._evaluation_step(batch, "x")
 
         def test_step(self, batch, batch_idx, dataloader_idx=0):
-            return self._evaluation_step(batch)
+            return self._evaluation_step(batch, "y")
 
         def configure_optimizers(self):
             if train_step == "manual-two-optimizers":
@@ -807,9 +808,10 @@ def quiet(declared: tuple = ()):
     """Lightning's info banners and what the cells print stay out of the matrix's own output.
 
     A Python warning goes through the process's filters: in the build (``PYTHONWARNINGS``, from
-    ``docs/_ext/declared_warnings.py``) an undeclared warning is an error, so the cell raises and the build names it.
-    The warnings the matrix file declares (``declared``: :class:`.space.ScenarioWarning`, Lightning's advice about a
-    scenario's configuration itself) are ignored inside the block.
+    ``docs/_ext/build_mechanics/declared_warnings.py``) an undeclared warning is an error, so the cell raises and the
+    build names it. The warnings that list accepts inside the cells only (``declared``: its ``IN_SCENARIO_CELLS``, as
+    :func:`.space.declared_warnings` reads them: Lightning's advice about a scenario's configuration itself) are
+    ignored inside the block.
     """
     import lightning.pytorch  # noqa: F401 - Lightning sets its log level to INFO when first imported: import first
 

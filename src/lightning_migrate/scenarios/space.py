@@ -49,7 +49,6 @@ TRAIN_STEPS = ("loss-dict", "tensor", "none-batch-1", "manual", "manual-nothing"
 EVAL_STEPS = ("dict", "tensor", "none")
 CALLBACKS = ("monitoring", "plateau", "prediction-writer", "accumulation-scheduler")
 RUNS = ("fit", "validate", "test", "predict")
-WARNING_CATEGORIES = ("UserWarning", "DeprecationWarning", "FutureWarning", "RuntimeWarning")
 
 
 class MatrixError(ValueError):
@@ -185,11 +184,39 @@ class Recipe:
 
 @dataclass(frozen=True)
 class ScenarioWarning:
-    """A warning Lightning gives about a scenario's configuration itself (``[[warning]]``): ignored in the cells."""
+    """A warning Lightning gives about a scenario's configuration itself: ignored in the cells
+    (:func:`declared_warnings`)."""
 
     message: str
     category: str
     reason: str
+
+
+#: The build's one list of accepted warnings, each with its reason; its ``IN_SCENARIO_CELLS`` are the matrix's.
+DECLARED_WARNINGS_FILE = ROOT / "docs" / "_ext" / "build_mechanics" / "declared_warnings.py"
+
+
+def declared_warnings(path: Path = DECLARED_WARNINGS_FILE) -> tuple[ScenarioWarning, ...]:
+    """The warnings the cells ignore: ``IN_SCENARIO_CELLS`` of the build's list of accepted warnings (``path``,
+    read by its file path: the matrix also runs outside the Sphinx build, where ``docs/_ext`` is not importable).
+    Every other warning stays under the process's filters (an error in the build).
+
+    Raises:
+        MatrixError: ``path`` cannot be read or defines no ``IN_SCENARIO_CELLS``.
+    """
+    import importlib.util
+    import sys
+
+    name = f"_declared_warnings_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # importlib's recipe for a module loaded from its path (its dataclasses look it up)
+        spec.loader.exec_module(module)
+        entries = module.IN_SCENARIO_CELLS
+    except (OSError, AttributeError) as error:
+        raise MatrixError(f"{path}: the accepted warnings of the scenario matrix: {error}") from None
+    return tuple(ScenarioWarning(entry.message, entry.category, entry.reason) for entry in entries)
 
 
 @dataclass(frozen=True)
@@ -309,12 +336,12 @@ def load_space(path: Path = MATRIX_FILE) -> Space:
         scenarios.append(scenario)
     named = {s.id for s in scenarios}
     recipes = [_load_recipe(path, rid, table, axes, named) for rid, table in document.get("recipe", {}).items()]
-    declared = []
-    for number, table in enumerate(document.get("warning", []), 1):
-        if not table.get("message") or not table.get("reason") or table.get("category") not in WARNING_CATEGORIES:
-            raise MatrixError(f"{path}: warning {number} needs a message, a reason and a category {WARNING_CATEGORIES}")
-        declared.append(ScenarioWarning(table["message"], table["category"], table["reason"]))
-    return Space(path, axes, tuple(constraints), tuple(scenarios), tuple(recipes), tuple(declared))
+    if "warning" in document:
+        raise MatrixError(
+            f"{path}: [[warning]]: the warnings the cells accept are declared with their reasons in "
+            f"{DECLARED_WARNINGS_FILE.relative_to(ROOT)} (IN_SCENARIO_CELLS), the build's one list"
+        )
+    return Space(path, axes, tuple(constraints), tuple(scenarios), tuple(recipes), declared_warnings())
 
 
 def _load_recipe(path: Path, rid: str, table: dict, axes: dict[str, Axis], named: set[str]) -> Recipe:
@@ -386,9 +413,11 @@ def runs_stage(space: Space, calls: str, stage: str) -> bool:
     return any(run.lstrip("+") in STAGE_RUNS[stage] for run in runs)
 
 
-def allowed(space: Space, values: dict[str, str]) -> bool:
+def allowed(space: Space, values: dict[str, str], traps: bool = True) -> bool:
     """Whether a (partial) assignment of axis values -- ``"recipe"`` included -- may be part of a cell that runs:
-    no constraint excludes it, the calls run the recipe's stage, and every value is inside the recipe's domain."""
+    no constraint excludes it, the calls run the recipe's stage, and every value is inside the recipe's domain.
+    ``traps=False``: nor do the values match all of a trap the recipe declares (``[[recipe.X.declared]]`` with
+    ``values``): a cell expected to hold, which is what proves a pair (:func:`covering_set`)."""
     if space.excluded(values):
         return False
     rid = values.get(RECIPE_AXIS)
@@ -397,7 +426,53 @@ def allowed(space: Space, values: dict[str, str]) -> bool:
     recipe = next(r for r in space.recipes if r.id == rid)
     if "calls" in values and not runs_stage(space, values["calls"], recipe.stage):
         return False
+    if not traps and any(d.values and _matches(values, d.values) for d in recipe.declared):
+        return False
     return not any(values.get(o.axis) in o.values for o in recipe.outside)
+
+
+def _matches(values: dict[str, str], entries: dict[str, frozenset[str]]) -> bool:
+    return all(values.get(axis) in allowed_values for axis, allowed_values in entries.items())
+
+
+def trap_cells(space: Space) -> list[tuple[str, Scenario]]:
+    """One cell for each trap a recipe declares with ``values`` that no named scenario shows: the trap's first value
+    of each of its axes (in file order), every other axis at its default -- or, when the default calls do not run
+    the recipe's stage, the first calls that do -- named ``trap-<recipe id>-<n>`` (n counts the recipe's
+    declarations from 1). The covering set keeps clear of the traps (:func:`allowed` with ``traps=False``), so
+    these cells are the build's evidence of each of them.
+
+    Raises:
+        MatrixError: no such cell can hold the trap (a constraint, the recipe's domain or an earlier declaration
+            of the recipe always comes first): the declaration can never apply.
+    """
+    cells = []
+    for recipe in space.recipes:
+        for number, declared in enumerate(recipe.declared, 1):
+            if not declared.values or any(
+                declared.applies(s) and recipe.expected(s) == declared.outcome for s in space.scenarios
+            ):
+                continue
+            axes = space.axes
+            chosen = {
+                axis: next(v for v in axes[axis].values if v in values) for axis, values in declared.values.items()
+            }
+            calls = [chosen["calls"]] if "calls" in chosen else [axes["calls"].default, *axes["calls"].values]
+            for call in calls:
+                values = {**chosen, "calls": call}
+                scenario = space.scenario(f"trap-{recipe.id}-{number}", values)
+                if (
+                    allowed(space, {RECIPE_AXIS: recipe.id, **scenario.values})
+                    and recipe.declared_for(scenario) is declared
+                ):
+                    cells.append((recipe.id, scenario))
+                    break
+            else:
+                raise MatrixError(
+                    f"{space.path}: [recipe.{recipe.id}] declaration {number} ({declared.reason[:60]}...) can never "
+                    "apply: a constraint, the recipe's domain or an earlier declaration takes every cell it names"
+                )
+    return cells
 
 
 def parameters(space: Space) -> OrderedDict[str, list[str]]:
@@ -410,8 +485,9 @@ def parameters(space: Space) -> OrderedDict[str, list[str]]:
 
 
 def constraints_for_generator(space: Space) -> list[dict[str, Any]]:
-    """The matrix file's constraints, the recipes' stages and their domains as ``covertable`` conditions: each
-    forbids one combination (``not (a in A and b in B ...)``), so a row is generated only where :func:`allowed`."""
+    """The matrix file's constraints, the recipes' stages, their domains and their declared traps as ``covertable``
+    conditions: each forbids one combination (``not (a in A and b in B ...)``), so a row is generated only where
+    :func:`allowed` with ``traps=False``."""
 
     def none_of(entries: dict[str, Any]) -> dict[str, Any]:
         conditions = [{"operator": "in", "left": axis, "values": sorted(values)} for axis, values in entries.items()]
@@ -423,11 +499,13 @@ def constraints_for_generator(space: Space) -> list[dict[str, Any]]:
         if idle:
             conditions.append(none_of({RECIPE_AXIS: [recipe.id], "calls": idle}))
         conditions += [none_of({RECIPE_AXIS: [recipe.id], o.axis: o.values}) for o in recipe.outside]
+        conditions += [none_of({RECIPE_AXIS: [recipe.id], **d.values}) for d in recipe.declared if d.values]
     return conditions
 
 
 def covering_set(space: Space, strength: int = 2) -> list[tuple[str, Scenario]]:
-    """``(recipe id, scenario)`` cells holding every ``strength``-tuple of values that some allowed cell can hold.
+    """``(recipe id, scenario)`` cells holding every ``strength``-tuple of values that some allowed cell expected
+    to hold can hold (no cell lands on a declared trap, where it would prove nothing: :func:`trap_cells` shows those).
 
     Generated by ``covertable`` (greedy, constraint-aware, deterministic: its default hash sorter and no salt), so
     the same file gives the same cells, named ``pairs-001``, ``pairs-002``, ... in the generator's order.
@@ -488,10 +566,10 @@ def random_cells(space: Space, seed: int):
 
 
 def coverable_pairs(space: Space) -> set[tuple[tuple[str, str], tuple[str, str]]]:
-    """Every pair of values of two different parameters (the recipe included) that an allowed cell can hold: what a
-    covering set must hold. Computed by enumeration, independently of the generator: a pair of two axis values is
-    coverable when some recipe accepts both (:func:`allowed` of the three), a pair with a recipe when
-    :func:`allowed` accepts it."""
+    """Every pair of values of two different parameters (the recipe included) that an allowed cell expected to hold
+    can hold: what a covering set must hold. Computed by enumeration, independently of the generator: a pair of two
+    axis values is coverable when some recipe accepts both (:func:`allowed` of the three, ``traps=False``), a pair
+    with a recipe when :func:`allowed` accepts it."""
     params = parameters(space)
     recipes = params[RECIPE_AXIS]
     pairs = set()
@@ -499,9 +577,9 @@ def coverable_pairs(space: Space) -> set[tuple[tuple[str, str], tuple[str, str]]
         for va, vb in itertools.product(values_a, values_b):
             pair = {a: va, b: vb}
             if RECIPE_AXIS in pair:
-                ok = allowed(space, pair)
+                ok = allowed(space, pair, traps=False)
             else:
-                ok = any(allowed(space, {**pair, RECIPE_AXIS: rid}) for rid in recipes)
+                ok = any(allowed(space, {**pair, RECIPE_AXIS: rid}, traps=False) for rid in recipes)
             if ok:
                 pairs.add(((a, va), (b, vb)))
     return pairs
