@@ -257,3 +257,44 @@ def test_a_keyword_passed_through_a_built_name_still_blocks_the_drop(tmp_path, c
     )
     run(["--fix", tmp_path], capsys)
     assert "def on_train_epoch_end(self, trainer, pl_module, log_dict):" in (tmp_path / "cb.py").read_text()
+
+
+# -- a fix never corrupts a file ------------------------------------------------------------------------------------
+
+FORM_FEED = (
+    b"import lightning.pytorch as pl\n\x0c\nclass Other: pass\nclass M(pl.LightningModule):\n"
+    b'    def training_epoch_end(self, outputs):\n        self.log("epoch", 1.0)\n\n\nx = 1\n'
+)
+LINE_SEPARATOR = (
+    'import lightning.pytorch as pl\n\n\ndef f():\n    """a\u2028b"""\n\n\n@staticmethod\ndef g(): pass\n'
+    "class Empty: pass\nclass M(pl.LightningModule):\n"
+    '    def training_epoch_end(self, outputs):\n        self.log("x", 1)'
+).encode()
+
+
+@pytest.mark.parametrize("source", [FORM_FEED, LINE_SEPARATOR], ids=["form feed", "U+2028 in a docstring"])
+def test_characters_str_splitlines_cuts_at_do_not_shift_the_fix(source):
+    # Python counts only \n, \r\n and \r as line ends; str.splitlines also cuts at \x0c, \x1c-\x1e, \x85, U+2028
+    result = check_source(source, fix=True)
+    assert result.error is None
+    expected = source.replace(b"def training_epoch_end(self, outputs):", b"def on_train_epoch_end(self):")
+    assert result.new_source == expected
+
+
+def test_a_rewrite_that_would_change_other_code_is_refused(tmp_path, capsys, monkeypatch):
+    # the last check does not trust the splice: with the old line splitting, the file is left as it was
+    from lightning_migrate.checker import core
+
+    monkeypatch.setattr(core, "split_lines", lambda text: text.splitlines(keepends=True))
+    result = check_source(FORM_FEED, fix=True)
+    assert result.new_source is None
+    assert result.error == (
+        "fix refused, file left unchanged: the rewrite would change code it does not fix: `class Other: pass`"
+    )
+    path = tmp_path / "ff.py"
+    path.write_bytes(FORM_FEED)
+    code, lines, err = run(["--fix", path], capsys)
+    assert path.read_bytes() == FORM_FEED
+    assert code == 2
+    assert f"error: {path}: fix refused, file left unchanged: " in err
+    assert len(lines) == 1 and ": LM001 " in lines[0]  # the finding is still reported

@@ -178,6 +178,8 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
         report.error = f"{path}: cannot parse, file skipped: {err}"
         return report
     report.findings = result.findings
+    if result.error is not None:
+        report.error = f"{path}: {result.error}"
     if book is not None:
         for finding in report.findings:
             finding.cell, finding.line = book.place(finding.line) or (None, finding.line)

@@ -70,6 +70,8 @@ class Result:
 
     findings: list[Finding]
     new_source: bytes | None = None
+    #: why the fixes were not applied (the rewrite failed its last check: :func:`_check_rewrite`); ``None``: no error
+    error: str | None = None
 
 
 #: The names some rule lists among its :attr:`~Rule.hooks`, per class kind: a name-pattern rule leaves them alone.
@@ -139,7 +141,10 @@ def check_source(
     ]
     findings, edits = _settle(found, file, fix=fix, unsafe_fixes=unsafe_fixes, notes=notes)
     findings.sort(key=lambda f: (f.line, f.col, f.code))
-    new_source = _apply(module, tree, source, edits) if fix and edits else None
+    try:
+        new_source = _apply(module, tree, source, edits) if fix and edits else None
+    except RewriteRefused as err:
+        return Result(findings, None, f"fix refused, file left unchanged: {err}")
     return Result(findings, new_source)
 
 
@@ -485,7 +490,7 @@ def _apply(module: cst.Module, tree: ast.Module, source: bytes, edits: _Edits) -
     never regenerated); otherwise libcst writes the whole module.
 
     Raises:
-        RuntimeError: the rewritten file does not parse (a bug in a rule; such a file is never written).
+        RewriteRefused: the rewritten file fails :func:`_check_rewrite` (a bug; such a file is never written).
     """
     replaced: dict[int, cst.CSTNode | cst.RemovalSentinel] = {}
     dirty = {ancestor for path in edits.paths.values() for ancestor in path}
@@ -510,21 +515,79 @@ def _apply(module: cst.Module, tree: ast.Module, source: bytes, edits: _Edits) -
     spliced = None
     if all(isinstance(s, cst.ClassDef) for s in top):
         spliced = _splice(module, _first_lines(module, tree), text, new_top, imports, before)
-    if spliced is not None:  # only the new pieces need parsing
-        pieces = [module.code_for_node(n) for n in new_top.values() if not isinstance(n, cst.RemovalSentinel)]
-        checked = "".join(pieces) + "".join(module.code_for_node(s) for s in imports)
-    else:
+    if spliced is None:
         body = [new_top.get(id(s), s) for s in module.body]
         new_module = module.with_changes(body=[s for s in body if not isinstance(s, cst.RemovalSentinel)])
-        spliced = checked = _with_imports(new_module, imports, before).code
+        spliced = _with_imports(new_module, imports, before).code
     new_bytes = spliced.encode(encoding)
     if new_bytes == source:
         return None
-    try:
-        ast.parse(checked)
-    except SyntaxError as err:  # pragma: no cover - a bug in a rule; never write such a file
-        raise RuntimeError(f"the rewrite does not parse ({err}); file left unchanged") from err
+    _check_rewrite(module, tree, text, spliced, new_top, len(imports))
     return new_bytes
+
+
+class RewriteRefused(Exception):
+    """A rewrite that failed the last check before writing (:func:`_check_rewrite`): the file is left unchanged.
+    The message says why, without the file's name (the caller adds it)."""
+
+
+def _check_rewrite(
+    module: cst.Module,
+    tree: ast.Module,
+    text: str,
+    new_text: str,
+    new_top: dict[int, cst.CSTNode | cst.RemovalSentinel],
+    imports: int,
+) -> None:
+    """The last check of a rewrite, independent of how it was made: the whole new file parses, and every top-level
+    statement the fixes did not edit is still there, in order, with the same code character for character (the
+    edited statements and the added imports are the only new ones).
+
+    Raises:
+        RewriteRefused: either fails (a bug in a rule or in the splice; such a file is never written).
+    """
+    text, new_text = text.removeprefix("\ufeff"), new_text.removeprefix("\ufeff")  # ast's positions skip a BOM
+    try:
+        new_tree = ast.parse(new_text)
+    except SyntaxError as err:
+        raise RewriteRefused(f"the rewritten file does not parse (line {err.lineno}: {err.msg})") from err
+    except (RecursionError, MemoryError) as err:  # pragma: no cover - the old file parsed
+        raise RewriteRefused("the rewritten file is too deeply nested to parse") from err
+    untouched, expected, ast_body = [], imports, iter(tree.body)
+    for statement in module.body:
+        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        nodes = [next(ast_body) for _ in range(count)]
+        if id(statement) in new_top:
+            new = new_top[id(statement)]
+            if not isinstance(new, cst.RemovalSentinel):
+                expected += len(new.body) if isinstance(new, cst.SimpleStatementLine) else 1
+        else:
+            untouched += [_code_of(text, node) for node in nodes]
+    expected += len(untouched)
+    found = [_code_of(new_text, node) for node in new_tree.body]
+    remaining = iter(found)
+    for code in untouched:
+        if not any(code == other for other in remaining):
+            line = code[-1].split("\n", 1)[0][:60]
+            raise RewriteRefused(f"the rewrite would change code it does not fix: `{line}`")
+    if len(found) != expected:
+        raise RewriteRefused(
+            f"the rewrite would leave {len(found)} top-level statements where {expected} were expected"
+        )
+
+
+def _code_of(text: str, node: ast.stmt) -> tuple[str, ...]:
+    """A statement's code (:func:`ast.get_source_segment`, which counts lines as Python does), its decorators'
+    first."""
+    parts = [*getattr(node, "decorator_list", ()), node]
+    return tuple(ast.get_source_segment(text, part) or "" for part in parts)
+
+
+def split_lines(text: str) -> list[str]:
+    """``text`` cut after each line end Python's parser counts -- ``\\n``, ``\\r\\n`` and ``\\r`` only -- the ends
+    kept. ``str.splitlines`` also cuts at form feeds, ``\\x1c``-``\\x1e``, ``\\x85`` and U+2028, which :mod:`ast`
+    and libcst do not count, so its line numbers would not be theirs."""
+    return io.StringIO(text, newline="").readlines()
 
 
 def _first_lines(module: cst.Module, tree: ast.Module) -> dict[int, int]:
@@ -610,7 +673,7 @@ def _splice(
 ) -> str | None:
     """``text`` with the code of each changed top-level statement replaced by its new code, and the new imports
     inserted; ``None`` when a statement's old code is not where it should be (then the whole module is written)."""
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     ends = [starts.get(id(s), 0) for s in module.body[1:]] + [len(lines) + 1 - len(module.footer)]
     pieces = []  # (first line, last line + 1, new text), in file order
     for statement, last in zip(module.body, ends, strict=True):
