@@ -298,3 +298,88 @@ def test_a_rewrite_that_would_change_other_code_is_refused(tmp_path, capsys, mon
     assert code == 2
     assert f"error: {path}: fix refused, file left unchanged: " in err
     assert len(lines) == 1 and ": LM001 " in lines[0]  # the finding is still reported
+
+
+# -- bad input is an error naming the file, never a traceback ----------------------------------------------------
+
+ONE_LINE_DEFS = {
+    "the old hook": (
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def training_epoch_end(self, outputs): print(outputs)  # kept
+        """,
+        "        self.training_step_outputs.clear()\n        print(outputs)  # kept\n",
+    ),
+    "__init__": (
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def __init__(self): super().__init__(); self.a = 1
+            def validation_epoch_end(self, outputs):
+                print(outputs)
+        """,
+        "    def __init__(self):\n        super().__init__(); self.a = 1\n        self.validation_step_outputs = ",
+    ),
+    "the batch-end hook": (
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0): print(1)
+            def validation_epoch_end(self, outputs):
+                print(outputs)
+        """,
+        "            self.validation_step_outputs[dataloader_idx].append(outputs)\n        print(1)\n",
+    ),
+    "the epoch-start hook": (
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def on_validation_epoch_start(self): print(1)
+            def validation_epoch_end(self, outputs):
+                print(outputs)
+        """,
+        "        self.validation_step_outputs.clear()  # nothing left over from a run that stopped half-way\n"
+        "        print(1)\n",
+    ),
+}
+
+
+@pytest.mark.parametrize(("source", "expected"), ONE_LINE_DEFS.values(), ids=ONE_LINE_DEFS.keys())
+def test_a_one_line_def_gets_the_caching_rewrite(source, expected):
+    # a one-line body becomes an indented block; the cache is created after `super().__init__()`
+    fixed = fix(source, unsafe_fixes=True)
+    assert expected in fixed
+    assert "lightning-migrate:" not in fixed
+
+
+def test_a_file_too_deeply_nested_to_parse_is_an_error_and_other_files_are_checked(tmp_path, capsys):
+    sum_of_ones = " + ".join(["1"] * 3000)  # the parser takes it; ast runs out of stack
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "deep.py": f"# training_epoch_end\nX = {sum_of_ones}\n",
+            "m.py": """
+                import lightning.pytorch as pl
+
+                class M(pl.LightningModule):
+                    def training_epoch_end(self, outputs):
+                        self.log("x", 1.0)
+                """,
+        },
+    )
+    code, lines, err = run(["--diff", tmp_path / "m.py"], capsys)
+    assert code == 1 and err.count("error:") == 0
+    # the deep file mentions the hook's name and cannot be searched: the rename is not safe
+    assert "deep.py mentions `training_epoch_end` but is too deeply nested to parse: change the callers too" in (
+        "\n".join(lines)
+    )
+    code, lines, err = run([tmp_path], capsys)
+    assert code == 2
+    assert f"error: {tmp_path / 'deep.py'}: file too deeply nested to parse, file skipped" in err
+    assert [line.split(":")[0] for line in lines] == [str(tmp_path / "m.py")]

@@ -204,6 +204,8 @@ class FileContext:
         words = (*((name,) if name_uses else ()), *fragments)
         if (words or dropped) and self._mentioned(words, dropped):
             uses = self.uses()
+            if uses.too_deep:
+                return "this file is too deeply nested to search for its callers"
             found = []
             if name_uses:
                 use = next((u for u in uses.names.get(name, ()) if self._relevant(u, None, of, name)), None)
@@ -219,11 +221,13 @@ class FileContext:
         if self.path is None or self.path not in self.project.name_of or not (words or dropped):
             return None
         for ref in self.project.references(name, dropped, exclude=self.path, fragments=fragments):
-            if not name_uses and ref.what not in ("keyword", "fragment"):
+            if not name_uses and ref.what not in ("keyword", "fragment", "too deep"):
                 continue
             if ref.what in ("attribute", "name", "string") and not self._relevant(ref, ref.path, of, name):
                 continue
             where = shown_path(ref.path)
+            if ref.what == "too deep":
+                return f"{where} mentions `{name}` but is too deeply nested to parse"
             if ref.what == "keyword":
                 return f"a call passes a dropped parameter by keyword at {where}:{ref.line}"
             return f"`{name}` is used at {where}:{ref.line}"

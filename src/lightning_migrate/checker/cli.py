@@ -39,6 +39,8 @@ from lightning_migrate.checker.rules import RULES
 from lightning_migrate.records import write_atomic  # the project's one atomic write
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", ".nox", ".tox", "__pycache__", "node_modules", ".eggs"})
+#: The error of a file nested more deeply than :mod:`ast` can take (after ``path: ``).
+TOO_DEEP = "file too deeply nested to parse, file skipped"
 #: Files per worker task: small enough to balance two cores, large enough to amortise the process round trip.
 CHUNK = 64
 
@@ -152,6 +154,8 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
             report.error = _syntax_error(path, err, book)
         except ValueError as err:
             report.error = f"{path}: cannot parse, file skipped: {err}"
+        except RecursionError:
+            report.error = f"{path}: {TOO_DEEP}"
         return report
     report.parsed = True
     try:
@@ -177,6 +181,9 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
     except ValueError as err:  # e.g. null bytes
         report.error = f"{path}: cannot parse, file skipped: {err}"
         return report
+    except RecursionError:  # Python's parser takes it, but ast (or libcst) runs out of stack
+        report.error = f"{path}: {TOO_DEEP}"
+        return report
     report.findings = result.findings
     if result.error is not None:
         report.error = f"{path}: {result.error}"
@@ -186,7 +193,11 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
     if result.new_source is not None:
         new = result.new_source
         if book is not None:
-            new = notebook.write(book, new.decode("utf-8")).encode("utf-8")
+            try:
+                new = notebook.write(book, new.decode("utf-8")).encode("utf-8")
+            except notebook.NotebookError as err:
+                report.error = f"{path}: fix refused, notebook left unchanged: {err}"
+                return report
         if new != data:
             report.old_source, report.new_source = data, new
     return report

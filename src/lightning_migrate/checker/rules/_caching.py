@@ -401,8 +401,19 @@ def _statement(text: str) -> cst.BaseStatement:
     return statement
 
 
+def _indented(func: cst.FunctionDef) -> cst.FunctionDef:
+    """``func`` with its body as an indented block: a one-line body (``def f(self): print(1)``, a
+    ``SimpleStatementSuite``) becomes the block's one line, its statements, semicolons and comment kept."""
+    suite = func.body
+    if not isinstance(suite, cst.SimpleStatementSuite):
+        return func
+    line = cst.SimpleStatementLine(body=suite.body, trailing_whitespace=suite.trailing_whitespace)
+    return func.with_changes(body=cst.IndentedBlock(body=[line]))
+
+
 def _prepend(func: cst.FunctionDef, statements: list[cst.BaseStatement]) -> cst.FunctionDef:
     """``func`` with ``statements`` first in its body (after its docstring)."""
+    func = _indented(func)
     block = func.body
     body = list(block.body)
     start = 1 if body and is_docstring(body[0]) else 0
@@ -412,6 +423,7 @@ def _prepend(func: cst.FunctionDef, statements: list[cst.BaseStatement]) -> cst.
 def _insert_in_init(init: cst.FunctionDef, line: cst.BaseStatement) -> cst.FunctionDef:
     """``__init__`` with ``line`` right after its ``super().__init__(...)`` (or ``Base.__init__(self, ...)``), or
     first in its body (after its docstring) when it calls none."""
+    init = _indented(init)
     body = list(init.body.body)
     index = next((i + 1 for i, s in enumerate(body) if _calls_init(s)), None)
     if index is None:
@@ -420,12 +432,13 @@ def _insert_in_init(init: cst.FunctionDef, line: cst.BaseStatement) -> cst.Funct
 
 
 def _calls_init(statement: cst.BaseStatement) -> bool:
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+    """Whether the line calls an ``__init__`` (``super().__init__()``; ``super().__init__(); self.a = 1`` too)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
         return False
-    expr = statement.body[0]
-    return (
+    return any(
         isinstance(expr, cst.Expr)
         and isinstance(expr.value, cst.Call)
         and isinstance(expr.value.func, cst.Attribute)
         and expr.value.func.attr.value == "__init__"
+        for expr in statement.body
     )
