@@ -383,3 +383,154 @@ def test_a_file_too_deeply_nested_to_parse_is_an_error_and_other_files_are_check
     assert code == 2
     assert f"error: {tmp_path / 'deep.py'}: file too deeply nested to parse, file skipped" in err
     assert [line.split(":")[0] for line in lines] == [str(tmp_path / "m.py")]
+
+
+# -- a safe fix never replaces, hides or wakes up code ------------------------------------------------------------
+
+BOUND_ELSEWHERE = {  # the binding, and its line in the source below
+    "assignment": ("    on_train_epoch_end = shared\n", 12),
+    "annotated assignment": ("    on_train_epoch_end: Callable = shared\n", 12),
+    "def in an if": (
+        "    if sys.version_info >= (3, 0):\n        def on_train_epoch_end(self):\n            pass\n",
+        13,
+    ),
+    "import in a try": (
+        "    try:\n        from hooks import on_train_epoch_end\n    except ImportError:\n        pass\n",
+        13,
+    ),
+}
+
+
+@pytest.mark.parametrize(("binding", "line"), BOUND_ELSEWHERE.values(), ids=BOUND_ELSEWHERE.keys())
+def test_a_rename_onto_a_name_the_class_binds_otherwise_is_manual(binding, line):
+    source = (
+        "import sys\nfrom typing import Callable\n\nimport lightning.pytorch as pl\n\n\n"
+        "def shared(self):\n    pass\n\n\n"
+        f"class M(pl.LightningModule):\n{binding}\n    def training_epoch_end(self, outputs):\n"
+        '        self.log("epoch", 1.0)\n'
+    )
+    [finding] = check_source(source.encode()).findings
+    assert finding.tier == "manual"
+    assert f"(the class already binds `on_train_epoch_end` at line {line}: merge by hand)" in finding.message
+    assert without_markers(fix(source, unsafe_fixes=True)) == source
+
+
+@pytest.mark.parametrize(
+    ("binding", "hook"),
+    [
+        ("on_validation_epoch_start = start", "on_validation_epoch_start"),
+        ("on_validation_batch_end = lambda self, *a: None", "on_validation_batch_end"),
+    ],
+)
+def test_the_caching_rewrite_never_replaces_a_hook_bound_by_assignment(binding, hook):
+    source = f"""
+        import lightning.pytorch as pl
+
+        def start(self):
+            pass
+
+        class M(pl.LightningModule):
+            {binding}
+
+            def validation_epoch_end(self, outputs):
+                print(outputs)
+        """
+    fixed = fix(source, unsafe_fixes=True)
+    assert f"the class binds `{hook}` at line 8 other than with a `def`: merge by hand" in fixed
+    assert without_markers(fixed) == textwrap.dedent(source)
+
+
+def test_a_callbacks_caching_rewrite_never_replaces_a_batch_hook_bound_by_assignment():
+    source = """
+        from lightning.pytorch import Callback
+
+        class C(Callback):
+            on_train_batch_end = lambda self, *a: None
+
+            def on_train_epoch_end(self, trainer, pl_module, outputs):
+                print(outputs)
+        """
+    fixed = fix(source, unsafe_fixes=True)
+    assert without_markers(fixed) == textwrap.dedent(source)
+    assert "# lightning-migrate: LM002 manual fix" in fixed
+
+
+def test_a_mixins_hook_is_not_renamed_safely(tmp_path, capsys):
+    # Model(pl.LightningModule, LogMixin): Lightning's own on_train_epoch_end comes first in the MRO, so a
+    # renamed mixin hook would never run (before the fix, fit raised)
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "pkg/__init__.py": "",
+            "pkg/mixins.py": """
+                class LogMixin:
+                    def training_epoch_end(self, outputs):
+                        print("epoch")
+                """,
+            "pkg/model.py": """
+                import lightning.pytorch as pl
+
+                from pkg.mixins import LogMixin
+
+
+                class Model(pl.LightningModule, LogMixin):
+                    def training_step(self, batch, batch_idx):
+                        return batch.sum()
+                """,
+        },
+    )
+    before = (tmp_path / "pkg" / "mixins.py").read_text()
+    code, lines, _ = run(["--fix", tmp_path / "pkg" / "mixins.py"], capsys)
+    after = (tmp_path / "pkg" / "mixins.py").read_text()
+    assert code == 1
+    assert without_markers(after) == before
+    assert "LM001 manual fix, a mixin of `Model`: whether Lightning calls its hook depends on where it comes" in after
+
+
+def test_a_rename_in_a_class_with_an_unresolved_base_is_manual():
+    source = """
+        import lightning.pytorch as pl
+        from somelib import EMAMixin
+
+        class M(EMAMixin, pl.LightningModule):
+            def training_epoch_end(self, outputs):
+                self.log("x", 1.0)
+        """
+    [finding] = check_source(textwrap.dedent(source).encode()).findings
+    assert finding.tier == "manual"
+    fixed = fix(source)
+    assert "base `EMAMixin` is not resolved; it may define `on_train_epoch_end`: merge by hand" in fixed
+    assert without_markers(fixed) == textwrap.dedent(source)
+
+
+NEVER_PASSED = {
+    "callback validation": "from lightning.pytorch import Callback\n\nclass G(Callback):\n"
+    "    def on_validation_epoch_end(self, trainer, pl_module, outputs):\n        trainer.should_stop = True\n",
+    "module validation": "import lightning.pytorch as pl\n\nclass G(pl.LightningModule):\n"
+    "    def on_validation_epoch_end(self, outputs):\n        self.trainer.should_stop = True\n",
+    "another name on the train hook": "from lightning.pytorch import Callback\n\nclass G(Callback):\n"
+    "    def on_train_epoch_end(self, trainer, pl_module, logs):\n        trainer.should_stop = True\n",
+}
+
+
+@pytest.mark.parametrize("source", NEVER_PASSED.values(), ids=NEVER_PASSED.keys())
+def test_dropping_a_parameter_no_release_passed_is_manual(source):
+    # every release raised TypeError calling these: the body never ran, and dropping the parameter would run it
+    [finding] = check_source(source.encode()).findings
+    assert (finding.code, finding.tier) == ("LM002", "manual")
+    fixed = fix(source, unsafe_fixes=True)
+    assert "no release called this hook with these parameters: fixing it makes its body run for the first time" in (
+        fixed
+    )
+    assert without_markers(fixed) == source
+
+
+def test_dropping_the_outputs_a_release_passed_stays_safe():
+    source = (
+        "from lightning.pytorch import Callback\n\nclass G(Callback):\n"
+        "    def on_train_epoch_end(self, trainer, pl_module, outputs):\n        print(trainer.current_epoch)\n"
+    )
+    [finding] = check_source(source.encode()).findings
+    assert (finding.code, finding.tier) == ("LM002", "safe")
+    assert fix(source) == source.replace(", outputs)", ")")

@@ -308,6 +308,18 @@ class ClassContext:
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: method name -> its :mod:`ast` node (reading names there is quicker than a libcst visit)
     ast_methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    #: name -> line of each name the class body binds other than with a ``def`` of its own (``name = f``,
+    #: ``name: T = f``, a ``def`` inside an ``if`` or ``try`` of the body, an import): a fix that adds or renames a
+    #: method onto such a name would silently replace the user's, or be replaced by it
+    bindings: dict[str, int] = field(default_factory=dict)
+
+    def binds(self, name: str) -> str | None:
+        """Why the class already has ``name`` (a ``def`` of its own, or another binding), or ``None``."""
+        if name in self.bindings:
+            return f"the class already binds `{name}` at line {self.bindings[name]}"
+        if name in self.methods:
+            return f"the class already defines `{name}`"
+        return None
 
     def reads(self, func: cst.FunctionDef, name: str) -> bool:
         """:func:`body_uses`, answered from the method's :mod:`ast` node when the class has it."""

@@ -216,6 +216,33 @@ def _body_names(node: ast.ClassDef) -> list[str]:
     return names
 
 
+def _other_bindings(node: ast.ClassDef) -> dict[str, int]:
+    """``{name: line}`` of the names the class body binds other than with a ``def`` at its top level: assignment
+    targets, a ``def`` or ``class`` nested in a compound statement of the body, imports, ``for`` / ``with`` targets
+    (a function's or a nested class's own body is another scope and is not read)."""
+    found: dict[str, int] = {}
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    stack = [item for item in node.body if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, scopes):
+            if not isinstance(item, ast.Lambda):
+                found.setdefault(item.name, item.lineno)
+            stack += getattr(item, "decorator_list", [])
+            continue
+        if isinstance(item, comprehensions):
+            continue
+        if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
+            found[item.id] = min(item.lineno, found.get(item.id, item.lineno))
+        elif isinstance(item, ast.Import | ast.ImportFrom):
+            for alias in item.names:
+                name = alias.asname or alias.name.split(".")[0]
+                found[name] = min(item.lineno, found.get(name, item.lineno))
+        stack += ast.iter_child_nodes(item)
+    return found
+
+
 def _mixed_into(node: ast.ClassDef, file: FileContext) -> tuple[Kind, str, str] | None:
     """``(kind, class, where)`` of a Lightning class of the project that derives from ``node``, a class that is not
     Lightning's itself but defines a hook a rule (other than a name-pattern rule) inspects; else ``None``. Lightning
@@ -270,6 +297,7 @@ def _classes(
             ast_methods={
                 item.name: item for item in ast_node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
             },
+            bindings=_other_bindings(ast_node),
         )
         if kind.kind is None:
             mixed = _mixed_into(ast_node, file)
@@ -397,6 +425,9 @@ def _override_clash(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> s
 
 def _clash(ctx: ClassContext, new_name: str) -> str | None:
     file = ctx.file
+    bound = ctx.binds(new_name)
+    if bound is not None:
+        return bound
     if ctx.via not in (None, CALLBACK, MODULE):
         from lightning_migrate import hook_names
 
@@ -414,11 +445,54 @@ def _clash(ctx: ClassContext, new_name: str) -> str | None:
     return None
 
 
+def _mixin(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str | None:
+    """A fix on a mixin: a class that is Lightning's only through a class that derives from it. Whether Lightning
+    calls the mixin's renamed or narrowed hook depends on where the mixin comes among that class's bases (after
+    ``LightningModule`` or ``Callback``, Lightning's own empty hook comes first and the mixin's never runs)."""
+    if finding.fix.tier == MANUAL or ctx.mixed_into is None:
+        return None
+    return (
+        f"a mixin of `{ctx.mixed_into}`: whether Lightning calls its hook depends on where it comes among "
+        f"`{ctx.mixed_into}`'s bases (after `{ctx.kind}`, Lightning's own hook runs instead)"
+    )
+
+
+def _unresolved_base(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str | None:
+    """A fix that renames a method or adds methods, in a class with a base that is not resolved (a third-party
+    class, or an expression): that base may define the new name, which the fix would then replace."""
+    fix = finding.fix
+    if fix.tier == MANUAL or (fix.new_name is None and not fix.on_class):
+        return None
+    base = unresolved_base(ctx)
+    if base is None:
+        return None
+    what = f"`{fix.new_name}`" if fix.new_name is not None else "the hooks the rewrite adds"
+    return f"base `{base}` is not resolved; it may define {what}: merge by hand"
+
+
+def unresolved_base(ctx: ClassContext) -> str | None:
+    """The first base of the class or of its project ancestors that does not resolve to Lightning, a builtin or
+    a class of the project (``None``: all resolve), as written (``<expression>`` for a base that is not a name)."""
+    file = ctx.file
+    if file is None:
+        return None
+    project, info = file.project, file.info
+    chain = [(info, ctx.name), *project.ancestors(info, info.classes.get(ctx.name, []))]
+    for where, name in chain:
+        for base in where.classes.get(name, []):
+            kind = project.classify(where, [base])
+            if kind.kind is None and kind.unknown:
+                return base or "<expression>"
+    return None
+
+
 #: What may turn a finding's fix into a marker, in order: each returns the reason, or ``None``.
 POLICIES: tuple[Callable[[Finding, cst.CSTNode, ClassContext], str | None], ...] = (
     _async_hook,
     _callers,
     _override_clash,
+    _mixin,
+    _unresolved_base,
 )
 
 

@@ -120,8 +120,11 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     batch_hook = batch_end.new_signature.partition("(")[0]
     start_hook = epoch_start(new_hook, kind)
     cache = cache_name(stage)
-    if new_hook != old_hook and new_hook in ctx.methods:
-        return f"the class already defines `{new_hook}`: merge by hand"
+    if new_hook != old_hook and ctx.binds(new_hook) is not None:
+        return f"{ctx.binds(new_hook)}: merge by hand"
+    for name in (batch_hook, start_hook, "__init__"):
+        if name in ctx.bindings:  # the rewrite edits a `def`; another binding would replace it, or be replaced
+            return f"the class binds `{name}` at line {ctx.bindings[name]} other than with a `def`: merge by hand"
     if ctx.uses_attribute(cache):
         return f"the class already uses `self.{cache}`"
     file = ctx.file

@@ -74,9 +74,9 @@ class LitModel(pl.LightningModule):
         message = removed(pattern_id, func)
         params = [param.name.value for param in named_params(func)[1:]]
         used = [name for name in params if ctx.reads(func, name)]
-        if replacement in ctx.methods:
+        if ctx.binds(replacement) is not None:
             fix = manual_fix(self.code, f"merge into the existing {replacement}")
-            message += f" (the class already defines `{replacement}`: merge by hand)"
+            message += f" ({ctx.binds(replacement)}: merge by hand)"
         elif not used and plain_signature(func):
             fix = Fix(
                 SAFE,
