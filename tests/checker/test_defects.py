@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+import libcst as cst
 import pytest
 
 from lightning_migrate.checker import check_source
@@ -534,3 +535,42 @@ def test_dropping_the_outputs_a_release_passed_stays_safe():
     [finding] = check_source(source.encode()).findings
     assert (finding.code, finding.tier) == ("LM002", "safe")
     assert fix(source) == source.replace(", outputs)", ")")
+
+
+def test_dropping_the_only_keyword_only_parameter_drops_the_bare_star():
+    from lightning_migrate.checker.base import drop_params
+
+    def dropped(code: str) -> str:
+        [func] = cst.parse_module(code).body
+        return cst.Module([drop_params(func, {"outputs"})]).code
+
+    assert dropped("def f(self, trainer, pl_module, *, outputs): pass\n") == "def f(self, trainer, pl_module): pass\n"
+    assert dropped("def f(self, *, outputs): pass\n") == "def f(self): pass\n"
+    assert dropped("def f(self, *, outputs, b): pass\n") == "def f(self, *, b): pass\n"
+
+
+def test_a_keyword_only_outputs_is_reported_and_marked_not_a_syntax_error(tmp_path, capsys):
+    # 1.x passed outputs positionally: a keyword-only `outputs` made the hook raise, so no drop is safe
+    path = tmp_path / "kw1.py"
+    path.write_text(
+        "import lightning.pytorch as pl\n\nclass C(pl.Callback):\n"
+        '    def on_train_epoch_end(self, trainer, pl_module, *, outputs): print("x")\n',
+        encoding="utf-8",
+    )
+    code, lines, err = run(["--diff", path], capsys)
+    assert (code, err.count("error:")) == (1, 0)
+    assert any(": LM002 " in line for line in lines)
+
+
+def test_the_marker_of_a_hook_whose_body_reads_nothing_does_not_say_it_reads():
+    fixed = fix(
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def training_epoch_end(self, *, outputs):
+                pass
+        """
+    )
+    assert "# lightning-migrate: LM001 manual fix, no automatic rewrite: the hook takes other parameters" in fixed
+    assert "reads" not in fixed

@@ -489,9 +489,9 @@ def drop_params(func: cst.FunctionDef, drop: set[str]) -> cst.FunctionDef:
         attr: [param for param in getattr(params, attr) if param.name.value not in drop]
         for attr in ("posonly_params", "params", "kwonly_params")
     }
+    if not changes["kwonly_params"] and isinstance(params.star_arg, cst.ParamStar):
+        changes["star_arg"] = cst.MaybeSentinel.DEFAULT  # a bare `*` needs a keyword-only parameter after it
     new = params.with_changes(**changes)
-    if not new.kwonly_params and isinstance(new.star_arg, cst.ParamStar):
-        new = new.with_changes(star_arg=cst.MaybeSentinel.DEFAULT)
     if not new.posonly_params and isinstance(params.posonly_ind, cst.ParamSlash):
         new = new.with_changes(posonly_ind=cst.MaybeSentinel.DEFAULT)
     ends_with_named = not isinstance(new.star_arg, cst.Param) and new.star_kwarg is None

@@ -88,8 +88,8 @@ class LitModel(pl.LightningModule):
         else:
             fix = caching_fix(ctx, func, pattern_id, 1)
             if isinstance(fix, str):
-                reads = used[0] if used else "its parameters"
-                fix = manual_fix(self.code, f"the body reads {reads}; no caching rewrite: {fix}")
+                why = f"the body reads {used[0]}; no caching rewrite" if used else "no automatic rewrite"
+                fix = manual_fix(self.code, f"{why}: {fix}")
         yield Finding(self.code, message, (pattern_id,), fix=fix)
 
     def check_assigned(self, ctx: ClassContext, name: str):
