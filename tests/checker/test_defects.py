@@ -574,3 +574,61 @@ def test_the_marker_of_a_hook_whose_body_reads_nothing_does_not_say_it_reads():
     )
     assert "# lightning-migrate: LM001 manual fix, no automatic rewrite: the hook takes other parameters" in fixed
     assert "reads" not in fixed
+
+
+# -- misses: hooks bound where the class body's top-level defs are not ------------------------------------------
+
+
+def test_an_assignment_in_a_one_line_class_body_is_reported_and_marked_above_the_class():
+    source = """
+        import lightning.pytorch as pl
+
+        def f(self, outputs):
+            pass
+
+        class M(pl.LightningModule): training_epoch_end = f
+        """
+    assert codes(source) == [("LM001", 7, True)]
+    fixed = fix(source)
+    marker = "# lightning-migrate: LM001 manual fix, assigned in the class body: define on_train_epoch_end(self)"
+    assert f"{marker} instead: " in fixed.splitlines()[6]
+    assert without_markers(fixed) == textwrap.dedent(source)
+    assert fix(fixed) == fixed
+
+
+def test_a_chained_assignment_reports_each_removed_hook():
+    source = """
+        import lightning.pytorch as pl
+
+        def f(self, outputs):
+            pass
+
+        class M(pl.LightningModule):
+            validation_epoch_end = test_epoch_end = f
+        """
+    findings = check_source(textwrap.dedent(source).encode()).findings
+    assert [(f.code, f.line, f.message.split("`")[1]) for f in findings] == [
+        ("LM001", 8, "validation_epoch_end"),
+        ("LM001", 8, "test_epoch_end"),
+    ]
+    assert [f.tier for f in findings] == ["manual", "manual"]
+
+
+def test_a_def_inside_an_if_of_the_class_body_is_reported_and_never_rewritten():
+    source = """
+        import lightning.pytorch as pl
+
+        DEBUG = True
+
+        class M(pl.LightningModule):
+            if DEBUG:
+                def training_epoch_end(self, outputs):
+                    print("debug")
+            else:
+                pass
+        """
+    [finding] = check_source(textwrap.dedent(source).encode()).findings
+    assert (finding.code, finding.line, finding.col, finding.tier) == ("LM001", 8, 13, "manual")
+    fixed = fix(source, unsafe_fixes=True)
+    assert "    # lightning-migrate: LM001 manual fix, defined inside the class body's `if`: fix by hand: " in fixed
+    assert without_markers(fixed) == textwrap.dedent(source)

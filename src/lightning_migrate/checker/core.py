@@ -206,14 +206,9 @@ def _may_report(node: ast.ClassDef, file: FileContext, select: frozenset[str] | 
 
 
 def _body_names(node: ast.ClassDef) -> list[str]:
-    names = []
-    for item in node.body:
-        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-            names.append(item.name)
-        elif isinstance(item, ast.Assign | ast.AnnAssign):
-            targets = item.targets if isinstance(item, ast.Assign) else [item.target]
-            names += [t.id for t in targets if isinstance(t, ast.Name)]
-    return names
+    """The names the class body binds: its methods, and every other binding (:func:`_other_bindings`)."""
+    names = [item.name for item in node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return names + list(_other_bindings(node))
 
 
 def _other_bindings(node: ast.ClassDef) -> dict[str, int]:
@@ -319,48 +314,97 @@ def _rule_findings(
     ctx: ClassContext, ast_node: ast.ClassDef, lines: list[bytes], select: frozenset[str] | None
 ) -> Iterator[tuple[Finding, cst.CSTNode]]:
     """``(finding, the node its fix edits)`` of every rule, for every method and class-body assignment, placed at
-    the method's (assigned) name; a finding silenced by ``# noqa`` on that line is left out."""
-    for statement, ast_statement in _paired_body(ctx.node, ast_node):
+    the method's (assigned) name; a finding silenced by ``# noqa`` on that line is left out.
+
+    A ``def`` inside a compound statement of the body (``if DEBUG:``) and an assignment in a one-line class body
+    (``class M(pl.LightningModule): training_epoch_end = f``) are reported too; their fix is a marker, above the
+    compound statement or above the class."""
+    if isinstance(ctx.node.body, cst.SimpleStatementSuite):  # a one-line body holds small statements only
+        for small, ast_statement in zip(ctx.node.body.body, ast_node.body, strict=False):
+            for finding in _assigned_findings(ctx, small, ast_statement, lines, select):
+                finding.fix = dataclasses.replace(finding.fix, on_class=True)
+                yield finding, ctx.node
+        return
+    for statement, ast_statements in _paired_body(ctx.node, ast_node):
         if isinstance(statement, cst.FunctionDef):
-            name, check = statement.name.value, (lambda rule, s=statement: rule.check(ctx, s))
-            line, col = _name_position(lines, ast_statement)
+            yield from ((f, statement) for f in _def_findings(ctx, statement, ast_statements[0], lines, select))
+        elif isinstance(statement, cst.SimpleStatementLine):
+            for small, ast_statement in zip(statement.body, ast_statements, strict=False):
+                yield from ((f, statement) for f in _assigned_findings(ctx, small, ast_statement, lines, select))
         else:
-            name = _assigned_name(statement)
-            if name is None:
-                continue
-            check = lambda rule, n=name: rule.check_assigned(ctx, n)  # noqa: E731 - one expression, like above
-            line, col = ast_statement.lineno, _column(lines, ast_statement.lineno, ast_statement.col_offset)
-        for rule in rules_for(name, ctx.kind, select):
-            for finding in check(rule):
-                finding.line, finding.col = line, col
-                if not _noqa(lines, line, finding.code):
+            nested = zip(_nested_cst_defs(statement), _nested_ast_defs(ast_statements[0]), strict=False)
+            for func, ast_func in nested:
+                for finding in _def_findings(ctx, func, ast_func, lines, select):
+                    keyword = type(ast_statements[0]).__name__.lower()
+                    finding.fix = manual_fix(finding.code, f"defined inside the class body's `{keyword}`: fix by hand")
                     yield finding, statement
 
 
-def _paired_body(node: cst.ClassDef, ast_node: ast.ClassDef) -> Iterator[tuple[cst.BaseStatement, ast.stmt]]:
-    """Each statement of a class body with its :mod:`ast` statement (a libcst line ``a = 1; b = 2`` holds two
-    :mod:`ast` statements: the first is its pair)."""
+def _def_findings(
+    ctx: ClassContext, func: cst.FunctionDef, ast_func: ast.stmt, lines: list[bytes], select: frozenset[str] | None
+) -> Iterator[Finding]:
+    name = func.name.value
+    line, col = _name_position(lines, ast_func)
+    for rule in rules_for(name, ctx.kind, select):
+        for finding in rule.check(ctx, func):
+            finding.line, finding.col = line, col
+            if not _noqa(lines, line, finding.code):
+                yield finding
+
+
+def _assigned_findings(
+    ctx: ClassContext, small: cst.BaseSmallStatement, ast_statement: ast.stmt, lines: list[bytes], select
+) -> Iterator[Finding]:
+    line, col = ast_statement.lineno, _column(lines, ast_statement.lineno, ast_statement.col_offset)
+    for name in _assigned_names(small):
+        for rule in rules_for(name, ctx.kind, select):
+            for finding in rule.check_assigned(ctx, name):
+                finding.line, finding.col = line, col
+                if not _noqa(lines, line, finding.code):
+                    yield finding
+
+
+def _nested_cst_defs(node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
+    """The ``def`` statements inside a compound statement (not those inside another ``def`` or a class)."""
+    for child in _statement_children(node):
+        if isinstance(child, cst.FunctionDef):
+            yield child
+        elif not isinstance(child, cst.ClassDef):
+            yield from _nested_cst_defs(child)
+
+
+def _nested_ast_defs(node: ast.stmt) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """:func:`_nested_cst_defs` read with :mod:`ast`, in the same order (body, ``else``, ``finally``, handlers,
+    cases)."""
+    blocks = [getattr(node, name, None) for name in ("body", "orelse", "finalbody")]
+    blocks += [handler.body for handler in getattr(node, "handlers", ())]
+    blocks += [case.body for case in getattr(node, "cases", ())]
+    for block in blocks:
+        for child in block if isinstance(block, list) else ():
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield child
+            elif not isinstance(child, ast.ClassDef):
+                yield from _nested_ast_defs(child)
+
+
+def _paired_body(node: cst.ClassDef, ast_node: ast.ClassDef) -> Iterator[tuple[cst.BaseStatement, list[ast.stmt]]]:
+    """Each statement of a class body with its :mod:`ast` statements (a libcst line ``a = 1; b = 2`` holds two)."""
     ast_body = iter(ast_node.body)
     for statement in node.body.body:
-        ast_statement = next(ast_body, None)
-        if ast_statement is None:  # pragma: no cover - both parsers see the same statements
+        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        ast_statements = [s for s in (next(ast_body, None) for _ in range(count)) if s is not None]
+        if not ast_statements:  # pragma: no cover - both parsers see the same statements
             return
-        yield statement, ast_statement
-        if isinstance(statement, cst.SimpleStatementLine):
-            for _ in statement.body[1:]:
-                next(ast_body, None)
+        yield statement, ast_statements
 
 
-def _assigned_name(statement: cst.BaseStatement) -> str | None:
-    """``name`` of a class-body statement ``name = value`` (or ``name: T = value``), else ``None``."""
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-        return None
-    small = statement.body[0]
-    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-        return small.targets[0].target.value
+def _assigned_names(small: cst.BaseSmallStatement) -> list[str]:
+    """The names a small statement ``name = value`` binds (``a = b = value``: both; ``name: T = value`` too)."""
+    if isinstance(small, cst.Assign):
+        return [target.target.value for target in small.targets if isinstance(target.target, cst.Name)]
     if isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
-        return small.target.value
-    return None
+        return [small.target.value]
+    return []
 
 
 def _column(lines: list[bytes], line: int, byte_offset: int) -> int:
