@@ -342,6 +342,16 @@ def project_files(paths: list[Path], checked: list[Path]) -> tuple[list[Path], l
     return files, roots
 
 
+def _link_outside(path: Path, named: list[Path]) -> Path | None:
+    """The target of ``path`` when it is a symlink found in a checked folder that points outside every checked
+    folder (a fix must not write there); ``None`` for anything else, a file named on the command line included."""
+    if not path.is_symlink() or any(path.absolute() == p.absolute() for p in named):
+        return None
+    target = path.resolve()
+    folders = [p.resolve() for p in named if p.is_dir()]
+    return None if any(target.is_relative_to(folder) for folder in folders) else target
+
+
 def _github(text: str, in_property: bool = False) -> str:
     """Escape ``text`` for a workflow command: its message, or (``in_property``) a ``file=`` / ``title=`` value."""
     text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
@@ -420,6 +430,10 @@ def main(argv: list[str] | None = None) -> int:
             if not finding.note:
                 counts[finding.tier or MANUAL] += 1
         if report.new_source is not None:
+            outside = _link_outside(shown, args.paths)
+            if outside is not None:
+                errors.append(f"{shown}: a symlink to {outside}, outside the checked folders: not rewritten")
+                continue
             if args.diff:
                 sys.stdout.write(unified_diff(report))
             else:
