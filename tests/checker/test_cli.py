@@ -333,3 +333,9 @@ def test_a_symlink_in_a_folder_pointing_outside_it_is_not_rewritten(tmp_path, ca
     assert f"error: {inside / 'link.py'}: a symlink to {outside}, outside the checked folders: not rewritten" in err
     assert any(line.startswith(f"{inside / 'link.py'}:") for line in lines)  # still checked and reported
     assert "pl_module):" in (inside / "real.py").read_text(encoding="utf-8")
+
+
+def test_unsafe_fixes_without_fix_or_diff_is_a_usage_error(tree, capsys):
+    code, lines, err = run(["--unsafe-fixes", tree], capsys)
+    assert (code, lines) == (2, [])
+    assert "lightning-migrate: error: --unsafe-fixes applies fixes: give it with --fix or --diff" in err

@@ -368,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
         for rule in RULES.values():
             print(f"{rule.code}  {rule.name:38} {rule.title}")
         return 0
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        parser.print_usage(sys.stderr)
+        print("lightning-migrate: error: --unsafe-fixes applies fixes: give it with --fix or --diff", file=sys.stderr)
+        return 2
     if not args.paths:
         parser.print_usage(sys.stderr)
         print("lightning-migrate: error: give at least one file or folder", file=sys.stderr)
