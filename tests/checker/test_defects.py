@@ -632,3 +632,59 @@ def test_a_def_inside_an_if_of_the_class_body_is_reported_and_never_rewritten():
     fixed = fix(source, unsafe_fixes=True)
     assert "    # lightning-migrate: LM001 manual fix, defined inside the class body's `if`: fix by hand: " in fixed
     assert without_markers(fixed) == textwrap.dedent(source)
+
+
+# -- a fix keeps the user's comments where they were -----------------------------------------------------------
+
+
+def test_dropping_the_last_parameter_keeps_the_comments_of_the_others():
+    source = """
+        from typing import Any
+
+        from lightning.pytorch import Callback
+
+        class C(Callback):
+            def on_train_epoch_end(
+                self,
+                trainer,
+                pl_module,  # m
+                outputs: list[Any],  # removed in 1.5
+            ):
+                print(trainer.current_epoch)
+        """
+    fixed = fix(source)
+    assert "        pl_module,  # m\n    ):\n" in fixed
+    assert "removed in 1.5" not in fixed  # the dropped parameter's own comment goes with it
+
+
+def test_dropping_a_parameter_does_not_move_its_comment_onto_another():
+    source = """
+        from lightning.pytorch import Callback
+
+        class C(Callback):
+            def on_train_epoch_end(self, trainer,
+                                   pl_module,
+                                   outputs,  # all outputs
+                                   ):
+                print(trainer.current_epoch)
+        """
+    fixed = fix(source)
+    assert "    def on_train_epoch_end(self, trainer,\n                           pl_module,\n" in fixed
+    assert "# all outputs" not in fixed
+
+
+def test_the_comment_above_the_old_hook_stays_above_it_after_the_caching_rewrite():
+    source = """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def __init__(self):
+                super().__init__()
+
+            # average what validation returned
+            def validation_epoch_end(self, outputs):
+                print(outputs)
+        """
+    fixed = fix(source, unsafe_fixes=True)
+    assert "\n    # average what validation returned\n    def on_validation_epoch_end(self):\n" in fixed
+    assert fixed.count("# average what validation returned") == 1

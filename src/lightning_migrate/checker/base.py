@@ -499,10 +499,27 @@ def drop_params(func: cst.FunctionDef, drop: set[str]) -> cst.FunctionDef:
         for attr in ("kwonly_params", "params", "posonly_params"):
             seq = list(getattr(new, attr))
             if seq:
-                seq[-1] = seq[-1].with_changes(comma=old_last[-1].comma)
+                seq[-1] = _new_last(seq[-1], old_last[-1])
                 new = new.with_changes(**{attr: seq})
                 break
     return func.with_changes(params=new)
+
+
+def _new_last(param: cst.Param, dropped: cst.Param) -> cst.Param:
+    """``param`` as the last parameter in place of ``dropped``: it takes the dropped one's comma, unless its own comma
+    ends a line (a signature one parameter a line); then it keeps its own comma and comment, and the closing
+    parenthesis keeps the dropped one's line and indentation. A comment on the dropped parameter's line goes with
+    it; no other comment moves or goes."""
+    own = param.comma.whitespace_after if isinstance(param.comma, cst.Comma) else None
+    if not isinstance(own, cst.ParenthesizedWhitespace):
+        return param.with_changes(comma=dropped.comma)
+    tail = dropped.comma.whitespace_after if isinstance(dropped.comma, cst.Comma) else dropped.whitespace_after_param
+    if isinstance(tail, cst.ParenthesizedWhitespace):
+        closing = own.with_changes(indent=tail.indent, last_line=tail.last_line)
+        return param.with_changes(comma=param.comma.with_changes(whitespace_after=closing))
+    if own.first_line.comment is not None or own.empty_lines:
+        return param  # `x,  # note` then `dropped)`: the comment stays, `)` goes on the next line
+    return param.with_changes(comma=dropped.comma)
 
 
 def with_name(new_name: str, drop: set[str] = frozenset()) -> Callable[[cst.CSTNode], cst.CSTNode]:

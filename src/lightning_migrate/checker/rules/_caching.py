@@ -359,9 +359,7 @@ class _Spec:
                 "    " + line for line in "".join(lines or [self.append_lines(None)]).splitlines(keepends=True)
             )
             old = index(self.new_hook)  # the new method goes right above the epoch-end hook
-            method = _statement(text).with_changes(leading_lines=body[old].leading_lines)
-            body[old] = body[old].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-            body.insert(old, method)
+            body[old : old + 1] = _above(_statement(text), body[old])
         return class_node.with_changes(body=class_node.body.with_changes(body=body))
 
 
@@ -375,16 +373,21 @@ def _with_new_init(body: list[cst.BaseStatement], init_line: cst.BaseStatement) 
     init = _statement(text)
     first = next((i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)), len(body))
     if first < len(body):
-        init = init.with_changes(leading_lines=body[first].leading_lines)
-        body = [
-            *body[:first],
-            init,
-            body[first].with_changes(leading_lines=[cst.EmptyLine(indent=False)]),
-            *body[first + 1 :],
-        ]
+        body = [*body[:first], *_above(init, body[first]), *body[first + 1 :]]
     else:
         body = [*body, init.with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
     return body
+
+
+def _above(new: cst.FunctionDef, method: cst.FunctionDef) -> list[cst.FunctionDef]:
+    """``[new, method]``: ``new`` goes where ``method`` began, taking the blank lines above it; the comments above
+    ``method`` (from the first comment line on) stay with it, below one blank line."""
+    lines = list(method.leading_lines)
+    first_comment = next((i for i, line in enumerate(lines) if line.comment is not None), len(lines))
+    return [
+        new.with_changes(leading_lines=lines[:first_comment]),
+        method.with_changes(leading_lines=[cst.EmptyLine(indent=False), *lines[first_comment:]]),
+    ]
 
 
 def _statements(lines: list[str]) -> list[cst.BaseStatement]:
