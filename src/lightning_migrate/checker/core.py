@@ -671,6 +671,8 @@ def _check_rewrite(
         raise RewriteRefused(f"the rewritten file does not parse (line {err.lineno}: {err.msg})") from err
     except (RecursionError, MemoryError) as err:  # pragma: no cover - the old file parsed
         raise RewriteRefused("the rewritten file is too deeply nested to parse") from err
+    # cut here, not with split_lines, so that this check does not share the splice's code
+    old_lines, new_lines = (io.StringIO(t, newline="").readlines() for t in (text, new_text))
     untouched, expected, ast_body = [], imports, iter(tree.body)
     for statement in module.body:
         count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
@@ -680,9 +682,9 @@ def _check_rewrite(
             if not isinstance(new, cst.RemovalSentinel):
                 expected += len(new.body) if isinstance(new, cst.SimpleStatementLine) else 1
         else:
-            untouched += [_code_of(text, node) for node in nodes]
+            untouched += [_code_of(old_lines, node) for node in nodes]
     expected += len(untouched)
-    found = [_code_of(new_text, node) for node in new_tree.body]
+    found = [_code_of(new_lines, node) for node in new_tree.body]
     remaining = iter(found)
     for code in untouched:
         if not any(code == other for other in remaining):
@@ -694,11 +696,19 @@ def _check_rewrite(
         )
 
 
-def _code_of(text: str, node: ast.stmt) -> tuple[str, ...]:
-    """A statement's code (:func:`ast.get_source_segment`, which counts lines as Python does), its decorators'
-    first."""
-    parts = [*getattr(node, "decorator_list", ()), node]
-    return tuple(ast.get_source_segment(text, part) or "" for part in parts)
+def _code_of(lines: list[str], node: ast.stmt) -> tuple[str, ...]:
+    """A statement's code, its decorators' first, cut from ``lines`` (the text's lines, as Python counts them) at
+    :mod:`ast`'s positions, as :func:`ast.get_source_segment` cuts it (which splits the whole text on every call)."""
+    parts = []
+    for part in [*getattr(node, "decorator_list", ()), node]:
+        first, last = part.lineno - 1, (part.end_lineno or part.lineno) - 1
+        start, end = part.col_offset, part.end_col_offset
+        if first == last:
+            parts.append(lines[first].encode()[start:end].decode())
+        else:
+            head, tail = lines[first].encode()[start:].decode(), lines[last].encode()[:end].decode()
+            parts.append(head + "".join(lines[first + 1 : last]) + tail)
+    return tuple(parts)
 
 
 def split_lines(text: str) -> list[str]:
