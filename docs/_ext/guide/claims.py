@@ -543,7 +543,7 @@ class ClaimsTable(SphinxDirective):
         known = claims(self.env.app)
         self.env.note_dependency(str(claims_path(self.env.app)))
         versions = installed_versions()
-        table = nodes.table(classes=["claims-table"])
+        table = nodes.table(classes=["claims-table", "stack-on-phone"])  # one block per claim on a phone
         group = nodes.tgroup(cols=3)
         table += group
         for width in (45, 35, 20):

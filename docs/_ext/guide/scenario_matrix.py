@@ -285,6 +285,7 @@ def summary_lines(results: Results) -> list[str]:
         ".. list-table:: Cells per recipe: " + ", ".join(f"{s} {o}" for o, s in SYMBOLS.items()),
         "   :header-rows: 1",
         "   :stub-columns: 1",
+        "   :class: stack-on-phone",
         "",
         "   * - Recipe",
     ]
@@ -349,6 +350,7 @@ def space_lines(results: Results) -> list[str]:
             f".. list-table:: {axis['title']} (matters to: {', '.join(axis['stages'])})",
             "   :header-rows: 1",
             "   :widths: 60 15 25",
+            "   :class: stack-on-phone",
             "",
             "   * - Value",
             "     - Cells",
