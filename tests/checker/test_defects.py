@@ -688,3 +688,23 @@ def test_the_comment_above_the_old_hook_stays_above_it_after_the_caching_rewrite
     fixed = fix(source, unsafe_fixes=True)
     assert "\n    # average what validation returned\n    def on_validation_epoch_end(self):\n" in fixed
     assert fixed.count("# average what validation returned") == 1
+
+
+def test_a_step_end_hook_followed_by_indented_comments_is_not_removed():
+    source = """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return batch.sum()
+
+            def training_step_end(self, out):
+                return out
+                # self.log("x", 1)
+        """
+    [finding] = check_source(textwrap.dedent(source).encode()).findings
+    assert (finding.code, finding.tier) == ("LM005", "manual")
+    fixed = fix(source)
+    assert '        # self.log("x", 1)\n' in fixed
+    assert "LM005 manual fix, comments follow its body: remove it by hand, keeping what they say" in fixed
+    assert without_markers(fixed) == textwrap.dedent(source)
