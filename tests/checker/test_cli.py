@@ -320,3 +320,22 @@ def test_an_empty_select_is_a_usage_error(tmp_path, capsys):
     (tmp_path / "m.py").write_text(CALLED_ELSEWHERE, encoding="utf-8")
     assert main(["--select", ",", str(tmp_path)]) == 2
     assert "--select names no rule" in capsys.readouterr().err
+
+
+def test_a_symlink_in_a_folder_pointing_outside_it_is_not_rewritten(tmp_path, capsys):
+    outside = write(tmp_path, {"elsewhere/cb.py": CALLBACK}) / "elsewhere" / "cb.py"
+    inside = write(tmp_path, {"repo/pyproject.toml": "", "repo/real.py": CALLBACK}) / "repo"
+    (inside / "link.py").symlink_to(outside)
+    (inside / "near.py").symlink_to(inside / "real.py")  # inside the folder: the file is checked once, fixed
+    code, lines, err = run(["--fix", inside], capsys)
+    assert code == 2
+    assert outside.read_text(encoding="utf-8") == textwrap.dedent(CALLBACK)
+    assert f"error: {inside / 'link.py'}: a symlink to {outside}, outside the checked folders: not rewritten" in err
+    assert any(line.startswith(f"{inside / 'link.py'}:") for line in lines)  # still checked and reported
+    assert "pl_module):" in (inside / "real.py").read_text(encoding="utf-8")
+
+
+def test_unsafe_fixes_without_fix_or_diff_is_a_usage_error(tree, capsys):
+    code, lines, err = run(["--unsafe-fixes", tree], capsys)
+    assert (code, lines) == (2, [])
+    assert "lightning-migrate: error: --unsafe-fixes applies fixes: give it with --fix or --diff" in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+import libcst as cst
 import pytest
 
 from lightning_migrate.checker import check_source
@@ -257,3 +258,453 @@ def test_a_keyword_passed_through_a_built_name_still_blocks_the_drop(tmp_path, c
     )
     run(["--fix", tmp_path], capsys)
     assert "def on_train_epoch_end(self, trainer, pl_module, log_dict):" in (tmp_path / "cb.py").read_text()
+
+
+# -- a fix never corrupts a file ------------------------------------------------------------------------------------
+
+FORM_FEED = (
+    b"import lightning.pytorch as pl\n\x0c\nclass Other: pass\nclass M(pl.LightningModule):\n"
+    b'    def training_epoch_end(self, outputs):\n        self.log("epoch", 1.0)\n\n\nx = 1\n'
+)
+LINE_SEPARATOR = (
+    'import lightning.pytorch as pl\n\n\ndef f():\n    """a\u2028b"""\n\n\n@staticmethod\ndef g(): pass\n'
+    "class Empty: pass\nclass M(pl.LightningModule):\n"
+    '    def training_epoch_end(self, outputs):\n        self.log("x", 1)'
+).encode()
+
+
+@pytest.mark.parametrize("source", [FORM_FEED, LINE_SEPARATOR], ids=["form feed", "U+2028 in a docstring"])
+def test_characters_str_splitlines_cuts_at_do_not_shift_the_fix(source):
+    # Python counts only \n, \r\n and \r as line ends; str.splitlines also cuts at \x0c, \x1c-\x1e, \x85, U+2028
+    result = check_source(source, fix=True)
+    assert result.error is None
+    expected = source.replace(b"def training_epoch_end(self, outputs):", b"def on_train_epoch_end(self):")
+    assert result.new_source == expected
+
+
+def test_a_rewrite_that_would_change_other_code_is_refused(tmp_path, capsys, monkeypatch):
+    # the last check does not trust the splice: with the old line splitting, the file is left as it was
+    from lightning_migrate.checker import core
+
+    monkeypatch.setattr(core, "split_lines", lambda text: text.splitlines(keepends=True))
+    result = check_source(FORM_FEED, fix=True)
+    assert result.new_source is None
+    assert result.error == (
+        "fix refused, file left unchanged: the rewrite would change code it does not fix: `class Other: pass`"
+    )
+    path = tmp_path / "ff.py"
+    path.write_bytes(FORM_FEED)
+    code, lines, err = run(["--fix", path], capsys)
+    assert path.read_bytes() == FORM_FEED
+    assert code == 2
+    assert f"error: {path}: fix refused, file left unchanged: " in err
+    assert len(lines) == 1 and ": LM001 " in lines[0]  # the finding is still reported
+
+
+# -- bad input is an error naming the file, never a traceback ----------------------------------------------------
+
+ONE_LINE_DEFS = {
+    "the old hook": (
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def training_epoch_end(self, outputs): print(outputs)  # kept
+        """,
+        "        self.training_step_outputs.clear()\n        print(outputs)  # kept\n",
+    ),
+    "__init__": (
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def __init__(self): super().__init__(); self.a = 1
+            def validation_epoch_end(self, outputs):
+                print(outputs)
+        """,
+        "    def __init__(self):\n        super().__init__(); self.a = 1\n        self.validation_step_outputs = ",
+    ),
+    "the batch-end hook": (
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0): print(1)
+            def validation_epoch_end(self, outputs):
+                print(outputs)
+        """,
+        "            self.validation_step_outputs[dataloader_idx].append(outputs)\n        print(1)\n",
+    ),
+    "the epoch-start hook": (
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def on_validation_epoch_start(self): print(1)
+            def validation_epoch_end(self, outputs):
+                print(outputs)
+        """,
+        "        self.validation_step_outputs.clear()  # nothing left over from a run that stopped half-way\n"
+        "        print(1)\n",
+    ),
+}
+
+
+@pytest.mark.parametrize(("source", "expected"), ONE_LINE_DEFS.values(), ids=ONE_LINE_DEFS.keys())
+def test_a_one_line_def_gets_the_caching_rewrite(source, expected):
+    # a one-line body becomes an indented block; the cache is created after `super().__init__()`
+    fixed = fix(source, unsafe_fixes=True)
+    assert expected in fixed
+    assert "lightning-migrate:" not in fixed
+
+
+def test_a_file_too_deeply_nested_to_parse_is_an_error_and_other_files_are_checked(tmp_path, capsys):
+    sum_of_ones = " + ".join(["1"] * 3000)  # the parser takes it; ast runs out of stack
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "deep.py": f"# training_epoch_end\nX = {sum_of_ones}\n",
+            "m.py": """
+                import lightning.pytorch as pl
+
+                class M(pl.LightningModule):
+                    def training_epoch_end(self, outputs):
+                        self.log("x", 1.0)
+                """,
+        },
+    )
+    code, lines, err = run(["--diff", tmp_path / "m.py"], capsys)
+    assert code == 1 and err.count("error:") == 0
+    # the deep file mentions the hook's name and cannot be searched: the rename is not safe
+    assert "deep.py mentions `training_epoch_end` but is too deeply nested to parse: change the callers too" in (
+        "\n".join(lines)
+    )
+    code, lines, err = run([tmp_path], capsys)
+    assert code == 2
+    assert f"error: {tmp_path / 'deep.py'}: file too deeply nested to parse, file skipped" in err
+    assert [line.split(":")[0] for line in lines] == [str(tmp_path / "m.py")]
+
+
+# -- a safe fix never replaces, hides or wakes up code ------------------------------------------------------------
+
+BOUND_ELSEWHERE = {  # the binding, and its line in the source below
+    "assignment": ("    on_train_epoch_end = shared\n", 12),
+    "annotated assignment": ("    on_train_epoch_end: Callable = shared\n", 12),
+    "def in an if": (
+        "    if sys.version_info >= (3, 0):\n        def on_train_epoch_end(self):\n            pass\n",
+        13,
+    ),
+    "import in a try": (
+        "    try:\n        from hooks import on_train_epoch_end\n    except ImportError:\n        pass\n",
+        13,
+    ),
+}
+
+
+@pytest.mark.parametrize(("binding", "line"), BOUND_ELSEWHERE.values(), ids=BOUND_ELSEWHERE.keys())
+def test_a_rename_onto_a_name_the_class_binds_otherwise_is_manual(binding, line):
+    source = (
+        "import sys\nfrom typing import Callable\n\nimport lightning.pytorch as pl\n\n\n"
+        "def shared(self):\n    pass\n\n\n"
+        f"class M(pl.LightningModule):\n{binding}\n    def training_epoch_end(self, outputs):\n"
+        '        self.log("epoch", 1.0)\n'
+    )
+    [finding] = check_source(source.encode()).findings
+    assert finding.tier == "manual"
+    assert f"(the class already binds `on_train_epoch_end` at line {line}: merge by hand)" in finding.message
+    assert without_markers(fix(source, unsafe_fixes=True)) == source
+
+
+@pytest.mark.parametrize(
+    ("binding", "hook"),
+    [
+        ("on_validation_epoch_start = start", "on_validation_epoch_start"),
+        ("on_validation_batch_end = lambda self, *a: None", "on_validation_batch_end"),
+    ],
+)
+def test_the_caching_rewrite_never_replaces_a_hook_bound_by_assignment(binding, hook):
+    source = f"""
+        import lightning.pytorch as pl
+
+        def start(self):
+            pass
+
+        class M(pl.LightningModule):
+            {binding}
+
+            def validation_epoch_end(self, outputs):
+                print(outputs)
+        """
+    fixed = fix(source, unsafe_fixes=True)
+    assert f"the class binds `{hook}` at line 8 other than with a `def`: merge by hand" in fixed
+    assert without_markers(fixed) == textwrap.dedent(source)
+
+
+def test_a_callbacks_caching_rewrite_never_replaces_a_batch_hook_bound_by_assignment():
+    source = """
+        from lightning.pytorch import Callback
+
+        class C(Callback):
+            on_train_batch_end = lambda self, *a: None
+
+            def on_train_epoch_end(self, trainer, pl_module, outputs):
+                print(outputs)
+        """
+    fixed = fix(source, unsafe_fixes=True)
+    assert without_markers(fixed) == textwrap.dedent(source)
+    assert "# lightning-migrate: LM002 manual fix" in fixed
+
+
+def test_a_mixins_hook_is_not_renamed_safely(tmp_path, capsys):
+    # Model(pl.LightningModule, LogMixin): Lightning's own on_train_epoch_end comes first in the MRO, so a
+    # renamed mixin hook would never run (before the fix, fit raised)
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "pkg/__init__.py": "",
+            "pkg/mixins.py": """
+                class LogMixin:
+                    def training_epoch_end(self, outputs):
+                        print("epoch")
+                """,
+            "pkg/model.py": """
+                import lightning.pytorch as pl
+
+                from pkg.mixins import LogMixin
+
+
+                class Model(pl.LightningModule, LogMixin):
+                    def training_step(self, batch, batch_idx):
+                        return batch.sum()
+                """,
+        },
+    )
+    before = (tmp_path / "pkg" / "mixins.py").read_text()
+    code, lines, _ = run(["--fix", tmp_path / "pkg" / "mixins.py"], capsys)
+    after = (tmp_path / "pkg" / "mixins.py").read_text()
+    assert code == 1
+    assert without_markers(after) == before
+    assert "LM001 manual fix, a mixin of `Model`: whether Lightning calls its hook depends on where it comes" in after
+
+
+def test_a_rename_in_a_class_with_an_unresolved_base_is_manual():
+    source = """
+        import lightning.pytorch as pl
+        from somelib import EMAMixin
+
+        class M(EMAMixin, pl.LightningModule):
+            def training_epoch_end(self, outputs):
+                self.log("x", 1.0)
+        """
+    [finding] = check_source(textwrap.dedent(source).encode()).findings
+    assert finding.tier == "manual"
+    fixed = fix(source)
+    assert "base `EMAMixin` is not resolved; it may define `on_train_epoch_end`: merge by hand" in fixed
+    assert without_markers(fixed) == textwrap.dedent(source)
+
+
+NEVER_PASSED = {
+    "callback validation": "from lightning.pytorch import Callback\n\nclass G(Callback):\n"
+    "    def on_validation_epoch_end(self, trainer, pl_module, outputs):\n        trainer.should_stop = True\n",
+    "module validation": "import lightning.pytorch as pl\n\nclass G(pl.LightningModule):\n"
+    "    def on_validation_epoch_end(self, outputs):\n        self.trainer.should_stop = True\n",
+    "another name on the train hook": "from lightning.pytorch import Callback\n\nclass G(Callback):\n"
+    "    def on_train_epoch_end(self, trainer, pl_module, logs):\n        trainer.should_stop = True\n",
+}
+
+
+@pytest.mark.parametrize("source", NEVER_PASSED.values(), ids=NEVER_PASSED.keys())
+def test_dropping_a_parameter_no_release_passed_is_manual(source):
+    # every release raised TypeError calling these: the body never ran, and dropping the parameter would run it
+    [finding] = check_source(source.encode()).findings
+    assert (finding.code, finding.tier) == ("LM002", "manual")
+    fixed = fix(source, unsafe_fixes=True)
+    assert "no release called this hook with these parameters: fixing it makes its body run for the first time" in (
+        fixed
+    )
+    assert without_markers(fixed) == source
+
+
+def test_dropping_the_outputs_a_release_passed_stays_safe():
+    source = (
+        "from lightning.pytorch import Callback\n\nclass G(Callback):\n"
+        "    def on_train_epoch_end(self, trainer, pl_module, outputs):\n        print(trainer.current_epoch)\n"
+    )
+    [finding] = check_source(source.encode()).findings
+    assert (finding.code, finding.tier) == ("LM002", "safe")
+    assert fix(source) == source.replace(", outputs)", ")")
+
+
+def test_dropping_the_only_keyword_only_parameter_drops_the_bare_star():
+    from lightning_migrate.checker.base import drop_params
+
+    def dropped(code: str) -> str:
+        [func] = cst.parse_module(code).body
+        return cst.Module([drop_params(func, {"outputs"})]).code
+
+    assert dropped("def f(self, trainer, pl_module, *, outputs): pass\n") == "def f(self, trainer, pl_module): pass\n"
+    assert dropped("def f(self, *, outputs): pass\n") == "def f(self): pass\n"
+    assert dropped("def f(self, *, outputs, b): pass\n") == "def f(self, *, b): pass\n"
+
+
+def test_a_keyword_only_outputs_is_reported_and_marked_not_a_syntax_error(tmp_path, capsys):
+    # 1.x passed outputs positionally: a keyword-only `outputs` made the hook raise, so no drop is safe
+    path = tmp_path / "kw1.py"
+    path.write_text(
+        "import lightning.pytorch as pl\n\nclass C(pl.Callback):\n"
+        '    def on_train_epoch_end(self, trainer, pl_module, *, outputs): print("x")\n',
+        encoding="utf-8",
+    )
+    code, lines, err = run(["--diff", path], capsys)
+    assert (code, err.count("error:")) == (1, 0)
+    assert any(": LM002 " in line for line in lines)
+
+
+def test_the_marker_of_a_hook_whose_body_reads_nothing_does_not_say_it_reads():
+    fixed = fix(
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def training_epoch_end(self, *, outputs):
+                pass
+        """
+    )
+    assert "# lightning-migrate: LM001 manual fix, no automatic rewrite: the hook takes other parameters" in fixed
+    assert "reads" not in fixed
+
+
+# -- misses: hooks bound where the class body's top-level defs are not ------------------------------------------
+
+
+def test_an_assignment_in_a_one_line_class_body_is_reported_and_marked_above_the_class():
+    source = """
+        import lightning.pytorch as pl
+
+        def f(self, outputs):
+            pass
+
+        class M(pl.LightningModule): training_epoch_end = f
+        """
+    assert codes(source) == [("LM001", 7, True)]
+    fixed = fix(source)
+    marker = "# lightning-migrate: LM001 manual fix, assigned in the class body: define on_train_epoch_end(self)"
+    assert f"{marker} instead: " in fixed.splitlines()[6]
+    assert without_markers(fixed) == textwrap.dedent(source)
+    assert fix(fixed) == fixed
+
+
+def test_a_chained_assignment_reports_each_removed_hook():
+    source = """
+        import lightning.pytorch as pl
+
+        def f(self, outputs):
+            pass
+
+        class M(pl.LightningModule):
+            validation_epoch_end = test_epoch_end = f
+        """
+    findings = check_source(textwrap.dedent(source).encode()).findings
+    assert [(f.code, f.line, f.message.split("`")[1]) for f in findings] == [
+        ("LM001", 8, "validation_epoch_end"),
+        ("LM001", 8, "test_epoch_end"),
+    ]
+    assert [f.tier for f in findings] == ["manual", "manual"]
+
+
+def test_a_def_inside_an_if_of_the_class_body_is_reported_and_never_rewritten():
+    source = """
+        import lightning.pytorch as pl
+
+        DEBUG = True
+
+        class M(pl.LightningModule):
+            if DEBUG:
+                def training_epoch_end(self, outputs):
+                    print("debug")
+            else:
+                pass
+        """
+    [finding] = check_source(textwrap.dedent(source).encode()).findings
+    assert (finding.code, finding.line, finding.col, finding.tier) == ("LM001", 8, 13, "manual")
+    fixed = fix(source, unsafe_fixes=True)
+    assert "    # lightning-migrate: LM001 manual fix, defined inside the class body's `if`: fix by hand: " in fixed
+    assert without_markers(fixed) == textwrap.dedent(source)
+
+
+# -- a fix keeps the user's comments where they were -----------------------------------------------------------
+
+
+def test_dropping_the_last_parameter_keeps_the_comments_of_the_others():
+    source = """
+        from typing import Any
+
+        from lightning.pytorch import Callback
+
+        class C(Callback):
+            def on_train_epoch_end(
+                self,
+                trainer,
+                pl_module,  # m
+                outputs: list[Any],  # removed in 1.5
+            ):
+                print(trainer.current_epoch)
+        """
+    fixed = fix(source)
+    assert "        pl_module,  # m\n    ):\n" in fixed
+    assert "removed in 1.5" not in fixed  # the dropped parameter's own comment goes with it
+
+
+def test_dropping_a_parameter_does_not_move_its_comment_onto_another():
+    source = """
+        from lightning.pytorch import Callback
+
+        class C(Callback):
+            def on_train_epoch_end(self, trainer,
+                                   pl_module,
+                                   outputs,  # all outputs
+                                   ):
+                print(trainer.current_epoch)
+        """
+    fixed = fix(source)
+    assert "    def on_train_epoch_end(self, trainer,\n                           pl_module,\n" in fixed
+    assert "# all outputs" not in fixed
+
+
+def test_the_comment_above_the_old_hook_stays_above_it_after_the_caching_rewrite():
+    source = """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def __init__(self):
+                super().__init__()
+
+            # average what validation returned
+            def validation_epoch_end(self, outputs):
+                print(outputs)
+        """
+    fixed = fix(source, unsafe_fixes=True)
+    assert "\n    # average what validation returned\n    def on_validation_epoch_end(self):\n" in fixed
+    assert fixed.count("# average what validation returned") == 1
+
+
+def test_a_step_end_hook_followed_by_indented_comments_is_not_removed():
+    source = """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return batch.sum()
+
+            def training_step_end(self, out):
+                return out
+                # self.log("x", 1)
+        """
+    [finding] = check_source(textwrap.dedent(source).encode()).findings
+    assert (finding.code, finding.tier) == ("LM005", "manual")
+    fixed = fix(source)
+    assert '        # self.log("x", 1)\n' in fixed
+    assert "LM005 manual fix, comments follow its body: remove it by hand, keeping what they say" in fixed
+    assert without_markers(fixed) == textwrap.dedent(source)

@@ -151,3 +151,53 @@ def test_a_file_that_is_not_a_notebook_is_an_error(tmp_path, capsys, text):
     path.write_text(text, encoding="utf-8")
     code, _, err = run([path], capsys)
     assert code == 2 and f"{path}: not a notebook" in err
+
+
+@pytest.mark.parametrize(
+    ("change", "cause"),
+    [
+        (lambda d: d["metadata"].update(language_info="python"), "`metadata.language_info` is not an object"),
+        (lambda d: d["metadata"].update(kernelspec=["python"]), "`metadata.kernelspec` is not an object"),
+        (lambda d: d["metadata"]["kernelspec"].update(language=["python"]), "`metadata.kernelspec.language` is not"),
+        (lambda d: d.update(metadata=[]), "`metadata` is not an object"),
+        (lambda d: d["cells"][1].update(source=[1, 2]), "cell 1: `source` is not a string or a list of strings"),
+    ],
+    ids=["language_info a string", "kernelspec a list", "language a list", "metadata a list", "source of numbers"],
+)
+def test_malformed_metadata_or_source_is_an_error_naming_the_notebook(tmp_path, capsys, change, cause):
+    path = make(tmp_path / "bad.ipynb", MODEL)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    good = make(tmp_path / "good.ipynb", IMPORTS, MODEL)
+    code, lines, err = run([path, good], capsys)
+    assert code == 2
+    assert f"error: {path}: not a notebook: {cause}" in err or f"error: {path}: {cause}" in err
+    assert [line.split(":")[0] for line in lines] == [str(good)]  # the other notebook is still checked
+
+
+def test_a_rewrite_that_loses_the_cells_is_refused_and_named(tmp_path, capsys, monkeypatch):
+    # notebook.write refuses a rewrite whose cell markers went missing; the command reports it, writes nothing
+    def lost(book, new_source):
+        raise notebook.NotebookError("the rewrite lost the boundaries between cells")
+
+    monkeypatch.setattr(notebook, "write", lost)
+    path = make(tmp_path / "cells.ipynb", IMPORTS, MODEL)
+    before = path.read_bytes()
+    code, lines, err = run(["--fix", path], capsys)
+    assert path.read_bytes() == before
+    assert code == 2
+    assert f"error: {path}: fix refused, notebook left unchanged: the rewrite lost the boundaries between cells" in err
+    assert len(lines) == 1 and ": LM001 " in lines[0]
+
+
+def test_indented_comments_in_a_later_cell_stay_in_that_cell(tmp_path, capsys):
+    # libcst keeps an indented comment after a class's last method with that method, the next cell's marker too
+    model = "import lightning.pytorch as pl\n\nclass M(pl.LightningModule):\n    def training_step(self, batch, i):\n"
+    model += "        return batch\n\n    def training_step_end(self, out):\n        return out\n"
+    path = make(tmp_path / "cells.ipynb", model, "        # self.log('x', 1)\n")
+    code, lines, err = run(["--fix", path], capsys)
+    assert (code, err.count("error:")) == (1, 0)
+    cells = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+    assert "".join(cells[1]["source"]) == "        # self.log('x', 1)\n"
+    assert "# lightning-migrate: LM005 manual fix" in "".join(cells[0]["source"])

@@ -117,20 +117,20 @@ def test_a_dropped_parameter_passed_by_keyword_elsewhere_makes_the_drop_manual(t
                 from pytorch_lightning import Callback
 
                 class Report(Callback):
-                    def on_train_epoch_end(self, trainer, pl_module, log_dict):
+                    def on_train_epoch_end(self, trainer, pl_module, outputs):
                         pass
                 """,
             "run.py": """
                 def report_all(callbacks, trainer, module, logs):
                     for cb in callbacks:
-                        getattr(cb, "on_" + "train_epoch_end")(trainer, module, log_dict=logs)
+                        getattr(cb, "on_" + "train_epoch_end")(trainer, module, outputs=logs)
                 """,
         },
     )
     code, _, _ = run(["--fix", tmp_path], capsys)
     assert code == 1
     fixed = (tmp_path / "cb.py").read_text()
-    assert "def on_train_epoch_end(self, trainer, pl_module, log_dict):" in fixed
+    assert "def on_train_epoch_end(self, trainer, pl_module, outputs):" in fixed
     assert f"a call passes a dropped parameter by keyword at {tmp_path}/run.py:4" in fixed
 
 

@@ -204,6 +204,8 @@ class FileContext:
         words = (*((name,) if name_uses else ()), *fragments)
         if (words or dropped) and self._mentioned(words, dropped):
             uses = self.uses()
+            if uses.too_deep:
+                return "this file is too deeply nested to search for its callers"
             found = []
             if name_uses:
                 use = next((u for u in uses.names.get(name, ()) if self._relevant(u, None, of, name)), None)
@@ -219,11 +221,13 @@ class FileContext:
         if self.path is None or self.path not in self.project.name_of or not (words or dropped):
             return None
         for ref in self.project.references(name, dropped, exclude=self.path, fragments=fragments):
-            if not name_uses and ref.what not in ("keyword", "fragment"):
+            if not name_uses and ref.what not in ("keyword", "fragment", "too deep"):
                 continue
             if ref.what in ("attribute", "name", "string") and not self._relevant(ref, ref.path, of, name):
                 continue
             where = shown_path(ref.path)
+            if ref.what == "too deep":
+                return f"{where} mentions `{name}` but is too deeply nested to parse"
             if ref.what == "keyword":
                 return f"a call passes a dropped parameter by keyword at {where}:{ref.line}"
             return f"`{name}` is used at {where}:{ref.line}"
@@ -304,6 +308,18 @@ class ClassContext:
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: method name -> its :mod:`ast` node (reading names there is quicker than a libcst visit)
     ast_methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    #: name -> line of each name the class body binds other than with a ``def`` of its own (``name = f``,
+    #: ``name: T = f``, a ``def`` inside an ``if`` or ``try`` of the body, an import): a fix that adds or renames a
+    #: method onto such a name would silently replace the user's, or be replaced by it
+    bindings: dict[str, int] = field(default_factory=dict)
+
+    def binds(self, name: str) -> str | None:
+        """Why the class already has ``name`` (a ``def`` of its own, or another binding), or ``None``."""
+        if name in self.bindings:
+            return f"the class already binds `{name}` at line {self.bindings[name]}"
+        if name in self.methods:
+            return f"the class already defines `{name}`"
+        return None
 
     def reads(self, func: cst.FunctionDef, name: str) -> bool:
         """:func:`body_uses`, answered from the method's :mod:`ast` node when the class has it."""
@@ -473,9 +489,9 @@ def drop_params(func: cst.FunctionDef, drop: set[str]) -> cst.FunctionDef:
         attr: [param for param in getattr(params, attr) if param.name.value not in drop]
         for attr in ("posonly_params", "params", "kwonly_params")
     }
+    if not changes["kwonly_params"] and isinstance(params.star_arg, cst.ParamStar):
+        changes["star_arg"] = cst.MaybeSentinel.DEFAULT  # a bare `*` needs a keyword-only parameter after it
     new = params.with_changes(**changes)
-    if not new.kwonly_params and isinstance(new.star_arg, cst.ParamStar):
-        new = new.with_changes(star_arg=cst.MaybeSentinel.DEFAULT)
     if not new.posonly_params and isinstance(params.posonly_ind, cst.ParamSlash):
         new = new.with_changes(posonly_ind=cst.MaybeSentinel.DEFAULT)
     ends_with_named = not isinstance(new.star_arg, cst.Param) and new.star_kwarg is None
@@ -483,10 +499,27 @@ def drop_params(func: cst.FunctionDef, drop: set[str]) -> cst.FunctionDef:
         for attr in ("kwonly_params", "params", "posonly_params"):
             seq = list(getattr(new, attr))
             if seq:
-                seq[-1] = seq[-1].with_changes(comma=old_last[-1].comma)
+                seq[-1] = _new_last(seq[-1], old_last[-1])
                 new = new.with_changes(**{attr: seq})
                 break
     return func.with_changes(params=new)
+
+
+def _new_last(param: cst.Param, dropped: cst.Param) -> cst.Param:
+    """``param`` as the last parameter in place of ``dropped``: it takes the dropped one's comma, unless its own comma
+    ends a line (a signature one parameter a line); then it keeps its own comma and comment, and the closing
+    parenthesis keeps the dropped one's line and indentation. A comment on the dropped parameter's line goes with
+    it; no other comment moves or goes."""
+    own = param.comma.whitespace_after if isinstance(param.comma, cst.Comma) else None
+    if not isinstance(own, cst.ParenthesizedWhitespace):
+        return param.with_changes(comma=dropped.comma)
+    tail = dropped.comma.whitespace_after if isinstance(dropped.comma, cst.Comma) else dropped.whitespace_after_param
+    if isinstance(tail, cst.ParenthesizedWhitespace):
+        closing = own.with_changes(indent=tail.indent, last_line=tail.last_line)
+        return param.with_changes(comma=param.comma.with_changes(whitespace_after=closing))
+    if own.first_line.comment is not None or own.empty_lines:
+        return param  # `x,  # note` then `dropped)`: the comment stays, `)` goes on the next line
+    return param.with_changes(comma=dropped.comma)
 
 
 def with_name(new_name: str, drop: set[str] = frozenset()) -> Callable[[cst.CSTNode], cst.CSTNode]:

@@ -39,6 +39,8 @@ from lightning_migrate.checker.rules import RULES
 from lightning_migrate.records import write_atomic  # the project's one atomic write
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", ".nox", ".tox", "__pycache__", "node_modules", ".eggs"})
+#: The error of a file nested more deeply than :mod:`ast` can take (after ``path: ``).
+TOO_DEEP = "file too deeply nested to parse, file skipped"
 #: Files per worker task: small enough to balance two cores, large enough to amortise the process round trip.
 CHUNK = 64
 
@@ -152,6 +154,8 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
             report.error = _syntax_error(path, err, book)
         except ValueError as err:
             report.error = f"{path}: cannot parse, file skipped: {err}"
+        except RecursionError:
+            report.error = f"{path}: {TOO_DEEP}"
         return report
     report.parsed = True
     try:
@@ -177,14 +181,23 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
     except ValueError as err:  # e.g. null bytes
         report.error = f"{path}: cannot parse, file skipped: {err}"
         return report
+    except RecursionError:  # Python's parser takes it, but ast (or libcst) runs out of stack
+        report.error = f"{path}: {TOO_DEEP}"
+        return report
     report.findings = result.findings
+    if result.error is not None:
+        report.error = f"{path}: {result.error}"
     if book is not None:
         for finding in report.findings:
             finding.cell, finding.line = book.place(finding.line) or (None, finding.line)
     if result.new_source is not None:
         new = result.new_source
         if book is not None:
-            new = notebook.write(book, new.decode("utf-8")).encode("utf-8")
+            try:
+                new = notebook.write(book, new.decode("utf-8")).encode("utf-8")
+            except notebook.NotebookError as err:
+                report.error = f"{path}: fix refused, notebook left unchanged: {err}"
+                return report
         if new != data:
             report.old_source, report.new_source = data, new
     return report
@@ -329,6 +342,16 @@ def project_files(paths: list[Path], checked: list[Path]) -> tuple[list[Path], l
     return files, roots
 
 
+def _link_outside(path: Path, named: list[Path]) -> Path | None:
+    """The target of ``path`` when it is a symlink found in a checked folder that points outside every checked
+    folder (a fix must not write there); ``None`` for anything else, a file named on the command line included."""
+    if not path.is_symlink() or any(path.absolute() == p.absolute() for p in named):
+        return None
+    target = path.resolve()
+    folders = [p.resolve() for p in named if p.is_dir()]
+    return None if any(target.is_relative_to(folder) for folder in folders) else target
+
+
 def _github(text: str, in_property: bool = False) -> str:
     """Escape ``text`` for a workflow command: its message, or (``in_property``) a ``file=`` / ``title=`` value."""
     text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
@@ -345,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
         for rule in RULES.values():
             print(f"{rule.code}  {rule.name:38} {rule.title}")
         return 0
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        parser.print_usage(sys.stderr)
+        print("lightning-migrate: error: --unsafe-fixes applies fixes: give it with --fix or --diff", file=sys.stderr)
+        return 2
     if not args.paths:
         parser.print_usage(sys.stderr)
         print("lightning-migrate: error: give at least one file or folder", file=sys.stderr)
@@ -407,6 +434,10 @@ def main(argv: list[str] | None = None) -> int:
             if not finding.note:
                 counts[finding.tier or MANUAL] += 1
         if report.new_source is not None:
+            outside = _link_outside(shown, args.paths)
+            if outside is not None:
+                errors.append(f"{shown}: a symlink to {outside}, outside the checked folders: not rewritten")
+                continue
             if args.diff:
                 sys.stdout.write(unified_diff(report))
             else:

@@ -70,6 +70,8 @@ class Result:
 
     findings: list[Finding]
     new_source: bytes | None = None
+    #: why the fixes were not applied (the rewrite failed its last check: :func:`_check_rewrite`); ``None``: no error
+    error: str | None = None
 
 
 #: The names some rule lists among its :attr:`~Rule.hooks`, per class kind: a name-pattern rule leaves them alone.
@@ -139,7 +141,10 @@ def check_source(
     ]
     findings, edits = _settle(found, file, fix=fix, unsafe_fixes=unsafe_fixes, notes=notes)
     findings.sort(key=lambda f: (f.line, f.col, f.code))
-    new_source = _apply(module, tree, source, edits) if fix and edits else None
+    try:
+        new_source = _apply(module, tree, source, edits) if fix and edits else None
+    except RewriteRefused as err:
+        return Result(findings, None, f"fix refused, file left unchanged: {err}")
     return Result(findings, new_source)
 
 
@@ -201,14 +206,36 @@ def _may_report(node: ast.ClassDef, file: FileContext, select: frozenset[str] | 
 
 
 def _body_names(node: ast.ClassDef) -> list[str]:
-    names = []
-    for item in node.body:
-        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-            names.append(item.name)
-        elif isinstance(item, ast.Assign | ast.AnnAssign):
-            targets = item.targets if isinstance(item, ast.Assign) else [item.target]
-            names += [t.id for t in targets if isinstance(t, ast.Name)]
-    return names
+    """The names the class body binds: its methods, and every other binding (:func:`_other_bindings`)."""
+    names = [item.name for item in node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return names + list(_other_bindings(node))
+
+
+def _other_bindings(node: ast.ClassDef) -> dict[str, int]:
+    """``{name: line}`` of the names the class body binds other than with a ``def`` at its top level: assignment
+    targets, a ``def`` or ``class`` nested in a compound statement of the body, imports, ``for`` / ``with`` targets
+    (a function's or a nested class's own body is another scope and is not read)."""
+    found: dict[str, int] = {}
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    stack = [item for item in node.body if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, scopes):
+            if not isinstance(item, ast.Lambda):
+                found.setdefault(item.name, item.lineno)
+            stack += getattr(item, "decorator_list", [])
+            continue
+        if isinstance(item, comprehensions):
+            continue
+        if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
+            found[item.id] = min(item.lineno, found.get(item.id, item.lineno))
+        elif isinstance(item, ast.Import | ast.ImportFrom):
+            for alias in item.names:
+                name = alias.asname or alias.name.split(".")[0]
+                found[name] = min(item.lineno, found.get(name, item.lineno))
+        stack += ast.iter_child_nodes(item)
+    return found
 
 
 def _mixed_into(node: ast.ClassDef, file: FileContext) -> tuple[Kind, str, str] | None:
@@ -265,6 +292,7 @@ def _classes(
             ast_methods={
                 item.name: item for item in ast_node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
             },
+            bindings=_other_bindings(ast_node),
         )
         if kind.kind is None:
             mixed = _mixed_into(ast_node, file)
@@ -286,48 +314,97 @@ def _rule_findings(
     ctx: ClassContext, ast_node: ast.ClassDef, lines: list[bytes], select: frozenset[str] | None
 ) -> Iterator[tuple[Finding, cst.CSTNode]]:
     """``(finding, the node its fix edits)`` of every rule, for every method and class-body assignment, placed at
-    the method's (assigned) name; a finding silenced by ``# noqa`` on that line is left out."""
-    for statement, ast_statement in _paired_body(ctx.node, ast_node):
+    the method's (assigned) name; a finding silenced by ``# noqa`` on that line is left out.
+
+    A ``def`` inside a compound statement of the body (``if DEBUG:``) and an assignment in a one-line class body
+    (``class M(pl.LightningModule): training_epoch_end = f``) are reported too; their fix is a marker, above the
+    compound statement or above the class."""
+    if isinstance(ctx.node.body, cst.SimpleStatementSuite):  # a one-line body holds small statements only
+        for small, ast_statement in zip(ctx.node.body.body, ast_node.body, strict=False):
+            for finding in _assigned_findings(ctx, small, ast_statement, lines, select):
+                finding.fix = dataclasses.replace(finding.fix, on_class=True)
+                yield finding, ctx.node
+        return
+    for statement, ast_statements in _paired_body(ctx.node, ast_node):
         if isinstance(statement, cst.FunctionDef):
-            name, check = statement.name.value, (lambda rule, s=statement: rule.check(ctx, s))
-            line, col = _name_position(lines, ast_statement)
+            yield from ((f, statement) for f in _def_findings(ctx, statement, ast_statements[0], lines, select))
+        elif isinstance(statement, cst.SimpleStatementLine):
+            for small, ast_statement in zip(statement.body, ast_statements, strict=False):
+                yield from ((f, statement) for f in _assigned_findings(ctx, small, ast_statement, lines, select))
         else:
-            name = _assigned_name(statement)
-            if name is None:
-                continue
-            check = lambda rule, n=name: rule.check_assigned(ctx, n)  # noqa: E731 - one expression, like above
-            line, col = ast_statement.lineno, _column(lines, ast_statement.lineno, ast_statement.col_offset)
-        for rule in rules_for(name, ctx.kind, select):
-            for finding in check(rule):
-                finding.line, finding.col = line, col
-                if not _noqa(lines, line, finding.code):
+            nested = zip(_nested_cst_defs(statement), _nested_ast_defs(ast_statements[0]), strict=False)
+            for func, ast_func in nested:
+                for finding in _def_findings(ctx, func, ast_func, lines, select):
+                    keyword = type(ast_statements[0]).__name__.lower()
+                    finding.fix = manual_fix(finding.code, f"defined inside the class body's `{keyword}`: fix by hand")
                     yield finding, statement
 
 
-def _paired_body(node: cst.ClassDef, ast_node: ast.ClassDef) -> Iterator[tuple[cst.BaseStatement, ast.stmt]]:
-    """Each statement of a class body with its :mod:`ast` statement (a libcst line ``a = 1; b = 2`` holds two
-    :mod:`ast` statements: the first is its pair)."""
+def _def_findings(
+    ctx: ClassContext, func: cst.FunctionDef, ast_func: ast.stmt, lines: list[bytes], select: frozenset[str] | None
+) -> Iterator[Finding]:
+    name = func.name.value
+    line, col = _name_position(lines, ast_func)
+    for rule in rules_for(name, ctx.kind, select):
+        for finding in rule.check(ctx, func):
+            finding.line, finding.col = line, col
+            if not _noqa(lines, line, finding.code):
+                yield finding
+
+
+def _assigned_findings(
+    ctx: ClassContext, small: cst.BaseSmallStatement, ast_statement: ast.stmt, lines: list[bytes], select
+) -> Iterator[Finding]:
+    line, col = ast_statement.lineno, _column(lines, ast_statement.lineno, ast_statement.col_offset)
+    for name in _assigned_names(small):
+        for rule in rules_for(name, ctx.kind, select):
+            for finding in rule.check_assigned(ctx, name):
+                finding.line, finding.col = line, col
+                if not _noqa(lines, line, finding.code):
+                    yield finding
+
+
+def _nested_cst_defs(node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
+    """The ``def`` statements inside a compound statement (not those inside another ``def`` or a class)."""
+    for child in _statement_children(node):
+        if isinstance(child, cst.FunctionDef):
+            yield child
+        elif not isinstance(child, cst.ClassDef):
+            yield from _nested_cst_defs(child)
+
+
+def _nested_ast_defs(node: ast.stmt) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """:func:`_nested_cst_defs` read with :mod:`ast`, in the same order (body, ``else``, ``finally``, handlers,
+    cases)."""
+    blocks = [getattr(node, name, None) for name in ("body", "orelse", "finalbody")]
+    blocks += [handler.body for handler in getattr(node, "handlers", ())]
+    blocks += [case.body for case in getattr(node, "cases", ())]
+    for block in blocks:
+        for child in block if isinstance(block, list) else ():
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield child
+            elif not isinstance(child, ast.ClassDef):
+                yield from _nested_ast_defs(child)
+
+
+def _paired_body(node: cst.ClassDef, ast_node: ast.ClassDef) -> Iterator[tuple[cst.BaseStatement, list[ast.stmt]]]:
+    """Each statement of a class body with its :mod:`ast` statements (a libcst line ``a = 1; b = 2`` holds two)."""
     ast_body = iter(ast_node.body)
     for statement in node.body.body:
-        ast_statement = next(ast_body, None)
-        if ast_statement is None:  # pragma: no cover - both parsers see the same statements
+        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        ast_statements = [s for s in (next(ast_body, None) for _ in range(count)) if s is not None]
+        if not ast_statements:  # pragma: no cover - both parsers see the same statements
             return
-        yield statement, ast_statement
-        if isinstance(statement, cst.SimpleStatementLine):
-            for _ in statement.body[1:]:
-                next(ast_body, None)
+        yield statement, ast_statements
 
 
-def _assigned_name(statement: cst.BaseStatement) -> str | None:
-    """``name`` of a class-body statement ``name = value`` (or ``name: T = value``), else ``None``."""
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-        return None
-    small = statement.body[0]
-    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-        return small.targets[0].target.value
+def _assigned_names(small: cst.BaseSmallStatement) -> list[str]:
+    """The names a small statement ``name = value`` binds (``a = b = value``: both; ``name: T = value`` too)."""
+    if isinstance(small, cst.Assign):
+        return [target.target.value for target in small.targets if isinstance(target.target, cst.Name)]
     if isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
-        return small.target.value
-    return None
+        return [small.target.value]
+    return []
 
 
 def _column(lines: list[bytes], line: int, byte_offset: int) -> int:
@@ -392,6 +469,9 @@ def _override_clash(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> s
 
 def _clash(ctx: ClassContext, new_name: str) -> str | None:
     file = ctx.file
+    bound = ctx.binds(new_name)
+    if bound is not None:
+        return bound
     if ctx.via not in (None, CALLBACK, MODULE):
         from lightning_migrate import hook_names
 
@@ -409,11 +489,54 @@ def _clash(ctx: ClassContext, new_name: str) -> str | None:
     return None
 
 
+def _mixin(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str | None:
+    """A fix on a mixin: a class that is Lightning's only through a class that derives from it. Whether Lightning
+    calls the mixin's renamed or narrowed hook depends on where the mixin comes among that class's bases (after
+    ``LightningModule`` or ``Callback``, Lightning's own empty hook comes first and the mixin's never runs)."""
+    if finding.fix.tier == MANUAL or ctx.mixed_into is None:
+        return None
+    return (
+        f"a mixin of `{ctx.mixed_into}`: whether Lightning calls its hook depends on where it comes among "
+        f"`{ctx.mixed_into}`'s bases (after `{ctx.kind}`, Lightning's own hook runs instead)"
+    )
+
+
+def _unresolved_base(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str | None:
+    """A fix that renames a method or adds methods, in a class with a base that is not resolved (a third-party
+    class, or an expression): that base may define the new name, which the fix would then replace."""
+    fix = finding.fix
+    if fix.tier == MANUAL or (fix.new_name is None and not fix.on_class):
+        return None
+    base = unresolved_base(ctx)
+    if base is None:
+        return None
+    what = f"`{fix.new_name}`" if fix.new_name is not None else "the hooks the rewrite adds"
+    return f"base `{base}` is not resolved; it may define {what}: merge by hand"
+
+
+def unresolved_base(ctx: ClassContext) -> str | None:
+    """The first base of the class or of its project ancestors that does not resolve to Lightning, a builtin or
+    a class of the project (``None``: all resolve), as written (``<expression>`` for a base that is not a name)."""
+    file = ctx.file
+    if file is None:
+        return None
+    project, info = file.project, file.info
+    chain = [(info, ctx.name), *project.ancestors(info, info.classes.get(ctx.name, []))]
+    for where, name in chain:
+        for base in where.classes.get(name, []):
+            kind = project.classify(where, [base])
+            if kind.kind is None and kind.unknown:
+                return base or "<expression>"
+    return None
+
+
 #: What may turn a finding's fix into a marker, in order: each returns the reason, or ``None``.
 POLICIES: tuple[Callable[[Finding, cst.CSTNode, ClassContext], str | None], ...] = (
     _async_hook,
     _callers,
     _override_clash,
+    _mixin,
+    _unresolved_base,
 )
 
 
@@ -485,7 +608,7 @@ def _apply(module: cst.Module, tree: ast.Module, source: bytes, edits: _Edits) -
     never regenerated); otherwise libcst writes the whole module.
 
     Raises:
-        RuntimeError: the rewritten file does not parse (a bug in a rule; such a file is never written).
+        RewriteRefused: the rewritten file fails :func:`_check_rewrite` (a bug; such a file is never written).
     """
     replaced: dict[int, cst.CSTNode | cst.RemovalSentinel] = {}
     dirty = {ancestor for path in edits.paths.values() for ancestor in path}
@@ -510,21 +633,89 @@ def _apply(module: cst.Module, tree: ast.Module, source: bytes, edits: _Edits) -
     spliced = None
     if all(isinstance(s, cst.ClassDef) for s in top):
         spliced = _splice(module, _first_lines(module, tree), text, new_top, imports, before)
-    if spliced is not None:  # only the new pieces need parsing
-        pieces = [module.code_for_node(n) for n in new_top.values() if not isinstance(n, cst.RemovalSentinel)]
-        checked = "".join(pieces) + "".join(module.code_for_node(s) for s in imports)
-    else:
+    if spliced is None:
         body = [new_top.get(id(s), s) for s in module.body]
         new_module = module.with_changes(body=[s for s in body if not isinstance(s, cst.RemovalSentinel)])
-        spliced = checked = _with_imports(new_module, imports, before).code
+        spliced = _with_imports(new_module, imports, before).code
     new_bytes = spliced.encode(encoding)
     if new_bytes == source:
         return None
-    try:
-        ast.parse(checked)
-    except SyntaxError as err:  # pragma: no cover - a bug in a rule; never write such a file
-        raise RuntimeError(f"the rewrite does not parse ({err}); file left unchanged") from err
+    _check_rewrite(module, tree, text, spliced, new_top, len(imports))
     return new_bytes
+
+
+class RewriteRefused(Exception):
+    """A rewrite that failed the last check before writing (:func:`_check_rewrite`): the file is left unchanged.
+    The message says why, without the file's name (the caller adds it)."""
+
+
+def _check_rewrite(
+    module: cst.Module,
+    tree: ast.Module,
+    text: str,
+    new_text: str,
+    new_top: dict[int, cst.CSTNode | cst.RemovalSentinel],
+    imports: int,
+) -> None:
+    """The last check of a rewrite, independent of how it was made: the whole new file parses, and every top-level
+    statement the fixes did not edit is still there, in order, with the same code character for character (the
+    edited statements and the added imports are the only new ones).
+
+    Raises:
+        RewriteRefused: either fails (a bug in a rule or in the splice; such a file is never written).
+    """
+    text, new_text = text.removeprefix("\ufeff"), new_text.removeprefix("\ufeff")  # ast's positions skip a BOM
+    try:
+        new_tree = ast.parse(new_text)
+    except SyntaxError as err:
+        raise RewriteRefused(f"the rewritten file does not parse (line {err.lineno}: {err.msg})") from err
+    except (RecursionError, MemoryError) as err:  # pragma: no cover - the old file parsed
+        raise RewriteRefused("the rewritten file is too deeply nested to parse") from err
+    # cut here, not with split_lines, so that this check does not share the splice's code
+    old_lines, new_lines = (io.StringIO(t, newline="").readlines() for t in (text, new_text))
+    untouched, expected, ast_body = [], imports, iter(tree.body)
+    for statement in module.body:
+        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        nodes = [next(ast_body) for _ in range(count)]
+        if id(statement) in new_top:
+            new = new_top[id(statement)]
+            if not isinstance(new, cst.RemovalSentinel):
+                expected += len(new.body) if isinstance(new, cst.SimpleStatementLine) else 1
+        else:
+            untouched += [_code_of(old_lines, node) for node in nodes]
+    expected += len(untouched)
+    found = [_code_of(new_lines, node) for node in new_tree.body]
+    remaining = iter(found)
+    for code in untouched:
+        if not any(code == other for other in remaining):
+            line = code[-1].split("\n", 1)[0][:60]
+            raise RewriteRefused(f"the rewrite would change code it does not fix: `{line}`")
+    if len(found) != expected:
+        raise RewriteRefused(
+            f"the rewrite would leave {len(found)} top-level statements where {expected} were expected"
+        )
+
+
+def _code_of(lines: list[str], node: ast.stmt) -> tuple[str, ...]:
+    """A statement's code, its decorators' first, cut from ``lines`` (the text's lines, as Python counts them) at
+    :mod:`ast`'s positions, as :func:`ast.get_source_segment` cuts it (which splits the whole text on every call)."""
+    parts = []
+    for part in [*getattr(node, "decorator_list", ()), node]:
+        first, last = part.lineno - 1, (part.end_lineno or part.lineno) - 1
+        start, end = part.col_offset, part.end_col_offset
+        if first == last:
+            parts.append(lines[first].encode()[start:end].decode())
+        else:
+            head, tail = lines[first].encode()[start:].decode(), lines[last].encode()[:end].decode()
+            parts.append(head + "".join(lines[first + 1 : last]) + tail)
+    return tuple(parts)
+
+
+def split_lines(text: str) -> list[str]:
+    """``text`` cut after each line end Python's parser counts -- ``\\n``, ``\\r\\n`` and ``\\r`` only -- the ends
+    kept. ``str.splitlines`` also cuts at form feeds, ``\\x1c``-``\\x1e``, ``\\x85`` and U+2028, which :mod:`ast`
+    and libcst do not count, so its line numbers would not be theirs."""
+    return io.StringIO(text, newline="").readlines()
 
 
 def _first_lines(module: cst.Module, tree: ast.Module) -> dict[int, int]:
@@ -610,7 +801,7 @@ def _splice(
 ) -> str | None:
     """``text`` with the code of each changed top-level statement replaced by its new code, and the new imports
     inserted; ``None`` when a statement's old code is not where it should be (then the whole module is written)."""
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     ends = [starts.get(id(s), 0) for s in module.body[1:]] + [len(lines) + 1 - len(module.footer)]
     pieces = []  # (first line, last line + 1, new text), in file order
     for statement, last in zip(module.body, ends, strict=True):

@@ -61,10 +61,20 @@ class Notebook:
         return self.places[line - 1] if 0 < line <= len(self.places) else None
 
 
-def _source_lines(cell: dict[str, Any]) -> tuple[list[str], str]:
+def _source_lines(cell: dict[str, Any], number: int) -> tuple[list[str], str]:
+    """A code cell's source lines (each with its line end) and how the notebook stores it (``list`` or ``string``).
+
+    Raises:
+        NotebookError: the source is neither a string nor a list of strings (``number``: the code cell's number).
+    """
     raw = cell.get("source", "")
-    text = "".join(raw) if isinstance(raw, list) else str(raw)
-    return text.splitlines(keepends=True), "list" if isinstance(raw, list) else "string"
+    if isinstance(raw, list) and all(isinstance(part, str) for part in raw):
+        text, form = "".join(raw), "list"
+    elif isinstance(raw, str):
+        text, form = raw, "string"
+    else:
+        raise NotebookError(f"cell {number}: `source` is not a string or a list of strings")
+    return text.splitlines(keepends=True), form
 
 
 def _continued_lines(lines: list[str]) -> set[int]:
@@ -87,11 +97,32 @@ def _continued_lines(lines: list[str]) -> set[int]:
     return inside
 
 
+def _language(metadata: Any) -> str | None:
+    """The notebook's language (``metadata.language_info.name``, else ``metadata.kernelspec.language``).
+
+    Raises:
+        NotebookError: the metadata, one of those two objects, or the name is not of the type nbformat gives it.
+    """
+    if not isinstance(metadata, dict):
+        raise NotebookError("not a notebook: `metadata` is not an object")
+    for key, name in (("language_info", "name"), ("kernelspec", "language")):
+        section = metadata.get(key, {})
+        if not isinstance(section, dict):
+            raise NotebookError(f"not a notebook: `metadata.{key}` is not an object")
+        value = section.get(name)
+        if value is not None and not isinstance(value, str):
+            raise NotebookError(f"not a notebook: `metadata.{key}.{name}` is not a string")
+        if value:
+            return value
+    return None
+
+
 def read(text: str) -> Notebook:
     """Parse a notebook's text.
 
     Raises:
-        NotebookError: not JSON, no ``cells`` list, or the notebook's language is not Python.
+        NotebookError: not JSON, no ``cells`` list, metadata or a cell's source not of nbformat's types, or the
+            notebook's language is not Python.
     """
     try:
         data = json.loads(text)
@@ -99,8 +130,7 @@ def read(text: str) -> Notebook:
         raise NotebookError(f"not a notebook: invalid JSON at line {err.lineno}: {err.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise NotebookError("not a notebook: no `cells` list")
-    metadata = data.get("metadata") or {}
-    language = (metadata.get("language_info") or {}).get("name") or (metadata.get("kernelspec") or {}).get("language")
+    language = _language(data.get("metadata", {}))
     if language not in (None, "python"):
         raise NotebookError(f"a {language} notebook, not Python")
     token = secrets.token_hex(4)
@@ -109,7 +139,7 @@ def read(text: str) -> Notebook:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         number += 1
-        lines, form = _source_lines(cell)
+        lines, form = _source_lines(cell, number)
         checked = not (lines and lines[0].lstrip().startswith("%%"))
         cells.append(Cell(index, number, lines, checked, form))
         if not checked:

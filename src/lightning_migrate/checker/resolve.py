@@ -178,7 +178,7 @@ class Project:
             if tree is None:
                 try:
                     tree = ast.parse(path.read_bytes())
-                except (OSError, SyntaxError, ValueError):
+                except (OSError, SyntaxError, ValueError, RecursionError):
                     self._infos[path] = None
                     return None
             name = self.name_of.get(path, path.stem)
@@ -325,6 +325,9 @@ class Project:
                 if not needle.search(self.read(path)):
                     continue
                 uses = self.uses(path)
+                if uses.too_deep:  # it mentions the name, but where cannot be told: count it as a use
+                    found.append(Reference(path, 0, "too deep"))
+                    continue
                 found += [dataclasses.replace(use, path=path) for use in uses.names.get(name, ())]
                 call = uses.keyword_call(name, keywords)
                 if call is not None:
@@ -438,7 +441,8 @@ def project_root(path: Path) -> Path | None:
 @dataclass(frozen=True)
 class Reference:
     """A use of a name somewhere in the project: ``path``:``line``, what it is (``attribute``, ``name``,
-    ``string``, ``keyword``, or ``fragment``: a string that ends the name, for a name built at run time) and, for an
+    ``string``, ``keyword``, ``fragment``: a string that ends the name, for a name built at run time, or ``too
+    deep``: a file that mentions the name but is too deeply nested to parse) and, for an
     attribute, its receiver (``self``, ``super`` -- ``super().name`` -- or ``other``) and the class it is written in."""
 
     path: Path | None
@@ -464,6 +468,8 @@ class Uses:
 
     names: dict[str, list[Reference]] = field(default_factory=dict)
     keywords: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
+    #: the file parses for Python but is too deeply nested for :mod:`ast` to index: any name may be used there
+    too_deep: bool = False
 
     def string(self, text: str) -> int | None:
         """The line of the first string constant (not a key) equal to ``text``, or ``None``."""
@@ -546,6 +552,11 @@ def uses_of(source: bytes | ast.AST) -> Uses:
             source = ast.parse(source)
         except (SyntaxError, ValueError):
             return Uses()
+        except RecursionError:
+            return Uses(too_deep=True)
     visitor = _UsesVisitor()
-    visitor.visit(source)
+    try:
+        visitor.visit(source)
+    except RecursionError:
+        return Uses(too_deep=True)
     return visitor.uses

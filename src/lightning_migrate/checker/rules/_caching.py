@@ -120,8 +120,11 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     batch_hook = batch_end.new_signature.partition("(")[0]
     start_hook = epoch_start(new_hook, kind)
     cache = cache_name(stage)
-    if new_hook != old_hook and new_hook in ctx.methods:
-        return f"the class already defines `{new_hook}`: merge by hand"
+    if new_hook != old_hook and ctx.binds(new_hook) is not None:
+        return f"{ctx.binds(new_hook)}: merge by hand"
+    for name in (batch_hook, start_hook, "__init__"):
+        if name in ctx.bindings:  # the rewrite edits a `def`; another binding would replace it, or be replaced
+            return f"the class binds `{name}` at line {ctx.bindings[name]} other than with a `def`: merge by hand"
     if ctx.uses_attribute(cache):
         return f"the class already uses `self.{cache}`"
     file = ctx.file
@@ -356,9 +359,7 @@ class _Spec:
                 "    " + line for line in "".join(lines or [self.append_lines(None)]).splitlines(keepends=True)
             )
             old = index(self.new_hook)  # the new method goes right above the epoch-end hook
-            method = _statement(text).with_changes(leading_lines=body[old].leading_lines)
-            body[old] = body[old].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-            body.insert(old, method)
+            body[old : old + 1] = _above(_statement(text), body[old])
         return class_node.with_changes(body=class_node.body.with_changes(body=body))
 
 
@@ -372,16 +373,21 @@ def _with_new_init(body: list[cst.BaseStatement], init_line: cst.BaseStatement) 
     init = _statement(text)
     first = next((i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)), len(body))
     if first < len(body):
-        init = init.with_changes(leading_lines=body[first].leading_lines)
-        body = [
-            *body[:first],
-            init,
-            body[first].with_changes(leading_lines=[cst.EmptyLine(indent=False)]),
-            *body[first + 1 :],
-        ]
+        body = [*body[:first], *_above(init, body[first]), *body[first + 1 :]]
     else:
         body = [*body, init.with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
     return body
+
+
+def _above(new: cst.FunctionDef, method: cst.FunctionDef) -> list[cst.FunctionDef]:
+    """``[new, method]``: ``new`` goes where ``method`` began, taking the blank lines above it; the comments above
+    ``method`` (from the first comment line on) stay with it, below one blank line."""
+    lines = list(method.leading_lines)
+    first_comment = next((i for i, line in enumerate(lines) if line.comment is not None), len(lines))
+    return [
+        new.with_changes(leading_lines=lines[:first_comment]),
+        method.with_changes(leading_lines=[cst.EmptyLine(indent=False), *lines[first_comment:]]),
+    ]
 
 
 def _statements(lines: list[str]) -> list[cst.BaseStatement]:
@@ -401,8 +407,19 @@ def _statement(text: str) -> cst.BaseStatement:
     return statement
 
 
+def _indented(func: cst.FunctionDef) -> cst.FunctionDef:
+    """``func`` with its body as an indented block: a one-line body (``def f(self): print(1)``, a
+    ``SimpleStatementSuite``) becomes the block's one line, its statements, semicolons and comment kept."""
+    suite = func.body
+    if not isinstance(suite, cst.SimpleStatementSuite):
+        return func
+    line = cst.SimpleStatementLine(body=suite.body, trailing_whitespace=suite.trailing_whitespace)
+    return func.with_changes(body=cst.IndentedBlock(body=[line]))
+
+
 def _prepend(func: cst.FunctionDef, statements: list[cst.BaseStatement]) -> cst.FunctionDef:
     """``func`` with ``statements`` first in its body (after its docstring)."""
+    func = _indented(func)
     block = func.body
     body = list(block.body)
     start = 1 if body and is_docstring(body[0]) else 0
@@ -412,6 +429,7 @@ def _prepend(func: cst.FunctionDef, statements: list[cst.BaseStatement]) -> cst.
 def _insert_in_init(init: cst.FunctionDef, line: cst.BaseStatement) -> cst.FunctionDef:
     """``__init__`` with ``line`` right after its ``super().__init__(...)`` (or ``Base.__init__(self, ...)``), or
     first in its body (after its docstring) when it calls none."""
+    init = _indented(init)
     body = list(init.body.body)
     index = next((i + 1 for i, s in enumerate(body) if _calls_init(s)), None)
     if index is None:
@@ -420,12 +438,13 @@ def _insert_in_init(init: cst.FunctionDef, line: cst.BaseStatement) -> cst.Funct
 
 
 def _calls_init(statement: cst.BaseStatement) -> bool:
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+    """Whether the line calls an ``__init__`` (``super().__init__()``; ``super().__init__(); self.a = 1`` too)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
         return False
-    expr = statement.body[0]
-    return (
+    return any(
         isinstance(expr, cst.Expr)
         and isinstance(expr.value, cst.Call)
         and isinstance(expr.value.func, cst.Attribute)
         and expr.value.func.attr.value == "__init__"
+        for expr in statement.body
     )

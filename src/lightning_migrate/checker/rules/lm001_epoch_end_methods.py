@@ -74,9 +74,9 @@ class LitModel(pl.LightningModule):
         message = removed(pattern_id, func)
         params = [param.name.value for param in named_params(func)[1:]]
         used = [name for name in params if ctx.reads(func, name)]
-        if replacement in ctx.methods:
+        if ctx.binds(replacement) is not None:
             fix = manual_fix(self.code, f"merge into the existing {replacement}")
-            message += f" (the class already defines `{replacement}`: merge by hand)"
+            message += f" ({ctx.binds(replacement)}: merge by hand)"
         elif not used and plain_signature(func):
             fix = Fix(
                 SAFE,
@@ -88,8 +88,8 @@ class LitModel(pl.LightningModule):
         else:
             fix = caching_fix(ctx, func, pattern_id, 1)
             if isinstance(fix, str):
-                reads = used[0] if used else "its parameters"
-                fix = manual_fix(self.code, f"the body reads {reads}; no caching rewrite: {fix}")
+                why = f"the body reads {used[0]}; no caching rewrite" if used else "no automatic rewrite"
+                fix = manual_fix(self.code, f"{why}: {fix}")
         yield Finding(self.code, message, (pattern_id,), fix=fix)
 
     def check_assigned(self, ctx: ClassContext, name: str):

@@ -61,7 +61,10 @@ class EpochEndParameters(Rule):
         "accepted."
     )
     fix_text = (
-        "**safe** when the body never reads the extra parameters: they are dropped. **unsafe** (opt-in, "
+        "**safe** when the body never reads the extra parameters and they are what a release passed (the registry's "
+        f"old signatures: the last parameter of {literal_list(sorted({hook for hook, _ in PATTERNS}))}): they are "
+        "dropped. Any other extra parameter made every release raise TypeError, so the body never ran: dropping it "
+        "would make it run for the first time, and the fix is **manual**. **unsafe** (opt-in, "
         "``--unsafe-fixes``) when the body reads the ``outputs`` a 1.x release passed: on a module, module-side "
         "caching (as for LM001); on a callback, callback-side caching -- the callback's batch-end hook collects "
         f"each batch's ``outputs`` and the epoch-end hook takes and clears them. The releases before "
@@ -103,7 +106,9 @@ class PrintEpoch(Callback):
         if pattern_id is not None:
             message = removed(pattern_id, func)
         read = [name for name in extra if ctx.reads(func, name)]
-        if not read:
+        if not read and not _old_shape(func, expected, extra, pattern_id):
+            fix = manual_fix(self.code, NEVER_CALLED_SO)
+        elif not read:
             names = set(extra)
             fix = Fix(
                 SAFE,
@@ -138,6 +143,21 @@ class PrintEpoch(Callback):
                     "this project does"
                 )
         return None
+
+
+#: The marker of an extra parameter no release passed: the hook always raised TypeError, its body never ran.
+NEVER_CALLED_SO = "no release called this hook with these parameters: fixing it makes its body run for the first time"
+
+
+def _old_shape(func: cst.FunctionDef, expected: int, extra: list[str], pattern_id: str | None) -> bool:
+    """Whether the extra parameters are exactly what a release passed the hook: the registry's old signature
+    (``pattern_id``) has one more positional parameter, and ``func`` takes it there under its name (the releases
+    that passed it looked for that name). Otherwise no release ever called ``func`` without a TypeError."""
+    if pattern_id is None:
+        return False
+    old_name = new_params_of_old(registry.get(pattern_id))[-1]
+    params = positional(func)
+    return extra == [old_name] and len(params) > expected and params[expected].name.value == old_name
 
 
 def new_params_of_old(pattern: registry.OldPattern) -> list[str]:

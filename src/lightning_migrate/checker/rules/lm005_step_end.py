@@ -48,7 +48,9 @@ class LitModel(pl.LightningModule):
 
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         pattern_id = PATTERNS[func.name.value]
-        if _returns_its_input(func) and len(ctx.node.body.body) > 1:
+        if _returns_its_input(func) and len(ctx.node.body.body) > 1 and _footer_comments(func):
+            fix = manual_fix(self.code, "comments follow its body: remove it by hand, keeping what they say")
+        elif _returns_its_input(func) and len(ctx.node.body.body) > 1:
             fix = Fix(SAFE, lambda node: cst.RemovalSentinel.REMOVE, description="remove the method")
         else:
             fix = manual_fix(self.code, "move this work into the step or the batch-end hook")
@@ -56,6 +58,13 @@ class LitModel(pl.LightningModule):
 
     def check_assigned(self, ctx: ClassContext, name: str):
         yield assigned_finding(self.code, PATTERNS[name], name, "move its work into the step")
+
+
+def _footer_comments(func: cst.FunctionDef) -> bool:
+    """Whether comment lines indented as its body follow the method (libcst keeps them with it: removing the
+    method would remove them)."""
+    footer = getattr(func.body, "footer", ())
+    return any(line.comment is not None for line in footer)
 
 
 def _returns_its_input(func: cst.FunctionDef) -> bool:
