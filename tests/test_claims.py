@@ -85,7 +85,8 @@ def claims_project(tmp_path: Path) -> Path:
 def build(project: Path, *, expect_failure: bool = False) -> str:
     """``sphinx-build -W`` of the project (``docs`` into ``_build/html``); its output. Fails the test when the
     build's success is not what ``expect_failure`` says."""
-    env = {k: v for k, v in os.environ.items() if k != "CI"} | {"PYTHONHASHSEED": "0"}
+    # CI and PYTHONWARNINGS are the build's own: another test may have imported the site's conf.py, which sets them
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTHONWARNINGS")} | {"PYTHONHASHSEED": "0"}
     command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-c", ".", "-b", "html", "docs", "_build/html"]
     proc = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, check=False)
     output = proc.stdout + proc.stderr

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from build_mechanics import current_app
 from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
@@ -158,7 +159,7 @@ class CheckerRule(SphinxDirective):
         self.env.note_dependency(__file__)
         for path in (SRC / "lightning_migrate").rglob("*.py"):  # the rules, the core, the registry
             self.env.note_dependency(str(path))
-        doc = probe_records.records(self.env.app)
+        doc = probe_records.records(current_app.get())
         version = f"``{doc['lightning']['distribution']}`` {doc['lightning']['version']}"
         reference = "reference/hooks" in self.env.found_docs
         lines = [
@@ -190,7 +191,7 @@ class CheckerRule(SphinxDirective):
             ]
         for pattern_id in rule.patterns:
             pattern = registry.get(pattern_id)
-            record = probe_records.record(self.env.app, pattern_id)
+            record = probe_records.record(current_app.get(), pattern_id)
             history = f"removed in {pattern.removed_in}"
             if pattern.deprecated_in:
                 history = f"deprecated in {pattern.deprecated_in}, " + history
@@ -330,6 +331,7 @@ def _link_to_this_site(app: Sphinx) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    current_app.remember(app)
     app.setup_extension("guide.probe_records")
     app.connect("builder-inited", _link_to_this_site)
     app.connect("builder-inited", _write_pages)

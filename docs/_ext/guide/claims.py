@@ -66,6 +66,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from build_mechanics import current_app
 from docutils import nodes
 from docutils.parsers.rst import Parser
 from docutils.utils import new_document
@@ -513,8 +514,8 @@ class ClaimRole(SphinxRole):
     def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
         claim_id, capital = self.text.strip(), self.text.strip()[:1].isupper()
         claim_id = claim_id[:1].lower() + claim_id[1:]
-        known = claims(self.env.app)
-        self.env.note_dependency(str(claims_path(self.env.app)))
+        known = claims(current_app.get())
+        self.env.note_dependency(str(claims_path(current_app.get())))
         if claim_id not in known:
             message = self.inliner.reporter.error(
                 f"unknown claim {claim_id!r} (claims are declared in {self.config.claims_file})", line=self.lineno
@@ -536,12 +537,27 @@ class used_on_placeholder(nodes.General, nodes.Element):  # noqa: N801 - docutil
     """Where the claims table lists the pages using a claim; filled once every page has been read."""
 
 
+#: A file of the repository named in an evidence note (``gallery/core/x.py``, ``data/compat/1.9.5.json``).
+PATH = re.compile(r"\b[\w.-]+(?:/[\w.-]+)+\.(?:py|json|toml|md|rst)\b")
+
+
+def _with_paths_as_code(text: str) -> list[nodes.Node]:
+    """``text`` as inline nodes, its file paths as inline code: they break after ``_`` and ``.`` on a narrow screen
+    (:mod:`build_mechanics.identifier_breaks`) instead of widening the table."""
+    parts: list[nodes.Node] = []
+    last = 0
+    for match in PATH.finditer(text):
+        parts += [nodes.Text(text[last : match.start()]), nodes.literal(match.group(0), match.group(0))]
+        last = match.end()
+    return [*parts, nodes.Text(text[last:])]
+
+
 class ClaimsTable(SphinxDirective):
     """``.. claims-table::``: every claim, its wording, where it was checked, its evidence and where it is used."""
 
     def run(self) -> list[nodes.Node]:
-        known = claims(self.env.app)
-        self.env.note_dependency(str(claims_path(self.env.app)))
+        known = claims(current_app.get())
+        self.env.note_dependency(str(claims_path(current_app.get())))
         versions = installed_versions()
         table = nodes.table(classes=["claims-table", "stack-on-phone"])  # one block per claim on a phone
         group = nodes.tgroup(cols=3)
@@ -556,7 +572,7 @@ class ClaimsTable(SphinxDirective):
         for claim_id, claim_data in known.items():
             wording = nodes.paragraph("", "", ids=[f"claim-{claim_id}"])
             wording += parse_inline(render_text(claim_data, versions), self.state.document.settings, claim_id)
-            evidence = nodes.paragraph(text=note(claim_data, versions))
+            evidence = nodes.paragraph("", "", *_with_paths_as_code(note(claim_data, versions)))
             body += self._row([wording, evidence, used_on_placeholder(claim_id=claim_id)])
         return [table]
 
@@ -771,6 +787,7 @@ def write_notebook_texts(app: Sphinx, config: Any) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    current_app.remember(app)
     app.add_config_value("claims_file", "data/claims.toml", "env", types=[str])
     app.add_node(claim, html=(_visit_claim_html, _depart_claim_html))
     app.add_role("claim", ClaimRole())

@@ -27,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from build_mechanics import current_app
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
@@ -290,7 +291,7 @@ class CompatExamples(SphinxDirective):
         lines += [f"     - {_version_header(v, data[v])}" for v in versions]
         for script in matrix["scripts"]:
             try:
-                page = example_page(self.env.app, script)
+                page = example_page(current_app.get(), script)
             except ValueError as err:
                 raise self.error(f"{compat.MATRIX_FILE}: {err}") from None
             lines.append(f"   * - :doc:`/{page}`")
@@ -307,6 +308,7 @@ class CompatExamples(SphinxDirective):
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    current_app.remember(app)
     app.add_directive("compat-table", CompatTable)
     app.add_directive("compat-received", CompatReceived)
     app.add_directive("compat-equivalence", CompatEquivalence)

@@ -36,7 +36,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from build_mechanics import run_cache
+from build_mechanics import current_app, run_cache
 from build_mechanics.execution_mode import forced_execution
 from docutils import nodes
 from docutils.parsers.rst import Parser as RSTParser
@@ -305,9 +305,9 @@ class ScenarioMatrix(SphinxDirective):
     ``recipe-<id>``."""
 
     def run(self) -> list[nodes.Node]:
-        document = matrix_results(self.env.app)
+        document = matrix_results(current_app.get())
         self.env.note_dependency(self.env.scenario_matrix_results)  # type: ignore[attr-defined]
-        self.env.note_dependency(str(_matrix_file(self.env.app)))
+        self.env.note_dependency(str(_matrix_file(current_app.get())))
         results = Results(document)
         lines = summary_lines(results)
         lines += ["Each recipe's domain", "--------------------", ""]
@@ -439,12 +439,12 @@ class RecipeDomain(SphinxDirective):
     option_spec = {"class": directives.class_option}
 
     def run(self) -> list[nodes.Node]:
-        document = matrix_results(self.env.app)
+        document = matrix_results(current_app.get())
         self.env.note_dependency(self.env.scenario_matrix_results)  # type: ignore[attr-defined]
         results = Results(document)
         unknown = [rid for rid in self.arguments if rid not in results.recipes]
         if unknown:
-            raise self.error(f"recipe-domain: no recipe {unknown} in {_matrix_file(self.env.app).name}")
+            raise self.error(f"recipe-domain: no recipe {unknown} in {_matrix_file(current_app.get()).name}")
         box = nodes.admonition(classes=["recipe-domain", *self.options.get("class", [])])
         titles = " and ".join(results.recipes[rid]["title"] for rid in self.arguments)
         box += nodes.title(text=f"Where this holds: {titles}" if len(self.arguments) > 1 else "Where this holds")
@@ -471,6 +471,7 @@ class RecipeDomain(SphinxDirective):
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    current_app.remember(app)
     app.add_config_value("scenario_matrix_file", "", "env", types=[str])
     app.add_config_value("scenario_matrix_root", "", "env", types=[str])
     # Before sphinx-gallery's builder-inited handler (priority 500) runs the examples: both run at once.

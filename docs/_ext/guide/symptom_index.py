@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from build_mechanics import current_app
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
@@ -364,9 +365,9 @@ class SymptomIndexDirective(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        probed, printed = cached_collect(self.env.app)
-        ignored = ignored_hooks(self.env.app)
-        for path in [*gallery_pages(self.env.app), *dependencies()]:
+        probed, printed = cached_collect(current_app.get())
+        ignored = ignored_hooks(current_app.get())
+        for path in [*gallery_pages(current_app.get()), *dependencies()]:
             self.env.note_dependency(str(path))
         self.env.note_dependency(self.env.probe_records_path)  # type: ignore[attr-defined]
         targets = [docname for s in probed + printed for _, docname in s.fixes] + [page for _, page in ignored]
@@ -377,7 +378,7 @@ class SymptomIndexDirective(SphinxDirective):
             )
         self.env.symptom_index_docs.add(self.env.docname)  # type: ignore[attr-defined]
         self.env.symptom_index_targets.setdefault(self.env.docname, set()).update(targets)  # type: ignore[attr-defined]
-        current = probe_records.records(self.env.app)["lightning"]["version"]
+        current = probe_records.records(current_app.get())["lightning"]["version"]
         return [
             self._section("Errors and warnings of the old hooks", "symptoms-probes", probed),
             self._ignored_section(ignored, current),
@@ -574,7 +575,7 @@ class SymptomQuotesDirective(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         self.env.note_dependency(str(REGISTRY_FILE))
-        document = probe_records.records(self.env.app)
+        document = probe_records.records(current_app.get())
         by_id = {record["pattern"]: record for record in document["records"]}
         intro = nodes.paragraph(
             text=f"What Lightning {document['lightning']['version']} raises for each of these old signatures "
@@ -637,6 +638,7 @@ def _check_built(app: Sphinx, exception: BaseException | None) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    current_app.remember(app)
     app.setup_extension("guide.probe_records")
     app.add_directive("symptom-index", SymptomIndexDirective)
     app.add_directive("symptom-quotes", SymptomQuotesDirective)
