@@ -11,8 +11,8 @@ and the attribute ``role``; this filter turns those into what Sphinx shows on th
 * ``:func:``, ``:meth:``, ``:class:``, ``:mod:`` ... (the Python domain) become inline code, as on the page,
   where nothing documents those objects: ``time.process_time()``.
 * ``:claim:`id``` becomes the claim's wording, as on the page: the claims extension (docs/_ext/guide/claims.py)
-  writes every claim's rendered wording, one ``id<TAB>reST text`` line each, to the file named by the metadata
-  field ``claims_file``; the wording is read as rST and its own roles are converted like the block's
+  writes every claim's rendered wording, one ``id<TAB>reST text`` line each, to the file named by the environment
+  variable ``GUIDE_CLAIMS_FILE``; the wording is read as rST and its own roles are converted like the block's
   (``:claim:`Id```, capitalized, starts a sentence: the wording's first letter is capitalized).
 * Sphinx's default role (single backticks) becomes emphasis, as Sphinx renders it.
 * ``.. recipe-domain:: <recipe id> ...`` (docs/_ext/scenario_matrix.py: the box saying where a recipe holds,
@@ -56,7 +56,7 @@ local function read_baseurl(meta)
     error("notebook_links.lua: the metadata field html_baseurl must be the site's http(s) address, got '" .. value .. "'", 0)
   end
   baseurl = value:gsub("/*$", "/")
-  local path = meta.claims_file and pandoc.utils.stringify(meta.claims_file)
+  local path = os.getenv("GUIDE_CLAIMS_FILE")
   if path and path ~= "" then
     local file = io.open(path, "r")
     if not file then

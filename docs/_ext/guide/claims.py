@@ -769,9 +769,16 @@ def _check(app: Sphinx, env: Any) -> None:
         logger.warning(f"claim {claim_data.id}: {reason}", location=f"{path}:{claim_data.line}", type="claims")
 
 
+#: The environment variable naming the claims' wordings file for the notebooks' pandoc filter (pandoc inherits it).
+#: Not a ``pypandoc`` argument: the path is under the doctree directory, and a configuration value that names it
+#: would change with the output's location and make Sphinx rebuild every page.
+CLAIMS_FILE_VARIABLE = "GUIDE_CLAIMS_FILE"
+
+
 def write_notebook_texts(app: Sphinx, config: Any) -> None:
     """Write every claim's rendered wording, one ``id<TAB>text`` line each, for the notebooks' pandoc filter, and
-    hand pandoc that file's path (metadata ``claims_file``); nothing when the gallery has no ``pypandoc``."""
+    hand pandoc that file's path (environment variable :data:`CLAIMS_FILE_VARIABLE`); nothing when the gallery has
+    no ``pypandoc``."""
     pypandoc = getattr(config, "sphinx_gallery_conf", {}).get("pypandoc")
     if not isinstance(pypandoc, dict):
         return
@@ -782,8 +789,7 @@ def write_notebook_texts(app: Sphinx, config: Any) -> None:
     text = "\n".join(lines) + "\n"
     if not target.exists() or target.read_text(encoding="utf-8") != text:
         target.write_text(text, encoding="utf-8")
-    extra_args = [*pypandoc.get("extra_args", ()), f"--metadata=claims_file:{target}"]
-    config.sphinx_gallery_conf["pypandoc"] = {**pypandoc, "extra_args": extra_args}
+    os.environ[CLAIMS_FILE_VARIABLE] = str(target)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

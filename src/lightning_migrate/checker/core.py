@@ -421,7 +421,7 @@ def _name_position(lines: list[bytes], node: ast.FunctionDef | ast.AsyncFunction
     return node.lineno, _column(lines, node.lineno, offset)
 
 
-#: ``# noqa`` (every code) or ``# noqa: LM001, LM002`` on a line, as flake8 and ruff read it.
+#: A noqa comment on a line, for every code or for the codes named after its colon (LM001), as flake8 and ruff read it.
 NOQA = re.compile(rb"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
