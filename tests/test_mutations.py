@@ -143,6 +143,7 @@ def test_an_undeclared_warning_fails_the_build_naming_file_and_line(tmp_path):
     """A warning injected at the end of a real example (after Lightning trained), and one in a MyST page after
     Lightning is imported, each fail one build of the guide's configuration, naming the file and the line."""
     source = (ROOT / "gallery" / "core" / "old_outputs_hooks.py").read_text(encoding="utf-8")
+    source = re.sub(r":claim:`([^`]+)`", r"\1", source)  # this project has no claims extension to render them
     injected = source.rstrip("\n") + f"\n\n# %%\nimport warnings\n\n{INJECTED_WARNING}\n"
     line = injected.splitlines().index(INJECTED_WARNING) + 1
     files = {

@@ -180,6 +180,10 @@ return broken;
             '<span class="pre">Callback.<wbr>on_<wbr>train_<wbr>epoch_<wbr>end(<wbr>self,</span>',
         ),
         ('<span class="pre">0.1867980659008026</span>', '<span class="pre">0.1867980659008026</span>'),
+        (
+            '<span class="pre">gallery/core/module_side_caching.py</span>',
+            '<span class="pre">gallery/<wbr>core/<wbr>module_<wbr>side_<wbr>caching.<wbr>py</span>',
+        ),
         ('<span class="pre">self)</span>', '<span class="pre">self)</span>'),
         (
             '<div class="sphx-glr-thumbnail-title">validation_epoch_end becomes x</div>',

@@ -421,3 +421,35 @@ def test_the_rewrite_keeps_the_file_s_newlines_and_encoding():
     source = textwrap.dedent(MODULE).replace("\n", "\r\n").encode()
     result = check_source(source, fix=True, unsafe_fixes=True)
     assert b"\r\n" in result.new_source and b"\n" not in result.new_source.replace(b"\r\n", b"")
+
+
+
+MARKED = """\
+import lightning.pytorch as pl
+import torch
+
+
+class LitModel(pl.LightningModule):
+    def training_epoch_end(self, outputs):
+        self.log("loss", torch.stack([o["loss"] for o in outputs]).mean())
+
+    def validation_epoch_end(self, outputs):
+        self.log("val", torch.stack(outputs).mean())
+
+    def on_epoch_end(self):
+        self.log("epochs", 1.0)
+"""
+
+
+def test_an_applied_rewrite_removes_the_marker_an_earlier_fix_left_and_keeps_the_others():
+    """``--fix`` marks the opt-in rewrites it did not apply (and LM006's hook, which has no automatic fix); ``--fix
+    --unsafe-fixes`` then applies the rewrites and removes their markers, which said they were not applied, and
+    leaves LM006's marker."""
+    marked = fix(MARKED)
+    assert marked.count("# lightning-migrate: LM001 unsafe fix") == 2
+    assert marked.count("# lightning-migrate: LM006") == 1
+    rewritten = fix(marked, unsafe_fixes=True)
+    assert "# lightning-migrate: LM001" not in rewritten
+    assert rewritten.count("# lightning-migrate: LM006") == 1
+    assert "def on_train_epoch_end(self):" in rewritten and "def on_validation_epoch_end(self):" in rewritten
+    assert rewritten == fix(MARKED, unsafe_fixes=True)  # as if the first --fix had not run

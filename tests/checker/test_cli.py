@@ -103,7 +103,7 @@ def test_findings_across_files_and_exit_code_1(tree, capsys):
         f"{tree}/project/models/child.py:5:9: LM001",
     ]
     assert all(line.endswith(".html") for line in lines)
-    assert "3 findings in 3 files (7 files checked); 2 safe fix, 1 unsafe fix (--unsafe-fixes), 0 manual" in err
+    assert "3 findings in 3 files (7 files checked); 2 safe fixes, 1 unsafe fix (--unsafe-fixes), 0 manual" in err
 
 
 def test_clean_tree_exits_0(tree, capsys):

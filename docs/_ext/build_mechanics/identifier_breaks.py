@@ -3,8 +3,8 @@
 Sphinx writes every word of an inline literal as ``<span class="pre">word</span>``. A long identifier such as
 ``Callback.on_train_epoch_end(self, trainer, pl_module, outputs)`` in a narrow table cell or in furo's "On this
 page" sidebar can then only overflow, or -- with ``overflow-wrap: anywhere`` -- break anywhere ("se lf"). This
-extension puts a ``<wbr>`` (an optional line break, no character) after every ``_``, ``.``, ``(`` and ``,`` inside
-those spans and in the titles of the gallery's cards, in the page body and in its table of contents; ``site.css``
+extension puts a ``<wbr>`` (an optional line break, no character) after every ``_``, ``.``, ``/``, ``(`` and ``,``
+inside those spans and in the titles of the gallery's cards, in the page body and in its table of contents; ``site.css``
 turns ``overflow-wrap: anywhere`` off there. The change is made on the written HTML (Sphinx's ``html-page-context``
 event), after the search index has read the document, so the index, the copied text and every builder other than
 HTML see the identifier unchanged.
@@ -21,13 +21,13 @@ from sphinx.application import Sphinx
 PRE_SPAN = re.compile(r'(<span class="pre">)([^<]*)(</span>)')
 #: A gallery card's title (sphinx-gallery writes it as plain text, its identifiers without markup).
 CARD_TITLE = re.compile(r'(<div class="sphx-glr-thumbnail-title">)([^<]*)(</div>)')
-#: Where an identifier may break: after ``_``, ``(`` or ``,``, and after a ``.`` that a name follows (never
-#: inside a number such as ``0.18``).
-BREAK_AT = re.compile(r"(?<=[_(,])(?=.)|(?<=\.)(?=[A-Za-z_])")
+#: Where an identifier may break: after ``_``, ``(``, ``,`` or the ``/`` of a file path, and after a ``.`` that a
+#: name follows (never inside a number such as ``0.18``).
+BREAK_AT = re.compile(r"(?<=[_(,/])(?=.)|(?<=\.)(?=[A-Za-z_])")
 
 
 def add_word_breaks(fragment: str) -> str:
-    """``fragment`` (HTML) with ``<wbr>`` after each ``_ . ( ,`` inside an inline-code word or a card title."""
+    """``fragment`` (HTML) with ``<wbr>`` after each ``_ . / ( ,`` inside an inline-code word or a card title."""
     for element in (PRE_SPAN, CARD_TITLE):
         fragment = element.sub(lambda m: m.group(1) + BREAK_AT.sub("<wbr>", m.group(2)) + m.group(3), fragment)
     return fragment

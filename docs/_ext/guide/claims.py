@@ -537,16 +537,17 @@ class used_on_placeholder(nodes.General, nodes.Element):  # noqa: N801 - docutil
     """Where the claims table lists the pages using a claim; filled once every page has been read."""
 
 
-#: A file of the repository named in an evidence note (``gallery/core/x.py``, ``data/compat/1.9.5.json``).
-PATH = re.compile(r"\b[\w.-]+(?:/[\w.-]+)+\.(?:py|json|toml|md|rst)\b")
+#: A name in an evidence note that has no break opportunity of its own: a file of the repository
+#: (``gallery/core/x.py``) or an identifier (``Callback.on_train_epoch_end``, ``alive_after.LightningModule...``).
+CODE = re.compile(r"[\w.-]*[_/][\w./-]*\w")
 
 
 def _with_paths_as_code(text: str) -> list[nodes.Node]:
-    """``text`` as inline nodes, its file paths as inline code: they break after ``_`` and ``.`` on a narrow screen
-    (:mod:`build_mechanics.identifier_breaks`) instead of widening the table."""
+    """``text`` as inline nodes, its file paths and identifiers as inline code: they break after ``_`` and ``.`` on
+    a narrow screen (:mod:`build_mechanics.identifier_breaks`) instead of widening the table."""
     parts: list[nodes.Node] = []
     last = 0
-    for match in PATH.finditer(text):
+    for match in CODE.finditer(text):
         parts += [nodes.Text(text[last : match.start()]), nodes.literal(match.group(0), match.group(0))]
         last = match.end()
     return [*parts, nodes.Text(text[last:])]

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import functools
 import importlib.metadata
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -541,6 +542,36 @@ def _leading_lines(node: cst.CSTNode) -> list[cst.EmptyLine]:
 def has_marker(node: cst.CSTNode, code: str) -> bool:
     """Whether the lines above ``node`` (its decorators' included) hold a marker of rule ``code``."""
     return any(line.comment is not None and f"{MARKER} {code}" in line.comment.value for line in _leading_lines(node))
+
+
+def without_own_marker(fix: Fix, code: str, method: str | None = None) -> Fix:
+    """``fix`` that first removes the markers of rule ``code`` above the node it edits (its decorators' included) --
+    for a fix of the whole class (``on_class``), above the class body's method ``method``: a marker an earlier
+    ``--fix`` left, saying the fix was not applied, is stale once it is."""
+
+    def strip(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+        return [line for line in lines if line.comment is None or f"{MARKER} {code} " not in line.comment.value]
+
+    def unmarked(node: cst.CSTNode) -> cst.CSTNode:
+        if not has_marker(node, code):
+            return node
+        node = node.with_changes(leading_lines=strip(node.leading_lines))
+        if isinstance(node, cst.FunctionDef | cst.ClassDef):
+            decorators = [d.with_changes(leading_lines=strip(d.leading_lines)) for d in node.decorators]
+            node = node.with_changes(decorators=decorators)
+        return node
+
+    def apply(node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:
+        if fix.on_class and isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock) and method:
+            body = [
+                unmarked(s) if isinstance(s, cst.FunctionDef) and s.name.value == method else s for s in node.body.body
+            ]
+            node = node.with_changes(body=node.body.with_changes(body=body))
+        else:
+            node = unmarked(node)
+        return fix.apply(node)
+
+    return dataclasses.replace(fix, apply=apply)
 
 
 def manual_fix(code: str, why: str, tier: str = MANUAL) -> Fix:

@@ -458,8 +458,9 @@ def main(argv: list[str] | None = None) -> int:
         where = f" in {with_findings} file{plural}" if found else ""
         parts = [f"{found} finding{'s' * (found != 1)}{where} ({len(files)} file{'s' * (len(files) != 1)} checked)"]
         if found:
-            unsafe = f"{counts[UNSAFE]} unsafe fix" + ("" if options.unsafe_fixes else " (--unsafe-fixes)")
-            parts.append(f"{counts[SAFE]} safe fix, {unsafe}, {counts[MANUAL]} manual")
+            fixes = {tier: f"{counts[tier]} {tier} fix{'es' * (counts[tier] != 1)}" for tier in (SAFE, UNSAFE)}
+            unsafe = fixes[UNSAFE] + ("" if options.unsafe_fixes else " (--unsafe-fixes)")
+            parts.append(f"{fixes[SAFE]}, {unsafe}, {counts[MANUAL]} manual")
         if options.fix:
             parts.append(f"{verb} {changed} file{'s' * (changed != 1)}")
         if errors:

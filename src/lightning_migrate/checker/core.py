@@ -43,6 +43,7 @@ from lightning_migrate.checker.base import (
     docs_url,
     manual_fix,
     shown_path,
+    without_own_marker,
 )
 from lightning_migrate.checker.resolve import Kind, Project, dotted, module_info
 from lightning_migrate.checker.rules import RULES
@@ -588,6 +589,9 @@ def _settle(
             applied = finding.fix
             if applied.tier == UNSAFE and not unsafe_fixes:
                 applied = manual_fix(finding.code, f"{applied.risk}; `--unsafe-fixes` applies it", tier=UNSAFE)
+            elif applied.tier != MANUAL:
+                method = node.name.value if isinstance(node, cst.FunctionDef) else None
+                applied = without_own_marker(applied, finding.code, method)
             if fix:
                 if applied.on_class:
                     edits.add(ctx.node, applied, ctx.path)
