@@ -423,7 +423,6 @@ def test_the_rewrite_keeps_the_file_s_newlines_and_encoding():
     assert b"\r\n" in result.new_source and b"\n" not in result.new_source.replace(b"\r\n", b"")
 
 
-
 MARKED = """\
 import lightning.pytorch as pl
 import torch
