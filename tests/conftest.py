@@ -65,7 +65,9 @@ def rebuild(build: Build, destination: Path) -> Build:
     Returns the :class:`Build` of the copy (never raises on a failed build)."""
     outdir = destination / build.outdir.name
     shutil.copytree(build.outdir, outdir)  # modification times kept: the pages are up to date
-    env = {key: value for key, value in os.environ.items() if key != "CI"} | {"PYTHONHASHSEED": "0"}
+    # CI and PYTHONWARNINGS are the build's own (a test that imported the site's conf.py set PYTHONWARNINGS here)
+    env = {key: value for key, value in os.environ.items() if key not in ("CI", "PYTHONWARNINGS")}
+    env |= {"PYTHONHASHSEED": "0"}
     command = [sys.executable, "-m", "sphinx", "-T", "-W", "--keep-going", "-j", "auto", "-b", "html", "-c", "."]
     proc = subprocess.run(
         [*command, "-d", str(outdir / ".doctrees"), "docs", str(outdir)],

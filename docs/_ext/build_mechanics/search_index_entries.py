@@ -70,7 +70,7 @@ def _feed_unwritten_pages(app: Sphinx) -> list:
     if getattr(builder, "indexer", None) is None:  # not an HTML builder with a search index
         return []
     for docname in pages_to_feed(app):
-        doctree = app.env.get_and_resolve_doctree(docname, builder)
+        doctree = app.env.get_and_resolve_doctree(docname, builder, tags=app.tags)
         title = app.env.longtitles.get(docname)
         builder.index_page(docname, doctree, title.astext() if title else "")
     return []
