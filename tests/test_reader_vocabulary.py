@@ -66,9 +66,6 @@ READER_PAGES = sorted(
         *(f"checker/rules/{code}" for code in rule_codes()),
     }
 )
-#: Pages whose wording is another file's (named in the reason) and still speaks of the build: each must fail the
-#: check until that file is reworded (strict).
-NOT_YET: dict[str, str] = {}
 
 
 def built_reader_pages(site) -> list[str]:
@@ -119,13 +116,7 @@ def test_every_reader_page_is_checked(site):
     assert built_reader_pages(site) == READER_PAGES
 
 
-@pytest.mark.parametrize(
-    "docname",
-    [
-        pytest.param(page, marks=pytest.mark.xfail(reason=NOT_YET[page], strict=True)) if page in NOT_YET else page
-        for page in READER_PAGES
-    ],
-)
+@pytest.mark.parametrize("docname", READER_PAGES)
 def test_reader_page_speaks_to_the_reader(site, docname):
     found = findings(site.page(docname), docname)
     assert found == [], f"{len(found)} phrases of the build on {docname}:\n" + "\n".join(found)

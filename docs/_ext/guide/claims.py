@@ -542,7 +542,7 @@ class used_on_placeholder(nodes.General, nodes.Element):  # noqa: N801 - docutil
 CODE = re.compile(r"[\w.-]*[_/][\w./-]*\w")
 
 
-def _with_paths_as_code(text: str) -> list[nodes.Node]:
+def _with_names_as_code(text: str) -> list[nodes.Node]:
     """``text`` as inline nodes, its file paths and identifiers as inline code: they break after ``_`` and ``.`` on
     a narrow screen (:mod:`build_mechanics.identifier_breaks`) instead of widening the table."""
     parts: list[nodes.Node] = []
@@ -573,7 +573,7 @@ class ClaimsTable(SphinxDirective):
         for claim_id, claim_data in known.items():
             wording = nodes.paragraph("", "", ids=[f"claim-{claim_id}"])
             wording += parse_inline(render_text(claim_data, versions), self.state.document.settings, claim_id)
-            evidence = nodes.paragraph("", "", *_with_paths_as_code(note(claim_data, versions)))
+            evidence = nodes.paragraph("", "", *_with_names_as_code(note(claim_data, versions)))
             body += self._row([wording, evidence, used_on_placeholder(claim_id=claim_id)])
         return [table]
 

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import dataclasses
 import functools
 import importlib.metadata
 import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -571,7 +570,7 @@ def without_own_marker(fix: Fix, code: str, method: str | None = None) -> Fix:
             node = unmarked(node)
         return fix.apply(node)
 
-    return dataclasses.replace(fix, apply=apply)
+    return replace(fix, apply=apply)
 
 
 def manual_fix(code: str, why: str, tier: str = MANUAL) -> Fix:
