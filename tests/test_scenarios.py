@@ -581,3 +581,29 @@ def test_in_a_notebook_the_recipe_domain_box_is_a_link_to_the_matrix(pandoc_opti
         f"[the scenario matrix (callback_side)]({page}#recipe-callback-side), "
         f"[the scenario matrix (predict_writer)]({page}#recipe-predict-writer)."
     )
+
+
+def test_a_crash_with_no_point_to_happen_at_does_not_apply():
+    """A crash-and-rerun cell whose first fit ends (max_steps=7: two optimizer steps per batch) before its first
+    validation outside the sanity check has no validation batch to crash at: the run finds the scenario outside the
+    recipe's stage (exploration, seed 3, found it as an error). A trap declared for that cell still fails: a cell
+    that stops showing its trap never passes as not applicable."""
+    declared = scenarios.load_space()
+    recipe = next(r for r in declared.recipes if r.id == "validation")
+    values = {"calls": "crash-rerun", "train_step": "manual-two-optimizers", "val_schedule": "every-2-epochs",
+              "limits": "int", "length": "max-steps-7"}  # fmt: skip
+    scenario = declared.scenario("no-crash-point", values)
+    assert recipe.expected(scenario) == "holds"
+    accepted = space.declared_warnings()
+    result = scenarios.cell_result(recipe, scenario, declared_warnings=accepted)
+    assert (result["outcome"], result["expected"]) == ("not applicable", "not applicable")
+    assert result["detail"] == harness.NO_CRASH_POINT.format(stage="validation")
+    document = {"recipes": [{"id": "validation", "page": recipe.page}], "cells": [result]}
+    assert scenarios.failures(document) == []
+
+    trap = space.Declared("differs", "a trap", "index", values={"calls": frozenset({"crash-rerun"})})
+    trapped = scenarios.cell_result(dataclasses.replace(recipe, declared=(trap,)), scenario, declared_warnings=accepted)
+    assert (trapped["outcome"], trapped["expected"]) == ("not applicable", "differs")
+    assert scenarios.failures({**document, "cells": [trapped]}) == [
+        f"validation × no-crash-point: expected differs, got not applicable: {result['detail']} [{recipe.page}]"
+    ]

@@ -51,6 +51,14 @@ TRANSFORMS = {"lightning-migrate": "lightning_migrate.checker:rewrite_source"}
 CRASH = "crash injected by the scenario matrix"
 
 
+#: The detail of a crash or resume cell whose first run ends before the point the crash is injected at: the scenario
+#: does not exist for that recipe, as a scenario without the recipe's stage does not (decided by the run).
+NO_CRASH_POINT = (
+    "the first run ends before the crash can happen: it has no {stage} batch outside the sanity check (a resumed"
+    " run: no step halfway through its second epoch)"
+)
+
+
 class InjectedCrash(RuntimeError):
     """The crash a scenario injects part-way through a run."""
 
@@ -602,7 +610,9 @@ def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str,
 
     ``outcome`` is one of :data:`OUTCOMES`. A ``raises`` cell's ``detail`` is the exception's type and message as
     raised (for DDP, as the launcher re-raised it), with the line of the recipe's page in ``where``. A cell outside
-    the recipe's domain is ``not applicable`` with the declared reason and ``see``, the page of the variant.
+    the recipe's domain is ``not applicable`` with the declared reason and ``see``, the page of the variant; so is a
+    crash or resume cell whose first run never reaches the point of its crash (:data:`NO_CRASH_POINT`), decided by
+    running it (``in_run``).
     """
     outside = recipe.outside_for(scenario)
     if outside:
@@ -740,8 +750,8 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
         except Exception as error:
             if not _is_injected(error):
                 raise
-        else:
-            raise RuntimeError("the scenario's crash was never injected: its run has no point to inject it at")
+        else:  # e.g. a fit that ends (max_steps) before its first validation outside the sanity check
+            return {"outcome": "not applicable", "detail": NO_CRASH_POINT.format(stage=recipe.stage), "in_run": True}
         source.calls = {"test": 0, "predict": 0}
         observed = attempt(2, model, callbacks, [], ckpt_path=str(checkpoint) if checkpoint else None)
     else:
