@@ -201,3 +201,45 @@ def test_indented_comments_in_a_later_cell_stay_in_that_cell(tmp_path, capsys):
     cells = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
     assert "".join(cells[1]["source"]) == "        # self.log('x', 1)\n"
     assert "# lightning-migrate: LM005 manual fix" in "".join(cells[0]["source"])
+
+
+def changed_lines(before: str, after: str) -> list[str]:
+    """The lines ``difflib.ndiff`` marks as removed or added."""
+    import difflib
+
+    return [line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line[:1] in "+-"]
+
+
+def test_a_fix_in_a_notebook_saved_with_crlf_changes_the_fixed_line_only(tmp_path, capsys):
+    """A notebook saved on Windows (CRLF between JSON lines), its cells' sources written with CRLF too: the fix
+    changes the one line it fixes, and every line end stays CRLF."""
+    path = make(tmp_path / "train.ipynb", IMPORTS, MODEL)
+    book = json.loads(path.read_text(encoding="utf-8"))
+    for cell in book["cells"]:
+        cell["source"] = [line.replace("\n", "\r\n") for line in cell["source"]]
+    before = nbformat.writes(nbformat.from_dict(book)).replace("\n", "\r\n")
+    path.write_bytes(before.encode("utf-8"))
+    assert run(["--fix", path], capsys)[0] == 1
+    after = path.read_bytes().decode("utf-8")
+    assert changed_lines(before, after) == [
+        '-     "    def training_epoch_end(self, outputs):\\r\\n",',
+        '+     "    def on_train_epoch_end(self):\\r\\n",',
+    ]
+    assert after.count("\r\n") == before.count("\r\n") and "\n" not in after.replace("\r\n", "")
+
+
+def test_a_notebook_in_another_layout_keeps_its_key_order(tmp_path, capsys):
+    """A layout no usual json.dumps call gives back (here: two-space indentation, keys in the writer's own order,
+    a space before each colon): the rewrite keeps the keys' order, the indentation and the spacing, so the diff
+    shows the fix only."""
+    path = make(tmp_path / "train.ipynb", IMPORTS, MODEL)
+    book = json.loads(path.read_text(encoding="utf-8"))
+    reordered = {"nbformat": book["nbformat"], "nbformat_minor": book["nbformat_minor"],
+                 "metadata": book["metadata"], "cells": book["cells"]}  # fmt: skip
+    before = json.dumps(reordered, indent=2, separators=(",", " : ")) + "\n"
+    path.write_text(before, encoding="utf-8")
+    assert run(["--fix", path], capsys)[0] == 1
+    assert changed_lines(before, path.read_text(encoding="utf-8")) == [
+        '-         "    def training_epoch_end(self, outputs):\\n",',
+        '+         "    def on_train_epoch_end(self):\\n",',
+    ]

@@ -172,7 +172,8 @@ def write(notebook: Notebook, new_source: str) -> str:
     :attr:`Notebook.source`): each cell's new lines, its IPython lines restored; everything else as it was.
 
     The JSON is written the way it was read when one of the usual layouts gives back the file byte for byte
-    (Jupyter's: ``indent=1``, keys sorted, non-ASCII kept), else in Jupyter's layout.
+    (Jupyter's: ``indent=1``, keys sorted, non-ASCII kept), its CRLF line ends included; a cell whose lines end with
+    CRLF keeps them.
 
     Raises:
         NotebookError: the rewrite lost the boundaries between cells (a bug; nothing is written).
@@ -206,6 +207,10 @@ def write(notebook: Notebook, new_source: str) -> str:
         cell = by_number[number]
         if cell.lines and not cell.lines[-1].endswith("\n") and lines and lines[-1].endswith("\n"):
             lines[-1] = lines[-1][:-1]  # the cell's last line had no line end
+        if _line_end(cell.lines) == "\r\n":  # the checker reads a cell with LF line ends: its own CRLF, given back
+            lines = [
+                line[:-1] + "\r\n" if line.endswith("\n") and not line.endswith("\r\n") else line for line in lines
+            ]
         if "".join(lines) == "".join(cell.lines):
             continue
         raw = data["cells"][cell.index]
@@ -213,13 +218,30 @@ def write(notebook: Notebook, new_source: str) -> str:
     return dump(data, notebook.text)
 
 
+def _line_end(lines: list[str]) -> str:
+    """``"\\r\\n"`` when every line of ``lines`` that has a line end has CRLF, else ``"\\n"``."""
+    ends = [line for line in lines if line.endswith("\n")]
+    return "\r\n" if ends and all(line.endswith("\r\n") for line in ends) else "\n"
+
+
 def dump(data: dict[str, Any], original: str) -> str:
-    """``data`` as JSON in the layout of ``original`` (see :func:`write`)."""
-    end = "\n" if original.endswith("\n") else ""
+    """``data`` as JSON in the layout of ``original`` (see :func:`write`), with its line ends (JSON keeps no line
+    end inside a string, so every one is the layout's). When no usual layout gives the file back, the keys keep
+    their order, and the indentation of the file's first indented line and the spacing around its first colon are
+    used."""
+    newline = "\r\n" if "\r\n" in original else "\n"
+    text = original.replace("\r\n", "\n")
+    end = "\n" if text.endswith("\n") else ""
+    parsed = json.loads(text)
     for indent in (1, 2, 4, None):
         for sort_keys in (True, False):
             for ensure_ascii in (False, True):
                 layout = {"indent": indent, "sort_keys": sort_keys, "ensure_ascii": ensure_ascii}
-                if json.dumps(json.loads(original), **layout) + end == original:
-                    return json.dumps(data, **layout) + end
-    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+                if json.dumps(parsed, **layout) + end == text:
+                    return (json.dumps(data, **layout) + end).replace("\n", newline)
+    first = re.search(r"\n( +)\S", text)
+    colon = re.search(r'"([ \t]*:[ \t]*)', text)
+    indent = len(first.group(1)) if first else None
+    separators = ("," if indent else ", ", colon.group(1) if colon else ": ")
+    layout = {"indent": indent, "separators": separators, "sort_keys": False, "ensure_ascii": False}
+    return (json.dumps(data, **layout) + end).replace("\n", newline)
