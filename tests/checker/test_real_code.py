@@ -151,7 +151,7 @@ def test_diff_applies_with_git_even_without_a_final_newline(tmp_path, capsys, mo
     monkeypatch.chdir(tmp_path)
     code, lines, _ = run(["--diff", "a.py", "b.py"], capsys)
     assert code == 1
-    patch = "\n".join(lines) + "\n"  # the whole output, findings included: git apply skips those lines
+    patch = "\n".join(lines) + "\n"  # standard output: the patch alone
     assert "\\ No newline at end of file" in patch
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
@@ -164,11 +164,26 @@ def test_diff_applies_with_git_even_without_a_final_newline(tmp_path, capsys, mo
 
 
 def test_diff_findings_and_patch_lines_do_not_mix(tmp_path, capsys, monkeypatch):
+    """Standard output is the patch alone, in every output format; the findings go to standard error."""
     write(tmp_path, {"a.py": textwrap.dedent(MODEL).rstrip("\n"), "b.py": MODEL})
     monkeypatch.chdir(tmp_path)
-    _, lines, _ = run(["--diff", "a.py", "b.py"], capsys)
-    after = lines.index("\\ No newline at end of file") + 1
-    assert lines[after].startswith(("b.py:", "--- a/b.py"))
+    for form in ("text", "json", "github"):
+        _, lines, err = run(["--diff", "--output-format", form, "a.py", "b.py"], capsys)
+        assert [line for line in lines if line.startswith("---")] == ["--- a/a.py", "--- a/b.py"]
+        assert all(line[:1] in " +-@\\" for line in lines), lines
+        assert err.count("rules/LM001.html") == 2  # each finding links its rule
+
+
+def test_diff_of_a_file_whose_name_holds_a_space_applies_with_patch(tmp_path, capsys, monkeypatch):
+    """diff and git end such a name with a tab: without it, `patch -p1` looks for `sub/my`."""
+    write(tmp_path, {"sub/my model.py": MODEL})
+    monkeypatch.chdir(tmp_path)
+    _, lines, _ = run(["--diff", "."], capsys)
+    assert lines[:2] == ["--- a/sub/my model.py\t", "+++ b/sub/my model.py\t"]
+    (tmp_path / "fix.patch").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = subprocess.run(["patch", "-p1", "-i", "fix.patch"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "def on_train_epoch_end(self):" in (tmp_path / "sub" / "my model.py").read_text(encoding="utf-8")
 
 
 # -- unresolved bases: a note, never a failure ------------------------------------------------------------------------
@@ -310,6 +325,16 @@ def test_github_output(tmp_path, capsys):
     code, lines, _ = run(["--output-format", "github", tmp_path], capsys)
     assert code == 1
     assert lines[0].startswith(f"::error file={tmp_path}/m.py,line=8,col=9,title=LM001::`training_epoch_end(")
+
+
+def test_github_output_annotates_a_file_that_cannot_be_read(tmp_path, capsys):
+    """A file the run skipped is an annotation too, not only a line on standard error that a workflow hides."""
+    write(tmp_path, {"m.py": MODEL, "broken.py": "def f(:\n"})
+    code, lines, err = run(["--output-format", "github", tmp_path], capsys)
+    assert code == 2
+    [annotation] = [line for line in lines if line.startswith("::error title=lightning-migrate::")]
+    assert f"{tmp_path}/broken.py" in annotation and "syntax error" in annotation
+    assert f"error: {tmp_path}/broken.py" in err
 
 
 def test_summary_counts_files_with_findings(tmp_path, capsys):

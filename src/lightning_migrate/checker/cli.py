@@ -248,8 +248,10 @@ def unified_diff(report: FileReport) -> str:
         with contextlib.suppress(ValueError):
             path = path.relative_to(Path.cwd())
     name = path.as_posix()
+    # a tab ends a name that holds a space, as diff and git write it: patch reads the name up to the tab
+    end = "\t" if any(character.isspace() for character in name) else ""
     lines = []
-    for line in difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"):
+    for line in difflib.unified_diff(old, new, f"a/{name}{end}", f"b/{name}{end}"):
         lines.append(line)
         if not line.endswith("\n"):  # the file's last line has no newline: say so, as diff and git do
             lines.append("\n\\ No newline at end of file\n")
@@ -270,7 +272,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("paths", nargs="*", type=Path, help="files or folders to check")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
+    mode.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the fixes as a unified diff, the findings going to standard error; write nothing",
+    )
     mode.add_argument("--fix", action="store_true", help="write the fixes (safe tier, and manual markers)")
     parser.add_argument(
         "--unsafe-fixes",
@@ -395,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     counts: Counter[str] = Counter()
     with_findings = 0
     records = []
+    # with --diff, standard output is the patch alone (`lightning-migrate --diff . | git apply`)
+    out = sys.stderr if args.diff else sys.stdout
     for report in reports:
         shown = by_abs.get(report.path, report.path)
         report.path = shown
@@ -406,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         with_findings += bool(failing)
         for finding in report.findings:
             if args.output_format == "text":
-                print(finding.format(str(shown)))
+                print(finding.format(str(shown)), file=out)
             elif args.output_format == "github":
                 level = "notice" if finding.note else "error"
                 where = f"line={finding.line},col={finding.col}," if finding.cell is None else ""
@@ -414,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"::{level} file={_github(str(shown), True)},{where}"
                     f"title={finding.code}::"
-                    + _github(f"{cell}{finding.message} ({finding.tier or 'no'} fix) {finding.url}")
+                    + _github(f"{cell}{finding.message} ({finding.tier or 'no'} fix) {finding.url}"),
+                    file=out,
                 )
             else:
                 records.append(
@@ -448,8 +457,10 @@ def main(argv: list[str] | None = None) -> int:
                     continue
             changed += 1
     if args.output_format == "json":
-        print(json.dumps(records, indent=2))
+        print(json.dumps(records, indent=2), file=out)
     for error in errors:
+        if args.output_format == "github":  # an annotation of the run, beside the findings'
+            print(f"::error title=lightning-migrate::{_github(error)}", file=out)
         print(f"error: {error}", file=sys.stderr)
     found = sum(counts.values())
     if not args.quiet:
