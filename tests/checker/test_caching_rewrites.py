@@ -250,8 +250,9 @@ class Predictor(pl.LightningModule):
         self.all = [p for loader in results for p in loader]
 """,
         """\
-import lightning.pytorch as pl
 from collections import defaultdict
+
+import lightning.pytorch as pl
 
 
 class Predictor(pl.LightningModule):
@@ -452,3 +453,34 @@ def test_an_applied_rewrite_removes_the_marker_an_earlier_fix_left_and_keeps_the
     assert rewritten.count("# lightning-migrate: LM006") == 1
     assert "def on_train_epoch_end(self):" in rewritten and "def on_validation_epoch_end(self):" in rewritten
     assert rewritten == fix(MARKED, unsafe_fixes=True)  # as if the first --fix had not run
+
+
+HOOK = """
+
+class Cached(pl.LightningModule):
+    def validation_epoch_end(self, outputs):
+        self.log("val", torch.stack([o["x"] for o in outputs]).mean())
+"""
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "import lightning.pytorch as pl\nimport torch\n",
+        "import os\nimport sys\n\nimport lightning.pytorch as pl\nimport torch\n",
+        "import os\nfrom pathlib import Path\n\nimport lightning.pytorch as pl\nimport torch\n",
+        "from abc import ABC\nfrom typing import Any\n\nimport lightning.pytorch as pl\nimport torch\n",
+        '"""A module."""\n\nfrom __future__ import annotations\n\n# third party\nimport lightning.pytorch as pl\n'
+        "import torch\n",
+    ],
+)
+def test_an_added_import_is_where_isort_puts_it(head):
+    """The import a rewrite adds (``from collections import defaultdict``) goes where isort sorts it, so a project
+    that checks its imports with isort or ruff's ``I`` rules stays clean after ``--fix``."""
+    import isort
+
+    source = head + HOOK
+    assert isort.check_code(source, profile="black")
+    fixed = fix(source, unsafe_fixes=True)
+    assert "from collections import defaultdict\n" in fixed
+    assert isort.check_code(fixed, profile="black", show_diff=True), fixed

@@ -20,6 +20,7 @@ import ast
 import dataclasses
 import io
 import re
+import sys
 import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -781,6 +782,43 @@ def _import_index(module: cst.Module, before: int) -> int:
     return index
 
 
+def _import_place(module: cst.Module, before: int, imports: list[cst.SimpleStatementLine]) -> tuple[int, bool, bool]:
+    """Where new standard-library imports go, as isort and ruff's ``I`` rules sort them: ``(index of the statement
+    to insert before, whether a blank line separates them, whether they go below that statement's comments)``.
+
+    Among the top-level imports before the statement at index ``before``: before the first standard-library
+    ``from`` import whose module sorts after the new one's, else after the last standard-library import, else before
+    the first import that is not ``__future__`` (with a blank line: another section follows), else
+    :func:`_import_index` (above the comments of the statement there, which may be an edited one). Before an
+    import, the new one goes below that import's comments (a notebook's cell boundary among them)."""
+    fallback = _import_index(module, before), False, False
+    wanted = cst_dotted(imports[0].body[0].module) if imports and isinstance(imports[0].body[0], cst.ImportFrom) else ""
+    if wanted.split(".")[0] not in sys.stdlib_module_names:
+        return fallback
+    found = []  # (index, top-level module name, dotted module of a `from` import or None)
+    for index, statement in enumerate(module.body[:before]):
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        small = statement.body[0]
+        if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+            name = cst_dotted(small.module)
+            found.append((index, name.split(".")[0], name))
+        elif isinstance(small, cst.Import):
+            found.append((index, cst_dotted(small.names[0].name).split(".")[0], None))
+        elif isinstance(small, cst.ImportFrom):
+            found.append((index, "", None))  # a relative import: the project's own section
+    found = [entry for entry in found if entry[1] != "__future__"]
+    stdlib = [entry for entry in found if entry[1] in sys.stdlib_module_names]
+    later = [index for index, _, name in stdlib if name is not None and name.lower() > wanted.lower()]
+    if later:
+        return later[0], False, True
+    if stdlib:
+        return stdlib[-1][0] + 1, False, False
+    if found:
+        return found[0][0], True, True
+    return fallback
+
+
 def _is_docstring(statement: cst.BaseStatement) -> bool:
     if not isinstance(statement, cst.SimpleStatementLine):
         return False
@@ -791,7 +829,12 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 def _with_imports(module: cst.Module, imports: list[cst.SimpleStatementLine], before: int) -> cst.Module:
     if not imports:
         return module
-    index = _import_index(module, before)
+    index, blank, below = _import_place(module, before, imports)
+    if below:  # the comments above that import stay above the new ones
+        following = module.body[index]
+        imports = [imports[0].with_changes(leading_lines=following.leading_lines), *imports[1:]]
+        following = following.with_changes(leading_lines=[cst.EmptyLine()] if blank else [])
+        return module.with_changes(body=[*module.body[:index], *imports, following, *module.body[index + 1 :]])
     return module.with_changes(body=[*module.body[:index], *imports, *module.body[index:]])
 
 
@@ -821,11 +864,14 @@ def _splice(
         new = new_top[id(statement)]
         pieces.append((first, last, "" if isinstance(new, cst.RemovalSentinel) else module.code_for_node(new)))
     if imports:
-        index = _import_index(module, before)
+        index, blank, below = _import_place(module, before, imports)
         at = starts.get(id(module.body[index])) if index < len(module.body) else len(lines) + 1
+        if below and at is not None:  # below the comments above that import
+            at += len(module.body[index].leading_lines)
         if at is None or at < 1:
             return None
-        pieces.append((at, at, "".join(module.code_for_node(s) for s in imports)))
+        code = "".join(module.code_for_node(s) for s in imports) + (module.default_newline if blank else "")
+        pieces.append((at, at, code))
         pieces.sort(key=lambda piece: (piece[0], piece[1] != piece[0]))
     out, at = [], 1
     for first, last, new in pieces:
