@@ -708,3 +708,48 @@ def test_a_step_end_hook_followed_by_indented_comments_is_not_removed():
     assert '        # self.log("x", 1)\n' in fixed
     assert "LM005 manual fix, comments follow its body: remove it by hand, keeping what they say" in fixed
     assert without_markers(fixed) == textwrap.dedent(source)
+
+
+# -- a caller is named for what it is (breaker report #10) -----------------------------------------------------------
+
+VALIDATION_MODULE = """\
+    import lightning.pytorch as pl
+
+
+    class M(pl.LightningModule):
+        def validation_epoch_end(self, outputs):
+            print("done")
+    """
+
+
+def test_a_string_holding_the_hook_name_is_named_as_a_string(tmp_path, capsys):
+    write(tmp_path, {"m.py": VALIDATION_MODULE + '\n    def other(self):\n        s = "validation_epoch_end"\n'})
+    run(["--fix", tmp_path / "m.py"], capsys)
+    text = (tmp_path / "m.py").read_text(encoding="utf-8")
+    assert "`validation_epoch_end` is named in a string at line 9 of this file, which can call the method by name" in (
+        text
+    )
+
+
+def test_an_alias_in_an_unrelated_class_of_another_file_is_not_a_caller(tmp_path, capsys):
+    """``test_epoch_end = validation_epoch_end`` in another class's body aliases that class's own method: the
+    module's hook is renamed; the same alias in the module's own class body still keeps the rename manual."""
+    other = """\
+        class Other:
+            def validation_epoch_end(self):
+                pass
+
+            test_epoch_end = validation_epoch_end
+        """
+    write(tmp_path, {"m.py": VALIDATION_MODULE, "al.py": other})
+    assert (
+        "1 safe fix, 0 unsafe fixes (--unsafe-fixes), 0 manual; changed 1 file" in run(["--fix", tmp_path], capsys)[2]
+    )
+    assert "def on_validation_epoch_end(self):" in (tmp_path / "m.py").read_text(encoding="utf-8")
+
+    aliased = VALIDATION_MODULE + "\n        test_epoch_end = validation_epoch_end\n"
+    write(tmp_path, {"m.py": aliased})
+    run(["--fix", tmp_path], capsys)
+    text = (tmp_path / "m.py").read_text(encoding="utf-8")
+    assert "def validation_epoch_end(self, outputs):" in text
+    assert "`validation_epoch_end` is used at line 8 of this file: change the callers too" in text

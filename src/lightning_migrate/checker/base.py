@@ -210,11 +210,15 @@ class FileContext:
             if name_uses:
                 use = next((u for u in uses.names.get(name, ()) if self._relevant(u, None, of, name)), None)
                 if use is not None:
-                    found.append((use.line, f"`{name}` is used at line {{}} of this file"))
+                    found.append((use.line, _use_text(use.what, name, "line {} of this file")))
             call = uses.keyword_call(name, dropped)
             if call is not None:
                 found.append((call[0], f"a call passes `{call[1]}=` at line {{}} of this file"))
-            found += [(uses.string(f), f"`{f}` is used at line {{}} of this file") for f in fragments if uses.string(f)]
+            found += [
+                (uses.string(f), _use_text("fragment", name, "line {} of this file"))
+                for f in fragments
+                if uses.string(f)
+            ]
             if found:
                 line, text = min(found)
                 return text.format(line)
@@ -230,7 +234,7 @@ class FileContext:
                 return f"{where} mentions `{name}` but is too deeply nested to parse"
             if ref.what == "keyword":
                 return f"a call passes a dropped parameter by keyword at {where}:{ref.line}"
-            return f"`{name}` is used at {where}:{ref.line}"
+            return _use_text(ref.what, name, f"{where}:{ref.line}")
         return None
 
     def _relevant(self, use: Reference, path: Path | None, of: ClassContext | None, name: str) -> bool:
@@ -240,7 +244,7 @@ class FileContext:
         first, last = of.spans.get(name, (0, -1))
         if path is None and use.receiver == "other" and first <= use.line <= last:
             return False  # delegation to another object inside the method itself
-        if use.receiver not in ("self", "super") or use.cls is None:
+        if use.receiver not in ("self", "super", "class") or use.cls is None:
             return True
         info = self.info if path is None else self.project.info(path)
         if info is None or use.cls not in info.classes:
@@ -265,6 +269,17 @@ class FileContext:
         for ref in self.project.references(name, (), exclude=self.path):
             return f"{shown_path(ref.path)}:{ref.line}"
         return None
+
+
+def _use_text(what: str, name: str, where: str) -> str:
+    """What a use found by :meth:`FileContext.caller` is, at ``where``: a string holding the method's name is
+    named as one (``getattr`` and hook tables call methods by such strings), a string that ends the name as what
+    may build it at run time (``f"{stage}_epoch_end"``)."""
+    if what == "string":
+        return f"`{name}` is named in a string at {where}, which can call the method by name"
+    if what == "fragment":
+        return f"a string at {where} can build the name `{name}` at run time"
+    return f"`{name}` is used at {where}"
 
 
 def dynamic_fragments(name: str) -> tuple[str, ...]:

@@ -443,7 +443,8 @@ class Reference:
     """A use of a name somewhere in the project: ``path``:``line``, what it is (``attribute``, ``name``,
     ``string``, ``keyword``, ``fragment``: a string that ends the name, for a name built at run time, or ``too
     deep``: a file that mentions the name but is too deeply nested to parse) and, for an
-    attribute, its receiver (``self``, ``super`` -- ``super().name`` -- or ``other``) and the class it is written in."""
+    attribute, its receiver (``self``, ``super`` -- ``super().name`` -- or ``other``) and the class it is written in;
+    a bare name in a class body that the body defines has the receiver ``class`` and that class."""
 
     path: Path | None
     line: int
@@ -496,15 +497,32 @@ class _UsesVisitor(ast.NodeVisitor):
     def __init__(self) -> None:
         self.uses = Uses()
         self.classes: list[str] = []
+        #: the innermost scopes: a class body's own names (a set), or ``None`` for a function or a comprehension
+        self.scopes: list[set[str] | None] = []
 
     def _add(self, name: str, line: int, kind: str, receiver: str | None = None) -> None:
-        cls = self.classes[-1] if self.classes and receiver in ("self", "super") else None
+        cls = self.classes[-1] if self.classes and receiver in ("self", "super", "class") else None
         self.uses.names.setdefault(name, []).append(Reference(None, line, kind, receiver, cls))
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for part in (*node.decorator_list, *node.bases, *node.keywords):
+            self.visit(part)
+        own = {s.name for s in node.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+        own |= {t.id for s in node.body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)}
         self.classes.append(node.name)
-        self.generic_visit(node)
+        self.scopes.append(own)
+        for statement in node.body:
+            self.visit(statement)
+        self.scopes.pop()
         self.classes.pop()
+
+    def _function(self, node: ast.AST) -> None:
+        self.scopes.append(None)
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _function
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _function
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         value = node.value
@@ -518,7 +536,10 @@ class _UsesVisitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
-        self._add(node.id, node.lineno, "name")
+        # in a class body, a name the body defines is the class's own attribute (``test_epoch_end =
+        # validation_epoch_end`` aliases that class's method): a use only where that class is related
+        own = self.scopes[-1] if self.scopes else None
+        self._add(node.id, node.lineno, "name", "class" if own is not None and node.id in own else None)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and node.value.isidentifier():  # getattr(obj, "name"), hasattr, ...
