@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
 from lightning_migrate.checker import check_source
+from lightning_migrate.checker.base import MARKER_CONTINUATION
 from lightning_migrate.checker.cli import main
 
 
 def fix(source: str, **options) -> str:
-    """The ``--fix`` output of a snippet (the snippet itself when nothing changes); ``options`` go to
-    :func:`check_source` (``unsafe_fixes=True`` for the opt-in rewrites)."""
+    """The ``--fix`` output of a snippet (the snippet itself when nothing changes), each marker on one line
+    (:func:`unwrapped`); ``options`` go to :func:`check_source` (``unsafe_fixes=True`` for the opt-in rewrites)."""
+    return unwrapped(fix_exact(source, **options))
+
+
+def fix_exact(source: str, **options) -> str:
+    """The ``--fix`` output of a snippet as written, markers wrapped."""
     result = check_source(textwrap.dedent(source).encode(), fix=True, **options)
     return (result.new_source or textwrap.dedent(source).encode()).decode()
+
+
+def unwrapped(text: str) -> str:
+    """``text`` with each marker's continuation lines (``#   ...``, :func:`marker_lines`) joined to the line before:
+    what a marker says, on one line, whatever the wrapping."""
+    return re.sub(rf"\n[ \t]*{re.escape(MARKER_CONTINUATION)}", " ", text)
 
 
 def codes(source: str, notes: bool = False) -> list[tuple[str, int, bool]]:

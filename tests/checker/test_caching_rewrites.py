@@ -11,7 +11,7 @@ import pytest
 
 from lightning_migrate.checker import RewriteError, check_source, rewrite_source
 
-from ._util import fix
+from ._util import fix, fix_exact
 
 PAIRS = [
     (
@@ -484,3 +484,21 @@ def test_an_added_import_is_where_isort_puts_it(head):
     fixed = fix(source, unsafe_fixes=True)
     assert "from collections import defaultdict\n" in fixed
     assert isort.check_code(fixed, profile="black", show_diff=True), fixed
+
+
+def test_a_marker_is_wrapped_for_line_length_checks_and_goes_whole_when_its_fix_is_applied():
+    """A marker is wrapped at 72 characters from its ``#`` (PEP 8's width for comments), its link alone on the last
+    line; a second ``--fix`` leaves it as it is, and ``--unsafe-fixes`` removes every line of it."""
+    from lightning_migrate.checker.base import MARKER_CONTINUATION, MARKER_WIDTH, docs_url
+
+    source = PAIRS[0][1]
+    marked = fix_exact(source)
+    comments = [line.strip() for line in marked.splitlines() if line.strip().startswith("#")]
+    assert comments[0].startswith("# lightning-migrate: LM001 unsafe fix, ")
+    assert len(comments) > 2 and all(line.startswith(MARKER_CONTINUATION) for line in comments[1:])
+    assert all(len(line) <= MARKER_WIDTH for line in comments[:-1]), comments
+    assert comments[-1] == MARKER_CONTINUATION + docs_url() + "checker/rules/LM001.html"
+    assert fix_exact(marked) == marked
+    rewritten = fix_exact(marked, unsafe_fixes=True)
+    assert rewritten == fix_exact(source, unsafe_fixes=True)
+    assert "lightning-migrate" not in rewritten and MARKER_CONTINUATION not in rewritten

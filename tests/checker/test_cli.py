@@ -12,6 +12,8 @@ import pytest
 
 from lightning_migrate.checker.cli import main
 
+from ._util import unwrapped
+
 BASE = """\
 import lightning.pytorch as pl
 
@@ -287,7 +289,7 @@ def test_a_hook_called_by_name_is_not_renamed_safely(tmp_path, capsys):
     path = tmp_path / "m.py"
     path.write_text(CALLED_ELSEWHERE, encoding="utf-8")
     assert main(["--fix", str(path)]) == 1
-    fixed = path.read_text(encoding="utf-8")
+    fixed = unwrapped(path.read_text(encoding="utf-8"))
     # Renaming would leave `self.test_epoch_end(None)` calling nothing: only the marker comment is added.
     assert "def test_epoch_end(self, outputs):" in fixed
     assert "# lightning-migrate: LM001 manual fix, `test_epoch_end` is used at line 9 of this file" in fixed

@@ -10,7 +10,7 @@ import pytest
 
 from lightning_migrate.checker import check_source
 
-from ._util import codes, fix, run, write
+from ._util import codes, fix, run, unwrapped, write
 
 
 def without_markers(text: str) -> str:
@@ -378,7 +378,7 @@ def test_a_file_too_deeply_nested_to_parse_is_an_error_and_other_files_are_check
     assert code == 1 and err.count("error:") == 0
     # the deep file mentions the hook's name and cannot be searched: the rename is not safe
     assert "deep.py mentions `training_epoch_end` but is too deeply nested to parse: change the callers too" in (
-        "\n".join(lines)  # the marker the diff adds
+        unwrapped("\n".join(line[1:] for line in lines if line.startswith("+")))  # the marker the diff adds
     )
     code, lines, err = run([tmp_path], capsys)
     assert code == 2
@@ -483,7 +483,7 @@ def test_a_mixins_hook_is_not_renamed_safely(tmp_path, capsys):
     )
     before = (tmp_path / "pkg" / "mixins.py").read_text()
     code, lines, _ = run(["--fix", tmp_path / "pkg" / "mixins.py"], capsys)
-    after = (tmp_path / "pkg" / "mixins.py").read_text()
+    after = unwrapped((tmp_path / "pkg" / "mixins.py").read_text())
     assert code == 1
     assert without_markers(after) == before
     assert "LM001 manual fix, a mixin of `Model`: whether Lightning calls its hook depends on where it comes" in after
@@ -725,7 +725,7 @@ VALIDATION_MODULE = """\
 def test_a_string_holding_the_hook_name_is_named_as_a_string(tmp_path, capsys):
     write(tmp_path, {"m.py": VALIDATION_MODULE + '\n    def other(self):\n        s = "validation_epoch_end"\n'})
     run(["--fix", tmp_path / "m.py"], capsys)
-    text = (tmp_path / "m.py").read_text(encoding="utf-8")
+    text = unwrapped((tmp_path / "m.py").read_text(encoding="utf-8"))
     assert "`validation_epoch_end` is named in a string at line 9 of this file, which can call the method by name" in (
         text
     )
@@ -750,6 +750,6 @@ def test_an_alias_in_an_unrelated_class_of_another_file_is_not_a_caller(tmp_path
     aliased = VALIDATION_MODULE + "\n        test_epoch_end = validation_epoch_end\n"
     write(tmp_path, {"m.py": aliased})
     run(["--fix", tmp_path], capsys)
-    text = (tmp_path / "m.py").read_text(encoding="utf-8")
+    text = unwrapped((tmp_path / "m.py").read_text(encoding="utf-8"))
     assert "def validation_epoch_end(self, outputs):" in text
     assert "`validation_epoch_end` is used at line 8 of this file: change the callers too" in text

@@ -13,7 +13,7 @@ import pytest
 from lightning_migrate.checker import check_source
 from lightning_migrate.checker.cli import main
 
-from ._util import codes, fix, run, write
+from ._util import codes, fix, run, unwrapped, write
 
 # -- parameters with a default: Lightning calls the hook without them, so the hook works as it is ----------------
 
@@ -103,7 +103,7 @@ def test_a_call_in_another_file_makes_the_rename_manual(tmp_path, capsys):
     )
     code, lines, _ = run(["--fix", tmp_path / "pkg"], capsys)
     assert code == 1
-    fixed = (tmp_path / "pkg" / "model.py").read_text()
+    fixed = unwrapped((tmp_path / "pkg" / "model.py").read_text())
     assert "def training_epoch_end(self, outputs):" in fixed  # not renamed: loop.py would call nothing
     assert f"manual fix, `training_epoch_end` is used at {tmp_path}/pkg/loop.py:3" in fixed
     assert "[safe fix]" not in lines[0]
@@ -129,7 +129,7 @@ def test_a_dropped_parameter_passed_by_keyword_elsewhere_makes_the_drop_manual(t
     )
     code, _, _ = run(["--fix", tmp_path], capsys)
     assert code == 1
-    fixed = (tmp_path / "cb.py").read_text()
+    fixed = unwrapped((tmp_path / "cb.py").read_text())
     assert "def on_train_epoch_end(self, trainer, pl_module, outputs):" in fixed
     assert f"a call passes a dropped parameter by keyword at {tmp_path}/run.py:4" in fixed
 
@@ -445,9 +445,8 @@ def test_a_marker_names_the_caller_relative_to_where_the_command_runs(tmp_path, 
     )
     monkeypatch.chdir(tmp_path)
     assert run(["--fix", "pkg"], capsys)[0] == 1
-    assert (
-        "`training_epoch_end` is used at pkg/loop.py:2: change the callers too"
-        in (tmp_path / "pkg/model.py").read_text()
+    assert "`training_epoch_end` is used at pkg/loop.py:2: change the callers too" in unwrapped(
+        (tmp_path / "pkg/model.py").read_text()
     )
 
 
@@ -476,7 +475,7 @@ def test_a_rename_onto_a_name_a_base_class_defines_is_manual(tmp_path, capsys):
     )
     code, lines, _ = run(["--fix", tmp_path], capsys)
     assert code == 1
-    fixed = (tmp_path / "child.py").read_text()
+    fixed = unwrapped((tmp_path / "child.py").read_text())
     assert "def validation_epoch_end(self, outputs):" in fixed
     assert "base class `Base` defines `on_validation_epoch_end`: merge by hand" in fixed
 
@@ -503,7 +502,7 @@ def test_a_rename_onto_a_name_a_subclass_defines_is_manual(tmp_path, capsys):
     )
     code, _, _ = run(["--fix", tmp_path], capsys)
     assert code == 1
-    fixed = (tmp_path / "base.py").read_text()
+    fixed = unwrapped((tmp_path / "base.py").read_text())
     assert "def on_batch_end(self, trainer, pl_module):" in fixed
     assert "a subclass in" in fixed and "special.py defines `on_train_batch_end`: merge by hand" in fixed
 

@@ -23,6 +23,7 @@ import functools
 import importlib.metadata
 import os
 import re
+import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,6 +43,11 @@ MODULE, CALLBACK = registry.OWNERS
 SAFE, UNSAFE, MANUAL = "safe", "unsafe", "manual"
 #: The marker comment ``--fix`` leaves above a hook it cannot rewrite: ``# lightning-migrate: LM001 ...``.
 MARKER = "lightning-migrate:"
+#: A marker is wrapped at PEP 8's width for comments (characters from its ``#``); its later lines start with
+#: :data:`MARKER_CONTINUATION`, and a link longer than the width stands alone on its line (pycodestyle and ruff
+#: accept such a line).
+MARKER_WIDTH = 72
+MARKER_CONTINUATION = "#   "
 #: The environment variable that overrides where finding links point (the docs build sets it to the site it builds).
 DOCS_URL_VARIABLE = "LIGHTNING_MIGRATE_DOCS_URL"
 
@@ -564,7 +570,15 @@ def without_own_marker(fix: Fix, code: str, method: str | None = None) -> Fix:
     ``--fix`` left, saying the fix was not applied, is stale once it is."""
 
     def strip(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
-        return [line for line in lines if line.comment is None or f"{MARKER} {code} " not in line.comment.value]
+        kept, inside = [], False
+        for line in lines:
+            comment = line.comment.value if line.comment is not None else None
+            if comment is not None and f"{MARKER} {code} " in comment:
+                inside = True  # the marker's first line: it and its continuation lines go
+            elif not (inside and comment is not None and comment.startswith(MARKER_CONTINUATION)):
+                inside = False
+                kept.append(line)
+        return kept
 
     def unmarked(node: cst.CSTNode) -> cst.CSTNode:
         if not has_marker(node, code):
@@ -597,10 +611,18 @@ def manual_fix(code: str, why: str, tier: str = MANUAL) -> Fix:
         if has_marker(node, code):
             return node
         text = f"# {MARKER} {code} {tier} fix, {why}: {docs_url()}{page_of(code)}"
-        line = cst.EmptyLine(comment=cst.Comment(text))
-        return node.with_changes(leading_lines=[*node.leading_lines, line])
+        lines = [cst.EmptyLine(comment=cst.Comment(line)) for line in marker_lines(text)]
+        return node.with_changes(leading_lines=[*node.leading_lines, *lines])
 
     return Fix(MANUAL, apply, description=why)
+
+
+def marker_lines(text: str) -> list[str]:
+    """A marker's comment (``text``, one line starting ``# lightning-migrate:``) as the lines ``--fix`` writes:
+    wrapped at :data:`MARKER_WIDTH` between words, each later line starting with :data:`MARKER_CONTINUATION`."""
+    return textwrap.wrap(
+        text, MARKER_WIDTH, subsequent_indent=MARKER_CONTINUATION, break_long_words=False, break_on_hyphens=False
+    )
 
 
 def is_docstring(statement: cst.BaseStatement) -> bool:
