@@ -470,20 +470,32 @@ class Cached(pl.LightningModule):
         "import os\nimport sys\n\nimport lightning.pytorch as pl\nimport torch\n",
         "import os\nfrom pathlib import Path\n\nimport lightning.pytorch as pl\nimport torch\n",
         "from abc import ABC\nfrom typing import Any\n\nimport lightning.pytorch as pl\nimport torch\n",
+        "import lightning.pytorch as pl\nimport torch\nfrom torch import nn\n\nfrom . import data\n",
+        "import os\n\nimport lightning.pytorch as pl\nimport torch\nfrom lightning.pytorch import callbacks\n",
         '"""A module."""\n\nfrom __future__ import annotations\n\n# third party\nimport lightning.pytorch as pl\n'
         "import torch\n",
     ],
 )
 def test_an_added_import_is_where_isort_puts_it(head):
-    """The import a rewrite adds (``from collections import defaultdict``) goes where isort sorts it, so a project
-    that checks its imports with isort or ruff's ``I`` rules stays clean after ``--fix``."""
+    """The imports a rewrite adds (``from collections import defaultdict``, Lightning's ``recursive_detach``) go
+    where isort sorts them, so a project that checks its imports with isort or ruff's ``I`` rules stays clean after
+    ``--fix``."""
     import isort
 
-    source = head + HOOK
-    assert isort.check_code(source, profile="black")
-    fixed = fix(source, unsafe_fixes=True)
-    assert "from collections import defaultdict\n" in fixed
-    assert isort.check_code(fixed, profile="black", show_diff=True), fixed
+    for hook, added in ((HOOK, "from collections import defaultdict\n"), (TRAINING_HOOK, "import recursive_detach\n")):
+        source = head + hook
+        assert isort.check_code(source, profile="black")
+        fixed = fix(source, unsafe_fixes=True)
+        assert added in fixed
+        assert isort.check_code(fixed, profile="black", show_diff=True), fixed
+
+
+TRAINING_HOOK = """
+
+class Trained(pl.LightningModule):
+    def training_epoch_end(self, outputs):
+        self.log("train", torch.stack([o["loss"] for o in outputs]).mean())
+"""
 
 
 def test_a_marker_is_wrapped_for_line_length_checks_and_goes_whole_when_its_fix_is_applied():

@@ -782,41 +782,62 @@ def _import_index(module: cst.Module, before: int) -> int:
     return index
 
 
-def _import_place(module: cst.Module, before: int, imports: list[cst.SimpleStatementLine]) -> tuple[int, bool, bool]:
-    """Where new standard-library imports go, as isort and ruff's ``I`` rules sort them: ``(index of the statement
-    to insert before, whether a blank line separates them, whether they go below that statement's comments)``.
+#: Top-level packages whose import block is the third-party section an added Lightning import joins.
+THIRD_PARTY_ANCHORS = ("lightning", "pytorch_lightning", "torch", "lightning_fabric")
 
-    Among the top-level imports before the statement at index ``before``: before the first standard-library
-    ``from`` import whose module sorts after the new one's, else after the last standard-library import, else before
-    the first import that is not ``__future__`` (with a blank line: another section follows), else
-    :func:`_import_index` (above the comments of the statement there, which may be an edited one). Before an
-    import, the new one goes below that import's comments (a notebook's cell boundary among them)."""
-    fallback = _import_index(module, before), False, False
-    wanted = cst_dotted(imports[0].body[0].module) if imports and isinstance(imports[0].body[0], cst.ImportFrom) else ""
-    if wanted.split(".")[0] not in sys.stdlib_module_names:
-        return fallback
-    found = []  # (index, top-level module name, dotted module of a `from` import or None)
+
+def _import_blocks(module: cst.Module, before: int) -> list[list[tuple[int, str, str | None]]]:
+    """The top-level imports before the statement at index ``before``, in blocks as isort writes its sections: a
+    blank line, or any other statement, ends a block. Each import is ``(index, top-level package, module of a
+    ``from`` import or None)``; a relative import's package is ``""``, and ``__future__`` imports are left out."""
+    blocks: list[list[tuple[int, str, str | None]]] = []
+    current: list[tuple[int, str, str | None]] | None = None
     for index, statement in enumerate(module.body[:before]):
-        if not isinstance(statement, cst.SimpleStatementLine):
+        small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
+        if not isinstance(small, cst.Import | cst.ImportFrom):
+            current = None
             continue
-        small = statement.body[0]
-        if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-            name = cst_dotted(small.module)
-            found.append((index, name.split(".")[0], name))
-        elif isinstance(small, cst.Import):
-            found.append((index, cst_dotted(small.names[0].name).split(".")[0], None))
-        elif isinstance(small, cst.ImportFrom):
-            found.append((index, "", None))  # a relative import: the project's own section
-    found = [entry for entry in found if entry[1] != "__future__"]
-    stdlib = [entry for entry in found if entry[1] in sys.stdlib_module_names]
-    later = [index for index, _, name in stdlib if name is not None and name.lower() > wanted.lower()]
+        if current is None or any(line.comment is None for line in statement.leading_lines):
+            current = []  # the first import, or a blank line above it: another section
+            blocks.append(current)
+        if isinstance(small, cst.ImportFrom):
+            name = cst_dotted(small.module) if small.module is not None and not small.relative else None
+            top = name.split(".")[0] if name else ""
+        else:
+            top, name = cst_dotted(small.names[0].name).split(".")[0], None
+        if top != "__future__":
+            current.append((index, top, name))
+    return [block for block in blocks if block]
+
+
+def _import_place(module: cst.Module, before: int, imports: list[cst.SimpleStatementLine]) -> tuple[int, bool, bool]:
+    """Where new imports go, as isort and ruff's ``I`` rules sort them: ``(index of the statement to insert before,
+    whether a blank line separates them, whether they go below that statement's comments)``.
+
+    The section of the new ``from`` import is the block of the standard library's imports (for a standard-library
+    module) or the block that imports Lightning or torch (:data:`THIRD_PARTY_ANCHORS`, for any other). In it, the
+    new import goes before the first ``from`` import whose module sorts after its own, else after the block's last
+    import. A standard-library import with no such block goes before the first import (with a blank line: another
+    section follows); any other case falls back to :func:`_import_index` (after the last import, above the comments
+    of the statement there, which may be an edited one). Before an import, the new one goes below that import's
+    comments (a notebook's cell boundary among them)."""
+    fallback = _import_index(module, before), False, False
+    first = imports[0].body[0] if imports else None
+    if not isinstance(first, cst.ImportFrom) or first.module is None:
+        return fallback
+    wanted = cst_dotted(first.module)
+    stdlib = wanted.split(".")[0] in sys.stdlib_module_names
+    blocks = _import_blocks(module, before)
+    if stdlib:
+        block = next((b for b in blocks if all(top in sys.stdlib_module_names for _, top, _ in b)), None)
+    else:
+        block = next((b for b in blocks if any(top in THIRD_PARTY_ANCHORS for _, top, _ in b)), None)
+    if block is None:
+        return (blocks[0][0][0], True, True) if stdlib and blocks else fallback
+    later = [index for index, _, name in block if name is not None and name.lower() > wanted.lower()]
     if later:
         return later[0], False, True
-    if stdlib:
-        return stdlib[-1][0] + 1, False, False
-    if found:
-        return found[0][0], True, True
-    return fallback
+    return block[-1][0] + 1, False, False
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
