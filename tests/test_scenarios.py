@@ -607,3 +607,15 @@ def test_a_crash_with_no_point_to_happen_at_does_not_apply():
     assert scenarios.failures({**document, "cells": [trapped]}) == [
         f"validation × no-crash-point: expected differs, got not applicable: {result['detail']} [{recipe.page}]"
     ]
+
+
+def test_a_box_over_recipes_of_one_page_names_them_without_the_page():
+    from guide.scenario_matrix import box_title
+
+    assert box_title(["Which replacement: the callback", "Which replacement: the module"]) == (
+        "Where this holds: the callback and the module"
+    )
+    assert box_title(["Callback-side caching", "Predict: the writer"]) == (
+        "Where this holds: Callback-side caching and Predict: the writer"
+    )
+    assert box_title(["Callback-side caching"]) == "Where this holds"

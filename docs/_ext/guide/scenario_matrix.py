@@ -431,6 +431,18 @@ def space_lines(results: Results) -> list[str]:
     return [*lines, ""]
 
 
+def box_title(titles: list[str]) -> str:
+    """The title of a ``recipe-domain`` box over recipes with ``titles``: "Where this holds", then, for several, their
+    titles joined by "and", without the page's name they all start with ("Which replacement: the callback" and
+    "Which replacement: the module" read "the callback and the module")."""
+    if len(titles) < 2:
+        return "Where this holds"
+    heads = {title.partition(": ")[0] for title in titles}
+    if len(heads) == 1 and all(": " in title for title in titles):
+        titles = [title.partition(": ")[2] for title in titles]
+    return f"Where this holds: {' and '.join(titles)}"
+
+
 class RecipeDomain(SphinxDirective):
     """``.. recipe-domain:: <recipe id> [...]``: the box "works with / not with, use instead" of those recipes."""
 
@@ -446,8 +458,7 @@ class RecipeDomain(SphinxDirective):
         if unknown:
             raise self.error(f"recipe-domain: no recipe {unknown} in {_matrix_file(current_app.get()).name}")
         box = nodes.admonition(classes=["recipe-domain", *self.options.get("class", [])])
-        titles = " and ".join(results.recipes[rid]["title"] for rid in self.arguments)
-        box += nodes.title(text=f"Where this holds: {titles}" if len(self.arguments) > 1 else "Where this holds")
+        box += nodes.title(text=box_title([results.recipes[rid]["title"] for rid in self.arguments]))
         groups: dict[tuple[str, ...], list[str]] = {}  # recipes with the same domain are shown once, together
         for rid in self.arguments:
             groups.setdefault(tuple(domain_lines(results, rid)[1:]), []).append(rid)
