@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,14 +17,20 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from build_mechanics import run_cache
+from build_mechanics import declared_warnings, run_cache
 from builds import Build, copy_tree, sphinx_build
 from filelock import FileLock
 
 
 def pytest_configure(config):
     """One directory of kept Lightning runs (the probes, the scenario matrix) for every build of this test run,
-    unless the caller gave one (``nox`` gives the doc-test session and pytest the same: see noxfile.py)."""
+    unless the caller gave one (``nox`` gives the doc-test session and pytest the same: see noxfile.py).
+
+    The warnings the build accepts (``build_mechanics.declared_warnings``, each with its reason) are ignored here
+    too: the tests that run Lightning in this process (the scenario harness) see the build's filters, not a list
+    of their own."""
+    for entry in declared_warnings.DECLARED:
+        config.addinivalue_line("filterwarnings", f"ignore:{re.escape(entry.message)}:{entry.category}")
     if not run_cache.directory() and not hasattr(config, "workerinput"):  # xdist workers inherit the controller's
         folder = tempfile.mkdtemp(prefix="guide-run-cache-")
         os.environ[run_cache.VARIABLE] = folder
