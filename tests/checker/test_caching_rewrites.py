@@ -514,3 +514,40 @@ def test_a_marker_is_wrapped_for_line_length_checks_and_goes_whole_when_its_fix_
     rewritten = fix_exact(marked, unsafe_fixes=True)
     assert rewritten == fix_exact(source, unsafe_fixes=True)
     assert "lightning-migrate" not in rewritten and MARKER_CONTINUATION not in rewritten
+
+
+BOTH_HOOKS = """
+
+class Both(pl.LightningModule):
+    def validation_epoch_end(self, outputs):
+        self.log("val", torch.stack([o["x"] for o in outputs]).mean())
+
+    def training_epoch_end(self, outputs):
+        self.log("train", torch.stack([o["loss"] for o in outputs]).mean())
+"""
+
+
+def test_an_added_import_never_goes_above_what_makes_its_package_importable():
+    """A ``sys.path`` set-up before the Lightning import (a vendored copy, a Kaggle dataset) ends an import block:
+    ``recursive_detach`` goes after the Lightning import, ``defaultdict`` into the standard library's block, each
+    to its own place."""
+    head = (
+        "import os\nimport sys\n\nimport torch\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), 'v'))\n\n"
+        "import pytorch_lightning as pl  # noqa: E402\n"
+    )
+    fixed = fix(head + BOTH_HOOKS, unsafe_fixes=True)
+    lines = fixed.splitlines()
+    assert lines.index("from collections import defaultdict") < lines.index("import torch")
+    assert lines.index("import pytorch_lightning as pl  # noqa: E402") + 1 == lines.index(
+        "from pytorch_lightning.utilities.memory import recursive_detach"
+    )
+
+
+def test_a_lightning_imported_in_a_try_gets_no_unconditional_import():
+    source = (
+        "try:\n    import lightning.pytorch as pl\nexcept ImportError:\n    import pytorch_lightning as pl\n"
+        "import torch\n" + TRAINING_HOOK
+    )
+    fixed = fix(source, unsafe_fixes=True)
+    assert "import recursive_detach" not in fixed
+    assert "is imported only in a `try` or an `if` here: import `recursive_detach` the same way" in fixed

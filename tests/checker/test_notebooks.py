@@ -243,3 +243,15 @@ def test_a_notebook_in_another_layout_keeps_its_key_order(tmp_path, capsys):
         '-         "    def training_epoch_end(self, outputs):\\n",',
         '+         "    def on_train_epoch_end(self):\\n",',
     ]
+
+
+def test_an_added_import_goes_after_the_cell_that_installs_lightning(tmp_path, capsys):
+    """A cell that runs ``!pip install lightning`` before importing it: the rewrite's Lightning import goes after
+    that import, in that cell, never into an earlier cell that runs before the install."""
+    training = CACHING.replace("validation_epoch_end", "training_epoch_end").replace('o["x"]', 'o["loss"]')
+    path = make(tmp_path / "train.ipynb", "import torch\nfrom torch import nn", IMPORTS, training)
+    assert run(["--fix", "--unsafe-fixes", path], capsys)[0] == 1
+    cells = ["".join(cell["source"]) for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+    assert cells[1] == "import torch\nfrom torch import nn"
+    assert cells[2] == IMPORTS.replace("import torch", "import torch\nfrom lightning.pytorch.utilities.memory import "
+                                       "recursive_detach")  # fmt: skip

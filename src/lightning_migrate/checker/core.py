@@ -782,14 +782,11 @@ def _import_index(module: cst.Module, before: int) -> int:
     return index
 
 
-#: Top-level packages whose import block is the third-party section an added Lightning import joins.
-THIRD_PARTY_ANCHORS = ("lightning", "pytorch_lightning", "torch", "lightning_fabric")
-
-
 def _import_blocks(module: cst.Module, before: int) -> list[list[tuple[int, str, str | None]]]:
-    """The top-level imports before the statement at index ``before``, in blocks as isort writes its sections: a
-    blank line, or any other statement, ends a block. Each import is ``(index, top-level package, module of a
-    ``from`` import or None)``; a relative import's package is ``""``, and ``__future__`` imports are left out."""
+    """The top-level imports before the statement at index ``before``, in blocks: a blank line, a comment (a
+    notebook's cell boundary, an IPython line such as ``!pip install``, a section's title) or any other statement
+    (``sys.path`` set-up) ends a block. Each import is ``(index, top-level package, module of a ``from`` import or
+    None)``; a relative import's package is ``""``, and ``__future__`` imports are left out."""
     blocks: list[list[tuple[int, str, str | None]]] = []
     current: list[tuple[int, str, str | None]] | None = None
     for index, statement in enumerate(module.body[:before]):
@@ -797,8 +794,8 @@ def _import_blocks(module: cst.Module, before: int) -> list[list[tuple[int, str,
         if not isinstance(small, cst.Import | cst.ImportFrom):
             current = None
             continue
-        if current is None or any(line.comment is None for line in statement.leading_lines):
-            current = []  # the first import, or a blank line above it: another section
+        if current is None or statement.leading_lines:
+            current = []
             blocks.append(current)
         if isinstance(small, cst.ImportFrom):
             name = cst_dotted(small.module) if small.module is not None and not small.relative else None
@@ -810,31 +807,36 @@ def _import_blocks(module: cst.Module, before: int) -> list[list[tuple[int, str,
     return [block for block in blocks if block]
 
 
-def _import_place(module: cst.Module, before: int, imports: list[cst.SimpleStatementLine]) -> tuple[int, bool, bool]:
-    """Where new imports go, as isort and ruff's ``I`` rules sort them: ``(index of the statement to insert before,
-    whether a blank line separates them, whether they go below that statement's comments)``.
+def _import_place(module: cst.Module, before: int, statement: cst.SimpleStatementLine) -> tuple[int, bool, bool]:
+    """Where a new import (``from <module> import <name>``) goes, as isort and ruff's ``I`` rules sort it, and never
+    before what makes its package importable: ``(index of the statement to insert before, whether a blank line
+    separates them, whether it goes below that statement's comments)``.
 
-    The section of the new ``from`` import is the block of the standard library's imports (for a standard-library
-    module) or the block that imports Lightning or torch (:data:`THIRD_PARTY_ANCHORS`, for any other). In it, the
-    new import goes before the first ``from`` import whose module sorts after its own, else after the block's last
-    import. A standard-library import with no such block goes before the first import (with a blank line: another
-    section follows); any other case falls back to :func:`_import_index` (after the last import, above the comments
-    of the statement there, which may be an edited one). Before an import, the new one goes below that import's
-    comments (a notebook's cell boundary among them)."""
+    A standard-library module joins the block of standard-library imports (or goes before the first import, a blank
+    line after it: another section follows). Any other module joins the block of the first import of its own
+    top-level package (``lightning``, ``pytorch_lightning``), after that import: a ``sys.path`` set-up or a
+    notebook's ``!pip install`` before it ends a block. In the block, it goes before the first later ``from``
+    import whose module sorts after its own, else after the block's last import. Without such a block (the package
+    imported in a ``try``, say), it goes after the last import, as :func:`_import_index` says. Before an import, it
+    goes below that import's comments (a notebook's cell boundary among them)."""
     fallback = _import_index(module, before), False, False
-    first = imports[0].body[0] if imports else None
-    if not isinstance(first, cst.ImportFrom) or first.module is None:
+    small = statement.body[0]
+    if not isinstance(small, cst.ImportFrom) or small.module is None:
         return fallback
-    wanted = cst_dotted(first.module)
-    stdlib = wanted.split(".")[0] in sys.stdlib_module_names
+    wanted = cst_dotted(small.module)
+    top = wanted.split(".")[0]
     blocks = _import_blocks(module, before)
-    if stdlib:
-        block = next((b for b in blocks if all(top in sys.stdlib_module_names for _, top, _ in b)), None)
+    if top in sys.stdlib_module_names:
+        block = next((b for b in blocks if all(package in sys.stdlib_module_names for _, package, _ in b)), None)
+        if block is None:
+            return (blocks[0][0][0], True, True) if blocks else fallback
+        after = block[0][0] - 1
     else:
-        block = next((b for b in blocks if any(top in THIRD_PARTY_ANCHORS for _, top, _ in b)), None)
-    if block is None:
-        return (blocks[0][0][0], True, True) if stdlib and blocks else fallback
-    later = [index for index, _, name in block if name is not None and name.lower() > wanted.lower()]
+        block = next((b for b in blocks if any(package == top for _, package, _ in b)), None)
+        if block is None:
+            return fallback
+        after = next(index for index, package, _ in block if package == top)  # the import that brings the package
+    later = [i for i, _, name in block if i > after and name is not None and name.lower() > wanted.lower()]
     if later:
         return later[0], False, True
     return block[-1][0] + 1, False, False
@@ -848,15 +850,16 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 
 
 def _with_imports(module: cst.Module, imports: list[cst.SimpleStatementLine], before: int) -> cst.Module:
-    if not imports:
-        return module
-    index, blank, below = _import_place(module, before, imports)
-    if below:  # the comments above that import stay above the new ones
-        following = module.body[index]
-        imports = [imports[0].with_changes(leading_lines=following.leading_lines), *imports[1:]]
-        following = following.with_changes(leading_lines=[cst.EmptyLine()] if blank else [])
-        return module.with_changes(body=[*module.body[:index], *imports, following, *module.body[index + 1 :]])
-    return module.with_changes(body=[*module.body[:index], *imports, *module.body[index:]])
+    """``module`` with each of ``imports`` where :func:`_import_place` puts it (``before``: as there)."""
+    places = [(_import_place(module, before, statement), statement) for statement in imports]
+    body = list(module.body)
+    for (index, blank, below), statement in sorted(places, key=lambda place: place[0][0], reverse=True):
+        if below:  # the comments above that import stay above the new one
+            following = body[index]
+            statement = statement.with_changes(leading_lines=following.leading_lines)
+            body[index] = following.with_changes(leading_lines=[cst.EmptyLine()] if blank else [])
+        body.insert(index, statement)
+    return module.with_changes(body=body)
 
 
 def _splice(
@@ -884,16 +887,15 @@ def _splice(
             return None
         new = new_top[id(statement)]
         pieces.append((first, last, "" if isinstance(new, cst.RemovalSentinel) else module.code_for_node(new)))
-    if imports:
-        index, blank, below = _import_place(module, before, imports)
+    for statement in imports:
+        index, blank, below = _import_place(module, before, statement)
         at = starts.get(id(module.body[index])) if index < len(module.body) else len(lines) + 1
         if below and at is not None:  # below the comments above that import
             at += len(module.body[index].leading_lines)
         if at is None or at < 1:
             return None
-        code = "".join(module.code_for_node(s) for s in imports) + (module.default_newline if blank else "")
-        pieces.append((at, at, code))
-        pieces.sort(key=lambda piece: (piece[0], piece[1] != piece[0]))
+        pieces.append((at, at, module.code_for_node(statement) + (module.default_newline if blank else "")))
+    pieces.sort(key=lambda piece: (piece[0], piece[1] != piece[0]))
     out, at = [], 1
     for first, last, new in pieces:
         out.append("".join(lines[at - 1 : first - 1]))

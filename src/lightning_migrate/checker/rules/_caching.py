@@ -32,6 +32,7 @@ Lightning, over the same data and weights.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 
@@ -82,6 +83,20 @@ DETACH_MODULE = {
     "pytorch_lightning": "pytorch_lightning.utilities.memory",
     "lightning": "lightning.pytorch.utilities.memory",
 }
+
+
+def _imports_package(node: ast.AST, package: str) -> bool:
+    if isinstance(node, ast.Import):
+        return any(alias.name.split(".")[0] == package for alias in node.names)
+    return isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == package
+
+
+def _imported_only_conditionally(tree: ast.Module, package: str) -> bool:
+    """Whether the file imports ``package`` only inside a compound statement (``try: import lightning ... except
+    ImportError: import pytorch_lightning``): a new top-level import from it could fail where the file does not."""
+    if any(_imports_package(statement, package) for statement in tree.body):
+        return False
+    return any(_imports_package(node, package) for node in ast.walk(tree))
 
 
 def epoch_start(new_hook: str, kind: str) -> str:
@@ -164,6 +179,8 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     root = ctx.root or "lightning"
     imports = []
     if stage == "train":
+        if _imported_only_conditionally(file.tree, root):
+            return f"`{root}` is imported only in a `try` or an `if` here: import `recursive_detach` the same way"
         imports.append((DETACH_MODULE[root], "recursive_detach"))
     if per_dataloader:
         imports.append(("collections", "defaultdict"))
