@@ -551,3 +551,13 @@ def test_a_lightning_imported_in_a_try_gets_no_unconditional_import():
     fixed = fix(source, unsafe_fixes=True)
     assert "import recursive_detach" not in fixed
     assert "is imported only in a `try` or an `if` here: import `recursive_detach` the same way" in fixed
+
+
+def test_a_comment_of_the_users_below_a_marker_stays_when_the_marker_goes():
+    marked = fix_exact(PAIRS[0][1])
+    lines = marked.splitlines(keepends=True)
+    last = max(i for i, line in enumerate(lines) if "checker/rules/LM001.html" in line)
+    lines.insert(last + 1, "    #   TODO(ana): also log the std\n")
+    rewritten = fix_exact("".join(lines), unsafe_fixes=True)
+    assert "    #   TODO(ana): also log the std\n" in rewritten
+    assert "lightning-migrate" not in rewritten and "checker/rules" not in rewritten

@@ -570,12 +570,16 @@ def without_own_marker(fix: Fix, code: str, method: str | None = None) -> Fix:
     ``--fix`` left, saying the fix was not applied, is stale once it is."""
 
     def strip(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+        """``lines`` without the markers of ``code``: a marker's first line, then its continuation lines up to the
+        one that ends with its link (a comment of the user's below it stays)."""
         kept, inside = [], False
         for line in lines:
             comment = line.comment.value if line.comment is not None else None
             if comment is not None and f"{MARKER} {code} " in comment:
-                inside = True  # the marker's first line: it and its continuation lines go
-            elif not (inside and comment is not None and comment.startswith(MARKER_CONTINUATION)):
+                inside = not comment.endswith(page_of(code))
+            elif inside and comment is not None and comment.startswith(MARKER_CONTINUATION):
+                inside = not comment.endswith(page_of(code))
+            else:
                 inside = False
                 kept.append(line)
         return kept
