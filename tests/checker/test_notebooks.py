@@ -255,3 +255,57 @@ def test_an_added_import_goes_after_the_cell_that_installs_lightning(tmp_path, c
     assert cells[1] == "import torch\nfrom torch import nn"
     assert cells[2] == IMPORTS.replace("import torch", "import torch\nfrom lightning.pytorch.utilities.memory import "
                                        "recursive_detach")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        {"indent": 2, "separators": (",", " : ")},
+        {"indent": "\t"},
+        {"indent": None, "separators": (",", ":")},
+        {"indent": None},
+        {"indent": 1, "ensure_ascii": True},
+    ],
+    ids=["indent 2, spaced colon", "tab", "compact", "one line", "ascii escapes"],
+)
+def test_a_fix_keeps_the_notebooks_json_layout(tmp_path, capsys, layout):
+    """Whatever wrote the notebook: the fix changes the fixed line and nothing else, byte for byte (the metadata
+    holds a non-ASCII name, kept raw or escaped as it was)."""
+    path = make(tmp_path / "train.ipynb", IMPORTS, MODEL)
+    book = json.loads(path.read_text(encoding="utf-8"))
+    book["metadata"]["authors"] = [{"name": "Zoë"}]
+    before = json.dumps(book, **layout)
+    path.write_text(before, encoding="utf-8")
+    assert run(["--fix", path], capsys)[0] == 1
+    old, new = (
+        json.dumps(f"    def {hook}:\n") for hook in ("training_epoch_end(self, outputs)", "on_train_epoch_end(self)")
+    )
+    assert path.read_text(encoding="utf-8") == before.replace(old, new)
+
+
+def test_a_cell_keeps_each_lines_own_line_end(tmp_path, capsys):
+    """Mixed line ends in a cell (pasted code): a line the fix does not touch keeps its own, in the fixed cell and
+    in the others."""
+    path = make(tmp_path / "train.ipynb", IMPORTS, MODEL)
+    book = json.loads(path.read_text(encoding="utf-8"))
+    book["cells"][1]["source"] = ["import lightning.pytorch as pl\r\n", "x = 1\n", "y = 2\r\n"]
+    book["cells"][2]["source"][0] = book["cells"][2]["source"][0].replace("\n", "\r\n")
+    path.write_text(json.dumps(book, indent=1), encoding="utf-8")
+    assert run(["--fix", path], capsys)[0] == 1
+    after = json.loads(path.read_text(encoding="utf-8"))
+    assert after["cells"][1]["source"] == book["cells"][1]["source"]
+    fixed = [line.replace("training_epoch_end(self, outputs)", "on_train_epoch_end(self)") for line in
+             book["cells"][2]["source"]]  # fmt: skip
+    assert after["cells"][2]["source"] == fixed
+
+
+def test_form_feeds_and_line_separators_are_characters_of_a_line(tmp_path, capsys):
+    """Python cuts lines at \\n, \\r\\n and \\r only: a form feed or U+2028 inside a cell is part of its line."""
+    path = make(tmp_path / "train.ipynb", "# Part one\f\nimport lightning.pytorch as pl", "DOC = 'a\u2028b'\n" + MODEL)
+    before = json.loads(path.read_text(encoding="utf-8"))
+    code, lines, err = run(["--fix", path], capsys)
+    assert code == 1 and "error" not in err
+    assert [line.split(": ")[1].split(" ")[0] for line in lines] == ["LM001"]
+    after = json.loads(path.read_text(encoding="utf-8"))
+    assert after["cells"][1] == before["cells"][1]
+    assert "on_train_epoch_end(self)" in "".join(after["cells"][2]["source"])

@@ -74,7 +74,13 @@ def _source_lines(cell: dict[str, Any], number: int) -> tuple[list[str], str]:
         text, form = raw, "string"
     else:
         raise NotebookError(f"cell {number}: `source` is not a string or a list of strings")
-    return text.splitlines(keepends=True), form
+    return _lines(text), form
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` cut after each ``\\n``, ``\\r\\n`` or ``\\r`` only, the ends kept: Python's line ends
+    (``str.splitlines`` also cuts at form feeds, ``\\x85`` and U+2028, which are characters of a line)."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
 
 
 def _continued_lines(lines: list[str]) -> set[int]:
@@ -183,7 +189,7 @@ def write(notebook: Notebook, new_source: str) -> str:
     by_number = {cell.number: cell for cell in notebook.cells}
     chunks: dict[int, list[str]] = {}
     current = None
-    for line in new_source.splitlines(keepends=True):
+    for line in _lines(new_source):
         found = marker.match(line.rstrip("\r\n"))
         if found:
             current = int(found.group(1))
@@ -207,10 +213,7 @@ def write(notebook: Notebook, new_source: str) -> str:
         cell = by_number[number]
         if cell.lines and not cell.lines[-1].endswith("\n") and lines and lines[-1].endswith("\n"):
             lines[-1] = lines[-1][:-1]  # the cell's last line had no line end
-        if _line_end(cell.lines) == "\r\n":  # the checker reads a cell with LF line ends: its own CRLF, given back
-            lines = [
-                line[:-1] + "\r\n" if line.endswith("\n") and not line.endswith("\r\n") else line for line in lines
-            ]
+        lines = _with_line_ends(cell.lines, lines)
         if "".join(lines) == "".join(cell.lines):
             continue
         raw = data["cells"][cell.index]
@@ -218,30 +221,45 @@ def write(notebook: Notebook, new_source: str) -> str:
     return dump(data, notebook.text)
 
 
-def _line_end(lines: list[str]) -> str:
-    """``"\\r\\n"`` when every line of ``lines`` that has a line end has CRLF, else ``"\\n"``."""
-    ends = [line for line in lines if line.endswith("\n")]
-    return "\r\n" if ends and all(line.endswith("\r\n") for line in ends) else "\n"
+def _with_line_ends(old: list[str], new: list[str]) -> list[str]:
+    """``new`` (a cell's lines as the checker rewrote them, LF line ends) with the line ends of ``old`` (the cell's
+    lines as read): a line the fix left as it was keeps its own end, a new line takes the end most of the cell's
+    lines have."""
+    import difflib
+
+    def bare(line: str) -> str:
+        return line.rstrip("\r\n")
+
+    ends = [line[len(bare(line)) :] for line in old if line != bare(line)]
+    usual = max(set(ends), key=ends.count) if ends else "\n"
+    out = []
+    matcher = difflib.SequenceMatcher(None, [bare(line) for line in old], [bare(line) for line in new], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for old_line, new_line in zip(old[i1:i2], new[j1:j2], strict=True):
+                end = old_line[len(bare(old_line)) :] or usual  # the cell's last line may have had none
+                out.append(bare(old_line) + end if new_line != bare(new_line) else bare(old_line))
+        else:
+            out += [bare(line) + usual if line != bare(line) else line for line in new[j1:j2]]
+    return out
 
 
 def dump(data: dict[str, Any], original: str) -> str:
-    """``data`` as JSON in the layout of ``original`` (see :func:`write`), with its line ends (JSON keeps no line
-    end inside a string, so every one is the layout's). When no usual layout gives the file back, the keys keep
-    their order, and the indentation of the file's first indented line and the spacing around its first colon are
-    used."""
+    """``data`` as JSON in the layout of ``original`` (see :func:`write`): its line ends (JSON keeps no line end
+    inside a string, so every one is the layout's), its indentation (spaces or a tab, or none), the spacing around
+    its first colon and after its commas, its ``\\uXXXX`` escapes of non-ASCII characters, its final newline, and
+    the order of its keys (:func:`json.loads` keeps it)."""
     newline = "\r\n" if "\r\n" in original else "\n"
     text = original.replace("\r\n", "\n")
     end = "\n" if text.endswith("\n") else ""
-    parsed = json.loads(text)
-    for indent in (1, 2, 4, None):
-        for sort_keys in (True, False):
-            for ensure_ascii in (False, True):
-                layout = {"indent": indent, "sort_keys": sort_keys, "ensure_ascii": ensure_ascii}
-                if json.dumps(parsed, **layout) + end == text:
-                    return (json.dumps(data, **layout) + end).replace("\n", newline)
-    first = re.search(r"\n( +)\S", text)
+    indented = re.search(r"\n([ \t]+)\S", text)
+    indent = indented.group(1) if indented else None
     colon = re.search(r'"([ \t]*:[ \t]*)', text)
-    indent = len(first.group(1)) if first else None
-    separators = ("," if indent else ", ", colon.group(1) if colon else ": ")
-    layout = {"indent": indent, "separators": separators, "sort_keys": False, "ensure_ascii": False}
+    between = re.search(r'[^\\]"(,[ \t]?)"', text)  # a comma between a string and the next key or item
+    comma = "," if indent is not None or between is None else between.group(1)
+    layout = {
+        "indent": indent,
+        "separators": (comma, colon.group(1) if colon else ": "),
+        "ensure_ascii": text.isascii() and "\\u" in text,
+    }
     return (json.dumps(data, **layout) + end).replace("\n", newline)
