@@ -571,3 +571,31 @@ def test_a_method_of_the_lightning_callback_it_derives_from_is_not_unknown():
     assert codes(writer) == []
     plain = writer.replace("BasePredictionWriter", "Callback")
     assert [c for c, _, _ in codes(plain)] == ["LM007"]
+
+
+@pytest.mark.parametrize("tool", ["patch", "git"])
+def test_diff_applies_to_a_name_with_a_tab_and_to_a_latin_1_file(tmp_path, capsysbinary, monkeypatch, tool):
+    """The patch is the files' own bytes (a Latin-1 file's `é` stays one byte) and a name holding a tab is quoted
+    as git quotes it: both tools apply it."""
+    latin = "# -*- coding: latin-1 -*-\n" + textwrap.dedent(MODEL).replace(
+        "self.done = True", "self.done = 1  # \u00e9t\u00e9"
+    )
+    (tmp_path / "lat.py").write_bytes(latin.encode("latin-1"))
+    write(tmp_path, {"tab\there.py": MODEL})
+    monkeypatch.chdir(tmp_path)
+    assert main(["--diff", "lat.py", "tab\there.py"]) == 1
+    patch = capsysbinary.readouterr().out
+    assert b'--- "a/tab\\there.py"\n' in patch and b"# \xe9t\xe9\n" in patch
+    (tmp_path / "fix.patch").write_bytes(patch)
+    if tool == "git":
+        subprocess.run(["git", "init", "-q"], check=True)
+        command = ["git", "apply", "fix.patch"]
+    else:
+        command = ["patch", "-p1", "-i", "fix.patch"]
+    proc = subprocess.run(command, capture_output=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in ("lat.py", "tab\there.py"):
+        assert b"def on_train_epoch_end(self):" in (tmp_path / name).read_bytes()
+    assert (tmp_path / "lat.py").read_bytes() == latin.replace(
+        "training_epoch_end(self, outputs)", "on_train_epoch_end(self)"
+    ).encode("latin-1")

@@ -237,31 +237,52 @@ def run_checks(files, project, options: Options = Options(), *, jobs=None) -> li
         return [report for chunk in results for report in chunk]
 
 
-def unified_diff(report: FileReport) -> str:
-    """The ``--diff`` text of one rewritten file (decoded with the file's own encoding)."""
-    import libcst as cst
-
-    encoding = "utf-8" if report.path.suffix == ".ipynb" else cst.parse_module(report.old_source).encoding
-    old, new = (_lines(data.decode(encoding)) for data in (report.old_source, report.new_source))
+def unified_diff(report: FileReport) -> bytes:
+    """The ``--diff`` patch of one rewritten file, in the file's own bytes (its encoding and line ends), so that
+    ``patch -p1`` and ``git apply`` find the lines they change in any encoding. The names are the file system's
+    bytes; a name that holds a space ends with a tab, and one that holds a tab, a newline or another control
+    character is quoted, as diff and git write them."""
+    old, new = (_byte_lines(data) for data in (report.old_source, report.new_source))
     path = report.path
     if path.is_absolute():  # `git apply` and `patch -p1` take paths relative to where they run
         with contextlib.suppress(ValueError):
             path = path.relative_to(Path.cwd())
-    name = path.as_posix()
-    # a tab ends a name that holds a space, as diff and git write it: patch reads the name up to the tab
-    end = "\t" if any(character.isspace() for character in name) else ""
+    names = [_diff_name(f"{side}/{path.as_posix()}") for side in ("a", "b")]
     lines = []
-    for line in difflib.unified_diff(old, new, f"a/{name}{end}", f"b/{name}{end}"):
+    for line in difflib.diff_bytes(difflib.unified_diff, old, new, *names):
         lines.append(line)
-        if not line.endswith("\n"):  # the file's last line has no newline: say so, as diff and git do
-            lines.append("\n\\ No newline at end of file\n")
-    return "".join(lines)
+        if not line.endswith(b"\n"):  # the file's last line has no newline: say so, as diff and git do
+            lines.append(b"\n\\ No newline at end of file\n")
+    return b"".join(lines)
 
 
-def _lines(text: str) -> list[str]:
-    """``text`` cut after each ``\\n`` only (``str.splitlines`` also cuts at form feeds and other characters that
-    ``patch`` and ``git apply`` do not take for line ends)."""
-    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+def _write_bytes(data: bytes) -> None:
+    """Write ``data`` to standard output as they are; to a text stream with no byte buffer (a caller's
+    :class:`io.StringIO`), decoded as UTF-8, any other byte shown as an escape."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(data.decode("utf-8", "backslashreplace"))
+        return
+    sys.stdout.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
+def _byte_lines(data: bytes) -> list[bytes]:
+    """``data`` cut after each ``\\n`` only (what ``patch`` and ``git apply`` take for line ends)."""
+    return re.findall(rb"[^\n]*\n|[^\n]+$", data)
+
+
+def _diff_name(name: str) -> bytes:
+    """A ``---``/``+++`` header's name: quoted with C escapes (git's form, which GNU patch reads) when it holds a
+    control character, followed by a tab when it holds a space (where patch's reading of the name ends)."""
+    raw = os.fsencode(name)
+    if any(byte < 0x20 or byte == 0x7F for byte in raw):
+        escapes = {ord("\t"): b"\\t", ord("\n"): b"\\n", ord('"'): b'\\"', ord("\\"): b"\\\\"}
+        quoted = b"".join(escapes.get(byte, bytes([byte]) if 0x20 <= byte < 0x7F or byte > 0x7F else b"\\%03o" % byte)
+                          for byte in raw)  # fmt: skip
+        return b'"' + quoted + b'"'
+    return raw + (b"\t" if b" " in raw else b"")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -448,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
                 errors.append(f"{shown}: a symlink to {outside}, outside the checked folders: not rewritten")
                 continue
             if args.diff:
-                sys.stdout.write(unified_diff(report))
+                _write_bytes(unified_diff(report))
             else:
                 try:
                     write_atomic(shown, report.new_source)
