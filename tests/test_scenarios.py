@@ -619,3 +619,19 @@ def test_a_box_over_recipes_of_one_page_names_them_without_the_page():
         "Where this holds: Callback-side caching and Predict: the writer"
     )
     assert box_title(["Callback-side caching"]) == "Where this holds"
+
+
+def test_exploration_learns_nothing_from_a_cell_that_never_reaches_the_recipes_stage():
+    """A drawn cell whose validation never runs outside the sanity check (exploration, seed 4: a declared bf16 trap
+    of a validation recipe, in a fit that ends at max_steps first) is not a failure of the declaration; the same
+    cell in the build's own set would be."""
+    from lightning_migrate.scenarios import explore
+
+    vacuous = {"recipe": "r", "scenario": "random-4-2054", "expected": "differs", "outcome": "not applicable",
+               "detail": harness.NO_STAGE_RUN.format(stage="validation"), "in_run": True}  # fmt: skip
+    document = {"recipes": [{"id": "r", "page": "gallery/p.py"}], "cells": [vacuous]}
+    assert explore._unexpected(document) == []
+    assert scenarios.failures(document) == [
+        "r × random-4-2054: expected differs, got not applicable: the run never reaches a validation epoch outside "
+        "the sanity check [gallery/p.py]"
+    ]

@@ -59,6 +59,11 @@ NO_CRASH_POINT = (
 )
 
 
+#: The detail of a cell whose run never reaches the recipe's stage outside the sanity check: nothing to compare
+#: (decided by the run).
+NO_STAGE_RUN = "the run never reaches a {stage} epoch outside the sanity check"
+
+
 class InjectedCrash(RuntimeError):
     """The crash a scenario injects part-way through a run."""
 
@@ -611,8 +616,9 @@ def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str,
     ``outcome`` is one of :data:`OUTCOMES`. A ``raises`` cell's ``detail`` is the exception's type and message as
     raised (for DDP, as the launcher re-raised it), with the line of the recipe's page in ``where``. A cell outside
     the recipe's domain is ``not applicable`` with the declared reason and ``see``, the page of the variant; so is a
-    crash or resume cell whose first run never reaches the point of its crash (:data:`NO_CRASH_POINT`), decided by
-    running it (``in_run``).
+    crash or resume cell whose first run never reaches the point of its crash (:data:`NO_CRASH_POINT`), and a cell
+    whose run never reaches the recipe's stage outside the sanity check (:data:`NO_STAGE_RUN`), decided by running
+    it (``in_run``).
     """
     outside = recipe.outside_for(scenario)
     if outside:
@@ -757,6 +763,8 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
     else:
         observed = attempt(1, model, callbacks, [])
     record = torch.load(observed["truth"], weights_only=False)
+    if not record[recipe.stage]:  # e.g. a fit that ends (max_steps) before its first validation
+        return {"outcome": "not applicable", "detail": NO_STAGE_RUN.format(stage=recipe.stage), "in_run": True}
     expected, tags = truth.ground_truth(recipe, scenario, record, datasets, SKIPPED)
     if recipe.weighting == "predictions":
         attribute = recipe.metric[0].removeprefix("attribute:")
