@@ -12,7 +12,7 @@ import pytest
 
 from lightning_migrate.checker import notebook
 
-from ._util import run
+from ._util import run, unwrapped
 
 IMPORTS = "%matplotlib inline\n!pip install lightning\nimport lightning.pytorch as pl\nimport torch"
 MODEL = (
@@ -309,3 +309,12 @@ def test_form_feeds_and_line_separators_are_characters_of_a_line(tmp_path, capsy
     after = json.loads(path.read_text(encoding="utf-8"))
     assert after["cells"][1] == before["cells"][1]
     assert "on_train_epoch_end(self)" in "".join(after["cells"][2]["source"])
+
+
+def test_a_marker_names_a_caller_in_a_notebook_by_cell_and_line(tmp_path, capsys):
+    """A notebook's findings are placed as ``cell N``; so is the caller a marker names (not a line of the checker's
+    joined source)."""
+    path = make(tmp_path / "train.ipynb", IMPORTS, MODEL, "model = LitModel()\nmodel.training_epoch_end([])")
+    run(["--fix", path], capsys)
+    cells = ["".join(cell["source"]) for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+    assert "`training_epoch_end` is used at cell 3, line 2 of this notebook" in unwrapped(cells[2])

@@ -163,6 +163,19 @@ class FileContext:
         roots = [target.split(".")[0] for target in self.info.imports.values()]
         return next((root for root in roots if root in LIGHTNING_ROOTS), None)
 
+    def place(self, line: int) -> str:
+        """How a message names ``line`` of this file: ``line N of this file``, or for a notebook (whose code cells
+        the checker reads joined, each after a ``# lightning-migrate-cell <token> <number>`` line)
+        ``cell C, line L of this notebook``, as the findings of a notebook are placed."""
+        if not self.source.startswith(b"# lightning-migrate-cell "):
+            return f"line {line} of this file"
+        lines = self.source.split(b"\n", line)[:line]
+        for offset, text in enumerate(reversed(lines[:-1]), start=1):
+            found = re.match(rb"# lightning-migrate-cell [0-9a-f]+ (\d+)\r?$", text)
+            if found:
+                return f"cell {int(found.group(1))}, line {offset} of this notebook"
+        return f"line {line} of this file"
+
     def uses(self) -> Uses:
         if self._uses is None:
             self._uses = uses_of(self.tree)
@@ -216,18 +229,14 @@ class FileContext:
             if name_uses:
                 use = next((u for u in uses.names.get(name, ()) if self._relevant(u, None, of, name)), None)
                 if use is not None:
-                    found.append((use.line, _use_text(use.what, name, "line {} of this file")))
+                    found.append((use.line, _use_text(use.what, name, "{}")))
             call = uses.keyword_call(name, dropped)
             if call is not None:
-                found.append((call[0], f"a call passes `{call[1]}=` at line {{}} of this file"))
-            found += [
-                (uses.string(f), _use_text("fragment", name, "line {} of this file"))
-                for f in fragments
-                if uses.string(f)
-            ]
+                found.append((call[0], f"a call passes `{call[1]}=` at {{}}"))
+            found += [(uses.string(f), _use_text("fragment", name, "{}")) for f in fragments if uses.string(f)]
             if found:
                 line, text = min(found)
-                return text.format(line)
+                return text.format(self.place(line))
         if self.path is None or self.path not in self.project.name_of or not (words or dropped):
             return None
         for ref in self.project.references(name, dropped, exclude=self.path, fragments=fragments):
