@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pypandoc
 import pytest
+from build_mechanics import run_cache
 from builds import ROOT
 
 from lightning_migrate import scenarios
@@ -361,7 +362,8 @@ def test_the_covering_set_holds_every_pair_of_values():
     covering set -- enumerated apart from the generator -- and no generated cell combines values that a constraint,
     a stage or a domain excludes."""
     declared = scenarios.load_space()
-    cells = scenarios.covering_set(declared)
+    # generated once per test run: the doc-test build of a `nox` run keeps it in the run's folder (build_mechanics)
+    cells = scenarios.cached_covering_set(declared, run_cache.directory())
     assert len(cells) > len(declared.recipes) * 5
     missing = scenarios.coverable_pairs(declared) - scenarios.covered_pairs(cells)
     assert not missing, sorted(missing)[:20]

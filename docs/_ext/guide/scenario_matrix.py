@@ -114,7 +114,10 @@ def _on_builder_inited(app: Sphinx) -> None:
     path = [str(ROOT / "src"), str(ROOT / "docs" / "_ext"), os.environ.get("PYTHONPATH", "")]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     environment = results.with_suffix(".environment.json")
-    args = ["--output", str(results), "--matrix", str(matrix_file), "--root", str(root), "--cache", str(results.parent)]
+    # the covering set is kept beside the results, or in this test run's folder of kept runs, where pytest's check
+    # of the covering set reads it back instead of generating it again (about 200 s)
+    cache = run_cache.directory() or results.parent
+    args = ["--output", str(results), "--matrix", str(matrix_file), "--root", str(root), "--cache", str(cache)]
     with log.open("w", encoding="utf-8") as handle:
         process = subprocess.Popen(
             run_cache.run_command("lightning_migrate.scenarios", *args, environment=environment),
