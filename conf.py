@@ -61,6 +61,7 @@ extensions = [
     "guide.warning_witnesses",  # every declared warning is still emitted by its witness run
     "build_mechanics.notebook_baseurl",  # hands html_baseurl to the notebooks' pandoc filter
     "build_mechanics.reader_downloads",  # the downloaded script and notebook: title, then what to install, quiet log
+    "build_mechanics.site_build",  # a build into a recorded folder removes the record the tests would read
 ]
 
 root_doc = "index"

@@ -14,9 +14,9 @@ from pathlib import Path
 import nox
 
 nox.options.default_venv_backend = "virtualenv"  # pip finds the local CPU wheel of torch; uv does not
-# The releases first, then the doc-test session, then pytest: each session that nothing later reuses removes its
-# environment when it ends (remove_environment), so one environment with torch exists at a time.
-nox.options.sessions = ["lint", "legacy", "matrix", "doctest", "tests"]
+# The releases first, then the tests (the doc-test build, then pytest on it, in one environment): each release
+# session removes its environment when it ends (remove_environment), so one environment with torch exists at a time.
+nox.options.sessions = ["lint", "legacy", "matrix", "tests"]
 nox.options.error_on_missing_interpreters = True
 # A second `nox -s docs` reuses its environment (pip only checks the pins), so a rebuild stays a rebuild: a new
 # environment would make Sphinx rewrite every page. A fresh clone, as in CI, still gets new environments.
@@ -24,8 +24,8 @@ nox.options.reuse_venv = "yes"
 
 PYTHON = "3.11"
 ROOT = Path(__file__).resolve().parent
-# -T: a failing MyST notebook shows its failing cell, not only its path; -j auto: read and write pages on every core
-SPHINX = ("sphinx-build", "-T", "-W", "--keep-going", "-j", "auto", "-c", ".")
+#: Whether this run re-executes everything (CI sets CI=true): then the tests session builds the site afresh.
+EXECUTE_ALL = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
 #: The requirements file of the build environment: requirements.txt, or requirements-hosted.txt in the hosted
@@ -78,32 +78,63 @@ def run_cache() -> str:
     return _RUN_CACHE[0]
 
 
+#: The site's build: ``build_mechanics.site_build`` runs ``sphinx-build`` with the one command of every build of the
+#: site into this folder, and records it beside it (``_build/html.build.json``) for pytest to read.
+SITE = "_build/html"
+SITE_BUILD = "docs/_ext/build_mechanics/site_build.py"
+
+
+def usable_site():
+    """``(record, reason)``: whether ``_build/html`` is a recorded, successful build of these sources with no extra
+    option (``build_mechanics.site_build.usable``), read without importing Sphinx."""
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    from build_mechanics import site_build
+
+    return site_build.usable(ROOT / SITE, ROOT)
+
+
+def build_site(session, *options, execute_all: bool):
+    """Build the site into ``_build/html`` with the session's Python, Sphinx's output printed as it comes, and record
+    it (``build_mechanics.site_build``). ``execute_all``: ``CI=true``, every example, notebook and probe re-executed
+    and, with this ``nox`` run's ``GUIDE_RUN_CACHE``, the probes and the scenario matrix kept for pytest's builds."""
+    env = {"CI": "true", "GUIDE_RUN_CACHE": run_cache()} if execute_all else {}
+    session.run("python", SITE_BUILD, SITE, *options, env=env)
+
+
 @nox.session(python=PYTHON)
 def docs(session):
-    """Build the HTML site into _build/html, executing every example."""
+    """Build the HTML site into _build/html, executing every example that changed (all of them with CI=true)."""
     install_build(session)
-    session.run(*SPHINX, "-b", "html", "docs", "_build/html", *session.posargs)
+    build_site(session, *session.posargs, execute_all=False)
 
 
 @nox.session(python=PYTHON)
 def doctest(session):
-    """The doc-test session: the doctest builder, with every example executed; any error or warning fails."""
+    """The doc-test build alone: the site into _build/html with every example executed (CI=true); any error or
+    warning fails. ``nox -s tests`` makes the same build when no current one exists, then reads it."""
     install_build(session)
-    # Never reuse a result of an earlier build here; the probes and the scenario matrix run once per `nox` run.
-    env = {"CI": os.environ.get("CI", "true"), "GUIDE_RUN_CACHE": run_cache()}
     try:
-        session.run(*SPHINX, "-b", "doctest", "docs", "_build/doctest", *session.posargs, env=env)
+        build_site(session, *session.posargs, execute_all=True)
     finally:
-        remove_environment(session)  # pytest builds the site in its own environment
+        remove_environment(session)  # the tests session reads the build from its own environment
 
 
 @nox.session(python=PYTHON)
 def tests(session):
-    """pytest: build the site once from a copy of the tree, the extensions on small projects, run every notebook."""
+    """The doc-test build, then pytest on it: the real site built once, with every example executed (CI=true),
+    into _build/html, unless it already holds a recorded build of these sources and CI is not set (``nox -s docs``
+    left one); then pytest reads that build, tests the extensions on small projects and runs every notebook."""
     install_build(session)
     session.install("-r", "requirements-test.txt")
-    # -n auto: one pytest-xdist worker per core; the site is built once for all of them (tests/conftest.py)
-    session.run("pytest", "-n", "auto", *session.posargs, env={"GUIDE_RUN_CACHE": run_cache()})
+    record, reason = usable_site()
+    if record is not None and not EXECUTE_ALL:
+        session.log(f"reading the site's build in {SITE}: every source file is the one it built")
+    else:
+        session.log(f"building the site into {SITE}: " + ("CI is set" if EXECUTE_ALL else reason))
+        build_site(session, execute_all=True)
+    # -n auto: one pytest-xdist worker per core; GUIDE_SITE_BUILD: the build every test of the site reads
+    env = {"GUIDE_RUN_CACHE": run_cache(), "GUIDE_SITE_BUILD": str(ROOT / SITE)}
+    session.run("pytest", "-n", "auto", *session.posargs, env=env)
 
 
 @nox.session(python=PYTHON)

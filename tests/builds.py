@@ -12,31 +12,16 @@ then the lines the test gives (at least ``extensions``: only what the test is ab
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from build_mechanics import site_build
+
 ROOT = Path(__file__).resolve().parents[1]
-#: Generated or tool-owned paths that a copy of the tree leaves out.
-IGNORED = shutil.ignore_patterns(
-    ".git",
-    ".nox",
-    ".venv",
-    "_build",
-    "__pycache__",
-    "*.egg-info",
-    ".pytest_cache",
-    ".ruff_cache",
-    "jupyter_execute",
-    ".jupyter_cache",
-    "lightning_logs",
-    "artifacts",
-    "build",
-)
 #: What a build writes into the source tree (git-ignored): a copy of the tree never carries them.
-GENERATED = ("docs/examples", "docs/sg_execution_times.rst", "docs/checker/rules")
+GENERATED = site_build.GENERATED
 #: The gallery scripts, relative to ``gallery/``: every one is an executed example with a page and a notebook.
 GALLERY_SCRIPTS = sorted(p.relative_to(ROOT / "gallery") for p in (ROOT / "gallery").rglob("*.py"))
 
@@ -61,12 +46,14 @@ sphinx_gallery_conf = {
 
 @dataclass
 class Build:
-    """A finished ``sphinx-build`` run: its tree, output directory, exit code and combined output."""
+    """A finished ``sphinx-build`` run: its tree, output directory, exit code and combined output, and the paths of
+    the Python environment it ran in when that is not the tests' own (a recorded build of ``nox -s docs``)."""
 
     tree: Path
     outdir: Path
     returncode: int
     output: str
+    python: tuple[str, ...] = ()
 
     def page(self, docname: str) -> str:
         """The HTML of ``docname`` (e.g. ``examples/core/module_side_caching``); fails the test if missing."""
@@ -75,36 +62,15 @@ class Build:
         return path.read_text(encoding="utf-8")
 
 
-def source_files() -> list[str] | None:
+def source_files() -> list[str]:
     """The project's files as a fresh clone of this tree would hold them, once committed: what git tracks plus what
-    it does not ignore (relative paths); ``None`` outside a git checkout."""
-    try:
-        listing = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True
-        )
-    except OSError:  # no git
-        return None
-    if listing.returncode != 0:  # not a git checkout (a source archive)
-        return None
-    return sorted({name for name in listing.stdout.decode().split("\0") if name and (ROOT / name).is_file()})
+    it does not ignore (relative paths; :func:`build_mechanics.site_build.source_files`)."""
+    return site_build.source_files(ROOT)
 
 
 def copy_tree(destination: Path) -> Path:
     """Copy the project's sources (no generated output, nothing git ignores) to ``destination``; return it."""
-    files = source_files()
-    if files is None:  # not a git checkout: leave out the generated and tool-owned paths by name
-        shutil.copytree(ROOT, destination, ignore=IGNORED)
-    else:
-        for name in files:
-            (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, destination / name)
-    for generated in GENERATED:
-        path = destination / generated
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-    return destination
+    return site_build.copy_tree(ROOT, destination)
 
 
 def sphinx_build(tree: Path, builder: str = "html", *args: str, source: str = "docs", ci: bool = True) -> Build:
@@ -115,7 +81,7 @@ def sphinx_build(tree: Path, builder: str = "html", *args: str, source: str = "d
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTHONWARNINGS")} | {"PYTHONHASHSEED": "0"}
     if ci:
         env["CI"] = "true"
-    command = [sys.executable, "-m", "sphinx", "-T", "-W", "--keep-going", "-j", "auto", "-b", builder, "-c", "."]
+    command = [sys.executable, "-m", "sphinx", *site_build.SPHINX, "-b", builder]
     proc = subprocess.run(
         [*command, source, str(outdir), *args], cwd=tree, env=env, capture_output=True, text=True, check=False
     )

@@ -31,6 +31,7 @@ def machine_paths(site) -> list[str]:
         sys.prefix,
         str(Path.home()),
         "/root",
+        *site.python,  # the environment the build ran in, when not this one (a recorded build)
     }
     return sorted(path for path in paths if len(path) > 1)
 
