@@ -209,15 +209,16 @@ def test_a_kept_run_is_used_only_for_the_same_inputs_and_environment(tmp_path, m
 def test_a_failing_scenario_matrix_fails_the_build_naming_recipe_scenario_and_page(tmp_path):
     """The extension's side of the matrix (its own mutants are in tests/test_scenarios.py): a matrix process that
     exits 1 fails the build with each of its ``recipe × scenario`` lines, page included."""
+    from build_mechanics import recorded_run
     from guide import scenario_matrix
     from sphinx.errors import ExtensionError
 
     line = "scenario matrix: callback_side × accumulate_3: expected holds, got differs: 0.3 [gallery/core/x.py:12]"
-    log = tmp_path / "scenario-matrix.log"
-    with log.open("w") as handle:
+    run = recorded_run.Run("scenario-matrix", tmp_path, "key")
+    with run.log.open("w") as handle:
         code = f"import sys; print('scenario matrix: 4 cells'); print({line!r}, file=sys.stderr); sys.exit(1)"
-        process = subprocess.Popen([sys.executable, "-c", code], stdout=handle, stderr=subprocess.STDOUT)
-    app = types.SimpleNamespace(_scenario_matrix=(process, "key", tmp_path / "scenario-matrix.key", log))
+        run.process = subprocess.Popen([sys.executable, "-c", code], stdout=handle, stderr=subprocess.STDOUT)
+    app = types.SimpleNamespace(_scenario_matrix=run)
     with pytest.raises(ExtensionError) as raised:
         scenario_matrix._finish(app)
     assert "callback_side × accumulate_3: expected holds, got differs: 0.3 [gallery/core/x.py:12]" in str(raised.value)

@@ -20,22 +20,14 @@ the pages that depend on it to the pages Sphinx reads.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import subprocess
-from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from build_mechanics import run_cache
-from build_mechanics.execution_mode import forced_execution
+from build_mechanics import recorded_run
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
-
-from lightning_migrate.records import write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -44,81 +36,19 @@ SRC = ROOT / "src"
 EXTENSIONS = ROOT / "docs" / "_ext"
 PACKAGE = SRC / "lightning_migrate"
 REGISTRY_FILE = Path("src") / "lightning_migrate" / "registry.py"
-#: File names, in the build's doctree directory, of the records and of the key they were made with.
-RECORDS, KEY = "probe-records.json", "probe-records.key"
-
-
-def _installed(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "absent"
+#: The recorder's name: its records are ``probe-records.json`` in the build's doctree directory, the key they were
+#: made with ``probe-records.key`` beside it (``build_mechanics.recorded_run``).
+NAME = "probe-records"
+RECORDS, KEY = f"{NAME}.json", f"{NAME}.key"
 
 
 def cache_key() -> str:
     """Hash of everything a probe result depends on: registry and probe sources, Lightning and torch versions."""
-    digest = hashlib.sha256()
-    for path in sorted(PACKAGE.glob("*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
-    for dist in ("lightning", "pytorch-lightning", "torch"):
-        digest.update(f"{dist}={_installed(dist)}".encode())
-    return digest.hexdigest()[:16]
+    return recorded_run.inputs_key(sorted(PACKAGE.glob("*.py")), ("lightning", "pytorch-lightning", "torch"))
 
 
-@dataclass
-class ProbeRun:
-    """A probe run (:func:`start_probes`): its process (``None`` when this test run's earlier build made the same
-    records), where it writes, and the files its output, errors and imported distributions go to."""
-
-    process: subprocess.Popen | None
-    output: Path
-    log: Path
-    errors: Path
-    environment: Path
-    key: str
-
-
-def start_probes(output: Path, key: str | None = None) -> ProbeRun:
-    """Start ``python -m lightning_migrate.probes`` (this interpreter, ``src`` on its path) writing JSON to ``output``.
-
-    Its standard output goes to ``output`` with the suffix ``.log``, its standard error to the suffix
-    ``.stderr``. It inherits this process's environment, so the warning filters ``conf.py`` puts in
-    ``PYTHONWARNINGS`` (``docs/_ext/build_mechanics/declared_warnings.py``). :func:`finish_probes` waits for it.
-    When an earlier build of this test run made records with the same inputs (``key``, default :func:`cache_key`;
-    ``build_mechanics.run_cache``), ``output`` gets those and no process starts.
-    """
-    key = key or cache_key()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    log, errors = output.with_suffix(".log"), output.with_suffix(".stderr")
-    environment = output.with_suffix(".environment.json")
-    if run_cache.lookup("probe-records", key, output):
-        return ProbeRun(None, output, log, errors, environment, key)
-    path = [str(SRC), str(EXTENSIONS), os.environ.get("PYTHONPATH")]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, path)))
-    command = run_cache.run_command("lightning_migrate.probes", "--output", str(output), environment=environment)
-    with log.open("wb") as sink, errors.open("wb") as error_sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=error_sink, env=env)
-    return ProbeRun(process, output, log, errors, environment, key)
-
-
-def finish_probes(run: ProbeRun) -> None:
-    """Wait for the probe process started by :func:`start_probes` (nothing to wait for when its records were this
-    test run's); keep what it recorded for later builds of this test run.
-
-    Raises:
-        ExtensionError: the probe process failed, or wrote to its standard error (a warning, a log record): the
-            message carries the end of what it wrote there (a traceback names the file and line).
-    """
-    if run.process is None:
-        return
-    code = run.process.wait()
-    errors = run.errors.read_text(encoding="utf-8", errors="replace") if run.errors.exists() else ""
-    if code != 0 or errors.strip():
-        text = errors or (run.log.read_text(encoding="utf-8", errors="replace") if run.log.exists() else "")
-        tail = "\n".join(text.splitlines()[-30:])
-        what = f"failed (exit code {code})" if code != 0 else "wrote to standard error"
-        raise ExtensionError(f"the Lightning probes {what} (src/lightning_migrate/probes.py):\n{tail}")
-    run_cache.store("probe-records", run.key, run.output, run.environment)
+#: The probes' failure: the end of what they wrote to standard error (a traceback names the file and line).
+FAILURE = recorded_run.default_failure("the Lightning probes", "src/lightning_migrate/probes.py")
 
 
 def records_path(app: Sphinx) -> Path:
@@ -128,18 +58,21 @@ def records_path(app: Sphinx) -> Path:
 
 def _start(app: Sphinx, config: Any) -> None:
     """At ``config-inited`` -- before any ``builder-inited`` handler, so before the examples run: start the probes
-    unless the records file was made from what :func:`cache_key` hashes today (never reused in CI)."""
-    path, key = records_path(app), cache_key()
-    key_file = path.with_name(KEY)
-    current = path.exists() and key_file.exists() and key_file.read_text(encoding="utf-8") == key
-    app._probe_run = None  # type: ignore[attr-defined]
-    if forced_execution() or not current:
-        run = start_probes(path.with_name(RECORDS + ".new"), key)
-        if run.process is None:
-            logger.info("probe records: made by an earlier build of this test run from the same inputs")
-        else:
-            logger.info("running the Lightning probes (src/lightning_migrate/probes.py) ...")
-        app._probe_run = (run, key)  # type: ignore[attr-defined]
+    unless the records file was made from what :func:`cache_key` hashes today (never reused in CI); anything they
+    write to standard error (a warning, a log record) fails the build (``build_mechanics.recorded_run``)."""
+    run = recorded_run.start(
+        NAME,
+        records_path(app).parent,
+        cache_key(),
+        "lightning_migrate.probes",
+        lambda output: ["--output", str(output)],
+        strict=True,
+    )
+    if run.reused == "kept":
+        logger.info("probe records: made by an earlier build of this test run from the same inputs")
+    elif run.process is not None:
+        logger.info("running the Lightning probes (src/lightning_migrate/probes.py) ...")
+    app._probe_run = run  # type: ignore[attr-defined]
 
 
 def _on_builder_inited(app: Sphinx) -> None:
@@ -148,17 +81,11 @@ def _on_builder_inited(app: Sphinx) -> None:
 
 def _finish(app: Sphinx) -> bool:
     """Wait for this build's probes, if any ran; install their records. ``True`` when the records file changed."""
-    started = getattr(app, "_probe_run", None)
-    if started is None:
-        return False
+    run = getattr(app, "_probe_run", None)
     app._probe_run = None  # type: ignore[attr-defined]
-    run, key = started
-    finish_probes(run)
-    path = records_path(app)
-    changed = write_atomic(path, run.output.read_bytes())
-    run.output.unlink()
-    path.with_name(KEY).write_text(key, encoding="utf-8")
-    app._probe_records_cache = None  # type: ignore[attr-defined]
+    changed = recorded_run.finish(run, FAILURE)
+    if changed:
+        app._probe_records_cache = None  # type: ignore[attr-defined]
     return changed
 
 

@@ -1,7 +1,9 @@
 """Sphinx extension: run the scenario matrix (:mod:`lightning_migrate.scenarios`) at every build and render it.
 
 At ``builder-inited`` the matrix starts in its own Python process (Lightning is never imported into Sphinx), beside
-the gallery examples; at ``env-before-read-docs`` the build waits for it. A cell whose outcome is not the one
+the gallery examples (``build_mechanics.recorded_run``); at ``env-before-read-docs`` the build waits for it. While it
+runs, its progress -- cells done out of the total and an estimate of the time left, at most every 10 seconds --
+appears on the build's console as status lines. A cell whose outcome is not the one
 ``data/scenarios.toml`` declares fails the build with an error naming the recipe, the scenario and what happened.
 
 The results live in one stable file, ``<doctreedir>/scenario-matrix.json``, written atomically by the matrix
@@ -27,17 +29,12 @@ recipes are taken from); both default to this project's.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
-import subprocess
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from build_mechanics import current_app, run_cache
-from build_mechanics.execution_mode import forced_execution
+from build_mechanics import current_app, recorded_run, run_cache
 from docutils import nodes
 from docutils.parsers.rst import Parser as RSTParser
 from docutils.parsers.rst import directives
@@ -49,21 +46,20 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, new_document
 
 from lightning_migrate import scenarios
+from lightning_migrate.scenarios import progress
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[3]
-RESULTS = "scenario-matrix.json"
+#: The recorder's name (``build_mechanics.recorded_run``): its results are ``scenario-matrix.json`` in the build's
+#: doctree directory.
+NAME = "scenario-matrix"
+RESULTS = f"{NAME}.json"
+#: The matrix's progress lines, passed on to the build's console while it runs.
+PROGRESS = progress.PREFIX
 SYMBOLS = {"holds": "✓", "differs": "≠", "raises": "✗", "not applicable": "·"}
 #: How a source that is not a URL is linked: "Lightning #NNNN" and "owner/repo #NNNN" (GitHub redirects an issue
 #: number to its pull request when it is one).
 ISSUE = re.compile(r"^(?:(Lightning)|([\w.-]+/[\w.-]+)) #(\d+)$")
-
-
-def _installed(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "absent"
 
 
 def _matrix_file(app: Sphinx) -> Path:
@@ -76,80 +72,70 @@ def _root(app: Sphinx) -> Path:
 
 def inputs_key(matrix_file: Path = scenarios.MATRIX_FILE, root: Path = ROOT) -> str:
     """Hash of everything the matrix's results depend on (see the module docstring)."""
-    digest = hashlib.sha256()
     space = scenarios.load_space(matrix_file)
     package = Path(scenarios.__file__).parent
     files = [matrix_file, scenarios.space.DECLARED_WARNINGS_FILE, *sorted(package.glob("*.py"))]
     files += sorted({root / r.page for r in space.recipes})
     if any(r.transform for r in space.recipes):  # the code that runs is what the checker's rewrite makes
         files += sorted((package.parent / "checker").rglob("*.py"))
-    for path in files:
-        digest.update(path.name.encode() + path.read_bytes())
-    for dist in ("lightning", "torch", "covertable"):
-        digest.update(f"{dist}={_installed(dist)}".encode())
-    return digest.hexdigest()
-
-
-def _paths(app: Sphinx) -> tuple[Path, Path, Path]:
-    base = Path(app.doctreedir)
-    return base / RESULTS, base / "scenario-matrix.key", base / "scenario-matrix.log"
+    return recorded_run.inputs_key(files, ("lightning", "torch", "covertable"))
 
 
 def _on_builder_inited(app: Sphinx) -> None:
-    results, key_file, log = _paths(app)
+    folder = Path(app.doctreedir)
     matrix_file, root = _matrix_file(app), _root(app)
     try:
         key = inputs_key(matrix_file, root)
     except (scenarios.MatrixError, OSError) as error:
         raise ExtensionError(str(error)) from None
-    app.env.scenario_matrix_results = str(results)  # type: ignore[attr-defined]
-    if not forced_execution() and results.exists() and key_file.exists() and key_file.read_text() == key:
-        return
-    results.parent.mkdir(parents=True, exist_ok=True)
-    if run_cache.lookup("scenario-matrix", key, results):
-        key_file.write_text(key, encoding="utf-8")
-        logger.info("scenario matrix: run by an earlier build of this test run from the same inputs")
-        return
-    logger.info("running the scenario matrix (data/scenarios.toml) ...")
-    path = [str(ROOT / "src"), str(ROOT / "docs" / "_ext"), os.environ.get("PYTHONPATH", "")]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
-    environment = results.with_suffix(".environment.json")
+    app.env.scenario_matrix_results = str(folder / RESULTS)  # type: ignore[attr-defined]
     # the covering set is kept beside the results, or in this test run's folder of kept runs, where pytest's check
     # of the covering set reads it back instead of generating it again (about 200 s)
-    cache = run_cache.directory() or results.parent
-    args = ["--output", str(results), "--matrix", str(matrix_file), "--root", str(root), "--cache", str(cache)]
-    with log.open("w", encoding="utf-8") as handle:
-        process = subprocess.Popen(
-            run_cache.run_command("lightning_migrate.scenarios", *args, environment=environment),
-            cwd=root,
-            env=env,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-        )
-    app._scenario_matrix = (process, key, key_file, log)  # type: ignore[attr-defined]
+    cache = run_cache.directory() or folder
+    run = recorded_run.start(
+        NAME,
+        folder,
+        key,
+        "lightning_migrate.scenarios",
+        lambda output: [
+            "--output",
+            str(output),
+            "--matrix",
+            str(matrix_file),
+            "--root",
+            str(root),
+            "--cache",
+            str(cache),
+        ],
+        cwd=root,
+        progress=PROGRESS,  # cells done / total and the time left, every 10 s, on the build's console
+    )
+    if run.reused == "kept":
+        logger.info("scenario matrix: run by an earlier build of this test run from the same inputs")
+    elif run.process is not None:
+        logger.info("running the scenario matrix (data/scenarios.toml) ...")
+    app._scenario_matrix = run  # type: ignore[attr-defined]
+
+
+def failure(run: recorded_run.Run, code: int, printed: str) -> str:
+    """The build's error for a failed matrix: each ``recipe × scenario`` line it printed (page included), else the
+    end of its output."""
+    lines = [line.removeprefix("scenario matrix: ") for line in printed.splitlines() if " × " in line]
+    detail = "\n".join(f"  {line}" for line in lines) or "\n".join(printed.splitlines()[-30:])
+    return (
+        f"the scenario matrix failed (data/scenarios.toml, src/lightning_migrate/scenarios/; exit code {code}):\n"
+        f"{detail}"
+    )
 
 
 def _finish(app: Sphinx, *args: Any) -> None:
     """Wait for the matrix process started at ``builder-inited``; fail the build on an unexpected cell."""
-    running = getattr(app, "_scenario_matrix", None)
-    if running is None:
-        return
+    run = getattr(app, "_scenario_matrix", None)
     app._scenario_matrix = None  # type: ignore[attr-defined]
-    process, key, key_file, log = running
-    code = process.wait()
-    text = log.read_text(encoding="utf-8", errors="replace")
-    if code != 0:
-        lines = [line.removeprefix("scenario matrix: ") for line in text.splitlines() if " × " in line]
-        detail = "\n".join(f"  {line}" for line in lines) or "\n".join(text.splitlines()[-30:])
-        raise ExtensionError(
-            f"the scenario matrix failed (data/scenarios.toml, src/lightning_migrate/scenarios/; "
-            f"exit code {code}):\n{detail}"
-        )
-    key_file.write_text(key, encoding="utf-8")
-    results = key_file.with_name(RESULTS)
-    run_cache.store("scenario-matrix", key, results, results.with_suffix(".environment.json"))
-    summary = [line for line in text.splitlines() if line.startswith("scenario matrix: ")]
-    logger.info(summary[-1] if summary else "scenario matrix: done")
+    recorded_run.finish(run, failure)
+    if run is not None and run.process is not None:
+        summary = [line for line in recorded_run.tail(run.log).splitlines() if line.startswith("scenario matrix: ")]
+        logger.info(summary[-1] if summary else "scenario matrix: done")
 
 
 def matrix_results(app: Sphinx) -> dict[str, Any]:

@@ -9,23 +9,18 @@ emitting must not stay declared, hiding what a page says about it.
 
 The witnesses' record lives in the build's doctree directory (``warning-witnesses.json``) with the hash of what it
 depends on (the witnesses' and the declarations' sources, the installed Lightning, torch, ipykernel and
-jupyter_client); a build re-runs them when that hash changed, or always with ``CI=true``.
+jupyter_client); a build re-runs them when that hash changed, or always with ``CI=true``; in a test run, a build
+takes the record an earlier build of the same run made from the same inputs (``build_mechanics.recorded_run``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
-import subprocess
-import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from build_mechanics import declared_warnings
-from build_mechanics.execution_mode import forced_execution
+from build_mechanics import declared_warnings, recorded_run
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
@@ -35,21 +30,17 @@ ROOT = Path(__file__).resolve().parents[3]
 SRC = ROOT / "src"
 WITNESS_SOURCE = SRC / "lightning_migrate" / "warning_witnesses.py"
 DECLARATIONS = Path(declared_warnings.__file__).resolve()
-RECORD, KEY = "warning-witnesses.json", "warning-witnesses.key"
+#: The recorder's name (``build_mechanics.recorded_run``): its record is ``warning-witnesses.json`` in the doctree
+#: directory.
+NAME = "warning-witnesses"
+RECORD = f"{NAME}.json"
 DISTRIBUTIONS = ("lightning", "torch", "ipykernel", "jupyter_client")
 
 
 def inputs_key() -> str:
     """Hash of what the witnesses' record depends on (see the module docstring)."""
-    digest = hashlib.sha256()
-    for path in (WITNESS_SOURCE, DECLARATIONS, SRC / "lightning_migrate" / "probes.py"):
-        digest.update(path.name.encode() + path.read_bytes())
-    for name in DISTRIBUTIONS:
-        try:
-            digest.update(f"{name}={metadata.version(name)}".encode())
-        except metadata.PackageNotFoundError:
-            digest.update(f"{name}=absent".encode())
-    return digest.hexdigest()[:16]
+    files = (WITNESS_SOURCE, DECLARATIONS, SRC / "lightning_migrate" / "probes.py")
+    return recorded_run.inputs_key(files, DISTRIBUTIONS)
 
 
 def emitted(record: list[dict[str, Any]], entry: declared_warnings.Declared) -> bool:
@@ -85,11 +76,6 @@ def unseen(record: dict[str, list[dict[str, Any]]]) -> list[tuple[declared_warni
     return problems
 
 
-def _paths(app: Sphinx) -> tuple[Path, Path, Path]:
-    base = Path(app.doctreedir)
-    return base / RECORD, base / KEY, base / "warning-witnesses.log"
-
-
 def _start(app: Sphinx, config: Any) -> None:
     from lightning_migrate.warning_witnesses import WITNESSES
 
@@ -99,43 +85,30 @@ def _start(app: Sphinx, config: Any) -> None:
                 f"{DECLARATIONS}:{declaration_line(entry)}: declared warning {entry.message!r} names the witness "
                 f"{entry.witness!r}; known: {', '.join(WITNESSES)} (src/lightning_migrate/warning_witnesses.py)"
             )
-    record, key_file, log = _paths(app)
-    key = inputs_key()
-    app._witnesses = None  # type: ignore[attr-defined]
-    if not forced_execution() and record.exists() and key_file.exists() and key_file.read_text() == key:
-        return
-    record.parent.mkdir(parents=True, exist_ok=True)
-    logger.info("running the declared warnings' witnesses (src/lightning_migrate/warning_witnesses.py) ...")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
-    output = record.with_name(RECORD + ".new")
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "lightning_migrate.warning_witnesses", "--output", str(output)],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    app._witnesses = (process, output, key)  # type: ignore[attr-defined]
+    run = recorded_run.start(
+        NAME,
+        Path(app.doctreedir),
+        inputs_key(),
+        "lightning_migrate.warning_witnesses",
+        lambda out: ["--output", str(out)],
+    )
+    if run.process is not None:
+        logger.info("running the declared warnings' witnesses (src/lightning_migrate/warning_witnesses.py) ...")
+    app._witnesses = run  # type: ignore[attr-defined]
+
+
+FAILURE = recorded_run.default_failure("the warning witnesses", "src/lightning_migrate/warning_witnesses.py")
 
 
 def _finish(app: Sphinx) -> None:
-    running = getattr(app, "_witnesses", None)
-    if running is None:
-        return
+    run = getattr(app, "_witnesses", None)
     app._witnesses = None  # type: ignore[attr-defined]
-    process, output, key = running
-    record, key_file, log = _paths(app)
-    if process.wait() != 0:
-        tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:])
-        raise ExtensionError(f"the warning witnesses failed (src/lightning_migrate/warning_witnesses.py):\n{tail}")
-    os.replace(output, record)
-    key_file.write_text(key, encoding="utf-8")
+    recorded_run.finish(run, FAILURE)
 
 
 def _check(app: Sphinx, env: Any) -> None:
     _finish(app)
-    record, _, _ = _paths(app)
-    witnessed = json.loads(record.read_text(encoding="utf-8"))
+    witnessed = json.loads((Path(app.doctreedir) / RECORD).read_text(encoding="utf-8"))
     for entry, reason in unseen(witnessed):
         logger.warning(
             f"declared warning {entry.message!r} ({entry.category}): {reason}",

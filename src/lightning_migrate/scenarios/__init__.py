@@ -29,12 +29,15 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any
 
 from ..records import write_atomic
 from . import space as space_module
 from .harness import OUTCOMES, REL_TOL, TRANSFORMS, page_definitions, page_source, quiet, run_cell
+from .progress import Progress
 from .space import (
     MATRIX_FILE,
     ROOT,
@@ -80,21 +83,40 @@ def cell_result(recipe: Recipe, scenario: Scenario, root: Path = ROOT, declared_
 
 
 def run_cells(
-    cells: list[tuple[Recipe, Scenario]], root: Path = ROOT, jobs: int | None = None, then=None, declared=()
+    cells: list[tuple[Recipe, Scenario]],
+    root: Path = ROOT,
+    jobs: int | None = None,
+    then=None,
+    declared=(),
+    progress: Callable[[int], Progress] | None = None,
+    run: Callable[..., dict] = cell_result,
 ) -> list:
     """Results of ``cells``, in order, run in ``jobs`` loky worker processes (joblib's reusable executor; ``1``:
     in this process). ``then``, when given, is called once every cell is submitted and returns more cells to run
-    (the build generates the covering set while the named cells run). ``declared``: the matrix file's warnings."""
+    (the build generates the covering set while the named cells run). ``declared``: the matrix file's warnings.
+    ``progress``, when given, is called with the number of cells once they are all known and returns the
+    :class:`.progress.Progress` each finished cell advances (``main`` prints the matrix's progress so). ``run``: what
+    runs one cell, ``run(recipe, scenario, root, declared)`` (default :func:`cell_result`)."""
     jobs = jobs or os.cpu_count() or 1
     if jobs == 1:
-        more = then() if then else []
-        return [cell_result(recipe, scenario, root, declared) for recipe, scenario in [*cells, *more]]
+        cells = [*cells, *(then() if then else [])]
+        tracker = progress(len(cells)) if progress else None
+        results = []
+        for recipe, scenario in cells:
+            results.append(run(recipe, scenario, root, declared))
+            if tracker:
+                tracker.advance()
+        return results
     from joblib.externals.loky import get_reusable_executor
 
     executor = get_reusable_executor(max_workers=jobs, timeout=60)
-    futures = [executor.submit(cell_result, recipe, scenario, root, declared) for recipe, scenario in cells]
+    futures = [executor.submit(run, recipe, scenario, root, declared) for recipe, scenario in cells]
     if then:
-        futures += [executor.submit(cell_result, recipe, scenario, root, declared) for recipe, scenario in then()]
+        futures += [executor.submit(run, recipe, scenario, root, declared) for recipe, scenario in then()]
+    if progress:
+        tracker = progress(len(futures))
+        for _ in as_completed(futures):
+            tracker.advance()
     return [future.result() for future in futures]
 
 
@@ -106,10 +128,11 @@ def run_matrix(
     jobs: int | None = None,
     cache_dir: Path | None = None,
     covering: bool = True,
+    progress: Callable[[int], Progress] | None = None,
 ) -> dict[str, Any]:
     """Run the named scenarios for every recipe (or the recipes in ``only``) and the covering set (unless
-    ``covering`` is false); ``scenarios`` keeps the cells of those scenario ids only. Returns the JSON document the
-    pages are rendered from."""
+    ``covering`` is false); ``scenarios`` keeps the cells of those scenario ids only; ``progress``: as
+    :func:`run_cells` takes it. Returns the JSON document the pages are rendered from."""
     import lightning
     import torch
 
@@ -126,7 +149,7 @@ def run_matrix(
                     generated.append((by_id[rid], scenario))
         return generated
 
-    cells = run_cells(named, root, jobs, then=covering_cells, declared=space.warnings)
+    cells = run_cells(named, root, jobs, then=covering_cells, declared=space.warnings, progress=progress)
     shown = [s for s in space.scenarios if not scenarios or s.id in scenarios]
     return {
         "lightning": lightning.__version__,
@@ -245,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             args.jobs,
             args.cache,
             covering=not args.named_only,
+            progress=Progress,  # cells done / total and the time left, every 10 s, on standard output
         )
     except MatrixError as error:
         print(f"error: {error}", file=sys.stderr)

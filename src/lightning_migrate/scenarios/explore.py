@@ -18,17 +18,24 @@ import time
 from pathlib import Path
 
 from . import MATRIX_FILE, ROOT, MatrixError, failures, load_space, random_cells, run_cells, scenario_table
+from .progress import INTERVAL, duration
 
 
-def explore(space, root: Path, minutes: float, seed: int, jobs: int | None, out=sys.stdout) -> tuple[int, int]:
-    """Run random cells for ``minutes``; print every unexpected cell with its table. Returns (cells, findings)."""
+def explore(
+    space, root: Path, minutes: float, seed: int, jobs: int | None, out=sys.stdout, clock=time.monotonic
+) -> tuple[int, int]:
+    """Run random cells for ``minutes``; print every unexpected cell with its table, and a progress line (cells
+    run, findings, the time spent and the budget left) at most every :data:`.progress.INTERVAL` seconds of
+    ``clock`` and after the last batch. Returns (cells, findings)."""
     by_id = {r.id: r for r in space.recipes}
     draws = random_cells(space, seed)
-    deadline = time.monotonic() + minutes * 60
+    started = clock()
+    deadline = started + minutes * 60
     batch = 4 * (jobs or 2)
     ran = found = 0
+    last = started
     pages = {r.id: r.page for r in space.recipes}
-    while time.monotonic() < deadline:
+    while clock() < deadline:
         cells = [(by_id[rid], scenario) for rid, scenario in itertools.islice(draws, batch)]
         results = run_cells(cells, root, jobs, declared=space.warnings)
         ran += len(results)
@@ -39,8 +46,12 @@ def explore(space, root: Path, minutes: float, seed: int, jobs: int | None, out=
             scenario = scenarios[cell["scenario"]]
             print(f"explore: {line}", file=out)
             print(f"  add to {MATRIX_FILE.name}:\n" + _indent(scenario_table(scenario, space)), file=out)
-        print(f"explore: {ran} cells, {found} not as declared ({time.monotonic() - deadline + minutes * 60:.0f} s)",
-              file=out, flush=True)  # fmt: skip
+        now = clock()
+        if now - last >= INTERVAL or now >= deadline:
+            last = now
+            left = f"{duration(deadline - now)} of the budget left" if now < deadline else "budget spent"
+            print(f"explore: {ran} cells, {found} not as declared, {duration(now - started)} so far, {left}",
+                  file=out, flush=True)  # fmt: skip
     return ran, found
 
 

@@ -1,0 +1,104 @@
+"""Progress of the scenario matrix and of the exploration: cells done / total and the time left, at most every 10 s
+of a clock the test drives (no sleep, no Lightning: fake cells and a fake cell runner)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from lightning_migrate.scenarios import explore as explore_module
+from lightning_migrate.scenarios import run_cells
+from lightning_migrate.scenarios.progress import PREFIX, Progress, duration
+
+
+class Clock:
+    """A clock that moves only when a cell runs (``tick`` seconds per cell)."""
+
+    def __init__(self, tick: float):
+        self.now, self.tick = 1000.0, tick
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_durations_read_as_people_read_them():
+    assert [duration(s) for s in (0, 4.4, 59.6, 60, 185, 3599, 3600, 3725)] == [
+        "0 s",
+        "4 s",
+        "1 min 00 s",
+        "1 min 00 s",
+        "3 min 05 s",
+        "59 min 59 s",
+        "1 h 00 min",
+        "1 h 02 min",
+    ]
+
+
+def test_the_matrix_prints_done_total_and_time_left_every_ten_seconds_at_most():
+    clock, lines = Clock(tick=4.0), []
+    cells = [(f"recipe-{n % 2}", f"scenario-{n}") for n in range(7)]
+    ran = []
+
+    def run(recipe, scenario, root, declared):  # a fake cell: 4 s of the test's clock
+        clock.now += clock.tick
+        ran.append((recipe, scenario))
+        return {"recipe": recipe, "scenario": scenario}
+
+    def progress(total: int) -> Progress:
+        return Progress(total, clock=clock, out=lines.append)
+
+    more = [("recipe-9", "generated-1")]  # the covering set, known once the named cells are submitted
+    results = run_cells(cells, jobs=1, then=lambda: more, progress=progress, run=run)
+    assert results == [{"recipe": r, "scenario": s} for r, s in [*cells, *more]] and ran == [*cells, *more]
+    # cells end at 4, 8, 12, ... 32 s: a line once 10 s passed since the last one, and the last cell's
+    assert lines == [
+        f"{PREFIX}3 / 8 cells, 12 s so far, about 20 s left",
+        f"{PREFIX}6 / 8 cells, 24 s so far, about 8 s left",
+        f"{PREFIX}8 / 8 cells, 32 s so far, done",
+    ]
+
+
+def test_a_fast_matrix_prints_only_its_last_line():
+    clock, lines = Clock(tick=0.5), []
+    tracker = Progress(5, clock=clock, out=lines.append)
+    for _ in range(5):
+        clock.now += clock.tick
+        tracker.advance()
+    assert lines == [f"{PREFIX}5 / 5 cells, 2 s so far, done"]
+    with pytest.raises(ValueError, match="a negative total of cells: -1"):
+        Progress(-1)
+
+
+def test_exploration_prints_its_budget_left_every_ten_seconds_at_most(monkeypatch):
+    clock = Clock(tick=3.0)
+
+    def fake_run_cells(cells, root, jobs, declared=()):
+        clock.now += clock.tick * len(cells)
+        return [
+            {"recipe": recipe.id, "scenario": scenario.id, "outcome": "holds", "expected": "holds"}
+            for recipe, scenario in cells
+        ]
+
+    class Item:
+        def __init__(self, id):
+            self.id, self.page = id, f"gallery/{id}.py"
+
+    class Space:
+        recipes = [Item("r")]
+        warnings = ()
+
+    draws = (("r", Item(f"s{n}")) for n in range(1000))
+    monkeypatch.setattr(explore_module, "run_cells", fake_run_cells)
+    monkeypatch.setattr(explore_module, "random_cells", lambda space, seed: draws)
+    out = io.StringIO()
+    ran, found = explore_module.explore(Space(), None, minutes=1, seed=0, jobs=1, out=out, clock=clock)
+    # batches of 4 cells, 12 s each: a line after every batch (12 s >= 10 s), the last once the minute is spent
+    assert (ran, found) == (20, 0)
+    assert out.getvalue().splitlines() == [
+        "explore: 4 cells, 0 not as declared, 12 s so far, 48 s of the budget left",
+        "explore: 8 cells, 0 not as declared, 24 s so far, 36 s of the budget left",
+        "explore: 12 cells, 0 not as declared, 36 s so far, 24 s of the budget left",
+        "explore: 16 cells, 0 not as declared, 48 s so far, 12 s of the budget left",
+        "explore: 20 cells, 0 not as declared, 1 min 00 s so far, budget spent",
+    ]
