@@ -164,3 +164,9 @@ html_baseurl = "http://127.0.0.1:8000/"
 # Open Graph tags (title, description, canonical URL) for link previews; no generated images, nothing fetched.
 ogp_social_cards = {"enable": False}
 ogp_description_length = 200
+
+# -- Preview (GUIDE_PREVIEW=1, `nox -s preview`): every page rendered, nothing executed; never published -----------
+from build_mechanics import preview  # noqa: E402
+
+if preview.active():
+    preview.configure(globals())

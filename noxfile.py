@@ -28,15 +28,60 @@ ROOT = Path(__file__).resolve().parent
 EXECUTE_ALL = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
-#: The requirements file of the build environment: requirements.txt, or requirements-hosted.txt in the hosted
-#: builds (the GitHub Pages workflow sets BUILD_REQUIREMENTS), which adds PyTorch's CPU index for torch.
-BUILD_REQUIREMENTS = os.environ.get("BUILD_REQUIREMENTS", "requirements.txt")
+HOSTED_REQUIREMENTS = "requirements-hosted.txt"
+
+
+def index_options() -> list[str]:
+    """The index options of requirements-hosted.txt (PyTorch's CPU index, written there once), as pip options."""
+    lines = (ROOT / HOSTED_REQUIREMENTS).read_text(encoding="utf-8").splitlines()
+    return [word for line in lines if line.startswith("--") for word in line.split("#")[0].split()]
+
+
+def local_cpu_torch() -> str | None:
+    """Where pip, as configured here (``pip config list``: find-links folders and ``file://`` indexes, e.g. a CI
+    machine's wheel cache), finds torch's CPU wheel of the pin (``torch-<version>+cpu-*.whl``); ``None`` when it
+    does not (a user's machine), or when pip cannot say."""
+    import subprocess
+
+    version = torch_pin().removeprefix("torch==")
+    try:
+        listing = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    places = []
+    for line in listing.splitlines():
+        name, _, value = line.partition("=")
+        if name.endswith(("find-links", "extra-index-url", "index-url")):
+            for place in value.strip("'\"").split():
+                folder = Path(place.removeprefix("file://"))
+                if place.startswith("file://") or not place.startswith(("http://", "https://")):
+                    places += [folder, folder / "torch"]
+    for folder in places:
+        if folder.is_dir() and any(folder.glob(f"torch-{version}+cpu-*.whl")):
+            return str(folder)
+    return None
+
+
+def build_requirements() -> str:
+    """The requirements file of the build environment: ``BUILD_REQUIREMENTS`` when set (the hosted builds set
+    requirements-hosted.txt); else requirements.txt where pip takes torch's CPU build anyway -- off Linux, where
+    PyPI's torch wheels are the CPU build, or where pip finds the CPU wheel of the pin on this machine
+    (:func:`local_cpu_torch`: no index is asked, so a machine without network access stays offline); else, on Linux,
+    requirements-hosted.txt, whose PyTorch CPU index gives the CPU build where PyPI's is the CUDA build (gigabytes of
+    GPU libraries the examples never use)."""
+    if os.environ.get("BUILD_REQUIREMENTS"):
+        return os.environ["BUILD_REQUIREMENTS"]
+    if not sys.platform.startswith("linux") or local_cpu_torch():
+        return "requirements.txt"
+    return HOSTED_REQUIREMENTS
 
 
 def install_build(session):
-    """Install the site's pinned build environment (:data:`BUILD_REQUIREMENTS`) into the session: the pins and this
+    """Install the site's pinned build environment (:func:`build_requirements`) into the session: the pins and this
     project itself, whose ``lightning-migrate`` command the pages run."""
-    session.install("-r", BUILD_REQUIREMENTS)
+    session.install("-r", build_requirements_once())
 
 
 def torch_pin() -> str:
@@ -61,6 +106,16 @@ def remove_environment(session):
     one. A removed environment is made again by the next run of its session (torch is a local wheel; about 40 s).
     """
     shutil.rmtree(session.env_dir, ignore_errors=True)
+
+
+_REQUIREMENTS: list[str] = []
+
+
+def build_requirements_once() -> str:
+    """:func:`build_requirements`, asked once per ``nox`` run."""
+    if not _REQUIREMENTS:
+        _REQUIREMENTS.append(build_requirements())
+    return _REQUIREMENTS[0]
 
 
 _RUN_CACHE = []
@@ -137,6 +192,28 @@ def tests(session):
     session.run("pytest", "-n", "auto", *session.posargs, env=env)
 
 
+#: Where ``nox -s preview`` keeps its copy of the tree and builds it (never _build/html, never the tree's own
+#: generated gallery pages: a later real build would take a preview's pages as current).
+PREVIEW = ROOT / "_build" / "preview"
+
+
+@nox.session(python=PYTHON, default=False)
+def preview(session):
+    """For writers: every page rendered, nothing executed (no example, notebook, probe, matrix, witness or claim
+    check; their places show a "not executed in preview" box), into _build/preview/html; never published.
+    Warnings are printed, not errors (a placeholder leaves a reference unresolved). Arguments go to sphinx-build."""
+    install_build(session)
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    from build_mechanics import site_build
+
+    tree = site_build.sync_tree(ROOT, PREVIEW / "tree")  # unchanged files keep their times: a rebuild is quick
+    outdir = PREVIEW / "html"
+    command = ("python", "-m", "sphinx", "-T", "--keep-going", "-j", "auto", "-b", "html", "-c", ".")
+    with session.chdir(tree):
+        session.run(*command, "docs", str(outdir), *session.posargs, env={"GUIDE_PREVIEW": "1"})
+    session.log(f"preview (nothing executed, not for publishing): {outdir}/index.html")
+
+
 @nox.session(python=PYTHON)
 def lint(session):
     """ruff over the whole project, gallery included."""
@@ -171,8 +248,10 @@ def install_lightning_release(session, entry):
     setuptools<70, torch declares setuptools>=77): resolved together, pip would replace torch by an older CUDA
     build instead.
     """
-    session.install(torch_pin())
-    session.install(torch_pin(), *entry["pins"])
+    # torch's CPU build, from PyTorch's CPU index where the build environment needs it (build_requirements)
+    index = index_options() if build_requirements_once() == HOSTED_REQUIREMENTS else []
+    session.install(*index, torch_pin())
+    session.install(*index, torch_pin(), *entry["pins"])
     if entry.get("after"):
         session.install("--no-deps", *entry["after"])
 

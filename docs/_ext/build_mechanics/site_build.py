@@ -101,6 +101,28 @@ def copy_tree(root: Path, destination: Path) -> Path:
     return destination
 
 
+def sync_tree(root: Path, destination: Path) -> Path:
+    """Make ``destination`` hold ``root``'s :func:`source_files` as they are: copy each new or changed file
+    (modification times kept, so a build of ``destination`` sees an unchanged file as unchanged) and remove each file
+    that is no longer a source file, leaving :data:`GENERATED` and ``_build`` alone. Returns ``destination``."""
+    names = source_files(root)
+    wanted = set(names)
+    for name in names:
+        source, target = root / name, destination / name
+        if target.is_file() and target.stat().st_size == source.stat().st_size:
+            if target.read_bytes() == source.read_bytes():
+                continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+    if destination.is_dir():
+        for path in sorted(destination.rglob("*")):
+            relative = path.relative_to(destination).as_posix()
+            keep = relative.startswith(("_build/", *(f"{g}/" for g in GENERATED))) or relative in GENERATED
+            if path.is_file() and not keep and relative not in wanted and "__pycache__" not in relative:
+                path.unlink()
+    return destination
+
+
 def record_path(outdir: Path) -> Path:
     """Where the record of a build into ``outdir`` is kept: ``<outdir>.build.json`` beside it (never inside the
     published folder; it names the build machine's paths)."""

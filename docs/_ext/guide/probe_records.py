@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from build_mechanics import recorded_run
+from build_mechanics import preview, recorded_run
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
@@ -59,7 +59,11 @@ def records_path(app: Sphinx) -> Path:
 def _start(app: Sphinx, config: Any) -> None:
     """At ``config-inited`` -- before any ``builder-inited`` handler, so before the examples run: start the probes
     unless the records file was made from what :func:`cache_key` hashes today (never reused in CI); anything they
-    write to standard error (a warning, a log record) fails the build (``build_mechanics.recorded_run``)."""
+    write to standard error (a warning, a log record) fails the build (``build_mechanics.recorded_run``). A preview
+    (``build_mechanics.preview``) starts none."""
+    if preview.active():
+        app._probe_run = None  # type: ignore[attr-defined]
+        return
     run = recorded_run.start(
         NAME,
         records_path(app).parent,
