@@ -16,7 +16,7 @@ import nox
 nox.options.default_venv_backend = "virtualenv"  # pip finds the local CPU wheel of torch; uv does not
 # The releases first, then the tests (the doc-test build, then pytest on it, in one environment): each release
 # session removes its environment when it ends (remove_environment), so one environment with torch exists at a time.
-nox.options.sessions = ["lint", "legacy", "matrix", "tests"]
+nox.options.sessions = ["lint", "mypy", "legacy", "matrix", "tests"]
 nox.options.error_on_missing_interpreters = True
 # A second `nox -s docs` reuses its environment (pip only checks the pins), so a rebuild stays a rebuild: a new
 # environment would make Sphinx rewrite every page. A fresh clone, as in CI, still gets new environments.
@@ -84,18 +84,23 @@ def install_build(session):
     session.install("-r", build_requirements_once())
 
 
-def torch_pin() -> str:
-    """The torch requirement of requirements.txt (``torch==<version>``, the CPU wheel), its one place.
+def requirement_pin(name: str) -> str:
+    """The ``name==<version>`` line of requirements.txt, its one place.
 
     Raises:
-        ValueError: requirements.txt pins no torch.
+        ValueError: requirements.txt pins no ``name``.
     """
     path = ROOT / "requirements.txt"
     for line in path.read_text(encoding="utf-8").splitlines():
         requirement = line.split("#")[0].strip()
-        if requirement.startswith("torch==") and len(requirement) > len("torch=="):
+        if requirement.startswith(f"{name}==") and len(requirement) > len(f"{name}=="):
             return requirement
-    raise ValueError(f"{path}: no `torch==<version>` line")
+    raise ValueError(f"{path}: no `{name}==<version>` line")
+
+
+def torch_pin() -> str:
+    """The torch requirement of requirements.txt (``torch==<version>``, the CPU wheel)."""
+    return requirement_pin("torch")
 
 
 def remove_environment(session):
@@ -220,6 +225,13 @@ def lint(session):
     session.install("ruff==0.17.6")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=PYTHON)
+def mypy(session):
+    """mypy over src/lightning_migrate (pyproject.toml's [tool.mypy]), with libcst at its pin; no torch here."""
+    session.install("mypy==2.4.1", requirement_pin("libcst"))
+    session.run("mypy")
 
 
 @nox.session(python=PYTHON)

@@ -77,7 +77,7 @@ def _fit(pl, model, epochs: int, callbacks=(), **kwargs) -> None:
 
 def lifetime(pl) -> dict[str, Any]:
     """``training-epoch-end-outputs-lifetime`` (see the module docstring)."""
-    net = _module_class(pl)
+    net: Any = _module_class(pl)  # a class of the release under test: its type is known at run time only
     seen: list[tuple[str, int, int | None]] = []
 
     class Observed(net):
@@ -116,7 +116,7 @@ def lifetime(pl) -> dict[str, Any]:
 
 def contents(pl) -> dict[str, Any]:
     """``training-epoch-end-outputs-contents`` (see the module docstring)."""
-    net = _module_class(pl)
+    net: Any = _module_class(pl)  # a class of the release under test: its type is known at run time only
 
     class Compared(net):
         def __init__(self):
@@ -149,7 +149,7 @@ def contents(pl) -> dict[str, Any]:
 
 def kept_without_hook(pl) -> dict[str, Any]:
     """``outputs-kept-without-training-epoch-end`` (see the module docstring)."""
-    net = _module_class(pl)
+    net: Any = _module_class(pl)  # a class of the release under test: its type is known at run time only
 
     class Plain(net):
         def __init__(self):
@@ -171,7 +171,7 @@ def kept_without_hook(pl) -> dict[str, Any]:
 
 def bare_tensor(pl) -> dict[str, Any]:
     """``training-step-returning-a-tensor`` (see the module docstring)."""
-    net = _module_class(pl)
+    net: Any = _module_class(pl)  # a class of the release under test: its type is known at run time only
 
     class ReturnsTensor(net):
         def training_step(self, batch, batch_idx):
@@ -196,7 +196,7 @@ def none_in_validation(pl) -> dict[str, Any]:
     import torch
     from torch.utils.data import DataLoader
 
-    net = _module_class(pl)
+    net: Any = _module_class(pl)  # a class of the release under test: its type is known at run time only
 
     class SkipsOne(net):
         def validation_step(self, batch, batch_idx):

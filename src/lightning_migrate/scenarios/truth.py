@@ -139,7 +139,7 @@ def ground_truth(recipe: Recipe, scenario: Scenario, record: dict, datasets: dic
 
 def _named(recipe: Recipe, runs: list[list[float]]) -> list[dict[str, Any]]:
     """``{metric name: value}`` per run: ``{idx}`` names one per dataloader, otherwise the recipe's one name."""
-    named = []
+    named: list[dict[str, Any]] = []
     for run in runs:
         if len(recipe.metric) == 1 and "{idx}" in recipe.metric[0]:
             named.append({recipe.metric[0].format(idx=idx): value for idx, value in enumerate(run)})
