@@ -55,9 +55,9 @@ from pathlib import Path
 from typing import Any
 
 from lightning_migrate import equivalence, observations, probes, records, rewrite_equivalence
+from lightning_migrate.source_tree import DATA, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-COMPAT_DIR = ROOT / "data" / "compat"
+COMPAT_DIR = DATA / "compat"
 #: Where ``--check`` writes a run's record (beside the build's output, never committed).
 CHECK_DIR = ROOT / "_build" / "compat"
 MATRIX_FILE = COMPAT_DIR / "matrix.toml"

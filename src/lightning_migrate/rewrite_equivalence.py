@@ -28,8 +28,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-SHAPES_DIR = ROOT / "data" / "rewrites"
+from . import source_tree
+
+ROOT = source_tree.ROOT  # the checkout (the tests read it through this module)
+SHAPES_DIR = source_tree.DATA / "rewrites"
 SEED, FEATURES, BATCH_SIZE = 7, 32, 8
 #: Relative tolerance of a comparison across releases and machines: the same float32 operations in the same order,
 #: but processors may round the last digit differently.

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[3]
-MATRIX_FILE = ROOT / "data" / "scenarios.toml"
+from ..source_tree import DATA, DECLARED_WARNINGS, ROOT
+
+MATRIX_FILE = DATA / "scenarios.toml"
 STAGES = ("train", "validation", "test", "predict")
 #: The Trainer calls that run each stage a recipe can reduce.
 STAGE_RUNS = {"train": ("fit",), "validation": ("fit", "validate"), "test": ("test",), "predict": ("predict",)}
@@ -193,7 +194,7 @@ class ScenarioWarning:
 
 
 #: The build's one list of accepted warnings, each with its reason; its ``IN_SCENARIO_CELLS`` are the matrix's.
-DECLARED_WARNINGS_FILE = ROOT / "docs" / "_ext" / "build_mechanics" / "declared_warnings.py"
+DECLARED_WARNINGS_FILE = DECLARED_WARNINGS
 
 
 def declared_warnings(path: Path = DECLARED_WARNINGS_FILE) -> tuple[ScenarioWarning, ...]:
