@@ -123,7 +123,13 @@ def names() -> tuple[list[str], list[str]]:
     recorded hook names and the registry, never typed here."""
     recorded = hook_names.load()
     callback_hooks = set(recorded["Callback"]["hooks"])
-    subjects = {"Lightning", "Trainer"} | {  # Lightning's callback classes, not the demo modules of lightning.demos
+    subjects = {
+        "Lightning",
+        "Trainer",
+        "trainer",
+        "PyTorch Lightning",
+        "pytorch-lightning",
+    } | {  # Lightning's callback classes, not the demo modules of lightning.demos
         name
         for name, methods in recorded["classes"].items()
         if callback_hooks & set(methods) and "training_step" not in methods
@@ -303,6 +309,11 @@ def _verb_at(words: list[str], index: int, verbs: re.Pattern[str]) -> bool:
     word = words[index].strip(".,;:()'\"`’”")
     if not verbs.fullmatch(word):
         return False
+    previous = words[index - 1].lower().strip("(,") if index else ""
+    if word in VERB_STEMS and (
+        previous in ("to", "please") or (previous in ("and", "or", "then") and _instruction(words))
+    ):
+        return False  # the reader's action: "to call fit", "Create a trainer and call fit"
     if (
         words[index].endswith(":")  # a heading's noun ("Trainer calls: fit", "Trainer calls (matters to: fit)")
         or (index + 1 < len(words) and words[index + 1].startswith("("))
@@ -310,6 +321,12 @@ def _verb_at(words: list[str], index: int, verbs: re.Pattern[str]) -> bool:
     ):
         return False
     return True
+
+
+def _instruction(words: list[str]) -> bool:
+    """Whether the sentence is an instruction to the reader: it starts with a verb's base form ("Create ...")."""
+    first = next((w for w in words if w != "\x01"), "")
+    return first[:1].isupper() and first.lower().strip(",") in VERB_STEMS + ["define", "use", "create", "add", "write"]
 
 
 #: Words that make a hook the reader's own code ("your ``on_train_batch_end``", "you define ..."), not Lightning's.
@@ -504,6 +521,8 @@ ORDINARY = [
     "A recipe page starts with the fix and ends with its proof.",
     "Lightning 2.0 and later",
     "For the Trainer's arguments, see its documentation.",
+    "Create a trainer and call fit.",
+    "Use the Trainer to run the fit.",
 ]
 
 
