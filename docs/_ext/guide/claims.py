@@ -104,7 +104,7 @@ UNIVERSAL = re.compile(r"\b(?:every|always|never|any|whatever|whichever)\b", re.
 WITHIN_RUN = re.compile(
     r"^(?:\W*\w+\W+){0,2}?\W*(?:batch|batches|step|steps|epoch|epochs|sample|samples|prediction|predictions|entry|"
     r"entries|loader|loaders|dataloader|dataloaders|rank|ranks|validation|key|keys|element|elements|tensor|tensors|"
-    r"dictionary|dictionaries|call|calls|hook|hooks)\b",
+    r"dictionary|dictionaries)\b",
     re.I,
 )
 #: An exception's class name typed in a wording.
