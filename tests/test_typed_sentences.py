@@ -37,18 +37,15 @@ from lightning_migrate import hook_names, probes, registry  # noqa: E402
 #: verbs, each stem with its inflections (:func:`_inflections`). Wide on purpose: a contributor's verb is not the
 #: guard's; a sentence about the reader's own code that uses one reads better as an instruction ("Append ...").
 VERB_STEMS = (
-    "abort accept accumulate allow append apply average become build cache call cast catch check clear clone "
+    "abort accept accumulate allow append apply average become build call cast catch check clear clone "
     "collect compute contain convert copy crash create deprecate detach detect disable discard divide drop emit "
     "enable execute expect fail fill find fire flush follow free gather get give hand hold ignore include infer "
     "invoke keep let load log lose move multiply notice pass precede print produce raise receive reduce refuse "
-    "reject release reload remain remove repeat replace report require reset restart restore resume return run "
+    "reject reload remain remove repeat replace report require reset restart restore resume return run "
     "save scale send shard shuffle skip sort split stay stop store sum support sync take throw treat trigger "
     "unwrap update wait warn wrap write yield"
 ).split()
-IRREGULAR = (
-    "ran began begun broke broken brought built caught did does done drew drawn fell found gave given got gotten "
-    "held kept led left lost made put sent set shown stood took taken threw thrown went wrote written"
-).split()
+IRREGULAR = "released releasing ran caught gave given got gotten held kept lost sent threw thrown".split()
 
 
 def _inflections(stem: str) -> set[str]:
@@ -79,9 +76,27 @@ VERBS = re.compile(
     + "|".join(sorted({f for stem in VERB_STEMS for f in _inflections(stem)} | set(IRREGULAR), key=len, reverse=True))
     + r")\b"
 )
-#: Hook names take the same verbs, on either side ("Lightning's loop calls ``on_train_epoch_end``",
-#: "``on_train_epoch_end`` receives nothing").
-HOOK_VERBS = VERBS
+#: What a hook itself does is the reader's code ("``training_step`` returns the loss", "clearing in
+#: ``on_train_epoch_end``"): these verbs say nothing of Lightning next to a hook name.
+READER_VERBS = (
+    "return append cache clear collect compute log read reset save store sum average update write print take "
+    "accumulate keep hold gather become reduce check skip fill clone cast convert sort split shuffle scale multiply "
+    "divide use build move apply"
+).split()
+#: What happens to a hook, on either side of its name ("Lightning's loop calls ``on_train_epoch_end``",
+#: "``on_train_epoch_end`` receives nothing"): the verbs of :data:`VERB_STEMS` but the reader's own.
+HOOK_VERBS = re.compile(
+    r"\b(?:"
+    + "|".join(
+        sorted(
+            {f for stem in VERB_STEMS if stem not in READER_VERBS for f in _inflections(stem)}
+            | {"ran", "got", "gotten", "given", "gave"},
+            key=len,
+            reverse=True,
+        )
+    )
+    + r")\b"
+)
 #: How many words may stand between a name and its verb, on either side ("Lightning 2.x never calls", "calls the
 #: module's ``on_train_epoch_end``").
 GAP = 6
@@ -105,6 +120,8 @@ NOT_PROSE = {
     "sphx-glr-footer": "sphinx-gallery's download links",
     "headerlink": "the pilcrow of a heading link",
     "lightning-version": "the release a gallery page's output came from, read from that output",
+    "related-pages": "the theme's links to the previous and next pages: their titles, read on their own pages",
+    "compat-received": "what the old hooks received on a release, rendered from its recorded runs",
 }
 #: Code is the reader's code, not prose -- but its docstrings are prose a page shows: they are read
 #: (:func:`docstrings`).
@@ -142,7 +159,7 @@ def names() -> tuple[list[str], list[str]]:
 
 
 def _alternatives(words: list[str]) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w.])(?:" + "|".join(re.escape(word) for word in words) + r")(?!\w)")
+    return re.compile(r"(?<![\w.])(?:" + "|".join(re.escape(word) for word in words) + r")(?!\w|\.\w)")
 
 
 SUBJECTS, HOOKS = (_alternatives(group) for group in names())
@@ -358,7 +375,8 @@ def flagged(sentence: str) -> bool:
                         break
                 if is_hook and any(w.lower().strip(".,'’`") in READERS for w in words[max(low, at - 3) : at]):
                     continue
-                if any(_verb_at(words, i, verbs) for i in [*range(low, at), *range(at + 1, high)]):
+                window = [*range(low, at), *range(at + 1, high)] if is_hook else [*range(at + 1, high)]
+                if any(_verb_at(words, i, verbs) for i in window):
                     return True
     return False
 
