@@ -100,14 +100,22 @@ def test_a_claim_renders_on_the_page_and_in_the_notebook(tmp_path):
     page = (project / "_build" / "html" / "examples" / "two.html").read_text(encoding="utf-8")
     lightning = claims.installed_versions()["lightning"]
 
-    assert 'data-claim="sum-is-two" title="Checked in one process: the assert &quot;one plus one is two&quot;' in page
+    assert (
+        f'data-claim="sum-is-two" title="Checked on Lightning {lightning} · 1 process: the assert &quot;one plus one '
+        "is two&quot;" in page
+    )
     assert f"on Python with Lightning {lightning} installed, in one process, <code" in page
+    # the marker: the claim's releases and configuration, linking to its row of the claims table
+    assert (
+        '<span class="claim-scope"> <a class="claim-evidence reference external" '
+        f'href="../index.html#claim-sum-is-two">[Lightning {lightning} · 1 process]</a></span>' in page
+    )
     notebook = nbformat.read(project / "docs" / "examples" / "two.ipynb", as_version=4)
     text = "".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
     assert (
         f"The run below shows that on Python with Lightning {lightning} installed, in one process, `1 + 1` is 2 "
-        "([the list](https://example.org/guide/index.html)); and Lightning’s changelog gives 1.8 as the release "
-        "that removed `on_epoch_end`." in text
+        f"([the list](https://example.org/guide/index.html)) (Lightning {lightning} · 1 process); and Lightning’s "
+        "changelog gives 1.8 as the release that removed `on_epoch_end` (Lightning’s changelog)." in text
     )
     listing = (project / "_build" / "html" / "index.html").read_text(encoding="utf-8")
     assert 'id="claim-sum-is-two"' in listing and 'href="examples/two.html">Two</a>' in listing
@@ -177,11 +185,11 @@ def test_a_claim_no_page_uses_fails_the_build(tmp_path):
         ),
         (
             'text = "on {lightning}, x"\nevidence = [{ probe = "p", field = "outcome", equals = "x" }]',
-            "checked names the configuration the evidence ran in",
+            "no configuration: scope = { axis = value } names what the evidence ran in",
         ),
         (
-            'text = "on 1.9.5, x"\nchecked = "x"\nevidence = [{ recorded = "1.4.9", pattern = "p", field = "f", '
-            "equals = 0 }]",
+            'text = "on 1.9.5, in one process, x"\nchecked = "in one process"\nevidence = [{ recorded = "1.4.9", '
+            'pattern = "p", field = "f", equals = 0 }]',
             "the wording names the release of its recorded evidence, 1.4.9",
         ),
         (
@@ -193,11 +201,98 @@ def test_a_claim_no_page_uses_fails_the_build(tmp_path):
             "probe evidence needs field",
         ),
         (
-            'text = "on {release}, x"\nchecked = "x"\nevidence = [{ probe = "p", field = "f", equals = 1 }]',
+            'text = "on {release}, x"\nscope = { processes = 1 }\n'
+            'evidence = [{ probe = "p", field = "f", equals = 1 }]',
             "unknown placeholder {release}",
         ),
+        (
+            'txt = "x"\nscope = { processes = 1 }\nevidence = [{ assert = "p.py", message = "m" }]',
+            "unknown key 'txt' (did you mean 'text'?)",
+        ),
+        (
+            'text = "x"\nscope = { processes = 1 }\nevidence = [{ asert = "p.py", message = "m" }]',
+            "(did you mean 'assert'?)",
+        ),
+        (
+            'text = "x"\nscope = { processes = 1 }\nevidence = [{ probe = "p", field = "f", equals = 1, feild = 2 }]',
+            "probe evidence: unknown key 'feild' (did you mean 'field'?)",
+        ),
+        (
+            'text = "x"\nscope = { proceses = 1 }\nevidence = [{ assert = "p.py", message = "m" }]',
+            "unknown scope axis 'proceses' (did you mean 'processes'?)",
+        ),
+        (
+            'text = "x"\nscope = { optimization = "manul" }\nevidence = [{ assert = "p.py", message = "m" }]',
+            "scope optimization is one of automatic, manual; got 'manul'",
+        ),
+        (
+            'text = "x"\nchecked = "on one GPU"\nevidence = [{ assert = "p.py", message = "m" }]',
+            "checked 'on one GPU' is not a phrase the loader knows: write the configuration as scope",
+        ),
+        (
+            'text = "Lightning always calls it"\nscope = { processes = 1 }\n'
+            'evidence = [{ assert = "p.py", message = "m" }]',
+            "the wording says 'always' of the configurations it covers, on the evidence of one run (page p.py)",
+        ),
+        (
+            'text = "a step may return None under any strategy"\nscope = { processes = 1 }\n'
+            'evidence = [{ assert = "p.py", message = "m" }, { assert = "p.py", message = "n" }]',
+            "the wording says 'any' of the configurations it covers, on the evidence of one run (page p.py)",
+        ),
+        (
+            'text = "x"\nevidence = [{ assert = "p.py", message = "m" }]',
+            "no configuration",
+        ),
+        (
+            'text = "it raises a ``TypeError``"\nscope = { processes = 1 }\n'
+            'evidence = [{ probe = "p", fields = { error_type = "TypeError" } }]',
+            "the wording types TypeError, which its evidence records: write {error_type}",
+        ),
+        (
+            'text = "it raises a ``ValueError``"\nscope = { processes = 1 }\n'
+            'evidence = [{ assert = "p.py", message = "m" }]',
+            "the wording names ValueError, which none of its evidence checks",
+        ),
+        (
+            'text = "it fails after 4 steps"\nscope = { processes = 1 }\n'
+            'evidence = [{ probe = "p", fields = { training_steps = 4 } }]',
+            "the wording types the number 4, which its evidence compares: write {training_steps}",
+        ),
+        (
+            'text = "it ran {hook_calls} times"\nscope = { processes = 1 }\n'
+            'evidence = [{ probe = "p", field = "hook_calls", equals = 1 }, { probe = "q", field = "hook_calls", '
+            "equals = 2 }]",
+            "{hook_calls} has several values in its evidence: name one of {hook_calls#1}, {hook_calls#2}",
+        ),
+        (
+            'text = "it ran {hook_call} times"\nscope = { processes = 1 }\n'
+            'evidence = [{ probe = "p", field = "hook_calls", equals = 1 }]',
+            "unknown placeholder {hook_call} (did you mean 'hook_calls'?)",
+        ),
     ],
-    ids=["no release", "no configuration", "checked missing", "other release", "general", "field", "placeholder"],
+    ids=[
+        "no release",
+        "no configuration",
+        "checked missing",
+        "other release",
+        "general",
+        "field",
+        "placeholder",
+        "claim key typo",
+        "evidence kind typo",
+        "evidence key typo",
+        "scope axis typo",
+        "scope value",
+        "unknown checked phrase",
+        "always on one run",
+        "any on one page",
+        "no scope",
+        "typed error type",
+        "unchecked error type",
+        "typed count",
+        "ambiguous value",
+        "value typo",
+    ],
 )
 def test_a_claim_names_its_release_and_configuration(tmp_path, table, error):
     path = tmp_path / "claims.toml"
@@ -268,6 +363,7 @@ def test_a_cell_the_matrix_excludes_is_run_and_its_outcome_checked(tmp_path):
     subprocess.run(command, check=True, env=env, cwd=ROOT, capture_output=True)
     sources = claims.Sources(ROOT)
     sources._cache["cells"] = {c["key"]: c for c in json.loads(record.read_text())["cells"]}
+    sources._cache["probes"] = {"records": []}
     [result] = sources._cache["cells"].values()
     assert result["key"] == "callback_side in dataset=iterable, limits=fraction"
     assert result["outcome"] == "raises" and result["detail"].startswith("MisconfigurationException: ")
@@ -334,3 +430,115 @@ def test_every_declared_warning_is_emitted_by_its_witness_on_the_installed_packa
         cwd=tmp_path,
     )
     assert warning_witnesses.unseen(json.loads(output.read_text(encoding="utf-8"))) == []
+
+
+def test_a_claims_words_follow_its_record():
+    """The error type a claim prints is the value its evidence compares with the record: changing the record and
+    the claim's value together changes the sentence; changing the record alone fails the check."""
+    sources = claims.Sources(ROOT)
+
+    def claim_with(error_type: str) -> claims.Claim:
+        table = (
+            '[claim.c]\ntext = "the old hook fails with a ``{error_type}``"\nscope = { processes = 1 }\n'
+            f'evidence = [{{ probe = "p", fields = {{ outcome = "error", error_type = "{error_type}" }} }}]\n'
+        )
+        path = ROOT / "_build" / "claims-words.toml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(table, encoding="utf-8")
+        return claims.load_claims(path)["c"]
+
+    versions = claims.installed_versions()
+    sources._cache["probes"] = {"records": [{"pattern": "p", "outcome": "error", "error_type": "TypeError"}]}
+    before = claim_with("TypeError")
+    assert claims.render_text(before, versions) == "the old hook fails with a ``TypeError``"
+    assert claims.check_evidence(before.evidence[0], sources, None) is None
+
+    sources._cache["probes"]["records"][0]["error_type"] = "RuntimeError"  # the record changed: the claim fails
+    assert claims.check_evidence(before.evidence[0], sources, None) == (
+        "probe p: error_type is 'RuntimeError', the claim needs 'TypeError'"
+    )
+    after = claim_with("RuntimeError")  # the claim's value changed with it: the sentence changed
+    assert claims.render_text(after, versions) == "the old hook fails with a ``RuntimeError``"
+    assert claims.check_evidence(after.evidence[0], sources, None) is None
+
+
+def test_a_cells_match_must_identify_its_recorded_message():
+    """A cell's ``match`` must be found in its error and in no other message this build recorded: "val" is in
+    several, the words of the error itself in one."""
+    sources = claims.Sources(ROOT)
+    detail = "MisconfigurationException: Using `limit_val_batches=0.5` with an iterable dataset is not supported"
+    key = "callback_side in dataset=iterable, limits=fraction"
+    sources._cache["cells"] = {key: {"key": key, "outcome": "raises", "detail": detail, "warnings": []}}
+    other = "MisconfigurationException: `val_check_interval` should be an int with an iterable dataset"
+    sources._cache["probes"] = {"records": [{"pattern": "p", "error_message": other}]}
+    values = 'cell = "callback_side", values = { dataset = "iterable", limits = "fraction" }, outcome = "raises"'
+    weak = claims.check_evidence(evidence(f'{{ {values}, match = "val" }}'), sources, None)
+    assert weak.startswith(f"the cell {key}'s match 'val' does not identify its error: 1 other recorded message")
+    specific = evidence(f'{{ {values}, match = "`limit_val_batches=0.5` with an iterable dataset" }}')
+    assert claims.check_evidence(specific, sources, None) is None
+    typed = evidence(f'{{ {values}, error_type = "RuntimeError" }}')
+    assert claims.check_evidence(typed, sources, None) == (
+        f"the cell {key} raised 'MisconfigurationException', the claim needs 'RuntimeError'"
+    )
+
+
+def test_every_declared_evidence_kind_is_implemented_and_every_implementation_declared():
+    from lightning_migrate import claim_schema
+
+    assert set(claims.IMPLEMENTATIONS) == set(claim_schema.EVIDENCE_KINDS)
+    for kind, implementation in claims.IMPLEMENTATIONS.items():
+        for method in ("describe", "check", "runs"):
+            assert getattr(implementation, method) is not getattr(claims.Evidence, method), (kind, method)
+
+
+def test_a_legacy_block_appended_in_the_earlier_form_loads_and_migrates(tmp_path):
+    """A block in the earlier form (``checked`` and the qualifier in the wording) loads as its scope; the
+    migration writes it in the reader's voice, with the same scope."""
+    from lightning_migrate import claim_schema
+
+    legacy = (
+        '[claim.c]\ntext = "on Lightning {lightning}, in one process, the hook runs twice"\n'
+        'checked = "in one process"\nevidence = [{ assert = "gallery/two.py", message = "m" }]\n'
+    )
+    path = tmp_path / "claims.toml"
+    path.write_text(legacy, encoding="utf-8")
+    [old] = claims.load_claims(path).values()
+    path.write_text(claim_schema.migrate(legacy), encoding="utf-8")
+    [new] = claims.load_claims(path).values()
+    assert old.scope == new.scope == {"processes": 1}
+    assert new.text == "the hook runs twice"
+    assert new.marker({"lightning": "2.6.6"}) == "Lightning 2.6.6 · 1 process"
+
+
+def test_the_real_claims_file_and_its_evidence_that_needs_no_build():
+    """data/claims.toml loads under every wording and scope rule; every recorded-run and changelog evidence holds
+    on the committed records and the registry; every assert evidence names a top-level assert of its page (whether
+    the page ran is the build's check); every claim is used by a page, a rule text or a template. Seconds."""
+    import re
+
+    known = claims.load_claims(ROOT / "data" / "claims.toml")
+    sources = claims.Sources(ROOT)
+    problems = []
+    for claim in known.values():
+        for item in claim.evidence:
+            if item.kind in ("recorded", "changelog"):
+                reason = claims.check_evidence(item, sources, None)
+            elif item.kind == "assert":
+                reason = claims.check_evidence(item, sources, lambda page: None)
+            else:
+                continue
+            if reason:
+                problems.append(f"{claim.id}: {reason}")
+        claims.render_text(claim, claims.installed_versions())  # every placeholder has its value
+    texts = [
+        path.read_text(encoding="utf-8")
+        for folder in ("docs", "gallery", "src", "data")
+        for path in (ROOT / folder).rglob("*")
+        if path.suffix in (".rst", ".md", ".py", ".txt", ".html", ".toml") and path.name != "claims.toml"
+    ]
+    used = {
+        m[1][:1].lower() + m[1][1:] for text in texts for m in re.finditer(r"(?::claim:|\{claim\})`([\w-]+)`", text)
+    }
+    problems += [f"{claim_id}: no page uses it" for claim_id in known if claim_id not in used]
+    assert problems == [], "\n".join(problems)
+    assert len(known) > 100

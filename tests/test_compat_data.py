@@ -157,3 +157,77 @@ def test_the_recorded_1_4_run_says_what_why_outputs_went_says():
     assert callback["received"] == {"len": 0, "items": []}
     page = (compat.ROOT / "docs" / "explanation" / "why-outputs-went.rst").read_text(encoding="utf-8")
     assert ":patterns: training-epoch-end module-on-train-epoch-end-outputs callback-on-train-epoch-end-outputs" in page
+
+
+def test_the_column_of_the_installed_release_follows_this_builds_probe_records(tmp_path):
+    """A two-extension project (the probes and the compatibility table) whose build finds probe records made from
+    today's inputs, one of them changed (a new wording and error type of ``training_epoch_end``'s refusal): the
+    column of the installed release shows the changed record, not the committed ``data/compat`` one; the other
+    releases keep theirs."""
+    import os
+    import subprocess
+    import sys
+    from importlib import metadata
+
+    from builds import ROOT
+
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    from guide import probe_records
+
+    installed = metadata.version("lightning")
+    committed = _data(installed) if compat.data_path(installed).is_file() else None
+    if committed is None:
+        pytest.fail(f"no committed record for the installed Lightning {installed}: record it with `nox -s record`")
+    build_records = json.loads(json.dumps(committed["probes"]))
+    [changed] = [r for r in build_records["records"] if r["pattern"] == "training-epoch-end"]
+    changed.update(error_type="RuntimeError", error_message="training_epoch_end is gone: a new wording")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'docs' / '_ext')!r})\nsys.path.insert(0, {str(ROOT / 'src')!r})\n"
+        'extensions = ["guide.probe_records", "guide.compat_table"]\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "docs" / "index.rst").write_text("Compat\n======\n\n.. compat-table::\n", encoding="utf-8")
+    for example in {pattern.example for pattern in registry.PATTERNS}:  # the pages the table links to
+        stub = tmp_path / "docs" / f"{example}.rst"
+        stub.parent.mkdir(parents=True, exist_ok=True)
+        stub.write_text(":orphan:\n\nExample\n=======\n", encoding="utf-8")
+    doctrees = tmp_path / "_build" / "doctrees"
+    doctrees.mkdir(parents=True)
+    (doctrees / probe_records.RECORDS).write_text(json.dumps(build_records), encoding="utf-8")
+    (doctrees / probe_records.KEY).write_text(probe_records.cache_key(), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTHONWARNINGS")}
+    command = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-q",
+        "-c",
+        ".",
+        "-d",
+        str(doctrees),
+        "-b",
+        "html",
+        "docs",
+        "_build/html",
+    ]
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = html.unescape((tmp_path / "_build" / "html" / "index.html").read_text(encoding="utf-8"))
+    text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
+    label = r"works|raises \w+|warns \(deprecated\)|silently ignored"
+    row = re.search(rf"LightningModule\.training_epoch_end\(self, outputs\)((?: (?:{label}))+)", text)
+    assert row, text[:2000]
+    labels = re.findall(label, row[1])
+    versions = [v for v in compat.load_matrix()["versions"] if compat.data_path(v).is_file()]
+    assert len(labels) == len(versions), (labels, versions)
+    assert labels[versions.index(installed)] == "raises RuntimeError"  # this build's record, not the committed one
+    assert committed_label(installed) == "raises NotImplementedError"
+    for version, shown in zip(versions, labels, strict=True):
+        if version != installed:
+            assert shown == committed_label(version), version
+
+
+def committed_label(version: str) -> str:
+    record = _records(version)["training-epoch-end"]
+    return f"raises {record['error_type']}" if record["outcome"] == "error" else PROBE_OUTCOMES[record["outcome"]]

@@ -81,6 +81,32 @@ def test_float_noise_of_another_processor_is_no_difference():
     assert len(records.differences(noisy, record)) == 1
 
 
+def test_a_value_near_zero_agrees_within_the_absolute_floor_and_a_real_change_does_not():
+    """A prediction near 0 of the 1.9.5 record, as another machine recorded it: 1.03e-5 relative apart (2e-8
+    absolute), more than the relative tolerance alone allows; the absolute floor (math.isclose's abs_tol) accepts it.
+    A changed seed or learning rate moves it by 1e-3, and a drift of 1e-5 absolute is still a difference."""
+    record = committed("1.9.5")
+    runs = record["rewrites"]["callback_on_predict_epoch_end_outputs.py"]["runs"]
+    predictions = runs["predict"]["attributes"]["PredictionsCallback.epoch_predictions"][0]
+    near_zero = predictions[2]
+    assert abs(near_zero) < 0.002, near_zero
+    other_machine = near_zero * (1 + 1.03e-5)
+    assert abs(other_machine - near_zero) > records.RELATIVE_TOLERANCE * abs(near_zero)  # relative alone: differs
+
+    noisy = copy.deepcopy(record)
+    noisy["rewrites"]["callback_on_predict_epoch_end_outputs.py"]["runs"]["predict"]["attributes"][
+        "PredictionsCallback.epoch_predictions"
+    ][0][2] = other_machine
+    assert records.differences(noisy, record) == []
+    for changed in (near_zero + 1e-3, near_zero + 1e-5, -near_zero):
+        noisy["rewrites"]["callback_on_predict_epoch_end_outputs.py"]["runs"]["predict"]["attributes"][
+            "PredictionsCallback.epoch_predictions"
+        ][0][2] = changed
+        [difference] = records.differences(noisy, record)
+        assert difference.startswith("/rewrites/callback_on_predict_epoch_end_outputs.py/runs/predict/"), difference
+    assert records.floats_agree(0.0, 5e-7) and not records.floats_agree(0.0, 5e-6)
+
+
 def test_short_decimals_and_integers_in_texts_compare_exactly():
     """A version in a warning (``v1.5``) or a count is no measurement: one unit of difference is a difference."""
     assert records.differences("deprecated in v1.3, removed in v1.5", "deprecated in v1.3, removed in v1.6")

@@ -21,6 +21,7 @@ otherwise). Run it on a build: ``python tests/test_typed_sentences.py _build/htm
 
 from __future__ import annotations
 
+import ast
 import html.parser
 import re
 import sys
@@ -32,26 +33,79 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from lightning_migrate import hook_names, probes, registry  # noqa: E402
 
-#: What Lightning (the library, the Trainer, a callback class of Lightning's) does: behaviour verbs, inflected.
+#: What Lightning (the library, the Trainer, a callback class of Lightning's) or a hook's caller does: behaviour
+#: verbs, each stem with its inflections (:func:`_inflections`). Wide on purpose: a contributor's verb is not the
+#: guard's; a sentence about the reader's own code that uses one reads better as an instruction ("Append ...").
+VERB_STEMS = (
+    "abort accept accumulate allow append apply average become build call cast catch check clear clone "
+    "collect compute contain convert copy crash create deprecate detach detect disable discard divide drop emit "
+    "enable execute expect fail fill find fire flush follow free gather get give hand hold ignore include infer "
+    "invoke keep let load log lose move multiply notice pass precede print produce raise receive reduce refuse "
+    "reject reload remain remove repeat replace report require reset restart restore resume return run "
+    "save scale send shard shuffle skip sort split stay stop store sum support sync take throw treat trigger "
+    "unwrap update wait warn wrap write yield"
+).split()
+IRREGULAR = "released releasing ran caught gave given got gotten held kept lost sent threw thrown".split()
+
+
+def _inflections(stem: str) -> set[str]:
+    """``stem`` and its third person, past and gerund forms, spelled as English spells them."""
+    forms = {stem}
+    if stem.endswith(("s", "sh", "ch", "x", "z")):
+        forms.add(stem + "es")
+    elif stem.endswith("y") and stem[-2:-1] not in "aeiou":
+        forms |= {stem[:-1] + "ies", stem[:-1] + "ied"}
+    else:
+        forms.add(stem + "s")
+    if stem.endswith("e"):
+        forms |= {stem + "d", stem[:-1] + "ing"}
+    elif stem.endswith("y"):
+        forms |= {stem + "ing"} | ({stem + "ed"} if stem[-2:-1] in "aeiou" else set())
+    else:
+        double = (
+            stem[-1]
+            if len(stem) > 2 and stem[-1] in "bdglmnpt" and stem[-2] in "aeiou" and stem[-3] not in "aeiou"
+            else ""
+        )
+        forms |= {stem + double + "ed", stem + double + "ing", stem + "ed", stem + "ing"}
+    return forms
+
+
 VERBS = re.compile(
-    r"\b(?:call(?:s|ed|ing)?|runs?|ran|running|receiv(?:e|es|ed|ing)|hold(?:s|ing)?|held|detach(?:es|ed|ing)?|"
-    r"rais(?:e|es|ed|ing)|free(?:s|d|ing)?|pass(?:es|ed|ing)?|keep(?:s|ing)?|kept|logs|logged|hand(?:s|ed)|"
-    r"returns?|returned|warns?|warned|emit(?:s|ted)?|divides?|divided|clears?|cleared|"
-    r"skips?|skipped|ignor(?:es|ed)|check(?:s|ed)|rejects?|rejected|refuses?|refused)\b"
+    r"\b(?:"
+    + "|".join(sorted({f for stem in VERB_STEMS for f in _inflections(stem)} | set(IRREGULAR), key=len, reverse=True))
+    + r")\b"
 )
-#: What happens to a hook (a method the reader writes, that Lightning calls): the verbs that say Lightning's part.
-#: A hook that "returns" or "logs" is the reader's own code doing it.
+#: What a hook itself does is the reader's code ("``training_step`` returns the loss", "clearing in
+#: ``on_train_epoch_end``"): these verbs say nothing of Lightning next to a hook name.
+READER_VERBS = (
+    "return append cache clear collect compute log read reset save store sum average update write print take "
+    "accumulate keep hold gather become reduce check skip fill clone cast convert sort split shuffle scale multiply "
+    "divide use build move apply"
+).split()
+#: What happens to a hook, on either side of its name ("Lightning's loop calls ``on_train_epoch_end``",
+#: "``on_train_epoch_end`` receives nothing"): the verbs of :data:`VERB_STEMS` but the reader's own.
 HOOK_VERBS = re.compile(
-    r"\b(?:call(?:s|ed|ing)?|runs?|ran|running|receiv(?:e|es|ed|ing)|gets?|got|pass(?:es|ed)?|ignor(?:es|ed)|"
-    r"fires?|fired|precedes?|follows?)\b"
+    r"\b(?:"
+    + "|".join(
+        sorted(
+            {f for stem in VERB_STEMS if stem not in READER_VERBS for f in _inflections(stem)}
+            | {"ran", "got", "gotten", "given", "gave"},
+            key=len,
+            reverse=True,
+        )
+    )
+    + r")\b"
 )
-#: How many words may stand between a name and its verb ("Lightning 2.x never calls", "on_train_epoch_end of plain
-#: callbacks runs").
+#: How many words may stand between a name and its verb, on either side ("Lightning 2.x never calls", "calls the
+#: module's ``on_train_epoch_end``").
 GAP = 6
-#: Rendered content that is not typed prose, by the class of its HTML element, each with why.
+#: Rendered content that is not typed prose, by the class of its HTML element, each with why. Each is set by an
+#: extension or by sphinx-gallery, never by a page: a page whose source sets one of these classes by hand
+#: (``.. rst-class::``, ``:class:``, a MyST ``{rst-class}``, raw HTML) is itself a finding (:func:`opt_outs`), so no
+#: markup switches the guard off.
 NOT_PROSE = {
     "claim": "a claim: rendered from data/claims.toml and checked against its evidence at every build",
-    "highlight": "code (the reader's code, or Lightning's own output captured by the run), not prose",
     "sphx-glr-script-out": "what an example printed, captured by sphinx-gallery",
     "from-records": "sentences the guide's extensions write from probe records and recorded runs",
     "old-hooks-table": "the reference table: the registry's changelog facts and this build's probe records",
@@ -66,7 +120,12 @@ NOT_PROSE = {
     "sphx-glr-footer": "sphinx-gallery's download links",
     "headerlink": "the pilcrow of a heading link",
     "lightning-version": "the release a gallery page's output came from, read from that output",
+    "related-pages": "the theme's links to the previous and next pages: their titles, read on their own pages",
+    "compat-received": "what the old hooks received on a release, rendered from its recorded runs",
 }
+#: Code is the reader's code, not prose -- but its docstrings are prose a page shows: they are read
+#: (:func:`docstrings`).
+CODE = "highlight"
 #: Sentences the guard may flag that are not about Lightning's behaviour, by page and a fragment of their text
 #: (an empty fragment: the whole page), each with why. Keep it short: a sentence about Lightning is a claim.
 ALLOWED: dict[tuple[str, str], str] = {
@@ -81,7 +140,13 @@ def names() -> tuple[list[str], list[str]]:
     recorded hook names and the registry, never typed here."""
     recorded = hook_names.load()
     callback_hooks = set(recorded["Callback"]["hooks"])
-    subjects = {"Lightning", "Trainer"} | {  # Lightning's callback classes, not the demo modules of lightning.demos
+    subjects = {
+        "Lightning",
+        "Trainer",
+        "trainer",
+        "PyTorch Lightning",
+        "pytorch-lightning",
+    } | {  # Lightning's callback classes, not the demo modules of lightning.demos
         name
         for name, methods in recorded["classes"].items()
         if callback_hooks & set(methods) and "training_step" not in methods
@@ -94,38 +159,55 @@ def names() -> tuple[list[str], list[str]]:
 
 
 def _alternatives(words: list[str]) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w.])(?:" + "|".join(re.escape(word) for word in words) + r")(?!\w)")
+    return re.compile(r"(?<![\w.])(?:" + "|".join(re.escape(word) for word in words) + r")(?!\w|\.\w)")
 
 
 SUBJECTS, HOOKS = (_alternatives(group) for group in names())
 
 
 class ProseReader(html.parser.HTMLParser):
-    """The prose of a page's main article, one block (paragraph, list item, heading, table cell) per entry, with
-    everything :data:`NOT_PROSE` names left out."""
+    """Every text of a page a reader reads, one block (paragraph, list item, heading, table row, admonition
+    paragraph) per entry: the article, and what templates put around it (nav, sidebars and scripts aside, which
+    repeat the pages' titles); with what :data:`NOT_PROSE` names left out, and the docstrings of the Python code the
+    page shows read as prose (:attr:`docstrings`)."""
 
-    BLOCKS = {"p", "li", "h1", "h2", "h3", "h4", "dt", "dd", "td", "th", "figcaption", "caption"}
-    VOID = {"br", "img", "hr", "meta", "link", "input", "wbr", "col"}
+    BLOCKS = {"p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "dt", "dd", "figcaption", "caption", "tr", "blockquote"}
+    VOID = {"br", "img", "hr", "meta", "link", "input", "wbr", "col", "source"}
+    SKIP_TAGS = {"script", "style", "nav", "aside", "header", "svg", "button", "form", "label", "head", "title"}
+    PYTHON = re.compile(r"\bhighlight-(?:python\d?|ipython\d?|default|py)\b", re.I)
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.depth_in_article = 0
+        self.in_body = False
         self.skip_stack: list[int] = []  # depths at which a skipped element started
         self.depth = 0
+        self.row_depth = 0  # inside a table row: its cells are one block
+        self.python_depth = 0  # inside a Python code block: its docstrings are read
+        self.code: list[str] | None = None
         self.blocks: list[str] = []
+        self.docstrings: list[str] = []
         self.current: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in self.VOID:
             return
         self.depth += 1
+        if tag == "body":
+            self.in_body = True
         attributes = dict(attrs)
-        if attributes.get("role") == "main" and not self.depth_in_article:  # furo: <article>; others: a <div>
-            self.depth_in_article = self.depth
         classes = set((attributes.get("class") or "").split())
-        if self.depth_in_article and not self.skip_stack and (tag == "pre" or classes & NOT_PROSE.keys()):
+        if self.python_depth == 0 and self.PYTHON.search(attributes.get("class") or ""):
+            self.python_depth = self.depth
+        if not self.skip_stack and (tag in self.SKIP_TAGS or classes & NOT_PROSE.keys() or tag == "pre"):
             self.skip_stack.append(self.depth)
-        if tag in self.BLOCKS:
+            if tag == "pre" and self.python_depth and not classes & NOT_PROSE.keys():
+                self.code = []
+        if tag == "tr":
+            self._flush()
+            self.row_depth = self.depth
+        elif tag in ("td", "th") and self.row_depth:
+            self.current.append(" — ")
+        elif tag in self.BLOCKS and not self.row_depth:
             self._flush()
 
     def handle_endtag(self, tag: str) -> None:
@@ -133,27 +215,51 @@ class ProseReader(html.parser.HTMLParser):
             return
         if self.skip_stack and self.skip_stack[-1] == self.depth:
             self.skip_stack.pop()
-        if tag in self.BLOCKS:
+            if self.code is not None:
+                self.docstrings += docstrings("".join(self.code))
+                self.code = None
+        if tag == "tr" and self.row_depth == self.depth:
+            self.row_depth = 0
             self._flush()
-        if self.depth == self.depth_in_article:
-            self.depth_in_article = 0
+        elif tag in self.BLOCKS and not self.row_depth:
+            self._flush()
+        if self.python_depth == self.depth:
+            self.python_depth = 0
         self.depth -= 1
 
     def handle_data(self, data: str) -> None:
-        if self.depth_in_article and not self.skip_stack:
+        if self.code is not None:
+            self.code.append(data)
+        elif self.in_body and not self.skip_stack:
             self.current.append(data)
-        elif self.depth_in_article and self.skip_stack:
+        elif self.in_body and self.skip_stack:
             self.current.append(" \x00 ")  # a claim or record stands here: the sentence goes on around it
 
     def _flush(self) -> None:
         text = re.sub(r"(?:\s*\x00)+\s*", " \x00 ", " ".join("".join(self.current).split()))
-        if text.strip(" \x00"):
+        if text.strip(" \x00—"):
             self.blocks.append(text)
         self.current = []
 
     def close(self) -> None:
         super().close()
         self._flush()
+
+
+def docstrings(code: str) -> list[str]:
+    """The docstrings (module, class, function) of a block of Python code a page shows, each as one line of prose;
+    none when the block is not Python that parses (a shell line, a fragment)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            text = ast.get_docstring(node)
+            if text:
+                found.append(" ".join(text.split()))
+    return found
 
 
 SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z`(\"“‘])")
@@ -220,31 +326,57 @@ def _verb_at(words: list[str], index: int, verbs: re.Pattern[str]) -> bool:
     word = words[index].strip(".,;:()'\"`’”")
     if not verbs.fullmatch(word):
         return False
-    if word in ("run", "runs", "call", "calls") and (
+    previous = words[index - 1].lower().strip("(,") if index else ""
+    if word in VERB_STEMS and (
+        previous in ("to", "please") or (previous in ("and", "or", "then") and _instruction(words))
+    ):
+        return False  # the reader's action: "to call fit", "Create a trainer and call fit"
+    if (
         words[index].endswith(":")  # a heading's noun ("Trainer calls: fit", "Trainer calls (matters to: fit)")
         or (index + 1 < len(words) and words[index + 1].startswith("("))
-        or (index and words[index - 1].lower().strip("(,") in NOUN_BEFORE)
+        or (index and words[index - 1].lower().strip("(,") in NOUN_BEFORE)  # "a run", "the return value"
     ):
         return False
     return True
 
 
+def _instruction(words: list[str]) -> bool:
+    """Whether the sentence is an instruction to the reader: it starts with a verb's base form ("Create ...")."""
+    first = next((w for w in words if w != "\x01"), "")
+    return first[:1].isupper() and first.lower().strip(",") in VERB_STEMS + ["define", "use", "create", "add", "write"]
+
+
+#: Words that make a hook the reader's own code ("your ``on_train_batch_end``", "you define ..."), not Lightning's.
+READERS = {"your", "you", "yours", "you'll", "you've"}
+
+
 def flagged(sentence: str) -> bool:
-    """Whether a name of Lightning is followed, within :data:`GAP` words, by one of :data:`VERBS`, or a hook name by
-    one of :data:`HOOK_VERBS`, or a sentence names a default of a ``Trainer`` argument (:data:`DEFAULT_NAMED`) -- in
-    the text outside claims and records."""
+    """Whether a name of Lightning or a hook name has one of :data:`VERBS` within :data:`GAP` words on either side
+    (a colon or semicolon ends the clause), or a sentence names a default of a ``Trainer`` argument
+    (:data:`DEFAULT_NAMED`) -- in the text outside claims and records. A hook the sentence calls the reader's
+    (:data:`READERS`) is the reader's code."""
     for part in sentence.split("\x00"):  # a claim or a record breaks the sentence: its parts are read apart
         if DEFAULT_NAMED.search(part):
             return True
-        for names_, verbs in ((SUBJECTS, VERBS), (HOOKS, HOOK_VERBS)):
+        for names_, verbs, is_hook in ((SUBJECTS, VERBS, False), (HOOKS, HOOK_VERBS, True)):
             for match in names_.finditer(part):
-                before = part[: match.start()].split()[-1:]
-                words = before + part[match.end() :].split()[: GAP + 1]
-                for end, word in enumerate(words[len(before) :], len(before)):
-                    if word.endswith(":"):  # a colon ends the clause: "Trainer calls: crashes, run again" is a label
-                        words = words[: end + 1]
+                before, after = part[: match.start()].split(), part[match.end() :].split()
+                words = before + ["\x01"] + after
+                at = len(before)
+                low = max(0, at - GAP)
+                for i in range(at - 1, low - 1, -1):
+                    if words[i].endswith((":", ";")):
+                        low = i + 1
                         break
-                if any(_verb_at(words, index, verbs) for index in range(len(before), len(words))):
+                high = min(len(words), at + 1 + GAP)
+                for i in range(at + 1, high):
+                    if words[i].endswith((":", ";")):
+                        high = i + 1
+                        break
+                if is_hook and any(w.lower().strip(".,'’`") in READERS for w in words[max(low, at - 3) : at]):
+                    continue
+                window = [*range(low, at), *range(at + 1, high)] if is_hook else [*range(at + 1, high)]
+                if any(_verb_at(words, i, verbs) for i in window):
                     return True
     return False
 
@@ -300,54 +432,203 @@ def line_of(sentence: str, source: Path | None) -> int:
     return 0
 
 
+#: How a page's source sets a class by hand: reST's ``rst-class`` and ``:class:`` (MyST's ``{rst-class}`` and
+#: ``:class:``), and raw HTML.
+CLASS_MARKUP = re.compile(r"(?:rst-class::?\}?|:class:)\s*([\w -]+)|class=[\"']([^\"']+)[\"']")
+#: The sources a contributor writes: pages, gallery scripts, the checker's rule texts and the templates.
+SOURCES = (
+    "docs/**/*.rst",
+    "docs/**/*.md",
+    "docs/_templates/**/*.html",
+    "gallery/**/*.py",
+    "gallery/**/*.txt",
+    "src/lightning_migrate/checker/rules/*.py",
+    "data/scenarios.toml",
+)
+
+
+def opt_outs(root: Path = ROOT) -> list[Finding]:
+    """Every place a source sets, by hand, a class that the guard leaves unread (:data:`NOT_PROSE`): such markup
+    would switch the guard off, so it is a finding itself."""
+    found = []
+    for pattern in SOURCES:
+        for path in sorted(root.glob(pattern)):
+            if "_build" in path.parts or "_ext" in path.parts:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                for match in CLASS_MARKUP.finditer(line):
+                    classes = set((match[1] or match[2] or "").split())
+                    hidden = sorted(classes & NOT_PROSE.keys())
+                    if hidden:
+                        relative = path.relative_to(root).as_posix()
+                        sentence = f"sets the class {hidden[0]!r} by hand: text under it would go unread"
+                        found.append(Finding("(source)", relative, number, sentence))
+    return found
+
+
 def typed_sentences(html_dir: Path, root: Path = ROOT) -> list[Finding]:
-    """Every flagged sentence of every page of ``html_dir`` that :data:`ALLOWED` does not list."""
-    findings = []
+    """Every flagged sentence of every page of ``html_dir`` that :data:`ALLOWED` does not list -- its prose, table
+    rows, admonitions, the text templates put around it, the docstrings of the code it shows -- and every markup of
+    the sources that would hide text from the guard (:func:`opt_outs`). A sentence a template repeats on every page
+    is reported once."""
+    findings, seen = [], set()
     for path in sorted(html_dir.rglob("*.html")):
         page = path.relative_to(html_dir).as_posix()
-        if page.startswith(("_", "genindex", "search", "404")):
+        if page.startswith(("_", "genindex", "search", "404", "py-modindex")):
             continue
         reader = ProseReader()
         reader.feed(path.read_text(encoding="utf-8"))
         reader.close()
         source = source_of(page, root)
-        for block in reader.blocks:
+        for block in reader.blocks + reader.docstrings:
             for sentence in sentences(block):
                 if not flagged(sentence):
                     continue
                 if any(page == p and fragment in sentence for (p, fragment) in ALLOWED):
                     continue
                 relative = source.relative_to(root).as_posix() if source else page
-                findings.append(Finding(page, relative, line_of(sentence, source), sentence))
-    return findings
+                finding = Finding(page, relative, line_of(sentence, source), sentence)
+                if (finding.line == 0 and sentence in seen) or finding in findings:
+                    continue
+                seen.add(sentence)
+                findings.append(finding)
+    return findings + opt_outs(root)
 
 
 # -- Tests -----------------------------------------------------------------------------------------------------------
-def test_the_guard_flags_an_injected_typed_sentence_and_passes_claims(tmp_path):
-    """A two-page project: one page says it through a claim, the other types the same kind of sentence. Only the
-    typed one is flagged, with its file and line."""
+#: Behaviour sentences as contributors write them: each must be flagged.
+TYPED = [
+    "Lightning calls ``on_train_epoch_end`` once per epoch, after the callbacks.",
+    "Lightning silently drops the outputs of every step.",  # a verb outside the earlier list
+    "The loop calls ``on_train_epoch_end`` after validation.",  # the verb before the hook
+    "After validation, Lightning invokes the hook with no arguments.",
+    "``on_train_batch_end`` receives the loss divided by the number of accumulated batches.",
+    "``training_epoch_end`` is refused with an error before the first batch.",
+    "The Trainer resets every metric at the end of each validation run.",
+    "``ModelCheckpoint`` saves a checkpoint after the module's hook.",
+    "Under DDP, Lightning raises when a step returns None.",
+    "With one process the ``self.all_gather`` call adds no dimension, and Lightning keeps it that way.",
+    "Lightning 2.x no longer passes ``outputs`` to ``on_train_epoch_end``.",
+    "``on_validation_epoch_end`` fires after the sanity check too.",
+    "The sanity check runs 2 batches by default before num_sanity_val_steps is read.",
+    "``trainer.predict`` returns None with return_predictions off, Lightning warns nothing.",
+    "The Trainer frees the list at the end of the same epoch.",
+    "``EarlyStopping`` stops training when the monitored value stalls.",
+    "Lightning detaches the loss and hands it on.",
+    "A step may return None to skip a batch, and Lightning skips the optimizer step.",
+    "``on_test_epoch_end`` gets called after the last test batch.",
+    "Lightning will throw a TypeError at the end of the first epoch.",
+    "The Trainer moves the batch to the device before ``training_step`` runs.",
+    "Lightning accumulates the gradients over three batches.",
+    "``on_predict_epoch_end`` was given the predictions on 1.9.5.",
+    "Lightning averages the value across ranks with sync_dist.",
+]
+#: Ordinary sentences of a page that say nothing of Lightning's behaviour: none may be flagged.
+ORDINARY = [
+    "Install the requirements with pip before you start.",
+    "This page shows the old code beside the new one.",
+    "Copy the block below into your own module.",
+    "See the reference table for the replacement of each hook.",
+    "The table below lists each removed hook and what replaces it.",
+    "Define ``on_train_epoch_end`` without the ``outputs`` argument.",
+    "Read the checker's page for the command line and its options.",
+    "In your ``on_train_batch_end``, append the loss to a list.",
+    "What ``on_train_batch_end`` receives",
+    "Why did the outputs argument go?",
+    "The guide has three parts: the fixes, the reference and the explanations.",
+    "A recipe page starts with the fix and ends with its proof.",
+    "Lightning 2.0 and later",
+    "For the Trainer's arguments, see its documentation.",
+    "Create a trainer and call fit.",
+    "Use the Trainer to run the fit.",
+]
+
+
+def test_the_guard_flags_many_phrasings_and_passes_ordinary_sentences():
+    def typed(text: str) -> bool:
+        return any(flagged(sentence) for sentence in sentences(text))
+
+    missed = [text for text in TYPED if not typed(text)]
+    wrong = [text for text in ORDINARY if typed(text)]
+    assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+
+
+FIXTURE_PAGES = {
+    "verb.rst": "Verb\n====\n\nLightning silently drops the outputs of every step.\n",
+    "before.rst": "Before\n======\n\nThe loop calls ``on_train_epoch_end`` after validation.\n",
+    "table.rst": (
+        "Table\n=====\n\n.. list-table::\n   :header-rows: 1\n\n   * - Hook\n     - Today\n"
+        "   * - ``on_train_epoch_end``\n     - receives no outputs\n"
+    ),
+    "note.rst": "Note\n====\n\n.. note::\n\n   Lightning frees the list after each epoch.\n",
+    "admonition.md": (
+        "# Admonition\n\n```{admonition} Beware\nLightning divides the loss by the accumulation count.\n```\n\n"
+        "```{note}\nThe Trainer resets the metric after each run.\n```\n"
+    ),
+    "opt_out.rst": (
+        "Opt out\n=======\n\n.. rst-class:: from-records\n\n   Lightning keeps the list until the next epoch.\n"
+    ),
+    "ordinary.rst": "Ordinary\n========\n\n" + "\n\n".join(ORDINARY[:8]) + "\n",
+}
+GALLERY_DOCSTRING = '''"""
+Docstring
+=========
+
+A page whose code documents a hook.
+"""
+
+
+# %%
+# The callback below.
+class Recorder:
+    def on_train_epoch_end(self, trainer, pl_module):
+        """Lightning calls this hook once per epoch, with no outputs."""
+        return None
+'''
+
+
+def test_the_guard_reads_every_place_text_reaches_a_reader(tmp_path):
+    """A project with one page per way a contributor types a behaviour sentence -- a verb outside the old list, a
+    verb before the hook, a table row, an rST note, MyST admonitions, a docstring in gallery code, a template,
+    text under ``.. rst-class:: from-records`` -- and an ordinary page. Each typed page has a finding with its
+    file; the ordinary page and the claim have none."""
     from test_claims import build, claims_project
 
     project = claims_project(tmp_path)
-    sentence = "Lightning calls ``on_train_epoch_end`` once per epoch, after the callbacks"
-    with (project / "data" / "claims.toml").open("a", encoding="utf-8") as data:
-        data.write(
-            f'\n[claim.once-per-epoch]\ntext = "on {{lightning}}, in one process, {sentence}"\n'
-            'checked = "in one process"\nevidence = [{ assert = "gallery/two.py", message = "one plus one is two" }]\n'
+    conf = project / "conf.py"
+    conf.write_text(
+        conf.read_text(encoding="utf-8").replace(
+            '"build_mechanics.notebook_baseurl"]', '"build_mechanics.notebook_baseurl", "myst_parser"]'
         )
-    typed = project / "docs" / "typed.rst"
-    typed.write_text(
-        f"Typed\n=====\n\nThe claim: :claim:`once-per-epoch`.\n\n{sentence}.\n",
+        + 'templates_path = ["_templates"]\n',
         encoding="utf-8",
     )
+    (project / "_templates").mkdir()
+    (project / "_templates" / "layout.html").write_text(
+        '{% extends "!layout.html" %}{% block footer %}{{ super() }}<div class="footer-note">The Trainer runs '
+        "validation twice per epoch.</div>{% endblock %}\n",
+        encoding="utf-8",
+    )
+    for name, text in FIXTURE_PAGES.items():
+        (project / "docs" / name).write_text(text, encoding="utf-8")
+    (project / "gallery" / "docstring.py").write_text(GALLERY_DOCSTRING, encoding="utf-8")
     index = project / "docs" / "index.rst"
-    index.write_text(index.read_text(encoding="utf-8") + "   typed\n", encoding="utf-8")
+    pages = "".join(f"   {Path(name).stem}\n" for name in FIXTURE_PAGES)
+    index.write_text(index.read_text(encoding="utf-8") + pages, encoding="utf-8")
     build(project)
 
     findings = typed_sentences(project / "_build" / "html", root=project)
-
-    assert [(f.source, f.line) for f in findings] == [("docs/typed.rst", 6)], findings
-    assert findings[0].sentence.startswith("Lightning calls on_train_epoch_end once per epoch")
+    by_source = {}
+    for finding in findings:
+        by_source.setdefault(finding.source, []).append(finding)
+    expected = {f"docs/{name}" for name in FIXTURE_PAGES if name != "ordinary.rst"} | {"gallery/docstring.py"}
+    assert expected <= set(by_source), (sorted(by_source), findings)
+    assert "docs/ordinary.rst" not in by_source, by_source["docs/ordinary.rst"]
+    assert [f.line for f in by_source["docs/note.rst"]] == [6], by_source["docs/note.rst"]
+    assert any(f.sentence.startswith("sets the class 'from-records' by hand") for f in by_source["docs/opt_out.rst"])
+    assert any("Lightning calls this hook once per epoch" in f.sentence for f in by_source["gallery/docstring.py"])
+    assert any("The Trainer runs validation twice" in f.sentence for f in findings), findings  # the template
+    assert not any("1 + 1" in f.sentence for f in findings)  # the claim
 
 
 def test_no_sentence_on_the_site_speaks_of_lightning_outside_a_claim(site):

@@ -25,6 +25,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from lightning_migrate import claim_schema
+
 from .records import write_atomic
 
 
@@ -35,7 +37,7 @@ def cited_cells(claims_file: Path) -> list[dict[str, Any]]:
     cells: list[dict[str, Any]] = []
     for table in document.get("claim", {}).values():
         for evidence in table.get("evidence", ()):
-            if "cell" in evidence:
+            if claim_schema.kind_of(evidence) == ["cell"]:
                 cell = {"recipe": evidence["cell"]}
                 cell.update({k: evidence[k] for k in ("values", "scenario") if k in evidence})
                 if cell not in cells:

@@ -8,7 +8,7 @@ still does what its committed record says::
 
 write the run's record under ``_build/compat/`` and fail, naming the file and every difference, when it differs
 from ``data/compat/1.9.5.json`` (:func:`lightning_migrate.records.differences`: outcomes, texts and counts exactly,
-measured floats within :data:`lightning_migrate.records.RELATIVE_TOLERANCE`). ``nox -s record`` writes new records
+measured floats within :func:`lightning_migrate.records.floats_agree`). ``nox -s record`` writes new records
 on purpose::
 
     python -m lightning_migrate.compat --version 1.9.5
@@ -257,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
         if drift:
             print(
                 f"{committed.relative_to(ROOT)}: Lightning {args.version} no longer does what its committed record "
-                f"says ({len(drift)} differences; floats compared within {records.RELATIVE_TOLERANCE:g} relative):",
+                f"says ({len(drift)} differences; floats compared within {records.RELATIVE_TOLERANCE:g} relative or "
+                f"{records.ABSOLUTE_TOLERANCE:g} absolute):",
                 file=sys.stderr,
             )
             print("\n".join(f"  {line}" for line in drift), file=sys.stderr)

@@ -6,8 +6,9 @@ and the scenario matrix (:mod:`lightning_migrate.scenarios`, one cell per recipe
 :func:`write_record`, and the pages word their outcomes with :data:`PROBE_OUTCOMES` and :data:`CELL_OUTCOMES`.
 
 A record that is committed (``data/compat/*.json``) is compared with a new run by :func:`differences`: outcomes,
-texts and counts exactly, measured floats within :data:`RELATIVE_TOLERANCE` -- float rounding differs between
-processors, so the last digits of a loss are the machine's, not Lightning's.
+texts and counts exactly, measured floats within :data:`RELATIVE_TOLERANCE` or :data:`ABSOLUTE_TOLERANCE` (as
+:func:`math.isclose` compares) -- float rounding differs between processors, so the last digits of a loss are the
+machine's, not Lightning's.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ CELL_OUTCOMES = {"holds": "✓", "differs": "≠", "raises": "✗", "not applica
 #: processors stay below 1e-7 relative on the recorded losses (float32 training over 12 steps); a changed batch,
 #: seed, learning rate or hook changes them by 1e-3 or more.
 RELATIVE_TOLERANCE = 1e-5
+#: Two measured values also agree when they differ by at most this much, whatever their size (``abs_tol`` of
+#: :func:`math.isclose`). A relative tolerance alone fails near 0: a prediction of -0.00199 is a sum of products of
+#: weights and inputs of order 1, and its rounding error is that of its terms (float32: 1.2e-7 at 1.0), not 1e-5 of
+#: its own small size -- another machine recorded it 1.03e-5 relative (2e-8 absolute) apart. The recorded losses and
+#: predictions lie between 0.002 and 1.6 (median 0.37), so the floor is the relative tolerance at their scale,
+#: 1e-5 x 1 (eight float32 units at 1.0); a changed seed, batch or learning rate moves them by 1e-3 or more.
+ABSOLUTE_TOLERANCE = 1e-6
 #: A value written with at least this many decimals (a loss rounded to 6, a printed ``0.903014``) also agrees within
 #: one unit of its last digit: the rounding of a value a hair's breadth apart can flip that digit. Shorter decimals
 #: (a version such as ``1.5`` in a message, a 0.5) are not measurements and compare exactly.
@@ -113,14 +121,17 @@ def read_record(path: Path) -> Any:
 
 
 def floats_agree(a: float, b: float, written: tuple[str, str] | None = None) -> bool:
-    """Whether two measured values agree: within :data:`RELATIVE_TOLERANCE` of the larger, or within one unit of the
-    last digit of their written form (``written``, default ``repr``) when it has :data:`MEASURED_DECIMALS` or more
-    decimals. Two NaNs agree; a NaN and a number do not."""
+    """Whether two measured values agree: within :data:`RELATIVE_TOLERANCE` of the larger or within
+    :data:`ABSOLUTE_TOLERANCE` (:func:`math.isclose`'s rule), or within one unit of the last digit of their written
+    form (``written``, default ``repr``) when it has :data:`MEASURED_DECIMALS` or more decimals. Two NaNs agree; a NaN
+    and a number do not."""
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     unit = max(_last_digit(text) for text in (written or (repr(a), repr(b))))
+    if math.isclose(a, b, rel_tol=RELATIVE_TOLERANCE, abs_tol=ABSOLUTE_TOLERANCE):
+        return True
     # (1 + 1e-9): the difference of two written decimals is itself rounded to binary (0.029775 - 0.029774 > 1e-6)
-    return a == b or abs(a - b) <= max(RELATIVE_TOLERANCE * max(abs(a), abs(b)), unit) * (1 + 1e-9)
+    return abs(a - b) <= unit * (1 + 1e-9)
 
 
 def _last_digit(number: str) -> float:

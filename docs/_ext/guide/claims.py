@@ -7,7 +7,10 @@ and its evidence. Pages never type such a statement: they render it with the rol
 ``{claim}`id```), which prints the wording; the gallery's downloaded notebooks print the same wording
 (``docs/_ext/build_mechanics/notebook_links.lua`` reads the file :func:`write_notebook_texts` writes).
 
-Evidence, one or more per claim (each an inline table of the TOML file, told apart by its first key):
+Its keys, the axes of its ``scope`` and the kinds of evidence are declared once, in
+:mod:`lightning_migrate.claim_schema`; each kind is one class here (:data:`IMPLEMENTATIONS`: how it is described,
+checked, which runs and releases it rests on, which values a wording may print from it). Evidence, one or more per
+claim (each an inline table of the TOML file, told apart by its first key):
 
 ``assert = "gallery/x.py", message = "..."``
     an ``assert`` statement at the top level of that page (a gallery script, or a code cell of a MyST notebook)
@@ -41,11 +44,17 @@ A probe, recorded or changelog evidence may name several patterns (a list: each 
 fields at once with ``fields = { outcome = "error", error_type = "RuntimeError" }`` instead of ``field`` and
 ``equals``.
 
-Wording rules, checked when the file is read: a claim names the release its evidence ran on -- ``{lightning}``,
-``{torch}`` or ``{torchmetrics}`` (rendered as the installed version) for evidence of this build, the release
-itself for a recorded run or a changelog fact -- and names its configuration: ``checked`` (e.g. "in one
-process") must appear in the wording, unless the claim is ``general``, which only evidence covering every
-scenario of the matrix a recipe runs in may be, or rests on the changelog alone.
+Wording rules, checked when the file is read. A claim is in the reader's voice: its ``scope`` (the configuration)
+and the releases of its evidence are printed as a small marker beside the wording, linking to its row of the claims
+table, instead of a qualifier in every sentence. Its words follow its evidence: an exception's class name, or a
+count its evidence compares, is a placeholder (``{error_type}``, ``{received.len}``, ``{hook_calls#2}``) filled
+from the value the build checks against the record, never typed; a class name no evidence checks is refused. A
+claim without a configuration (no ``scope``) is refused, unless ``general`` or from the changelog alone; a wording
+that quantifies over configurations ("always", "never", "whatever", "any ..." -- not "every batch") needs evidence
+of several runs (matrix cells, several probes or recorded runs, several pages). The earlier form -- ``checked``, a
+phrase of the wording, and the release named in it -- still loads
+(:data:`lightning_migrate.claim_schema.LEGACY_CHECKED`); ``python -m lightning_migrate.claim_schema --migrate
+data/claims.toml`` rewrites such blocks.
 
 The build fails (a warning, and ``-W``) when a claim's evidence is missing, did not run, or disagrees, when a page
 uses an unknown claim, and when a claim is used on no page. ``.. claims-table::`` lists every claim with where it
@@ -74,30 +83,32 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
+from lightning_migrate import claim_schema
+
 logger = logging.getLogger(__name__)
 
-#: The kinds of evidence, each named by the first key of its table.
-KINDS = ("assert", "probe", "recorded", "matrix", "cell", "changelog", "default")
-#: Fields each kind needs beside its first key. For probe, recorded and changelog evidence, ``field`` and ``equals``
-#: may be replaced by ``fields``, a table of field -> value, all compared.
-REQUIRED = {
-    "assert": ("message",),
-    "probe": ("field", "equals"),
-    "recorded": ("pattern", "field", "equals"),
-    "matrix": ("scenarios",),
-    "cell": ("outcome",),
-    "changelog": ("field", "equals"),
-    "default": ("equals",),
-}
-#: Kinds whose pattern (``probe``, ``changelog``: the first key; ``recorded``: ``pattern``) may be a list.
-PATTERN_KINDS = ("probe", "recorded", "changelog")
-#: Kinds whose evidence ran on this build's installed packages: the wording names a version placeholder.
-BUILD_KINDS = ("assert", "probe", "matrix", "cell", "default")
+#: The kinds of evidence (declared in :data:`lightning_migrate.claim_schema.EVIDENCE_KINDS`).
+KINDS = tuple(claim_schema.EVIDENCE_KINDS)
 #: The placeholders a wording may use, each the installed version of a distribution.
 PLACEHOLDERS = {"lightning": ("lightning", "pytorch-lightning"), "torch": ("torch",), "torchmetrics": ("torchmetrics",)}
+#: A placeholder of a wording: a version (:data:`PLACEHOLDERS`) or a value the evidence compares (``{error_type}``,
+#: ``{received.len}``, ``{hook_calls#2}``: the second evidence's).
+PLACEHOLDER = re.compile(r"\{([\w.]+)(?:#(\d+))?\}")
 ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 #: File name, in the build's doctree directory, of the rendered wordings the notebooks' pandoc filter reads.
 NOTEBOOK_TEXTS = "claims-notebook.tsv"
+#: Words that quantify over configurations: a wording holding one (not followed by a noun of one run,
+#: :data:`WITHIN_RUN`) needs evidence of several runs.
+UNIVERSAL = re.compile(r"\b(?:every|always|never|any|whatever|whichever)\b", re.I)
+#: Nouns that a run itself enumerates ("every batch", "any other key"): quantifying over them needs no other run.
+WITHIN_RUN = re.compile(
+    r"^(?:\W*\w+\W+){0,2}?\W*(?:batch|batches|step|steps|epoch|epochs|sample|samples|prediction|predictions|entry|"
+    r"entries|loader|loaders|dataloader|dataloaders|rank|ranks|validation|key|keys|element|elements|tensor|tensors|"
+    r"dictionary|dictionaries)\b",
+    re.I,
+)
+#: An exception's class name typed in a wording.
+ERROR_NAME = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b")
 
 
 class ClaimsError(ValueError):
@@ -107,7 +118,7 @@ class ClaimsError(ValueError):
 @dataclass(frozen=True)
 class Evidence:
     """One piece of evidence: its kind (:data:`KINDS`), what it names (a page, a pattern, a release, a recipe, a
-    ``Trainer`` attribute) and the other fields of its table."""
+    ``Trainer`` attribute) and the other fields of its table. Each kind is one subclass (:data:`IMPLEMENTATIONS`)."""
 
     kind: str
     target: str
@@ -115,25 +126,244 @@ class Evidence:
 
     def describe(self) -> str:
         """One line of plain text: what this evidence is."""
-        f = self.fields
-        if self.kind == "assert":
-            return f'the assert "{f["message"]}" of {self.target}'
-        values = ", ".join(f"{name} = {value!r}" for name, value in f.get("fields", {}).items())
-        if self.kind == "probe":
-            return f"the recorded runs of {self.target} on the installed Lightning ({values})"
-        if self.kind == "recorded":
-            section = f.get("section", "probes")
-            return f"the recorded run of {self.target} ({section} {f['pattern']}: {values})"
-        if self.kind == "matrix":
-            which = "every scenario" if f["scenarios"] == "all" else ", ".join(f["scenarios"])
-            return f"the scenario matrix: {self.target} {f.get('outcome', 'holds')} in {which}"
-        if self.kind == "cell":
-            from lightning_migrate.claim_cells import cell_key
+        raise NotImplementedError
 
-            return f"a run of {cell_key({'recipe': self.target, **f})} by the matrix's harness: {f['outcome']}"
-        if self.kind == "changelog":
-            return f"Lightning's CHANGELOG, as the registry cites it ({self.target}: {values})"
-        return f"a Trainer() of the installed Lightning: {self.target} = {f['equals']!r}"
+    def check(self, sources: Sources, ran: Any) -> str | None:
+        """Why the evidence does not hold in this build (``None``: it holds)."""
+        raise NotImplementedError
+
+    def runs(self) -> set[str]:
+        """The distinct runs this evidence rests on (a page, a probe of a pattern, a cell, a recorded run)."""
+        raise NotImplementedError
+
+    def releases(self) -> list[str]:
+        """The recorded releases it ran on (empty for this build's installed release or a cited fact)."""
+        return []
+
+    def values(self) -> dict[str, Any]:
+        """The values it compares with its record, each a ``{name}`` a wording may print."""
+        return dict(self.fields.get("fields", {}))
+
+    @classmethod
+    def validate(cls, fields: dict[str, Any], where: str) -> None:
+        """Raise :class:`ClaimsError` for a malformed table of this kind."""
+
+
+#: Every kind of evidence with the class that implements it.
+IMPLEMENTATIONS: dict[str, type[Evidence]] = {}
+
+
+def implements(kind: str) -> Any:
+    """Class decorator: the class implements the evidence kind ``kind`` of the schema."""
+
+    def register(cls: type[Evidence]) -> type[Evidence]:
+        IMPLEMENTATIONS[kind] = cls
+        return cls
+
+    return register
+
+
+def _values_described(f: dict[str, Any]) -> str:
+    return ", ".join(f"{name} = {value!r}" for name, value in f.get("fields", {}).items())
+
+
+@implements("assert")
+class AssertEvidence(Evidence):
+    """A top-level ``assert`` of an executed page with this message (see the module docstring)."""
+
+    def describe(self) -> str:
+        return f'the assert "{self.fields["message"]}" of {self.target}'
+
+    def check(self, sources: Sources, ran: Any) -> str | None:
+        path = sources.root / self.target
+        if not path.is_file():
+            return f"{self.target} does not exist"
+        if self.fields["message"] not in page_assert_messages(path):
+            return f'{self.target} has no top-level assert with the message "{self.fields["message"]}"'
+        return ran(self.target)
+
+    def runs(self) -> set[str]:
+        return {f"page {self.target}"}
+
+    def values(self) -> dict[str, Any]:
+        return {}
+
+
+@implements("probe")
+class ProbeEvidence(Evidence):
+    """A field of this build's probe record of one or several patterns."""
+
+    def describe(self) -> str:
+        return f"the recorded runs of {self.target} on the installed Lightning ({_values_described(self.fields)})"
+
+    def check(self, sources: Sources, ran: Any) -> str | None:
+        return _compare_all(sources.probes()["records"], self.target, self.fields["fields"], "probe {pattern}")
+
+    def runs(self) -> set[str]:
+        return {f"probe {pattern}" for pattern in self.target.split()}
+
+
+@implements("recorded")
+class RecordedEvidence(Evidence):
+    """A field of a recorded run of a release (``data/compat/<release>.json``)."""
+
+    def describe(self) -> str:
+        section = self.fields.get("section", "probes")
+        return (
+            f"the recorded run of {self.target} ({section} {self.fields['pattern']}: {_values_described(self.fields)})"
+        )
+
+    def check(self, sources: Sources, ran: Any) -> str | None:
+        document = sources.recorded(self.target)
+        section = self.fields.get("section", "probes")
+        records = document["probes"]["records"] if section == "probes" else document[section]
+        what = f"data/compat/{self.target}.json {section} {{pattern}}"
+        return _compare_all(records, self.fields["pattern"], self.fields["fields"], what)
+
+    def runs(self) -> set[str]:
+        return {f"{self.target} {pattern}" for pattern in self.fields["pattern"].split()}
+
+    def releases(self) -> list[str]:
+        return [self.target]
+
+
+@implements("matrix")
+class MatrixEvidence(Evidence):
+    """Cells of this build's scenario matrix."""
+
+    @classmethod
+    def validate(cls, fields: dict[str, Any], where: str) -> None:
+        if not (fields["scenarios"] == "all" or isinstance(fields["scenarios"], list)):
+            raise ClaimsError(f'{where}: matrix evidence: scenarios is "all" or a list of scenario ids')
+
+    def describe(self) -> str:
+        which = "every scenario" if self.fields["scenarios"] == "all" else ", ".join(self.fields["scenarios"])
+        return f"the scenario matrix: {self.target} {self.fields.get('outcome', 'holds')} in {which}"
+
+    def check(self, sources: Sources, ran: Any) -> str | None:
+        outcomes = sources.matrix()
+        cells = {s: o for (r, s), o in outcomes.items() if r == self.target and o != "not applicable"}
+        if not cells:
+            return f"the scenario matrix has no cell of recipe {self.target!r}"
+        wanted = cells if self.fields["scenarios"] == "all" else self.fields["scenarios"]
+        outcome = self.fields.get("outcome", "holds")
+        failing = [f"{s}: {cells.get(s, 'no such cell')}" for s in wanted if cells.get(s) != outcome]
+        return f"{self.target} is not '{outcome}' in: {'; '.join(failing)}" if failing else None
+
+    def runs(self) -> set[str]:
+        if self.fields["scenarios"] == "all":
+            return {f"matrix {self.target} every scenario", f"matrix {self.target} (all)"}
+        return {f"matrix {self.target} {scenario}" for scenario in self.fields["scenarios"]}
+
+    def values(self) -> dict[str, Any]:
+        scenarios = self.fields["scenarios"]
+        return {"scenarios": len(scenarios)} if isinstance(scenarios, list) else {}
+
+
+@implements("cell")
+class CellEvidence(Evidence):
+    """A cell the matrix leaves out, run by this build with the matrix's harness."""
+
+    @classmethod
+    def validate(cls, fields: dict[str, Any], where: str) -> None:
+        if ("values" in fields) == ("scenario" in fields):
+            raise ClaimsError(
+                f"{where}: cell evidence names values = {{ axis = value, ... }} or a scenario, one of them"
+            )
+        if fields["outcome"] not in ("holds", "differs", "raises"):
+            raise ClaimsError(f'{where}: cell evidence: outcome is "holds", "differs" or "raises"')
+
+    def key(self) -> str:
+        from lightning_migrate.claim_cells import cell_key
+
+        return cell_key({"recipe": self.target, **self.fields})
+
+    def describe(self) -> str:
+        return f"a run of {self.key()} by the matrix's harness: {self.fields['outcome']}"
+
+    def check(self, sources: Sources, ran: Any) -> str | None:
+        f, key = self.fields, self.key()
+        result = sources.cells().get(key)
+        if result is None:
+            return f"the cell {key} did not run in this build"
+        if result["outcome"] != f["outcome"]:
+            return f"the cell {key} {result['outcome']} ({result['detail']}); the claim needs {f['outcome']!r}"
+        if "error_type" in f and error_type(result["detail"]) != f["error_type"]:
+            return f"the cell {key} raised {error_type(result['detail'])!r}, the claim needs {f['error_type']!r}"
+        if "match" in f:
+            if f["match"] not in result["detail"]:
+                return f"the cell {key}'s detail does not contain {f['match']!r}: {result['detail']}"
+            others = sorted({m for m in sources.messages() if f["match"] in m and m != result["detail"]})
+            if others:
+                return (
+                    f"the cell {key}'s match {f['match']!r} does not identify its error: {len(others)} other recorded "
+                    f"message(s) contain it too, e.g. {others[0][:120]!r}"
+                )
+        if "warns" in f and not any(f["warns"] in w["message"] for w in result["warnings"]):
+            seen = "; ".join(w["message"] for w in result["warnings"]) or "none"
+            return f"the cell {key} emitted no warning containing {f['warns']!r} (its warnings: {seen})"
+        return None
+
+    def runs(self) -> set[str]:
+        return {f"cell {self.key()}"}
+
+    def values(self) -> dict[str, Any]:
+        return {name: self.fields[name] for name in ("outcome", "error_type", "match") if name in self.fields}
+
+
+#: The exception class at the start of a cell's detail ("RuntimeError: ...", "in a DDP worker: lightning.fabric.
+#: utilities.exceptions.MisconfigurationException: ...").
+_DETAIL_ERROR = re.compile(r"^(?:in an? [^:]*: )?(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*): ")
+
+
+def error_type(detail: str) -> str | None:
+    """The class name of the exception a cell's detail starts with (``None``: the detail names none)."""
+    match = _DETAIL_ERROR.match(detail)
+    return match[1] if match else None
+
+
+@implements("changelog")
+class ChangelogEvidence(Evidence):
+    """A release fact of the registry, which cites Lightning's CHANGELOG."""
+
+    def describe(self) -> str:
+        return f"Lightning's CHANGELOG, as the registry cites it ({self.target}: {_values_described(self.fields)})"
+
+    def check(self, sources: Sources, ran: Any) -> str | None:
+        from lightning_migrate import registry
+
+        problems = [
+            _compare(getattr(registry.get(pattern), name), value, f"registry {pattern}: {name}")
+            for pattern in self.target.split()
+            for name, value in self.fields["fields"].items()
+        ]
+        return "; ".join(p for p in problems if p) or None
+
+    def runs(self) -> set[str]:
+        return set()  # a cited fact, no run
+
+    def releases(self) -> list[str]:
+        return [str(v) for k, v in self.fields["fields"].items() if k in ("deprecated_in", "removed_in") and v]
+
+
+@implements("default")
+class DefaultEvidence(Evidence):
+    """What a ``Trainer()`` of the installed release holds (the probes record it: ``trainer_defaults``)."""
+
+    def describe(self) -> str:
+        return f"a Trainer() of the installed Lightning: {self.target} = {self.fields['equals']!r}"
+
+    def check(self, sources: Sources, ran: Any) -> str | None:
+        defaults = sources.probes().get("trainer_defaults", {})
+        if self.target not in defaults:
+            return f"the probes recorded no Trainer default {self.target!r}"
+        return _compare(defaults[self.target], self.fields["equals"], f"Trainer() default {self.target}")
+
+    def runs(self) -> set[str]:
+        return {"Trainer()"}
+
+    def values(self) -> dict[str, Any]:
+        return {self.target: self.fields["equals"]}
 
 
 @dataclass(frozen=True)
@@ -146,10 +376,38 @@ class Claim:
     general: bool
     evidence: tuple[Evidence, ...]
     line: int = 0
+    scope: dict[str, Any] = field(default_factory=dict)
 
     @property
     def kinds(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(e.kind for e in self.evidence))
+
+    @property
+    def on_build(self) -> bool:
+        """Whether some of its evidence ran on this build's installed packages."""
+        return any(claim_schema.EVIDENCE_KINDS[e.kind].on_build for e in self.evidence)
+
+    def runs(self) -> set[str]:
+        return {run for e in self.evidence for run in e.runs()}
+
+    def releases(self, versions: dict[str, str]) -> list[str]:
+        """The releases its evidence ran on: the recorded ones, then this build's Lightning."""
+        found = [r for e in self.evidence if e.kind == "recorded" for r in e.releases()]
+        if self.on_build:
+            found.append(versions["lightning"])
+        return sorted(dict.fromkeys(found), key=_release_order)
+
+    def marker(self, versions: dict[str, str]) -> str:
+        """The small marker a page prints beside the wording: releases, then the configuration."""
+        if all(e.kind == "changelog" for e in self.evidence):
+            return "Lightning's changelog"
+        words = [f"Lightning {', '.join(self.releases(versions))}"] if self.releases(versions) else []
+        words += ["every scenario"] if self.general else claim_schema.scope_words(self.scope)
+        return " · ".join(words)
+
+
+def _release_order(release: str) -> tuple[int, ...]:
+    return tuple(int(part) if part.isdigit() else 0 for part in release.split("."))
 
 
 def _line_of(text: str, claim_id: str) -> int:
@@ -164,33 +422,101 @@ def _evidence(path: Path, line: int, claim_id: str, table: Any) -> Evidence:
     where = f"{path}:{line}: claim {claim_id}"
     if not isinstance(table, dict) or not table:
         raise ClaimsError(f"{where}: each evidence is a table such as {{ assert = ..., message = ... }}")
-    kinds = [key for key in table if key in KINDS]
+    kinds = claim_schema.kind_of(table)
     if len(kinds) != 1:
-        raise ClaimsError(f"{where}: an evidence names exactly one of {', '.join(KINDS)}; got {sorted(table)}")
+        hint = "".join(claim_schema.did_you_mean(key, KINDS) for key in table if key not in KINDS)[:80]
+        raise ClaimsError(f"{where}: an evidence names exactly one of {', '.join(KINDS)}; got {sorted(table)}{hint}")
     kind = kinds[0]
-    required = REQUIRED[kind]
-    if kind in PATTERN_KINDS and "fields" in table:
-        if not isinstance(table["fields"], dict) or not table["fields"] or {"field", "equals"} & set(table):
+    spec = claim_schema.EVIDENCE_KINDS[kind]
+    unknown = claim_schema.unknown_keys(table, spec.keys)
+    if unknown:
+        raise ClaimsError(f"{where}: {kind} evidence: unknown key {', '.join(unknown)}")
+    required = spec.required
+    if "fields" in spec.optional and "fields" in table:
+        if not isinstance(table["fields"], dict) or not table["fields"] or set(claim_schema.FIELDS_KEYS) & set(table):
             raise ClaimsError(f"{where}: fields is a table of field = value, instead of field and equals")
-        required = tuple(name for name in required if name not in ("field", "equals"))
+        required = tuple(name for name in required if name not in claim_schema.FIELDS_KEYS)
     missing = [name for name in required if name not in table]
     if missing:
         raise ClaimsError(f"{where}: {kind} evidence needs {', '.join(missing)}")
     fields = {key: value for key, value in table.items() if key != kind}
-    if kind in PATTERN_KINDS and "fields" not in fields:
+    if "fields" in spec.optional and "fields" not in fields:
         fields["fields"] = {fields.pop("field"): fields.pop("equals")}
-    if kind == "cell" and ("values" in fields) == ("scenario" in fields):
-        raise ClaimsError(f"{where}: cell evidence names values = {{ axis = value, ... }} or a scenario, one of them")
-    if kind == "cell" and fields["outcome"] not in ("holds", "differs", "raises"):
-        raise ClaimsError(f'{where}: cell evidence: outcome is "holds", "differs" or "raises"')
-    if kind == "matrix" and not (fields["scenarios"] == "all" or isinstance(fields["scenarios"], list)):
-        raise ClaimsError(f'{where}: matrix evidence: scenarios is "all" or a list of scenario ids')
+    implementation = IMPLEMENTATIONS[kind]
+    implementation.validate(fields, where)
     target = table[kind]
-    if kind in PATTERN_KINDS and isinstance(target, list):
+    if spec.patterns and isinstance(target, list):
         target = " ".join(map(str, target))
     if kind == "recorded" and isinstance(fields["pattern"], list):
         fields["pattern"] = " ".join(map(str, fields["pattern"]))
-    return Evidence(kind, str(target), fields)
+    return implementation(kind, str(target), fields)
+
+
+def evidence_values(claim_data: Claim | tuple[Evidence, ...]) -> dict[str, list[tuple[int, Any]]]:
+    """``{name: [(evidence number, value), ...]}``: the values the evidence compares, each a ``{name}`` a wording
+    may print (numbered from 1 in the claim's order)."""
+    evidence = claim_data.evidence if isinstance(claim_data, Claim) else claim_data
+    found: dict[str, list[tuple[int, Any]]] = {}
+    for number, item in enumerate(evidence, 1):
+        for name, value in item.values().items():
+            found.setdefault(name, []).append((number, value))
+    return found
+
+
+def _value_of(name: str, number: str | None, values: dict[str, list[tuple[int, Any]]], where: str) -> Any:
+    if name not in values:
+        known = ", ".join(sorted(values)) or "none"
+        raise ClaimsError(
+            f"{where}: unknown placeholder {{{name}}}{claim_schema.did_you_mean(name, [*PLACEHOLDERS, *values])}; "
+            f"versions: {', '.join(PLACEHOLDERS)}; values its evidence compares: {known}"
+        )
+    candidates = values[name] if number is None else [(n, v) for n, v in values[name] if n == int(number)]
+    distinct = {json.dumps(v, sort_keys=True, default=str) for _, v in candidates}
+    if not candidates:
+        raise ClaimsError(f"{where}: {{{name}#{number}}}: evidence {number} compares no {name}")
+    if len(distinct) > 1:
+        numbers = ", ".join(f"{{{name}#{n}}}" for n, _ in candidates)
+        raise ClaimsError(f"{where}: {{{name}}} has several values in its evidence: name one of {numbers}")
+    return candidates[0][1]
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10000:
+        return f"{value:,}"
+    return str(value)
+
+
+def _outside_placeholders(text: str) -> str:
+    return PLACEHOLDER.sub(" ", text)
+
+
+def _check_wording(where: str, text: str, evidence: tuple[Evidence, ...], legacy: bool) -> None:
+    """The rules that bind a wording to its evidence (see the module docstring)."""
+    values = evidence_values(evidence)
+    for match in PLACEHOLDER.finditer(text):
+        if match[1] not in PLACEHOLDERS or match[2]:
+            _value_of(match[1], match[2], values, where)
+    plain = _outside_placeholders(text)
+    asserted = " ".join(e.fields["message"] for e in evidence if e.kind == "assert")
+    for name in sorted(set(ERROR_NAME.findall(plain))):
+        recorded = [n for n, vs in values.items() if any(v == name for _, v in vs)]
+        if recorded:
+            raise ClaimsError(f"{where}: the wording types {name}, which its evidence records: write {{{recorded[0]}}}")
+        if not re.search(rf"\b{name}\b", asserted):
+            raise ClaimsError(
+                f"{where}: the wording names {name}, which none of its evidence checks (a recorded error_type, "
+                "a cell's error_type, or an assert whose message names it)"
+            )
+    for name, pairs in values.items():
+        for _, value in pairs:
+            if isinstance(value, bool) or not isinstance(value, int) or abs(value) < 2:
+                continue
+            if re.search(rf"(?<![\w.,]){value:,}(?![\w]|[.,]\d)|(?<![\w.,]){value}(?![\w]|[.,]\d)", plain):
+                raise ClaimsError(
+                    f"{where}: the wording types the number {value}, which its evidence compares: write {{{name}}}"
+                )
 
 
 def load_claims(path: Path) -> dict[str, Claim]:
@@ -200,8 +526,10 @@ def load_claims(path: Path) -> dict[str, Claim]:
         ``{id: Claim}`` in file order.
 
     Raises:
-        ClaimsError: naming the file, the claim's line and the cause: a malformed table, an unknown evidence
-            kind, a wording that does not name its release or its configuration, a ``general`` claim whose
+        ClaimsError: naming the file, the claim's line and the cause: a malformed table or an unknown key (with the
+            closest known one), an unknown evidence kind, a wording that does not follow its evidence (a typed
+            error name or number its evidence records, an unknown placeholder), a claim without a configuration, a
+            claim that quantifies over configurations on the evidence of one run, a ``general`` claim whose
             evidence does not cover every scenario.
     """
     try:
@@ -209,15 +537,18 @@ def load_claims(path: Path) -> dict[str, Claim]:
         document = tomllib.loads(text)
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ClaimsError(f"{path}: {error}") from None
+    unknown_top = claim_schema.unknown_keys(document, ("claim",))
+    if unknown_top:
+        raise ClaimsError(f"{path}: unknown table {', '.join(unknown_top)}: claims are [claim.<id>] tables")
     claims: dict[str, Claim] = {}
     for claim_id, table in document.get("claim", {}).items():
         line = _line_of(text, claim_id)
         where = f"{path}:{line}: claim {claim_id}"
         if not ID.match(claim_id):
             raise ClaimsError(f"{where}: an id is lower-case words joined by '-'")
-        unknown = set(table) - {"text", "checked", "general", "evidence"}
+        unknown = claim_schema.unknown_keys(table, claim_schema.CLAIM_KEYS)
         if unknown:
-            raise ClaimsError(f"{where}: unknown keys {sorted(unknown)}")
+            raise ClaimsError(f"{where}: unknown key {', '.join(unknown)}")
         wording = table.get("text", "")
         if not isinstance(wording, str) or not wording.strip():
             raise ClaimsError(f"{where}: no text")
@@ -226,24 +557,40 @@ def load_claims(path: Path) -> dict[str, Claim]:
             raise ClaimsError(f"{where}: no evidence")
         general = bool(table.get("general", False))
         checked = str(table.get("checked", ""))
-        for name in re.findall(r"\{(\w+)\}", wording):
-            if name not in PLACEHOLDERS:
-                raise ClaimsError(f"{where}: unknown placeholder {{{name}}}; known: {', '.join(PLACEHOLDERS)}")
-        if any(e.kind in BUILD_KINDS for e in evidence) and not any(f"{{{p}}}" in wording for p in PLACEHOLDERS):
-            raise ClaimsError(
-                f"{where}: its evidence ran on this build's release: the wording names it "
-                "({lightning}, {torch} or {torchmetrics})"
-            )
-        for item in evidence:
-            if item.kind not in ("recorded", "changelog"):
-                continue
-            if item.kind == "recorded":
-                releases = [item.target]
-            else:  # the changelog's release facts
-                releases = [v for k, v in item.fields["fields"].items() if k in ("deprecated_in", "removed_in") and v]
-            release = next((r for r in releases if str(r) not in wording), None)
-            if release is not None:
-                raise ClaimsError(f"{where}: the wording names the release of its {item.kind} evidence, {release}")
+        changelog_only = all(e.kind == "changelog" for e in evidence)
+        if "scope" in table and "checked" in table:
+            raise ClaimsError(f"{where}: scope and checked say the same: keep scope")
+        scope = table.get("scope", {})
+        problems = claim_schema.scope_problems(scope)
+        if problems:
+            raise ClaimsError(f"{where}: {'; '.join(problems)}")
+        legacy = "checked" in table
+        on_build = any(claim_schema.EVIDENCE_KINDS[e.kind].on_build for e in evidence)
+        if legacy:
+            if checked not in claim_schema.LEGACY_CHECKED:
+                raise ClaimsError(
+                    f"{where}: checked {checked!r} is not a phrase the loader knows: write the configuration as "
+                    f"scope = {{ axis = value }} (axes: {', '.join(claim_schema.SCOPE_AXES)})"
+                )
+            if checked.lower() not in wording.lower():
+                raise ClaimsError(f"{where}: the wording names its configuration: {checked!r} is not in its text")
+            scope = dict(claim_schema.LEGACY_CHECKED[checked])
+            if on_build and not any(f"{{{p}}}" in wording for p in PLACEHOLDERS):
+                raise ClaimsError(
+                    f"{where}: its evidence ran on this build's release: the wording names it "
+                    "({lightning}, {torch} or {torchmetrics})"
+                )
+            for item in evidence:
+                release = next((r for r in item.releases() if str(r) not in wording), None)
+                if item.kind == "recorded" and release is not None:
+                    raise ClaimsError(f"{where}: the wording names the release of its recorded evidence, {release}")
+        if changelog_only:
+            for item in evidence:
+                release = next((r for r in item.releases() if str(r) not in wording), None)
+                if release is not None:
+                    raise ClaimsError(f"{where}: the wording names the release of its changelog evidence, {release}")
+        _check_wording(where, wording, evidence, legacy)
+        claim_data = Claim(claim_id, wording, checked, general, evidence, line, scope)
         if general:
             if not all(
                 e.kind == "matrix" and e.fields["scenarios"] == "all" and "outcome" not in e.fields for e in evidence
@@ -252,14 +599,29 @@ def load_claims(path: Path) -> dict[str, Claim]:
                     f"{where}: a general claim's evidence covers every scenario: matrix evidence with scenarios = "
                     '"all" only'
                 )
-        elif all(e.kind == "changelog" for e in evidence):
+        elif changelog_only:
             pass  # a release fact of the changelog ran in no configuration
-        elif not checked.strip():
-            raise ClaimsError(f"{where}: checked names the configuration the evidence ran in (e.g. 'in one process')")
-        elif checked.lower() not in wording.lower():
-            raise ClaimsError(f"{where}: the wording names its configuration: {checked!r} is not in its text")
-        claims[claim_id] = Claim(claim_id, wording, checked, general, evidence, line)
+        elif not scope:
+            raise ClaimsError(
+                f"{where}: no configuration: scope = {{ axis = value }} names what the evidence ran in "
+                f"(axes: {', '.join(claim_schema.SCOPE_AXES)}), or general = true for every scenario of the matrix"
+            )
+        if not changelog_only and not general:
+            universal = _universal_words(wording)
+            if universal and len(claim_data.runs()) < 2:
+                raise ClaimsError(
+                    f"{where}: the wording says {universal[0]!r} of the configurations it covers, on the evidence of "
+                    f"one run ({', '.join(sorted(claim_data.runs()))}): narrow it to what that run shows, or add "
+                    "evidence of the other configurations (matrix cells, several probes or recorded runs)"
+                )
+        claims[claim_id] = claim_data
     return claims
+
+
+def _universal_words(text: str) -> list[str]:
+    """The words of ``text`` that quantify over configurations (:data:`UNIVERSAL` not followed by a noun of one run)."""
+    plain = re.sub(r"``[^`]*``", " code ", _outside_placeholders(text))
+    return [m[0] for m in UNIVERSAL.finditer(plain) if not WITHIN_RUN.match(plain[m.end() :])]
 
 
 def installed_versions() -> dict[str, str]:
@@ -278,8 +640,16 @@ def installed_versions() -> dict[str, str]:
 
 
 def render_text(claim: Claim, versions: dict[str, str]) -> str:
-    """The claim's wording with its placeholders replaced by ``versions``."""
-    return re.sub(r"\{(\w+)\}", lambda match: versions[match[1]], claim.text)
+    """The claim's wording with its placeholders replaced: versions by ``versions``, the other ``{name}`` by the
+    value its evidence compares with the record (which the build checks: a record that says otherwise fails it)."""
+    values = evidence_values(claim)
+
+    def fill(match: re.Match[str]) -> str:
+        if match[1] in PLACEHOLDERS and not match[2]:
+            return versions[match[1]]
+        return _format_value(_value_of(match[1], match[2], values, f"claim {claim.id}"))
+
+    return PLACEHOLDER.sub(fill, claim.text)
 
 
 # -- Evidence -------------------------------------------------------------------------------------------------------
@@ -366,6 +736,15 @@ class Sources:
             self._cache["cells"] = {cell["key"]: cell for cell in document["cells"]}
         return self._cache["cells"]
 
+    def messages(self) -> set[str]:
+        """Every error message this build recorded: its probes' errors and the details of the cells it ran."""
+        if "messages" not in self._cache:
+            probes = self.probes().get("records", [])
+            found = {r["error_message"] for r in probes if r.get("error_message")}
+            found |= {c["detail"] for c in self.cells().values() if c.get("detail")}
+            self._cache["messages"] = found
+        return self._cache["messages"]
+
     def matrix(self) -> dict[tuple[str, str], str]:
         if "matrix" not in self._cache:
             from guide import scenario_matrix
@@ -374,7 +753,13 @@ class Sources:
         return self._cache["matrix"]
 
 
-def _record(records: list[dict[str, Any]], pattern: str) -> dict[str, Any]:
+def _record(records: list[dict[str, Any]] | dict[str, Any], pattern: str) -> dict[str, Any]:
+    """The record of ``pattern``: the item of a list whose ``pattern`` it is, or the entry of a table (the
+    ``rewrites`` of a release, by script)."""
+    if isinstance(records, dict):
+        if pattern in records:
+            return records[pattern]
+        raise KeyError(f"no record of {pattern!r}")
     for item in records:
         if item.get("pattern") == pattern:
             return item
@@ -396,65 +781,12 @@ def _compare_all(records: list[dict[str, Any]], patterns: str, fields: dict[str,
 
 
 def check_evidence(evidence: Evidence, sources: Sources, ran: Any) -> str | None:
-    """Why ``evidence`` does not hold in this build, or ``None`` when it does.
+    """Why ``evidence`` does not hold in this build, or ``None`` when it does (its kind's ``check``).
 
     ``ran(page)`` says why a page did not run (``None`` when it ran to its end).
     """
-    f = evidence.fields
     try:
-        if evidence.kind == "assert":
-            path = sources.root / evidence.target
-            if not path.is_file():
-                return f"{evidence.target} does not exist"
-            if f["message"] not in page_assert_messages(path):
-                return f'{evidence.target} has no top-level assert with the message "{f["message"]}"'
-            return ran(evidence.target)
-        if evidence.kind == "probe":
-            records = sources.probes()["records"]
-            return _compare_all(records, evidence.target, f["fields"], "probe {pattern}")
-        if evidence.kind == "recorded":
-            document = sources.recorded(evidence.target)
-            section = f.get("section", "probes")
-            records = document["probes"]["records"] if section == "probes" else document[section]
-            what = f"data/compat/{evidence.target}.json {section} {{pattern}}"
-            return _compare_all(records, f["pattern"], f["fields"], what)
-        if evidence.kind == "matrix":
-            outcomes = sources.matrix()
-            cells = {s: o for (r, s), o in outcomes.items() if r == evidence.target and o != "not applicable"}
-            if not cells:
-                return f"the scenario matrix has no cell of recipe {evidence.target!r}"
-            wanted = cells if f["scenarios"] == "all" else f["scenarios"]
-            outcome = f.get("outcome", "holds")
-            failing = [f"{s}: {cells.get(s, 'no such cell')}" for s in wanted if cells.get(s) != outcome]
-            return f"{evidence.target} is not '{outcome}' in: {'; '.join(failing)}" if failing else None
-        if evidence.kind == "cell":
-            from lightning_migrate.claim_cells import cell_key
-
-            key = cell_key({"recipe": evidence.target, **f})
-            result = sources.cells().get(key)
-            if result is None:
-                return f"the cell {key} did not run in this build"
-            if result["outcome"] != f["outcome"]:
-                return f"the cell {key} {result['outcome']} ({result['detail']}); the claim needs {f['outcome']!r}"
-            if "match" in f and f["match"] not in result["detail"]:
-                return f"the cell {key}'s detail does not contain {f['match']!r}: {result['detail']}"
-            if "warns" in f and not any(f["warns"] in w["message"] for w in result["warnings"]):
-                seen = "; ".join(w["message"] for w in result["warnings"]) or "none"
-                return f"the cell {key} emitted no warning containing {f['warns']!r} (its warnings: {seen})"
-            return None
-        if evidence.kind == "changelog":
-            from lightning_migrate import registry
-
-            problems = [
-                _compare(getattr(registry.get(pattern), name), value, f"registry {pattern}: {name}")
-                for pattern in evidence.target.split()
-                for name, value in f["fields"].items()
-            ]
-            return "; ".join(p for p in problems if p) or None
-        defaults = sources.probes().get("trainer_defaults", {})
-        if evidence.target not in defaults:
-            return f"the probes recorded no Trainer default {evidence.target!r}"
-        return _compare(defaults[evidence.target], f["equals"], f"Trainer() default {evidence.target}")
+        return evidence.check(sources, ran)
     except (KeyError, FileNotFoundError, AttributeError, SyntaxError) as error:
         return f"{type(error).__name__}: {error}"
 
@@ -493,9 +825,18 @@ def claims(app: Sphinx) -> dict[str, Claim]:
 
 def note(claim_data: Claim, versions: dict[str, str]) -> str:
     """The tooltip of a rendered claim: where it was checked, and its evidence."""
-    where = "in every scenario of the scenario matrix" if claim_data.general else claim_data.checked
+    where = claim_data.marker(versions)
     evidence = "; ".join(e.describe() for e in claim_data.evidence)
-    return f"Checked {where}: {evidence}" if where else f"From {evidence}"
+    return (
+        f"From {evidence}"
+        if all(e.kind == "changelog" for e in claim_data.evidence)
+        else f"Checked on {where}: {evidence}"
+    )
+
+
+class claim_marker(nodes.Inline, nodes.TextElement):  # noqa: N801 - docutils node naming
+    """The small marker beside a rendered claim -- its releases and configuration -- linking to its row of the
+    claims table once every page has been read (:func:`_fill_used_on`)."""
 
 
 def parse_inline(text: str, settings: Any, source: str) -> list[nodes.Node]:
@@ -530,6 +871,8 @@ class ClaimRole(SphinxRole):
         if capital:  # :claim:`Id` starts a sentence
             text = text[:1].upper() + text[1:]
         node += parse_inline(text, self.inliner.document.settings, f"<claim {claim_id}>")
+        marker = claim_data.marker(versions)
+        node += claim_marker(marker, marker, claim_id=claim_id, classes=["claim-scope"])
         return [node], []
 
 
@@ -559,6 +902,7 @@ class ClaimsTable(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         known = claims(current_app.get())
         self.env.note_dependency(str(claims_path(current_app.get())))
+        self.env.claims_table_docs.add(self.env.docname)  # type: ignore[attr-defined]
         versions = installed_versions()
         table = nodes.table(classes=["claims-table", "stack-on-phone"])  # one block per claim on a phone
         group = nodes.tgroup(cols=3)
@@ -588,6 +932,17 @@ class ClaimsTable(SphinxDirective):
 
 
 def _fill_used_on(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    tables = sorted(getattr(app.env, "claims_table_docs", ()))
+    for marker in list(doctree.findall(claim_marker)):
+        text = marker.astext()
+        inline = nodes.inline("", "", classes=["claim-scope"])
+        inline += nodes.Text(" ")
+        if tables:
+            uri = app.builder.get_relative_uri(docname, tables[0]) + f"#claim-{marker['claim_id']}"
+            inline += nodes.reference("", f"[{text}]", refuri=uri, classes=["claim-evidence"])
+        else:
+            inline += nodes.Text(f"[{text}]")
+        marker.replace_self(inline)
     for placeholder in list(doctree.findall(used_on_placeholder)):
         paragraph = nodes.paragraph()
         pages = sorted(doc for doc, used in app.env.claims_used.items() if placeholder["claim_id"] in used)
@@ -602,16 +957,20 @@ def _fill_used_on(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 def _init_env(app: Sphinx) -> None:
     if not hasattr(app.env, "claims_used"):
         app.env.claims_used = {}  # type: ignore[attr-defined]  # docname -> {claim id: line}
+    if not hasattr(app.env, "claims_table_docs"):
+        app.env.claims_table_docs = set()  # type: ignore[attr-defined]  # the pages with a claims table
 
 
 def _purge(app: Sphinx, env: Any, docname: str) -> None:
     getattr(env, "claims_used", {}).pop(docname, None)
+    getattr(env, "claims_table_docs", set()).discard(docname)
 
 
 def _merge(app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
     for docname in docnames:
         if docname in getattr(other, "claims_used", {}):
             env.claims_used[docname] = other.claims_used[docname]
+    env.claims_table_docs |= getattr(other, "claims_table_docs", set()) & docnames
 
 
 def page_runs(app: Sphinx) -> Any:
@@ -784,7 +1143,9 @@ def write_notebook_texts(app: Sphinx, config: Any) -> None:
     if not isinstance(pypandoc, dict):
         return
     versions = installed_versions()
-    lines = [f"{c.id}\t{' '.join(render_text(c, versions).split())}" for c in claims(app).values()]
+    lines = [
+        f"{c.id}\t{' '.join(render_text(c, versions).split())} ({c.marker(versions)})" for c in claims(app).values()
+    ]
     target = Path(app.doctreedir) / NOTEBOOK_TEXTS
     target.parent.mkdir(parents=True, exist_ok=True)
     text = "\n".join(lines) + "\n"

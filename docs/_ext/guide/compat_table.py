@@ -1,7 +1,8 @@
 """Sphinx extension: the compatibility pages, rendered from the data files ``nox -s record`` wrote.
 
 Every cell comes from ``data/compat/<version>.json`` (written by :mod:`lightning_migrate.compat` with that release
-installed); nothing about a release's behaviour is typed here. Directives:
+installed) -- for the release this build runs, its probe records come from this build's probes
+(:func:`with_this_builds_probes`); nothing about a release's behaviour is typed here. Directives:
 
 ``.. compat-table::``
     old pattern x declared release: *works*, *warns (deprecated)*, *raises <type>* or *silently ignored*, each
@@ -77,8 +78,21 @@ def load_all(directive: SphinxDirective, warn: bool = False) -> tuple[dict[str, 
                 f"{path}: written under an older {compat.MATRIX_FILE.name}; run `nox -s record`",
                 location=directive.get_location(),
             )
-        data[version] = item
+        data[version] = with_this_builds_probes(directive, version, item)
     return matrix, data
+
+
+def with_this_builds_probes(directive: SphinxDirective, version: str, item: dict[str, Any]) -> dict[str, Any]:
+    """The data of ``version`` with, for the release this build runs (the installed Lightning), the probe records
+    of this build (:mod:`guide.probe_records`) instead of the committed ones: its column shows what the installed
+    release does now, as the examples and the reference table do. Other releases, and a build without the probe
+    extension, keep the committed records."""
+    if version != metadata.version("lightning") or "guide.probe_records" not in current_app.get().extensions:
+        return item
+    from guide import probe_records
+
+    build = probe_records.records(current_app.get())  # notes the records file as a dependency of the page
+    return {**item, "probes": {**item["probes"], "records": build["records"]}}
 
 
 def _records(item: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -180,7 +194,9 @@ class CompatReceived(SphinxDirective):
             raise self.error(f"no data file for {version}")
         records = _records(data[version])
         if "brief" in self.options:
-            return self.parse_text_to_nodes("\n".join(self._brief(version, data[version], records)))
+            brief = nodes.container(classes=["compat-received"])  # from the recorded runs: the guard leaves it
+            brief += self.parse_text_to_nodes("\n".join(self._brief(version, data[version], records)))
+            return [brief]
         lines: list[str] = []
         for pattern_id in self.options["patterns"].split():
             pattern = registry.get(pattern_id)
