@@ -117,7 +117,7 @@ def run_every_stage(module, callbacks) -> tuple[dict, dict]:
 @pytest.mark.parametrize("docname", fix_pages())
 def test_copied_block_works_in_a_plain_module(site, docname):
     [block, *_] = copied_blocks(site.page(docname)) or [None]
-    assert block, f"{docname}: no block marked fix-code"
+    assert block, f"{docname}: no code block after a fix-label line"
     namespace = paste(block)
     classes = [value for name, value in namespace.items() if isinstance(value, type) and name != "BoringModel"]
     modules = [cls for cls in classes if issubclass(cls, PlainModule)]

@@ -13,7 +13,9 @@ collect each batch's loss yourself in ``on_train_batch_end``, then reduce, log a
        def on_train_epoch_end(self, trainer, pl_module, outputs):
            ...  # read the epoch's losses from outputs
 
-.. rst-class:: fix-code
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
 import lightning.pytorch as pl

@@ -12,7 +12,9 @@ takes no arguments.
    def training_epoch_end(self, outputs):
        self.log("train_loss_epoch_mean", torch.stack([out["loss"] for out in outputs]).mean())
 
-.. rst-class:: fix-code
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
 import torch

@@ -15,7 +15,9 @@ callback alike.
    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
        ...
 
-.. rst-class:: fix-code
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
 import lightning.pytorch as pl

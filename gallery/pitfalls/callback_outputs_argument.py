@@ -13,7 +13,9 @@ list in ``on_train_epoch_end(self, trainer, pl_module)``.
        def on_train_epoch_end(self, trainer, pl_module, outputs):
            self.mean = torch.stack([out["loss"] for out in outputs]).mean()
 
-.. rst-class:: fix-code
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
 import lightning.pytorch as pl

@@ -16,7 +16,9 @@ hooks), and a callback's ``on_batch_start`` and ``on_batch_end`` become ``on_tra
    def on_batch_end(self, trainer, pl_module):  # callback
        ...
 
-.. rst-class:: fix-code
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
 import lightning.pytorch as pl

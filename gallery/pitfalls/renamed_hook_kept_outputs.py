@@ -12,7 +12,9 @@ to a list of your own in ``validation_step``, then reduce, log and clear it in `
    def on_validation_epoch_end(self, outputs):
        self.log("val_loss", torch.stack([out["x"] for out in outputs]).mean())
 
-.. rst-class:: fix-code
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
 import torch

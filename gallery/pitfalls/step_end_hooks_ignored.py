@@ -13,7 +13,9 @@ friends.
        ...  # what you did with the step's output
        return step_output
 
-.. rst-class:: fix-code
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
 from lightning.pytorch.demos import BoringModel  # stands in for your own LightningModule

@@ -15,7 +15,9 @@ read ``trainer.predict_loop.predictions`` in ``on_predict_epoch_end(self, traine
    def on_predict_epoch_end(self, trainer, pl_module, outputs):  # callback
        self.all_predictions = torch.cat(outputs[0])
 
-.. rst-class:: fix-code
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
 import lightning.pytorch as pl

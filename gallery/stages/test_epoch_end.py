@@ -11,7 +11,9 @@ reduce, log and clear it in ``on_test_epoch_end(self)``, which takes no argument
    def test_epoch_end(self, outputs):
        self.log("test_loss", torch.stack([out["y"] for out in outputs]).mean())
 
-.. rst-class:: fix-code
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
 import torch

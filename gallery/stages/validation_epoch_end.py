@@ -11,7 +11,9 @@ Instead of ``validation_epoch_end(self, outputs)``, append each batch's loss to 
    def validation_epoch_end(self, outputs):
        self.log("val_loss", torch.stack([out["x"] for out in outputs]).mean())
 
-.. rst-class:: fix-code
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
 import torch

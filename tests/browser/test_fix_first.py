@@ -1,5 +1,5 @@
-"""Every fix page shows its new code first: the first line of the block a reader copies (``.. rst-class::
-fix-code``, :mod:`fix_pages`) lies within the first screen of a 1400 x 900 desktop window and within two screens
+"""Every fix page shows its new code first: the first line of the block a reader copies (the block after the
+``fix-label`` line, :mod:`fix_pages`) lies within the first screen of a 1400 x 900 desktop window and within two screens
 of a 390 x 844 phone, below the old code it replaces (a code block captioned "Before ...").
 
 The pages are the registry's (each pattern's ``example``) and any gallery page that marks a fix block. A screenshot
@@ -18,7 +18,9 @@ from ._util import SCREENSHOT_DIR, open_page, set_width
 WINDOWS = [(1400, 900, 1), (390, 844, 2)]
 
 FIRST_LINE = """
-const pre = document.querySelector('div.fix-code pre');
+const label = document.querySelector('p.fix-label');
+const block = label && label.nextElementSibling;
+const pre = block && block.matches('div[class^="highlight-"]') ? block.querySelector('pre') : null;
 if (!pre) return null;
 const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
 let node = walker.nextNode();
@@ -50,7 +52,7 @@ def test_new_code_starts_within_the_first_screens(browser, base_url, docname, wi
         assert browser.save_screenshot(str(SCREENSHOT_DIR / f"fix-first-{docname.replace('/', '-')}-{width}.png"))
     finally:
         browser.set_window_size(1280, 900)
-    assert found is not None, f"{docname}: no block marked fix-code"
+    assert found is not None, f"{docname}: no code block right after a fix-label line"
     print(f"{docname} at {width}px: new code's first line {found['text']!r} at y = {found['top']:.0f}")
     assert found["text"].strip(), f"{docname}: the fix block starts with an empty line"
     assert found["old"] is not None and found["old"] < found["top"], f"{docname}: no old code above the new code"

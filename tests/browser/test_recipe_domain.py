@@ -4,7 +4,7 @@ the scenario matrix (``data/scenarios.toml``) whose page is a site page, at a de
 For each page: a box names (links the matrix section of) every recipe of the page but the traps a pitfall page
 shows on purpose; the box lies inside the viewport's width; and it comes before the first code block that defines
 the recipe's class, where a reader would copy it -- except on a fix page, whose new code comes first (the block
-marked ``fix-code``, tests/fix_pages.py): there the box of a recipe defined in that block comes right after it.
+after the ``fix-label`` line, tests/fix_pages.py): there the box of a recipe defined in that block comes right after it.
 Screenshots of each page's first box go to ``SCREENSHOT_DIR`` (``recipe-domain-<page>-<width>.png``).
 """
 
@@ -26,7 +26,8 @@ BOXES = """
 const viewport = document.documentElement.clientWidth;
 const boxes = Array.from(document.querySelectorAll('.recipe-domain'));
 const code = Array.from(document.querySelectorAll('div.highlight pre'));
-const fix = document.querySelector('div.fix-code pre');
+const label = document.querySelector('p.fix-label');
+const fix = label && label.nextElementSibling ? label.nextElementSibling.querySelector('pre') : null;
 const classTop = name => {
   const block = code.find(pre => new RegExp('^class ' + name + '\\\\b', 'm').test(pre.innerText));
   return block ? block.getBoundingClientRect().top + window.scrollY : null;

@@ -19,8 +19,8 @@ and the attribute ``role``; this filter turns those into what Sphinx shows on th
   rendered from the build's scenario matrix, which a notebook does not have) becomes a paragraph linking each
   recipe's section of the hosted reference page: ``<html_baseurl>reference/scenarios.html#recipe-<id>``, the id
   written as Sphinx writes it (``_`` as ``-``).
-* ``.. rst-class:: fix-code`` (the marker of the code block a fix page's reader copies, styled on the page) is
-  dropped, and a sphinx-design ``.. dropdown:: Title`` becomes its title in bold, then its content: a notebook
+* ``.. rst-class:: fix-label`` (the class of the "After" line above the code a fix page's reader copies) is
+  dropped, the line itself kept; and a sphinx-design ``.. dropdown:: Title`` becomes its title in bold, then its content: a notebook
   shows everything unfolded.
 * An image given from the site's root (``.. image:: /examples/performance/images/sphx_glr_retained_memory_001.png``,
   a figure the example's own code draws) is shown from the hosted site, where Sphinx copies every image a page
@@ -175,7 +175,7 @@ end
 
 --- The page-layout directives of a gallery text block, as a notebook shows them (pandoc reads each as a Div).
 local function page_layout(div)
-  if div.classes:includes("rst-class") and pandoc.utils.stringify(div.content) == "fix-code" then
+  if div.classes:includes("rst-class") and pandoc.utils.stringify(div.content) == "fix-label" then
     return {}
   end
   if div.classes:includes("dropdown") and div.content[1] and div.content[1].t == "Para" then
