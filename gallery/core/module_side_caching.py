@@ -1,16 +1,15 @@
 """
-Module-side caching: replace ``training_epoch_end``
-===================================================
+Module-side caching
+===================
 
-Instead of ``training_epoch_end(self, outputs)`` (or ``on_train_epoch_end(self, outputs)``), append each step's loss
-to a list of your own in ``training_step``, then reduce, log and clear it in ``on_train_epoch_end(self)``, which
-takes no arguments.
+Replace ``training_epoch_end(self, outputs)``: append each step's loss in ``training_step``, then reduce, log and
+clear the list in ``on_train_epoch_end(self)``, which takes no arguments.
 
 .. code-block:: python
    :caption: Before (Lightning 1.x)
 
    def training_epoch_end(self, outputs):
-       self.log("train_loss_epoch_mean", torch.stack([out["loss"] for out in outputs]).mean())
+       self.log("loss_mean", torch.stack([out["loss"] for out in outputs]).mean())
 
 .. rst-class:: fix-label
 
