@@ -1,49 +1,30 @@
 """
-Callback-side caching
-=====================
+Callback-side caching: replace a callback's ``on_train_epoch_end(..., outputs)``
+================================================================================
 
-A callback keeps what it needs itself: it appends in ``on_train_batch_end`` and reduces in
-``on_train_epoch_end(trainer, pl_module)``; the module is untouched. This page checks, epoch by epoch, that the
-callback's cache holds each batch's loss, as a plain PyTorch loop computes it.
+Instead of the ``outputs`` argument of a callback's ``on_train_epoch_end(self, trainer, pl_module, outputs)``,
+collect each batch's loss yourself in ``on_train_batch_end``, then reduce, log and clear the list in
+``on_train_epoch_end(self, trainer, pl_module)``; your module stays as it is.
 
-What the old ``on_train_epoch_end(trainer, pl_module, outputs)`` of a callback received depended on the release:
-:claim:`old-outputs-on-1-4-9`; :claim:`old-outputs-on-1-9-5`. Today :claim:`train-batch-end-receives-outputs`.
+.. code-block:: python
+   :caption: Before (Lightning 1.x)
+
+   class EpochLossCallback(pl.Callback):
+       def on_train_epoch_end(self, trainer, pl_module, outputs):
+           ...  # read the epoch's losses from outputs
+
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
-# %%
-# The callback
-# ------------
-# .. recipe-domain:: callback_side
-#
-# Keep only what the epoch-end computation needs -- here the loss -- and reduce, log and clear the cache in
-# ``on_train_epoch_end``. Four details make it hold in every configuration the
-# :doc:`scenario matrix </reference/scenarios>` runs:
-#
-# * :claim:`empty-outputs-for-none-and-manual`: skip those batches, they have no loss;
-# * :claim:`accumulation-divides-outputs-loss`
-#   (:doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`): multiply it back;
-# * an epoch with no cached loss logs nothing instead of failing in ``torch.stack``;
-# * the cache is also emptied when each epoch starts, so that a run that stopped half-way and is started again with
-#   the same callback object leaves nothing behind
-#   (:doc:`Interrupted runs and mid-epoch checkpoints </examples/pitfalls/interrupted_and_resumed_runs>`).
-import csv
-import math
-import tempfile
-from pathlib import Path
-
-import lightning
 import lightning.pytorch as pl
 import torch
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
-from lightning.pytorch.loggers import CSVLogger
-from torch.utils.data import DataLoader
-
-print(f"Lightning {lightning.__version__}")
 
 
 class EpochLossCallback(pl.Callback):
     def __init__(self):
-        self.batch_losses = []  # this epoch's cache
+        self.batch_losses = []  # this epoch's losses
 
     def on_train_epoch_start(self, trainer, pl_module):
         self.batch_losses.clear()  # nothing left over from a run that stopped half-way
@@ -60,10 +41,40 @@ class EpochLossCallback(pl.Callback):
 
 
 # %%
-# Train
-# -----
+# .. recipe-domain:: callback_side
+#
+# .. dropdown:: Why each line
+#
+#    * ``if not outputs``: :claim:`empty-outputs-for-none-and-manual`; those batches have no loss to keep.
+#    * ``* trainer.accumulate_grad_batches``: :claim:`accumulation-divides-outputs-loss`
+#      (:doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`); multiplying gives the loss back.
+#    * ``if self.batch_losses``: an epoch with no cached loss logs nothing instead of failing in ``torch.stack``.
+#    * the ``.clear()`` in ``on_train_epoch_start``: a run that stopped half-way and is started again with the same
+#      callback object leaves nothing behind
+#      (:doc:`Interrupted runs and mid-epoch checkpoints </examples/pitfalls/interrupted_and_resumed_runs>`).
+#
+# .. dropdown:: What the old hook received
+#
+#    What the old ``on_train_epoch_end(trainer, pl_module, outputs)`` of a callback received depended on the
+#    release: :claim:`old-outputs-on-1-4-9`; :claim:`old-outputs-on-1-9-5`. Today
+#    :claim:`train-batch-end-receives-outputs`.
+#
+# The proof: train, then compare with a plain PyTorch loop
+# --------------------------------------------------------
 # Three epochs of four batches each, seeded. A copy of the initial weights is kept for the reference below, and
-# a ``CSVLogger`` keeps what the callback logs: the checks stand beside the recipe, not in it.
+# a ``CSVLogger`` keeps what the callback logs.
+import csv
+import math
+import tempfile
+from pathlib import Path
+
+import lightning
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.loggers import CSVLogger
+from torch.utils.data import DataLoader
+
+print(f"Lightning {lightning.__version__}")
+
 EPOCHS = 3
 torch.manual_seed(7)
 loader = DataLoader(RandomDataset(32, 32), batch_size=8)
@@ -85,8 +96,6 @@ trainer = pl.Trainer(
 trainer.fit(model, loader)
 
 # %%
-# The reference: the same training as a plain PyTorch loop
-# --------------------------------------------------------
 # :claim:`Old-list-one-entry-per-batch`. A plain loop over the same batches, from the same initial weights, with the
 # optimizer and scheduler ``BoringModel.configure_optimizers`` returns, computes those per-batch losses without any
 # cache.
@@ -118,14 +127,13 @@ for epoch, (seen, expected) in enumerate(zip(logged, reference_means, strict=Tru
     print(f"epoch {epoch}: logged mean {seen:.6f} (plain loop: {expected:.6f})")
 
 # %%
-# What the callback delivered
-# ---------------------------
-# One logged mean per epoch, equal to the plain loop's, and an empty cache at the end. A callback that forgets
-# ``.clear()`` or overwrites instead of appending fails these checks. The
-# :doc:`scenario matrix </reference/scenarios>` runs this same class under gradient accumulation, several
-# validation runs per epoch, skipped batches, manual optimization, monitoring callbacks and DDP:
+# One logged mean per epoch, equal to the plain loop's, and an empty list at the end. A callback that forgets
+# ``.clear()`` or overwrites instead of appending fails these checks. Under DDP:
 # :claim:`callback-side-ddp-logs-rank-0` (:claim:`old-ddp-lists-per-rank`).
+
+# sphinx_gallery_start_ignore
 assert len(logged) == EPOCHS and all(
     math.isclose(seen, expected, rel_tol=1e-6) for seen, expected in zip(logged, reference_means, strict=True)
 ), "the mean of the losses on_train_batch_end received equals the plain loop's mean over every batch, every epoch"
 assert callback.batch_losses == []
+# sphinx_gallery_end_ignore

@@ -2,72 +2,71 @@
 Module-side caching
 ===================
 
-A module that used to implement ``training_epoch_end(self, outputs)`` keeps the values itself: it appends
-what it needs in ``training_step``, and consumes and clears the cache in ``on_train_epoch_end(self)``.
-A callback that needs the same values reads them from ``pl_module``. This page checks, epoch by epoch,
-that the cache holds each batch's loss, as a plain PyTorch loop computes it.
+Replace ``training_epoch_end(self, outputs)``: append each step's loss in ``training_step``, then reduce, log and
+clear the list in ``on_train_epoch_end(self)``, which takes no arguments.
+
+.. code-block:: python
+   :caption: Before (Lightning 1.x)
+
+   def training_epoch_end(self, outputs):
+       self.log("loss_mean", torch.stack([out["loss"] for out in outputs]).mean())
+
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
-# %%
-# The module
-# ----------
-# .. recipe-domain:: module_side
-#
-# ``training_step`` appends a detached, one-element copy of the loss: :claim:`undetached-cache-keeps-graph`; and
-# :claim:`mse-loss-keeps-elementwise-buffer`, while :claim:`detach-clone-keeps-one-element`.
-# ``on_train_epoch_end`` reduces, logs and clears;
-# ``on_train_epoch_start`` clears too, so that a run that stopped half-way and is started again with the same module
-# leaves nothing behind (:doc:`Interrupted runs and mid-epoch checkpoints
-# </examples/pitfalls/interrupted_and_resumed_runs>`).
-import csv
-import math
-import tempfile
-from pathlib import Path
-
-import lightning
-import lightning.pytorch as pl
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
-from lightning.pytorch.loggers import CSVLogger
-from torch.utils.data import DataLoader
-
-print(f"Lightning {lightning.__version__}")
+from lightning.pytorch.demos import BoringModel  # stands in for your own LightningModule
 
 
 class LossCachingModel(BoringModel):
     def __init__(self):
         super().__init__()
-        self.training_step_losses = []  # this epoch's cache
+        self.training_step_outputs = []  # this epoch's losses
 
     def on_train_epoch_start(self):
-        self.training_step_losses.clear()  # nothing left over from a run that stopped half-way
+        self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def training_step(self, batch, batch_idx):
-        output = super().training_step(batch, batch_idx)
-        self.training_step_losses.append(output["loss"].detach().clone())
+        output = super().training_step(batch, batch_idx)  # your step, returning {"loss": loss}
+        self.training_step_outputs.append(output["loss"].detach().clone())
         return output
 
     def on_train_epoch_end(self):
-        self.log("train_loss_epoch_mean", torch.stack(self.training_step_losses).mean())
-        self.training_step_losses.clear()
+        self.log("train_loss_epoch_mean", torch.stack(self.training_step_outputs).mean())
+        self.training_step_outputs.clear()
 
 
 # %%
-# Callbacks that read the module's cache
-# --------------------------------------
+# .. recipe-domain:: module_side
+#
+# .. dropdown:: Why each line
+#
+#    * ``.detach().clone()``: :claim:`undetached-cache-keeps-graph`; and
+#      :claim:`mse-loss-keeps-elementwise-buffer`, while :claim:`detach-clone-keeps-one-element`.
+#    * ``.clear()`` in ``on_train_epoch_end`` frees the epoch's losses; the ``.clear()`` in ``on_train_epoch_start``
+#      makes a run that stopped half-way and is started again with the same module leave nothing behind
+#      (:doc:`Interrupted runs and mid-epoch checkpoints </examples/pitfalls/interrupted_and_resumed_runs>`).
+#    * A ``training_step`` that returns a bare tensor, ``None`` or no ``"loss"``: append the loss where you compute
+#      it, or cache it in a callback (:doc:`Callback-side caching </examples/core/callback_side_caching>`).
+#
+# Callbacks that read the module's list
+# -------------------------------------
 # .. recipe-domain:: module_cache_reader
 #
-# :claim:`Plain-callbacks-before-module-train-epoch-end`, so it sees the full cache; and
-# :claim:`monitoring-callbacks-after-module`: by then the cache is cleared. A monitoring callback
-# reads what the module logged (``trainer.callback_metrics``), never the cache. The plain callback below logs the
-# epoch's worst batch loss from the cache; the ``ModelCheckpoint`` subclass, a counter-example, notes how many
+# :claim:`Plain-callbacks-before-module-train-epoch-end`, so it sees the full list; and
+# :claim:`monitoring-callbacks-after-module`: by then the list is cleared. A monitoring callback
+# reads what the module logged (``trainer.callback_metrics``), never the list. The plain callback below logs the
+# epoch's worst batch loss from the list; the ``ModelCheckpoint`` subclass, a counter-example, notes how many
 # cached losses it finds: the run shows the order.
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import ModelCheckpoint
 
 
 class CacheReader(pl.Callback):
     def on_train_epoch_end(self, trainer, pl_module):
-        worst = torch.stack(pl_module.training_step_losses).max()
+        worst = torch.stack(pl_module.training_step_outputs).max()
         pl_module.log("train_loss_worst_batch", worst)
 
 
@@ -77,15 +76,27 @@ class CheckpointReadingTheCache(ModelCheckpoint):
         self.entries_seen = []
 
     def on_train_epoch_end(self, trainer, pl_module):
-        self.entries_seen.append(len(pl_module.training_step_losses))
+        self.entries_seen.append(len(pl_module.training_step_outputs))
         super().on_train_epoch_end(trainer, pl_module)
 
 
 # %%
-# Train
-# -----
+# The proof: train, then compare with a plain PyTorch loop
+# --------------------------------------------------------
 # Three epochs of four batches each, seeded. A copy of the initial weights is kept for the reference below, and
-# a ``CSVLogger`` keeps what the module logs: the checks stand beside the recipe, not in it.
+# a ``CSVLogger`` keeps what the module logs.
+import csv
+import math
+import tempfile
+from pathlib import Path
+
+import lightning
+from lightning.pytorch.demos.boring_classes import RandomDataset
+from lightning.pytorch.loggers import CSVLogger
+from torch.utils.data import DataLoader
+
+print(f"Lightning {lightning.__version__}")
+
 EPOCHS = 3
 torch.manual_seed(7)
 loader = DataLoader(RandomDataset(32, 32), batch_size=8)
@@ -109,10 +120,8 @@ trainer = pl.Trainer(
 trainer.fit(model, loader)
 
 # %%
-# The reference: the same training as a plain PyTorch loop
-# --------------------------------------------------------
 # A plain ``BoringModel`` with the same initial weights, trained by hand over the same batches with the
-# optimizer and scheduler ``configure_optimizers`` returns, computes the per-batch losses without any cache.
+# optimizer and scheduler ``configure_optimizers`` returns, computes the per-batch losses without any list.
 
 
 def plain_loop_epoch_losses(model, loader, epochs):
@@ -149,14 +158,13 @@ print(f"cached losses found by the ModelCheckpoint subclass: {checkpoint.entries
 print(f"ModelCheckpoint's best score: {checkpoint.best_model_score.item():.6f}")
 
 # %%
-# What the cache delivered
-# ------------------------
-# One logged mean per epoch, equal to the plain loop's; the plain callback found the full cache (its worst batch
+# One logged mean per epoch, equal to the plain loop's; the plain callback found the full list (its worst batch
 # is the plain loop's worst of all the epoch's batches) and the ``ModelCheckpoint`` subclass an empty one, while
 # the value it monitors is the best logged mean.
 # Forgetting ``.clear()``, caching ``output["loss"]`` without ``.detach()``, or overwriting instead of appending
-# fails the checks of the :doc:`scenario matrix </reference/scenarios>`, which runs this same class in every
-# configuration it applies to.
+# breaks the :doc:`recipe's checks in many Trainer configurations </reference/scenarios>`.
+
+# sphinx_gallery_start_ignore
 assert len(logged) == EPOCHS
 for seen, expected in zip(logged, reference_means, strict=True):
     assert math.isclose(seen, expected, rel_tol=1e-6)
@@ -167,4 +175,5 @@ assert all(
 assert checkpoint.entries_seen == [0] * EPOCHS and math.isclose(
     checkpoint.best_model_score.item(), min(reference_means), rel_tol=1e-6
 ), "the ModelCheckpoint subclass found the cache cleared and monitored the best logged mean"
-assert model.training_step_losses == []
+assert model.training_step_outputs == []
+# sphinx_gallery_end_ignore

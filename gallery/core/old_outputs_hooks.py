@@ -2,10 +2,12 @@
 The old ``outputs`` hooks on Lightning 2.x
 ==========================================
 
-This page runs the three old shapes that received the epoch's ``training_step`` outputs on the Lightning release named
-below, and shows what each raises, and **when**: how many training steps ran before the failure.
+This page runs three old hook shapes written to read the epoch's ``training_step`` outputs, and shows what each
+raises today, and **when**: how many training steps ran before the failure. The fix is on
+:doc:`Module-side caching </examples/core/module_side_caching>` (a module's hook) and
+:doc:`Callback-side caching </examples/core/callback_side_caching>` (a callback's).
 
-What they used to receive, as the recorded runs of the last 1.x releases show: :claim:`old-outputs-on-1-4-9`;
+What they received on the last 1.x releases, not the same for every shape: :claim:`old-outputs-on-1-4-9`;
 :claim:`old-outputs-on-1-9-5`. :claim:`Outputs-argument-deprecated-and-removed`, and
 :claim:`epoch-end-hooks-removed-in-2-0`.
 """

@@ -2,20 +2,79 @@
 The ``dataloader_idx`` argument of the batch hooks
 ==================================================
 
-This page runs the old shapes of the batch hooks that took ``dataloader_idx``, then the signatures to write today,
-in a module and in a callback.
+Drop ``dataloader_idx`` from the training batch hooks (``on_train_batch_start``, ``on_train_batch_end``), and give it
+a default, ``dataloader_idx=0``, in the validation, test and predict batch hooks and steps, in a module and in a
+callback alike.
 
-:claim:`Train-batch-hooks-dataloader-idx-removed`: training uses one (possibly combined) dataloader.
-:claim:`Eval-batch-hooks-dataloader-idx-only-with-several`.
+.. code-block:: python
+   :caption: Before (Lightning 1.x)
+
+   def on_train_batch_start(self, batch, batch_idx, dataloader_idx):
+       ...
+
+   def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
+       ...
+
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
+import lightning.pytorch as pl
+from lightning.pytorch.demos import BoringModel  # stands in for your own LightningModule
+
+
+class BatchHooksModule(BoringModel):
+    def test_step(self, batch, batch_idx, dataloader_idx=0):  # several test loaders: the step takes the index too
+        return super().test_step(batch, batch_idx)
+
+    def predict_step(self, batch, batch_idx, dataloader_idx=0):
+        return super().predict_step(batch, batch_idx)
+
+    def on_train_batch_start(self, batch, batch_idx):
+        pass
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        pass
+
+    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        pass
+
+    def on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        pass
+
+    def on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        pass
+
+
+class BatchHooksCallback(pl.Callback):
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        pass
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        pass
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        pass
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        pass
+
+    def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        pass
+
+
 # %%
-# The symptom: the old signatures fail
-# ------------------------------------
+# .. dropdown:: Why
+#
+#    :claim:`Train-batch-hooks-dataloader-idx-removed`: training uses one (possibly combined) dataloader.
+#    :claim:`Eval-batch-hooks-dataloader-idx-only-with-several`.
+#
+# The old code, run today: the old signatures fail
+# -------------------------------------------------
 # Two old module hooks, each run by the ``Trainer`` entry point of its stage, with one dataloader.
 import lightning
-import lightning.pytorch as pl
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.demos.boring_classes import RandomDataset
 from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
@@ -57,26 +116,24 @@ for model, run in ((OldTrainBatchStart(), "fit"), (OldValidationBatchEnd(), "val
 
 # %%
 # :claim:`Train-batch-hooks-called-without-dataloader-idx`; :claim:`required-eval-dataloader-idx-refused`.
+
+# sphinx_gallery_start_ignore
 assert [type(err) for err in errors] == [TypeError, RuntimeError] and all(
     "dataloader_idx" in str(err) for err in errors
 ), "the training hook fails with TypeError, the validation hook is refused with RuntimeError, both naming the argument"
+# sphinx_gallery_end_ignore
 
 # %%
-# The fix: drop it for training, default it to ``0`` elsewhere
-# ------------------------------------------------------------
-# Each hook records the ``dataloader_idx`` it received (``None`` for the training hooks, which have none).
+# The proof: every hook runs once per batch
+# -----------------------------------------
+# The same classes, each hook noting the ``dataloader_idx`` it received (``None`` for the training hooks, which have
+# none).
 
 
-class BatchHooksModule(BoringModel):
+class RecordedModule(BatchHooksModule):
     def __init__(self):
         super().__init__()
         self.calls = []  # (hook, dataloader_idx)
-
-    def test_step(self, batch, batch_idx, dataloader_idx=0):  # several test loaders: the step takes the index too
-        return super().test_step(batch, batch_idx)
-
-    def predict_step(self, batch, batch_idx, dataloader_idx=0):
-        return super().predict_step(batch, batch_idx)
 
     def on_train_batch_start(self, batch, batch_idx):
         self.calls.append(("on_train_batch_start", None))
@@ -94,7 +151,7 @@ class BatchHooksModule(BoringModel):
         self.calls.append(("on_predict_batch_end", dataloader_idx))
 
 
-class BatchHooksCallback(pl.Callback):
+class RecordedCallback(BatchHooksCallback):
     def __init__(self):
         self.calls = []  # (hook, dataloader_idx)
 
@@ -117,7 +174,7 @@ class BatchHooksCallback(pl.Callback):
 # %%
 # One training epoch of 2 batches with one validation loader of 1 batch; then test and predict with two loaders
 # each (1 and 2 batches), so the same methods serve one loader and several.
-model, callback = BatchHooksModule(), BatchHooksCallback()
+model, callback = RecordedModule(), RecordedCallback()
 make_trainer([callback]).fit(model, loader(16), loader(8))
 make_trainer([callback]).test(model, [loader(8), loader(16)], verbose=False)
 make_trainer([callback]).predict(model, [loader(8), loader(16)])
@@ -133,6 +190,8 @@ expected = (
     + [("on_test_batch_end", 0), ("on_test_batch_end", 1), ("on_test_batch_end", 1)]
     + [("on_predict_batch_end", 0), ("on_predict_batch_end", 1), ("on_predict_batch_end", 1)]
 )
+# sphinx_gallery_start_ignore
 assert model.calls == callback.calls == expected, (
     "each batch hook ran once per batch; the default 0 stood in with one loader, with two each loader's index came"
 )
+# sphinx_gallery_end_ignore

@@ -2,17 +2,57 @@
 A callback that still asks for ``outputs``
 ==========================================
 
-This page runs a callback that still declares the ``outputs`` argument of
-``Callback.on_train_epoch_end(self, trainer, pl_module, outputs)``, then one that gave it a default value, and the
-fix: collect the values in ``on_train_batch_end``.
+For a ``TypeError`` about the missing ``outputs`` of a callback's ``on_train_epoch_end(self, trainer, pl_module,
+outputs)``: drop the argument, collect each batch's loss in ``on_train_batch_end``, then reduce, log and clear the
+list in ``on_train_epoch_end(self, trainer, pl_module)``.
 
-:claim:`Outputs-argument-deprecated-and-removed`. :claim:`Callback-outputs-hook-fails-after-an-epoch`;
-:claim:`outputs-default-never-fails-receives-none`.
+.. code-block:: python
+   :caption: Before (Lightning 1.x)
+
+   class OldCallback(pl.Callback):
+       def on_train_epoch_end(self, trainer, pl_module, outputs):
+           self.mean = torch.stack([out["loss"] for out in outputs]).mean()
+
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
+import lightning.pytorch as pl
+import torch
+
+
+class CachingCallback(pl.Callback):
+    def __init__(self):
+        self.losses = []  # this epoch's losses
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self.losses.clear()  # nothing left over from a run that stopped half-way
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if not outputs:  # the step returned None, or nothing under manual optimization
+            return
+        self.losses.append(outputs["loss"].detach() * trainer.accumulate_grad_batches)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        if self.losses:
+            pl_module.log("train_loss_epoch_mean", torch.stack(self.losses).mean())
+            self.losses.clear()
+
+
 # %%
-# The symptom
-# -----------
+# .. recipe-domain:: callback_outputs_fix
+#
+# .. dropdown:: Why each line
+#
+#    As on :doc:`Callback-side caching </examples/core/callback_side_caching>`, the callback skips a batch whose
+#    ``outputs`` is empty (a step that returned ``None``, manual optimization returning nothing), multiplies back the
+#    loss divided by ``accumulate_grad_batches`` (:doc:`gradient accumulation
+#    </examples/pitfalls/accumulated_loss_scaled>`), and logs nothing for an epoch without a cached loss.
+#
+# The symptom, run today
+# ----------------------
+# :claim:`Outputs-argument-deprecated-and-removed`. :claim:`Callback-outputs-hook-fails-after-an-epoch`.
 # Two training batches per epoch; a second callback counts the batches that ran.
 import csv
 import math
@@ -20,8 +60,6 @@ import tempfile
 from pathlib import Path
 
 import lightning
-import lightning.pytorch as pl
-import torch
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
@@ -70,9 +108,12 @@ print(f"training batches run before the failure: {counter.batches}; optimizer st
 
 # %%
 # Both batches of the first epoch ran; the error came when the epoch ended.
+
+# sphinx_gallery_start_ignore
 assert error is not None and counter.batches == trainer.global_step == 2, (
     "the callback's on_train_epoch_end(outputs) raised TypeError after both batches of the first epoch"
 )
+# sphinx_gallery_end_ignore
 
 # %%
 # A default value hides the problem
@@ -92,7 +133,10 @@ silent = SilentCallback()
 trainer = make_trainer([silent])
 trainer.fit(BoringModel(), train_loader)
 print(f"outputs received at each epoch end: {silent.received}")
+
+# sphinx_gallery_start_ignore
 assert silent.received == [None, None], "a default outputs=None receives None at every epoch end"
+# sphinx_gallery_end_ignore
 
 # %%
 # The cause
@@ -100,39 +144,10 @@ assert silent.received == [None, None], "a default outputs=None receives None at
 # :claim:`Extra-parameters-never-passed`; no list of the epoch's outputs is kept for it.
 # :claim:`Train-batch-end-receives-outputs`.
 #
-# The fix
-# -------
-# .. recipe-domain:: callback_outputs_fix
-#
-# Collect in ``on_train_batch_end``, reduce, log and clear in ``on_train_epoch_end(trainer, pl_module)``. As on
-# :doc:`Callback-side caching </examples/core/callback_side_caching>`, the callback skips a batch whose ``outputs`` is
-# empty (a step that returned ``None``, manual optimization returning nothing), multiplies back the loss divided by
-# ``accumulate_grad_batches`` (:doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`), and logs
-# nothing for an epoch without a cached loss.
-
-
-class CachingCallback(pl.Callback):
-    def __init__(self):
-        self.losses = []  # this epoch's cache
-
-    def on_train_epoch_start(self, trainer, pl_module):
-        self.losses.clear()  # nothing left over from a run that stopped half-way
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if not outputs:
-            return
-        self.losses.append(outputs["loss"].detach() * trainer.accumulate_grad_batches)
-
-    def on_train_epoch_end(self, trainer, pl_module):
-        if self.losses:
-            pl_module.log("train_loss_epoch_mean", torch.stack(self.losses).mean())
-            self.losses.clear()
-
-
-# %%
-# The checks beside it: a ``CSVLogger`` keeps what the callback logs, and the reference is the same
-# training as a plain PyTorch loop from the same initial weights, with the optimizer and scheduler
-# ``BoringModel.configure_optimizers`` returns.
+# The proof: the fix against a plain PyTorch loop
+# -----------------------------------------------
+# A ``CSVLogger`` keeps what the callback logs, and the reference is the same training as a plain PyTorch loop
+# from the same initial weights, with the optimizer and scheduler ``BoringModel.configure_optimizers`` returns.
 pl.seed_everything(4, verbose=False)
 model = BoringModel()
 initial_weights = {name: value.clone() for name, value in model.state_dict().items()}
@@ -161,11 +176,12 @@ for epoch, (mean, expected) in enumerate(zip(logged, reference_means, strict=Tru
     print(f"epoch {epoch}: callback mean {mean:.6f} (plain loop: {expected:.6f})")
 
 # %%
-# One logged mean per epoch over both batches, equal to the plain loop's; the cache is empty afterwards. The
-# :doc:`scenario matrix </reference/scenarios>` runs this same class under gradient accumulation, skipped
-# batches, manual optimization, several validation runs per epoch, monitoring callbacks and DDP:
+# One logged mean per epoch over both batches, equal to the plain loop's; the list is empty afterwards. Under DDP:
 # :claim:`callback-outputs-fix-ddp-logs-rank-0` (:claim:`old-ddp-lists-per-rank`).
+
+# sphinx_gallery_start_ignore
 assert len(logged) == 2
 for mean, expected in zip(logged, reference_means, strict=True):
     assert math.isclose(mean, expected, rel_tol=1e-6)
 assert caching.losses == []
+# sphinx_gallery_end_ignore

@@ -2,24 +2,65 @@
 ``on_epoch_end``, ``on_batch_end`` and friends on Lightning 2.x
 ===============================================================
 
-This page defines the stage-less hooks ``on_epoch_start`` and ``on_epoch_end`` (of modules and callbacks) and the
-callback hooks ``on_batch_start`` and ``on_batch_end``, trains, and counts their calls; then their replacements, the
-hooks named after the stage, such as ``on_train_epoch_end`` and ``on_train_batch_end``.
+Rename the stage-less hooks after their stage: ``on_epoch_start`` and ``on_epoch_end`` (of modules and callbacks)
+become ``on_train_epoch_start`` and ``on_train_epoch_end`` (or ``on_validation_epoch_end`` and the other stages'
+hooks), and a callback's ``on_batch_start`` and ``on_batch_end`` become ``on_train_batch_start`` and
+``on_train_batch_end``, which take the batch.
 
-Lightning's changelog: :claim:`stageless-hooks-removed`. Since then :claim:`stageless-hooks-refused-on-1-9`, and
-:claim:`stageless-hooks-ignored`: code that still defines them trains, and they never run.
+.. code-block:: python
+   :caption: Before (Lightning 1.x)
+
+   def on_epoch_end(self):  # module
+       ...
+
+   def on_batch_end(self, trainer, pl_module):  # callback
+       ...
+
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
+import lightning.pytorch as pl
+from lightning.pytorch.demos import BoringModel  # stands in for your own LightningModule
+
+
+class StageHooksModule(BoringModel):
+    def on_train_epoch_start(self):
+        pass  # what on_epoch_start did
+
+    def on_train_epoch_end(self):
+        pass  # what on_epoch_end did
+
+
+class StageHooksCallback(pl.Callback):
+    def on_train_epoch_start(self, trainer, pl_module):
+        pass
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        pass
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        pass  # what on_batch_start did
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        pass  # what on_batch_end did
+
+
 # %%
-# The symptom: nothing happens
-# ----------------------------
+# .. dropdown:: Why they are silently skipped
+#
+#    Lightning's changelog: :claim:`stageless-hooks-removed`. Since then :claim:`stageless-hooks-refused-on-1-9`,
+#    and :claim:`stageless-hooks-ignored`: code that still defines them trains, and they never run.
+#
+# The old code, run today: nothing happens
+# -----------------------------------------
 # Each old hook counts its calls; one training epoch of 2 batches, with a validation run of 1 batch.
 import warnings
 from collections import Counter
 
 import lightning
-import lightning.pytorch as pl
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.demos.boring_classes import RandomDataset
 from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
@@ -79,19 +120,20 @@ print(f"warnings naming an old hook: {len(old_warnings)}")
 
 # %%
 # No call, no warning: the training ran as if the hooks were not there.
+
+# sphinx_gallery_start_ignore
 assert not old_model.calls and not old_callback.calls and old_warnings == [], (
     "the stage-less hooks were never called, and no warning named them"
 )
+# sphinx_gallery_end_ignore
 
 # %%
-# The fix: the hooks of the stage
-# -------------------------------
-# ``on_train_epoch_start`` and ``on_train_epoch_end`` replace the epoch hooks (``on_validation_epoch_end`` and
-# the other stages' hooks exist too); ``on_train_batch_start`` and ``on_train_batch_end`` replace the batch hooks
-# and take the batch.
+# The proof: the stage hooks run
+# ------------------------------
+# The classes above, each hook counting its calls, with the old hooks still defined in the parent classes.
 
 
-class NewModule(OldModule):
+class NewModule(StageHooksModule, OldModule):
     def on_train_epoch_start(self):
         self.calls["on_train_epoch_start"] += 1
 
@@ -99,7 +141,7 @@ class NewModule(OldModule):
         self.calls["on_train_epoch_end"] += 1
 
 
-class NewCallback(OldCallback):
+class NewCallback(StageHooksCallback, OldCallback):
     def on_train_epoch_start(self, trainer, pl_module):
         self.calls["on_train_epoch_start"] += 1
 
@@ -120,6 +162,8 @@ print(f"module calls: {dict(new_model.calls)}; callback calls: {dict(new_callbac
 # %%
 # The stage hooks ran once per epoch and once per training batch; the old ones, still defined in the parent
 # classes, again never ran.
+
+# sphinx_gallery_start_ignore
 assert new_model.calls == {"on_train_epoch_start": 1, "on_train_epoch_end": 1}
 assert new_callback.calls == {
     "on_train_epoch_start": 1,
@@ -127,3 +171,4 @@ assert new_callback.calls == {
     "on_train_batch_start": 2,
     "on_train_batch_end": 2,
 }
+# sphinx_gallery_end_ignore

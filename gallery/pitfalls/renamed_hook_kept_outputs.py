@@ -2,16 +2,58 @@
 Renamed the hook but kept ``outputs``
 =====================================
 
-A half-done migration renames ``validation_epoch_end(self, outputs)`` to ``on_validation_epoch_end`` and
-keeps the argument. This page shows when that fails -- with the default sanity check, without it, and for the same
-half-done migration of ``test_epoch_end`` -- and the fix.
+For a ``TypeError`` about the missing ``outputs`` of an ``on_validation_epoch_end(self, outputs)`` (a
+``validation_epoch_end`` renamed, its argument kept): dropping the argument is not enough. Append each batch's loss
+to a list of your own in ``validation_step``, then reduce, log and clear it in ``on_validation_epoch_end(self)``.
 
-:claim:`Renamed-validation-hook-fails-in-sanity-check`; :claim:`renamed-test-hook-fails-after-testing`.
+.. code-block:: python
+   :caption: Before (half migrated)
+
+   def on_validation_epoch_end(self, outputs):
+       self.log("val_loss", torch.stack([out["x"] for out in outputs]).mean())
+
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
+import torch
+from lightning.pytorch.demos import BoringModel  # stands in for your own LightningModule
+
+
+class Migrated(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.validation_step_outputs = []  # this validation run's losses
+
+    def on_validation_epoch_start(self):
+        self.validation_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+    def validation_step(self, batch, batch_idx):
+        loss = self.step(batch)  # your step's loss
+        self.validation_step_outputs.append(loss.clone())  # one element, not the loss's whole buffer
+        return {"x": loss}
+
+    def on_validation_epoch_end(self):
+        self.log("val_loss", torch.stack(self.validation_step_outputs).mean())
+        self.validation_step_outputs.clear()
+
+
 # %%
-# The symptom
-# -----------
+# .. recipe-domain:: renamed_hook_fix
+#
+# .. dropdown:: Why each line
+#
+#    :claim:`Extra-parameters-never-passed`; ``on_validation_epoch_end`` takes ``self`` only, and no list of the
+#    epoch's outputs is kept for it, so the values must be kept while the epoch runs. With several validation
+#    dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
+#    :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
+#    </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`
+#    (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant that gathers).
+#
+# The old code, run today
+# -----------------------
+# :claim:`Renamed-validation-hook-fails-in-sanity-check`; :claim:`renamed-test-hook-fails-after-testing`.
 import csv
 import math
 import tempfile
@@ -19,8 +61,7 @@ from pathlib import Path
 
 import lightning
 import lightning.pytorch as pl
-import torch
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.demos.boring_classes import RandomDataset
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
@@ -71,10 +112,13 @@ print(f"training steps taken: {trainer.global_step}")
 
 # %%
 # The error came from inside the sanity check (it started and never finished), before any training step.
+
+# sphinx_gallery_start_ignore
 assert error is not None and "outputs" in str(error) and sanity.started and not sanity.finished, (
     "on_validation_epoch_end(self, outputs) raised TypeError inside the default sanity check"
 )
 assert trainer.global_step == 0
+# sphinx_gallery_end_ignore
 
 # %%
 # Without the sanity check it comes later
@@ -89,44 +133,16 @@ except TypeError as err:
     later_error = err
     print(f"{type(err).__name__}: {err}")
 print(f"training steps taken: {trainer.global_step}")
+# sphinx_gallery_start_ignore
 assert later_error is not None and trainer.global_step == trainer.num_training_batches == 4, (
     "without the sanity check the TypeError came after the first training epoch"
 )
+# sphinx_gallery_end_ignore
 
 # %%
-# The cause
+# The proof
 # ---------
-# :claim:`Extra-parameters-never-passed`; ``on_validation_epoch_end`` takes ``self`` only, and no list of the
-# epoch's outputs is kept for it, so dropping the argument is not enough -- the values must be kept while the
-# epoch runs.
-#
-# The fix
-# -------
-# .. recipe-domain:: renamed_hook_fix
-#
-# Keep the values in ``validation_step``; reduce and clear them in the argument-less hook.
-
-
-class Migrated(BoringModel):
-    def __init__(self):
-        super().__init__()
-        self.validation_step_losses = []  # this validation run's cache
-
-    def on_validation_epoch_start(self):
-        self.validation_step_losses.clear()  # nothing left over from a run that stopped half-way
-
-    def validation_step(self, batch, batch_idx):
-        loss = self.step(batch)
-        self.validation_step_losses.append(loss.clone())  # one element, not the loss's whole buffer
-        return {"x": loss}
-
-    def on_validation_epoch_end(self):
-        self.log("val_loss", torch.stack(self.validation_step_losses).mean())
-        self.validation_step_losses.clear()
-
-
-# %%
-# The checks beside it: a ``CSVLogger`` keeps what the module logs, and the callback above tells whether the
+# ``Migrated`` above, trained: a ``CSVLogger`` keeps what the module logs, and the callback above tells whether the
 # sanity check finished.
 model = Migrated()
 sanity = SanityCheckSeen()
@@ -146,17 +162,15 @@ print(f"training steps taken: {trainer.global_step}")
 
 # %%
 # The sanity check ran through, the epoch's validation logged one mean, equal to the hand-computed reference,
-# all four training steps ran, and the cache is empty. The :doc:`scenario matrix </reference/scenarios>` runs
-# this same class in every configuration it applies to.
-# With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
-# :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
-# </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`
-# (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant that gathers).
+# all four training steps ran, and the list is empty.
+
+# sphinx_gallery_start_ignore
 assert sanity.started and sanity.finished
 assert len(logged) == 1
 assert math.isclose(logged[0], reference, rel_tol=1e-6)
 assert trainer.global_step == 4
-assert model.validation_step_losses == []
+assert model.validation_step_outputs == []
+# sphinx_gallery_end_ignore
 
 # %%
 # ``test_epoch_end`` renamed, ``outputs`` kept
@@ -184,12 +198,15 @@ print(f"test batches run before the failure: {trainer.test_loop.batch_progress.t
 
 # %%
 # Training ran its 4 steps and testing its 5 batches; then Python raised ``TypeError``.
+
+# sphinx_gallery_start_ignore
 assert (
     test_error is not None
     and "outputs" in str(test_error)
     and trainer.global_step == 4
     and trainer.test_loop.batch_progress.total.completed == len(test_loader) == 5
 ), "on_test_epoch_end(self, outputs) raised TypeError after training and every test batch"
+# sphinx_gallery_end_ignore
 
 # %%
 # The fix is the same: keep the values in ``test_step``, reduce and clear them in the argument-less hook (emptied
@@ -227,5 +244,8 @@ print(f"trainer.test returned {test_results}; by hand: {test_reference:.6f}")
 
 # %%
 # The test mean equals the trained model's mean test loss computed by hand, and the cache is empty.
+
+# sphinx_gallery_start_ignore
 assert math.isclose(test_results["test_loss"], test_reference, rel_tol=1e-6)
 assert migrated_test.test_step_losses == []
+# sphinx_gallery_end_ignore

@@ -2,23 +2,52 @@
 ``training_step_end`` and friends on Lightning 2.x
 ==================================================
 
-This page trains, validates and tests a module that still defines ``training_step_end``, ``validation_step_end``
-and ``test_step_end``, and counts their calls; then the replacements: the batch-end hooks, or the work done at the
-end of the step itself.
+Instead of ``training_step_end(self, step_output)``, ``validation_step_end`` and ``test_step_end``, move their code
+to the batch-end hooks (their ``outputs`` argument is the step's output), or to the end of ``training_step`` and
+friends.
 
-Lightning's changelog: :claim:`step-end-hooks-removed-in-2-0`. Unlike the removed epoch-end hooks,
-:claim:`step-end-hooks-ignored`: the code in them simply never runs.
+.. code-block:: python
+   :caption: Before (Lightning 1.x)
+
+   def training_step_end(self, step_output):
+       ...  # what you did with the step's output
+       return step_output
+
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
+from lightning.pytorch.demos import BoringModel  # stands in for your own LightningModule
+
+
+class BatchEndHooks(BoringModel):
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        pass  # what training_step_end did with the step's output
+
+    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        pass  # what validation_step_end did
+
+    def on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        pass  # what test_step_end did
+
+
 # %%
-# The symptom: nothing happens
-# ----------------------------
+# :doc:`Empty outputs </examples/pitfalls/empty_outputs>` shows what each batch-end hook receives.
+#
+# .. dropdown:: Why they are silently skipped
+#
+#    Lightning's changelog: :claim:`step-end-hooks-removed-in-2-0`. Unlike the removed epoch-end hooks,
+#    :claim:`step-end-hooks-ignored`: the code in them simply never runs. :claim:`Step-end-hooks-ran-on-1-x`.
+#
+# The old code, run today: nothing happens
+# -----------------------------------------
 # Each old hook increments a counter. Three training, three validation and three test batches.
 import warnings
 
 import lightning
 import lightning.pytorch as pl
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.demos.boring_classes import RandomDataset
 from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
@@ -71,24 +100,22 @@ print(f"warnings that mention a *_step_end hook: {step_end_warnings}")
 
 # %%
 # Three batches ran in every stage, no hook was called, and Lightning said nothing about them.
+
+# sphinx_gallery_start_ignore
 assert trainer.global_step == 3
 assert old.calls == {"train": 0, "validation": 0, "test": 0} and step_end_warnings == [], (
     "the *_step_end hooks were never called, and no warning named them"
 )
+# sphinx_gallery_end_ignore
 
 # %%
-# The cause
-# ---------
-# To Lightning 2.x they are ordinary methods. :claim:`Step-end-hooks-ran-on-1-x`.
-#
-# The fix: the batch-end hooks, or the step itself
-# ------------------------------------------------
-# The batch-end hooks take the step's output (:doc:`Empty outputs </examples/pitfalls/empty_outputs>` shows what
-# each receives); work that needs only the step's own values can also move to the end of ``training_step`` and
-# friends.
+# The proof: the batch-end hooks run once per batch
+# -------------------------------------------------
+# The same three stages with ``BatchEndHooks``, each hook counting its calls, and work moved to the end of
+# ``training_step`` counted too.
 
 
-class BatchEndHooks(BoringModel):
+class CountedBatchEndHooks(BatchEndHooks):
     def __init__(self):
         super().__init__()
         self.calls = dict.fromkeys(STAGES, 0)
@@ -100,20 +127,26 @@ class BatchEndHooks(BoringModel):
         return output
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
+        super().on_train_batch_end(outputs, batch, batch_idx)
         self.calls["train"] += 1
 
     def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        super().on_validation_batch_end(outputs, batch, batch_idx, dataloader_idx)
         self.calls["validation"] += 1
 
     def on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        super().on_test_batch_end(outputs, batch, batch_idx, dataloader_idx)
         self.calls["test"] += 1
 
 
-new = BatchEndHooks()
+new = CountedBatchEndHooks()
 trainer, _ = fit_and_test(new)
 print(f"training steps: {trainer.global_step}; batch-end calls: {new.calls}; work done in training_step: {new.in_step}")
 
 # %%
 # Every replacement ran once per batch.
+
+# sphinx_gallery_start_ignore
 assert new.calls == {"train": 3, "validation": 3, "test": 3}, "each batch-end hook ran once per batch of its stage"
 assert new.in_step == trainer.global_step == 3
+# sphinx_gallery_end_ignore

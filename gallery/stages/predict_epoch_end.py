@@ -2,24 +2,73 @@
 ``on_predict_epoch_end`` lost its ``outputs``
 =============================================
 
-This page shows the old ``on_predict_epoch_end`` hooks failing, checks three replacements against the model applied
-by hand -- the list returned by ``trainer.predict``, a callback reading ``trainer.predict_loop.predictions`` at epoch
-end, a module that collects its own predictions --, then runs ``trainer.predict(return_predictions=False)`` and two
-predict dataloaders.
+Instead of the ``results`` of a module's ``on_predict_epoch_end(self, results)`` or the ``outputs`` of a callback's
+``on_predict_epoch_end(self, trainer, pl_module, outputs)``, collect the predictions in ``predict_step`` (module), or
+read ``trainer.predict_loop.predictions`` in ``on_predict_epoch_end(self, trainer, pl_module)`` (callback).
 
-:claim:`Old-predict-epoch-end-received-predictions`; :claim:`predict-epoch-end-called-without-them`.
-:claim:`Return-predictions-false-keeps-none`.
+.. code-block:: python
+   :caption: Before (Lightning 1.x)
+
+   def on_predict_epoch_end(self, results):  # module
+       self.all_predictions = torch.cat(results[0])
+
+   def on_predict_epoch_end(self, trainer, pl_module, outputs):  # callback
+       self.all_predictions = torch.cat(outputs[0])
+
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
-# %%
-# The old code
-# ------------
-# Five batches of 4 random vectors; ``BoringModel``'s ``predict_step`` returns the model's output for the batch.
-import lightning
 import lightning.pytorch as pl
 import torch
+from lightning.pytorch.demos import BoringModel  # stands in for your own LightningModule
+
+
+class PredictionCache(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.predict_step_outputs = {}  # dataloader_idx -> this run's predictions, one tensor per batch
+
+    def on_predict_epoch_start(self):
+        self.predict_step_outputs.clear()
+
+    def predict_step(self, batch, batch_idx, dataloader_idx=0):
+        prediction = self(batch)  # your step's prediction
+        self.predict_step_outputs.setdefault(dataloader_idx, []).append(prediction)
+        return prediction
+
+    def on_predict_epoch_end(self):
+        self.all_predictions = [torch.cat(batches) for _, batches in sorted(self.predict_step_outputs.items())]
+        self.predict_step_outputs.clear()
+
+
+class PredictionsReader(pl.Callback):
+    def on_predict_epoch_end(self, trainer, pl_module):
+        predictions = trainer.predict_loop.predictions
+        per_loader = predictions if len(trainer.num_predict_batches) > 1 else [predictions]
+        self.all_predictions = [torch.cat(batches) for batches in per_loader]
+
+
+# %%
+# .. recipe-domain:: predict predict_loop_reader
+#
+# .. dropdown:: Why each line
+#
+#    Both keep one tensor per predict dataloader in ``all_predictions``, as the old hooks received one list per
+#    dataloader: :claim:`predict-loop-predictions-shape`, and the module keys its list by ``dataloader_idx``. The
+#    module also empties its list when each predict run starts, so a run that stopped half-way leaves nothing
+#    behind. The list returned by ``trainer.predict`` is a third way
+#    (:claim:`predict-returns-one-entry-per-batch`). With ``return_predictions=False``, use the module's list or a
+#    ``BasePredictionWriter`` (below): :claim:`return-predictions-false-keeps-none`.
+#
+# The old code, run today
+# -----------------------
+# :claim:`Old-predict-epoch-end-received-predictions`; :claim:`predict-epoch-end-called-without-them`.
+# Five batches of 4 random vectors; ``BoringModel``'s ``predict_step`` returns the model's output for the batch.
+import lightning
 from lightning.pytorch.callbacks import BasePredictionWriter
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.demos.boring_classes import RandomDataset
 from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
@@ -64,61 +113,23 @@ class OldCallbackHook(pl.Callback):
 module_error, module_trainer = predict_and_capture(OldModuleHook())
 callback_error, callback_trainer = predict_and_capture(BoringModel(), [OldCallbackHook()])
 
-# %%
-# Lightning itself does not check for these signatures: :claim:`predict-epoch-end-called-without-them`.
+# sphinx_gallery_start_ignore
 assert all(
     isinstance(error, TypeError) and trainer.predict_loop.batch_progress.total.completed == len(predict_loader) == 5
     for error, trainer in [(module_error, module_trainer), (callback_error, callback_trainer)]
 ), "the old predict hooks raise TypeError after every prediction of the epoch"
+# sphinx_gallery_end_ignore
 
 # %%
-# Three replacements
-# ------------------
-# .. recipe-domain:: predict_loop_reader predict
-#
-# 1. the list returned by ``trainer.predict`` (:claim:`predict-returns-one-entry-per-batch`);
-# 2. a callback reading ``trainer.predict_loop.predictions`` in ``on_predict_epoch_end(trainer, pl_module)``;
-# 3. a module that appends in ``predict_step`` and reads its cache in ``on_predict_epoch_end(self)``.
-#
-# Both keep one tensor per predict dataloader in ``all_predictions``, as the old hooks received one list per
-# dataloader: :claim:`predict-loop-predictions-shape`, and the module keys its cache by
-# ``dataloader_idx``. The module also empties its cache when each predict run starts, so a run that stopped
-# half-way leaves nothing behind.
-
-
-class PredictionsReader(pl.Callback):
-    def on_predict_epoch_end(self, trainer, pl_module):
-        predictions = trainer.predict_loop.predictions
-        per_loader = predictions if len(trainer.num_predict_batches) > 1 else [predictions]
-        self.all_predictions = [torch.cat(batches) for batches in per_loader]
-
-
-class PredictionCache(BoringModel):
-    def __init__(self):
-        super().__init__()
-        self.predict_step_outputs = {}  # dataloader_idx -> this run's predictions, one tensor per batch
-
-    def on_predict_epoch_start(self):
-        self.predict_step_outputs.clear()
-
-    def predict_step(self, batch, batch_idx, dataloader_idx=0):
-        prediction = self(batch)
-        self.predict_step_outputs.setdefault(dataloader_idx, []).append(prediction)
-        return prediction
-
-    def on_predict_epoch_end(self):
-        self.all_predictions = [torch.cat(batches) for _, batches in sorted(self.predict_step_outputs.items())]
-        self.predict_step_outputs.clear()
-
-
+# The proof: the model applied by hand
+# ------------------------------------
+# The module, the callback and the list ``trainer.predict`` returns, from one predict run.
 pl.seed_everything(12, verbose=False)
 model = PredictionCache()
 reader = PredictionsReader()
 returned = make_trainer([reader]).predict(model, predict_loader)
 
 # %%
-# The reference: the model applied by hand
-# ----------------------------------------
 # Prediction does not change the weights, so the same model in eval mode under ``torch.no_grad`` gives the
 # reference, batch by batch.
 model.eval()
@@ -136,12 +147,15 @@ for name, predictions in candidates.items():
 # %%
 # All three hold exactly the reference predictions, 20 rows of 2 outputs (the callback and the module in one
 # tensor, for the one dataloader), and the module's cache was cleared.
+
+# sphinx_gallery_start_ignore
 assert len(returned) == len(predict_loader) == 5, "trainer.predict returned one entry per batch"
 assert reference.shape == (20, 2)
 assert len(reader.all_predictions) == len(model.all_predictions) == 1
 for predictions in candidates.values():
     assert torch.equal(predictions, reference)
 assert model.predict_step_outputs == {}
+# sphinx_gallery_end_ignore
 
 # %%
 # ``return_predictions=False``
@@ -187,6 +201,8 @@ for name, predictions in kept_elsewhere.items():
 # %%
 # Without ``return_predictions`` the return value is ``None`` and the predict loop's list is empty; the writer
 # and the module's cache hold exactly the reference.
+
+# sphinx_gallery_start_ignore
 assert not_returned is None and kept == [], (
     "with return_predictions=False, trainer.predict returned None and the predict loop kept no prediction"
 )
@@ -196,6 +212,7 @@ assert all(torch.equal(predictions, reference) for predictions in kept_elsewhere
     "with return_predictions=False, the writer and the module's own cache hold every prediction"
 )
 assert quiet_model.predict_step_outputs == {}
+# sphinx_gallery_end_ignore
 
 # %%
 # Two predict dataloaders
@@ -243,11 +260,11 @@ for name, per_loader in kept_per_loader.items():
 
 # %%
 # ``torch.cat`` of a list of lists raises ``TypeError``; the replacements keep the 12 and the 6 rows of the two
-# loaders apart, each equal to its reference. The :doc:`scenario matrix </reference/scenarios>` runs
-# ``PredictionCache``, ``PredictionsReader`` and ``PredictionsWriter`` with and without ``return_predictions`` and
-# with a smaller last batch (``torch.cat``, not ``torch.stack``, joins batches of different sizes). Under DDP each
-# rank predicts only its own share of the samples: see
-# :doc:`Predictions under DDP </examples/distributed/ddp_predict>`.
+# loaders apart, each equal to its reference. ``torch.cat``, not ``torch.stack``, joins batches of different sizes,
+# so a smaller last batch is no trouble (:doc:`where each recipe holds </reference/scenarios>`). Under DDP
+# :claim:`ddp-predict-shares-stay-in-workers`: see :doc:`Predictions under DDP </examples/distributed/ddp_predict>`.
+
+# sphinx_gallery_start_ignore
 assert isinstance(one_list_error, TypeError) and "expected Tensor as element 0" in str(one_list_error)
 assert all(
     len(per_loader) == len(predict_loaders) == 2 and all(map(torch.equal, per_loader, references))
@@ -255,3 +272,4 @@ assert all(
 ), "with two loaders the return value, the predict loop's list and the writer's predictions hold one list per loader"
 assert [len(predictions) for predictions in references] == [12, 6]
 assert two_loader_model.predict_step_outputs == {}
+# sphinx_gallery_end_ignore

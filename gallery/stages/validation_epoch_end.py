@@ -2,16 +2,60 @@
 ``validation_epoch_end`` becomes ``on_validation_epoch_end``
 ============================================================
 
-This page shows what the old ``validation_epoch_end(self, outputs)`` raises, then the replacement -- append what it
-needs in ``validation_step``, reduce and clear it in ``on_validation_epoch_end(self)``, which takes no arguments --
-checked against the same batches evaluated by hand.
+Instead of ``validation_epoch_end(self, outputs)``, append each batch's loss to a list of your own in
+``validation_step``, then reduce, log and clear it in ``on_validation_epoch_end(self)``, which takes no arguments.
 
-Lightning's changelog: :claim:`epoch-end-hooks-removed-in-2-0`.
+.. code-block:: python
+   :caption: Before (Lightning 1.x)
+
+   def validation_epoch_end(self, outputs):
+       self.log("val_loss", torch.stack([out["x"] for out in outputs]).mean())
+
+.. rst-class:: fix-label
+
+After (Lightning 2.x):
 """
 
+import torch
+from lightning.pytorch.demos import BoringModel  # stands in for your own LightningModule
+
+
+class ValidationLossCache(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.validation_step_outputs = []  # this validation run's losses
+
+    def on_validation_epoch_start(self):
+        self.validation_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+    def validation_step(self, batch, batch_idx):
+        loss = self.step(batch)  # your step's loss
+        self.validation_step_outputs.append(loss.clone())
+        return loss
+
+    def on_validation_epoch_end(self):
+        self.log("val_loss", torch.stack(self.validation_step_outputs).mean())
+        self.validation_step_outputs.clear()
+
+
 # %%
-# The old code
-# ------------
+# .. recipe-domain:: validation
+#
+# .. dropdown:: Why each line
+#
+#    * :claim:`Validation-runs-without-autograd`, so the cached tensors hold no graph and need no ``.detach()``;
+#      the step caches ``loss.clone()``, one element, since :claim:`mse-loss-keeps-elementwise-buffer`.
+#    * The ``.clear()`` in ``on_validation_epoch_start``: a validation run that stopped half-way leaves nothing
+#      behind.
+#    * Several validation dataloaders: :claim:`validation-step-needs-dataloader-idx`
+#      (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>` shows the error and the
+#      per-loader list).
+#    * DDP: :claim:`ddp-module-cache-differs`
+#      (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`).
+#
+# The old code, run today
+# -----------------------
+# Lightning's changelog: :claim:`epoch-end-hooks-removed-in-2-0`.
 # :claim:`Boring-model-validation-step-returns-x`.
 import copy
 import csv
@@ -20,8 +64,7 @@ from pathlib import Path
 
 import lightning
 import lightning.pytorch as pl
-import torch
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.demos.boring_classes import RandomDataset
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
@@ -62,44 +105,19 @@ print(f"training steps taken before the failure: {old_trainer.global_step}")
 
 # %%
 # :claim:`Fit-refuses-removed-training-and-validation-hooks`.
+
+# sphinx_gallery_start_ignore
 assert old_error is not None and "validation_epoch_end" in str(old_error) and old_trainer.global_step == 0, (
     "trainer.fit refuses validation_epoch_end before the first training step"
 )
+# sphinx_gallery_end_ignore
 
 # %%
-# The replacement
-# ---------------
-# .. recipe-domain:: validation
-#
-# ``validation_step`` appends the loss; ``on_validation_epoch_end`` reduces, logs and clears, and
-# ``on_validation_epoch_start`` clears too (a validation run that stopped half-way leaves nothing behind).
-# :claim:`Validation-runs-without-autograd`, so the cached tensors hold no graph and need no ``.detach()``; the step
-# caches ``loss.clone()``, one element, since :claim:`mse-loss-keeps-elementwise-buffer`.
-
-
-class ValidationLossCache(BoringModel):
-    def __init__(self):
-        super().__init__()
-        self.validation_step_losses = []  # this validation run's cache
-
-    def on_validation_epoch_start(self):
-        self.validation_step_losses.clear()  # nothing left over from a run that stopped half-way
-
-    def validation_step(self, batch, batch_idx):
-        loss = self.step(batch)
-        self.validation_step_losses.append(loss.clone())
-        return loss
-
-    def on_validation_epoch_end(self):
-        self.log("val_loss", torch.stack(self.validation_step_losses).mean())
-        self.validation_step_losses.clear()
-
-
-# %%
-# The checks stand beside the recipe: a ``CSVLogger`` keeps every value the module logs, and a small
-# callback keeps a copy of the weights each time validation starts (they change between validation runs), so
-# the reference below evaluates exactly the weights Lightning validated. It also notes whether autograd was on
-# and whether the last cached loss requires grad.
+# The proof: the same batches, the same weights, evaluated by hand
+# ----------------------------------------------------------------
+# A ``CSVLogger`` keeps every value the module logs, and a small callback keeps a copy of the weights each time
+# validation starts (they change between validation runs), so the reference below evaluates exactly the weights
+# Lightning validated. It also notes whether autograd was on and whether the last cached loss requires grad.
 
 
 class ValidationObserver(pl.Callback):
@@ -112,7 +130,7 @@ class ValidationObserver(pl.Callback):
         self.snapshots.append(copy.deepcopy(pl_module.state_dict()))
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
-        self.cached_with_graph.append(pl_module.validation_step_losses[-1].requires_grad)
+        self.cached_with_graph.append(pl_module.validation_step_outputs[-1].requires_grad)
         self.grad_enabled.append(torch.is_grad_enabled())
 
 
@@ -126,8 +144,6 @@ with open(Path(logger.log_dir, "metrics.csv"), newline="") as file:
     logged = [float(row["val_loss"]) for row in csv.DictReader(file) if row["val_loss"]]
 
 # %%
-# The reference: the same batches, the same weights, no Lightning
-# ---------------------------------------------------------------
 # A fresh ``BoringModel`` in eval mode under ``torch.no_grad`` computes each batch's loss. Validation does not
 # change the weights, so the means agree exactly, not merely approximately.
 
@@ -141,7 +157,7 @@ def reference_mean(state_dict, loader):
 
 
 reference_means = [reference_mean(state, val_loader) for state in observer.snapshots]
-assert len(logged) == len(reference_means) == 2, "one logged mean per validation run"
+assert len(reference_means) == 2, "one validation run per epoch"
 for epoch, (mean, expected) in enumerate(zip(logged, reference_means, strict=True)):
     print(f"epoch {epoch}: on_validation_epoch_end mean {mean:.6f} (by hand: {expected:.6f})")
 print(f"cached losses that required grad: {sum(observer.cached_with_graph)} of {len(observer.cached_with_graph)}")
@@ -149,24 +165,14 @@ print(f"validation batches run with autograd on: {sum(observer.grad_enabled)} of
 
 # %%
 # One logged mean per epoch, equal to the reference; ``trainer.callback_metrics`` holds the last one; autograd was
-# off in every validation batch and no cached loss required grad; the cache is empty after every epoch.
+# off in every validation batch and no cached loss required grad; the list is empty after every epoch.
+
+# sphinx_gallery_start_ignore
+assert len(logged) == len(reference_means) == 2, "one logged mean per validation run"
 assert logged == reference_means
 assert trainer.callback_metrics["val_loss"].item() == reference_means[-1]
 assert observer.cached_with_graph == observer.grad_enabled == [False] * 2 * len(val_loader), (
     "autograd was off in every validation batch, and no cached loss required grad"
 )
-assert model.validation_step_losses == []
-
-# %%
-# Where this recipe does not hold
-# -------------------------------
-# The :doc:`scenario matrix </reference/scenarios>` runs ``ValidationLossCache`` in every Trainer configuration it
-# declares: with the default sanity check, several validation runs per epoch, ``trainer.validate()`` on its own,
-# an uneven last batch (the value is then the mean of batch means), manual optimization and monitoring callbacks it
-# gives the reference value. Two configurations need a variant:
-#
-# * several validation dataloaders: :claim:`validation-step-needs-dataloader-idx`
-#   (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>` shows the error and the
-#   per-loader cache);
-# * DDP: :claim:`ddp-module-cache-differs`
-#   (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`).
+assert model.validation_step_outputs == []
+# sphinx_gallery_end_ignore

@@ -19,6 +19,9 @@ and the attribute ``role``; this filter turns those into what Sphinx shows on th
   rendered from the build's scenario matrix, which a notebook does not have) becomes a paragraph linking each
   recipe's section of the hosted reference page: ``<html_baseurl>reference/scenarios.html#recipe-<id>``, the id
   written as Sphinx writes it (``_`` as ``-``).
+* ``.. rst-class:: fix-label`` (the class of the "After" line above the code a fix page's reader copies) is
+  dropped, the line itself kept; and a sphinx-design ``.. dropdown:: Title`` becomes its title in bold, then its content: a notebook
+  shows everything unfolded.
 * An image given from the site's root (``.. image:: /examples/performance/images/sphx_glr_retained_memory_001.png``,
   a figure the example's own code draws) is shown from the hosted site, where Sphinx copies every image a page
   uses to ``_images/`` under its file name: ``<html_baseurl>_images/sphx_glr_retained_memory_001.png``.
@@ -170,7 +173,20 @@ local function recipe_domain(div)
   return pandoc.Para(inlines)
 end
 
+--- The page-layout directives of a gallery text block, as a notebook shows them (pandoc reads each as a Div).
+local function page_layout(div)
+  if div.classes:includes("rst-class") and pandoc.utils.stringify(div.content) == "fix-label" then
+    return {}
+  end
+  if div.classes:includes("dropdown") and div.content[1] and div.content[1].t == "Para" then
+    local blocks = pandoc.Blocks({ pandoc.Para({ pandoc.Strong(div.content[1].content) }) })
+    blocks:extend({ table.unpack(div.content, 2) })
+    return blocks
+  end
+end
+
 return {
   { Meta = read_baseurl },
   { Code = role, Span = default_role, Image = hosted_image, Div = recipe_domain },
+  { Div = page_layout },
 }
