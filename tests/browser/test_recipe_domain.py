@@ -63,7 +63,7 @@ def test_every_recipe_page_shows_its_domain_before_the_recipe(browser, base_url,
     boxes = found["boxes"]
     assert boxes, f"{docname}: no recipe-domain box"
     for box in boxes:
-        assert box["title"].startswith("Where this holds"), box["title"]
+        assert box["title"].startswith("Where it works"), box["title"]
         assert 0 <= box["rect"]["left"] and box["rect"]["right"] <= found["viewport"], (docname, width, box["rect"])
         assert box["scrollWidth"] <= box["clientWidth"], f"{docname} at {width}px: the box scrolls sideways"
     for recipe in recipes:
