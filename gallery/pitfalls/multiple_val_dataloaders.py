@@ -342,8 +342,8 @@ print(f"trainer.validate returned {validated}")
 
 # %%
 # Each loader's value is the mean over its own samples, in both epochs and in ``trainer.validate``:
-# :claim:`step-logged-value-belongs-to-its-loader`. The :doc:`scenario matrix </reference/scenarios>` runs
-# ``PerLoaderCache``, ``PerLoaderTestCache`` and ``PerLoaderMetric`` with one loader or two. Under DDP
+# :claim:`step-logged-value-belongs-to-its-loader`. ``PerLoaderCache``, ``PerLoaderTestCache`` and
+# ``PerLoaderMetric`` also hold with one loader or two (:doc:`where they work </reference/scenarios>`). Under DDP
 # :claim:`ddp-module-cache-differs`: :doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`
 # shows the variant.
 assert len(metric_logged) == len(metric_references) == 3  # 2 epochs, then trainer.validate

@@ -240,9 +240,9 @@ for model in (GlobalStepGuard(), Guarded()):
         assert math.isclose(metrics["val_loss"], mean_loss(model.state_dict(), val_loader), rel_tol=1e-6)
 
 # %%
-# The :doc:`scenario matrix </reference/scenarios>` runs ``Guarded`` with the default sanity check,
-# ``trainer.validate()`` on its own and before ``fit``, several validation runs per epoch and monitoring
-# callbacks, against means computed from the data without Lightning.
+# ``Guarded`` also holds with the default sanity check, ``trainer.validate()`` on its own and before ``fit``,
+# several validation runs per epoch and monitoring callbacks, against means computed from the data without
+# Lightning (:doc:`where it works </reference/scenarios>`).
 # With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
 # :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
 # </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`
