@@ -4,11 +4,46 @@ Sanity-check values in the first epoch
 
 Code that skips the sanity check's ``on_validation_epoch_end`` without emptying its cache averages the sanity
 batches into epoch 0; code that tracks a "best" value records the sanity check's value from the untrained model.
+The fix: clear the cache every time, and skip only the logging and the tracking while ``trainer.sanity_checking``.
 This page counts exactly what each variant sees, and checks the fix.
 
 Before training, ``trainer.fit`` runs a few validation batches as a sanity check:
 :claim:`default-sanity-check-and-checkpointing`; and :claim:`validation-epoch-end-after-sanity-check`.
 """
+
+# %%
+# The fix
+# -------
+# .. recipe-domain:: sanity_guarded sanity_guarded_best
+#
+# Always clear the cache, and guard only what must not see the sanity check with ``trainer.sanity_checking``:
+# here the logged mean and a best-so-far value.
+import math
+
+import torch
+from lightning.pytorch.demos.boring_classes import BoringModel
+
+
+class Guarded(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.validation_step_losses = []  # this validation run's cache
+        self.best_val_loss = math.inf
+
+    def validation_step(self, batch, batch_idx):
+        loss = self.step(batch)
+        self.validation_step_losses.append(loss.clone())  # one element, not the loss's whole buffer
+        return loss
+
+    def on_validation_epoch_end(self):
+        mean = torch.stack(self.validation_step_losses).mean()
+        self.validation_step_losses.clear()  # the sanity check's values too
+        if self.trainer.sanity_checking:
+            return
+        self.best_val_loss = min(self.best_val_loss, mean.item())
+        self.log("val_loss", mean)
+        self.log("best_val_loss", self.best_val_loss)
+
 
 # %%
 # Scripted validation values
@@ -17,14 +52,12 @@ Before training, ``trainer.fit`` runs a few validation batches as a sanity check
 # check sees the first two.
 import copy
 import csv
-import math
 import tempfile
 from pathlib import Path
 
 import lightning
 import lightning.pytorch as pl
-import torch
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.demos.boring_classes import RandomDataset
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
@@ -121,33 +154,10 @@ assert tracker.best_values == [1.5]  # the sanity check's value "beat" the real 
 # :claim:`Validation-epoch-end-after-sanity-check`: here twice in a one-epoch fit. ``trainer.sanity_checking``
 # tells the two apart.
 #
-# The fix
-# -------
-# .. recipe-domain:: sanity_guarded sanity_guarded_best
-#
-# Always clear the cache, and guard only what must not see the sanity check: here the logged mean and a
-# best-so-far value. The recipe below is the whole module; the checks follow it.
-
-
-class Guarded(BoringModel):
-    def __init__(self):
-        super().__init__()
-        self.validation_step_losses = []  # this validation run's cache
-        self.best_val_loss = math.inf
-
-    def validation_step(self, batch, batch_idx):
-        loss = self.step(batch)
-        self.validation_step_losses.append(loss.clone())  # one element, not the loss's whole buffer
-        return loss
-
-    def on_validation_epoch_end(self):
-        mean = torch.stack(self.validation_step_losses).mean()
-        self.validation_step_losses.clear()  # the sanity check's values too
-        if self.trainer.sanity_checking:
-            return
-        self.best_val_loss = min(self.best_val_loss, mean.item())
-        self.log("val_loss", mean)
-        self.log("best_val_loss", self.best_val_loss)
+# The fix, run
+# ------------
+# ``Guarded``, from the top of this page: it always clears the cache, and guards only what must not see the
+# sanity check.
 
 
 # %%
