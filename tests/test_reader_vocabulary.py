@@ -51,7 +51,7 @@ BUILD_WORDS: dict[str, str] = {
     r"\b(?:the|its|each|every|other|two|\d+) ax(?:is|es)\b|\baxis values?\b": "axes (of the matrix)",
     r"\b(?:probe|committed|recorded) records?\b|\bthe records\b|\brecords? of (?:this|the) build\b": "records",
     r"(?<![\w.-])(?!pyproject\.toml)[\w-]+\.toml\b": "a data file (.toml)",
-    r"\bdata/[\w./-]+": "a data file (data/...)",
+    r"(?<![\w/.-])data/[\w./-]+": "a data file (data/...)",
     r"\bin one process\b": "in one process",
     r"\bchecked by \d+\b": "checked by N (cells)",
     r"\bthat built (?:this|it)\b": "the Lightning that built this page",
@@ -164,6 +164,7 @@ ORDINARY_USE = [
     "This page records every hook call; a callback records the batch.",
     "Configure the checker in <code>pyproject.toml</code>.",
     "It runs in one epoch, on one process group.",
+    "See https://lightning.ai/docs/pytorch/stable/data/iterables.html for several loaders.",
 ]
 
 
