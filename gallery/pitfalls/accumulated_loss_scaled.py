@@ -9,8 +9,6 @@ mean ``N`` times too small. Multiply it back by ``trainer.accumulate_grad_batche
 # %%
 # The fix
 # -------
-# .. recipe-domain:: accumulation_fix
-#
 # The one change to a callback written without accumulation is
 # ``outputs["loss"].detach() * trainer.accumulate_grad_batches``; the callback also skips empty ``outputs``, as
 # the :doc:`callback-side recipe </examples/core/callback_side_caching>` does (see :doc:`Empty outputs: a skipped
@@ -38,6 +36,8 @@ class EpochLossCallback(pl.Callback):
 
 
 # %%
+# .. recipe-domain:: accumulation_fix
+#
 # The naive callback
 # ------------------
 # It caches ``outputs["loss"]`` and logs the epoch mean, as it would without accumulation.

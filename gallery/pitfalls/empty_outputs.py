@@ -11,8 +11,6 @@ skip the empty ``outputs`` (``if not outputs: return``), below. For ``on_validat
 # %%
 # The fix
 # -------
-# .. recipe-domain:: empty_outputs_fix
-#
 # Skip empty ``outputs``: a batch that returned no loss has no loss to average. An epoch without a single loss
 # logs nothing instead of failing in ``torch.stack``. This is the
 # :doc:`callback-side recipe </examples/core/callback_side_caching>`, which also undoes the scaling of
@@ -40,6 +38,8 @@ class EpochLossCallback(pl.Callback):
 
 
 # %%
+# .. recipe-domain:: empty_outputs_fix
+#
 # Three modules a user writes
 # ---------------------------
 # One skips batch 1 by returning ``None``; two optimize manually, one returning the loss, one returning nothing.

@@ -11,8 +11,6 @@ compares what each logs with losses computed by hand.
 # %%
 # The fix
 # -------
-# .. recipe-domain:: cleared_cache
-#
 # Append in ``validation_step``, and ``clear()`` in ``on_validation_epoch_end`` right after reducing.
 import torch
 from lightning.pytorch.demos.boring_classes import BoringModel
@@ -34,6 +32,8 @@ class ClearedCache(BoringModel):
 
 
 # %%
+# .. recipe-domain:: cleared_cache
+#
 # Two bugs
 # --------
 # Two validation batches per epoch, two epochs, no sanity check. ``ClearedCache`` appends each batch's loss in

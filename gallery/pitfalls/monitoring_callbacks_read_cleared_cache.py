@@ -10,8 +10,6 @@ module's cache finds it already cleared. The fix: read the value the module logg
 # %%
 # The fix
 # -------
-# .. recipe-domain:: callback_reads_module_cache
-#
 # A monitoring callback reads the value the module **logged**: ``monitor=`` for Lightning's own logic, and
 # ``trainer.callback_metrics`` in a subclass's own code. A callback that needs the cache itself is a plain
 # ``Callback``, which runs before the module and finds the cache full.
@@ -32,6 +30,8 @@ class CacheMeanCallback(pl.Callback):
 
 
 # %%
+# .. recipe-domain:: callback_reads_module_cache
+#
 # The module-side recipe
 # ----------------------
 # As on :doc:`Module-side caching </examples/core/module_side_caching>`: ``training_step`` caches a detached,

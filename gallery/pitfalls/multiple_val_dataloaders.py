@@ -13,8 +13,6 @@ shows the error without it, the keyed cache, the same for test dataloaders and f
 # %%
 # The fix: a cache keyed by ``dataloader_idx``
 # --------------------------------------------
-# .. recipe-domain:: per_loader
-#
 # ``dataloader_idx=0`` as a default keeps the same method usable with a single loader. The epoch-end hook logs
 # one mean per loader, under a name that carries the loader's index. The cache is also emptied when each
 # validation run starts, so that a run that stopped half-way leaves nothing behind.
@@ -44,6 +42,8 @@ class PerLoaderCache(BoringModel):
 
 
 # %%
+# .. recipe-domain:: per_loader
+#
 # Two validation dataloaders
 # --------------------------
 # Lightning's ``RandomDataset``: 16 validation samples in loader 0, 24 in loader 1, batches of 8, and one

@@ -14,8 +14,6 @@ Before training, ``trainer.fit`` runs a few validation batches as a sanity check
 # %%
 # The fix
 # -------
-# .. recipe-domain:: sanity_guarded sanity_guarded_best
-#
 # Always clear the cache, and guard only what must not see the sanity check with ``trainer.sanity_checking``:
 # here the logged mean and a best-so-far value.
 import math
@@ -46,6 +44,8 @@ class Guarded(BoringModel):
 
 
 # %%
+# .. recipe-domain:: sanity_guarded sanity_guarded_best
+#
 # Scripted validation values
 # --------------------------
 # Four validation batches whose "loss" is scripted as 1, 2, 3, 4 (the mean of one full run is 2.5). The sanity
