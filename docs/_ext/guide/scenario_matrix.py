@@ -316,14 +316,14 @@ def works_with(results: Results, recipe_id: str, traps: bool = True) -> list[str
     return phrases
 
 
-def not_with_lines(results: Results, recipe_id: str, indent: str = "", traps: bool = True) -> list[str]:
-    """rST list items: what ``recipe_id`` does not work with, why, and the page to use instead; with ``traps``, also
-    what inside its domain gives another value or an error on purpose (a pitfall page's trap)."""
+def _not_with(results: Results, recipe_id: str, traps: bool) -> list[tuple[str, str, str]]:
+    """``(what, why, page)`` of each thing ``recipe_id`` does not work with: the values outside its domain, and, with
+    ``traps``, what inside it gives another value or an error on purpose (a pitfall page's trap) in this build."""
     recipe = results.recipes[recipe_id]
-    lines = []
+    entries = []
     for entry in recipe["outside"]:
         labels = "; ".join(results.labels[entry["axis"]][v] for v in entry["values"])
-        lines.append(f"{indent}- {labels} -- {entry['reason'].rstrip('.')}. Use :doc:`/{entry['see']}`.")
+        entries.append((labels, entry["reason"].rstrip("."), entry["see"]))
     met = {(c.get("declared") or {}).get("reason") for c in results.cells(recipe_id) if c["outcome"] != "holds"}
     for entry in [d for d in recipe.get("declared", []) if d["reason"] in met] if traps else []:
         if entry["scenario"]:
@@ -333,18 +333,26 @@ def not_with_lines(results: Results, recipe_id: str, indent: str = "", traps: bo
                 " or ".join(results.labels[axis][v] for v in values) for axis, values in entry["values"].items()
             )
         verb = "an error" if entry["outcome"] == "raises" else "another value"
-        lines.append(f"{indent}- {where} -- {verb}: {entry['reason'].rstrip('.')}. See :doc:`/{entry['see']}`.")
-    return lines
+        entries.append((where, f"{verb}: {entry['reason'].rstrip('.')}", entry["see"]))
+    return entries
+
+
+def not_with_lines(results: Results, recipe_id: str, indent: str = "", traps: bool = True) -> list[str]:
+    """rST list items: what ``recipe_id`` does not work with, why, and the page to use instead (see
+    :func:`_not_with`)."""
+    return [f"{indent}- {what} -- {why}. Use :doc:`/{see}`." for what, why, see in _not_with(results, recipe_id, traps)]
 
 
 def summary_of(results: Results, recipe_id: str, indent: str = "", traps: bool = True) -> list[str]:
-    """rST lines: "Works with: ..." and "Not with: ...", short, in a Lightning user's words."""
+    """rST lines: "Works with ..." and "Not with ... (use ...)", short, in a Lightning user's words; why not is in
+    the detail (:func:`not_with_lines`)."""
     phrases = works_with(results, recipe_id, traps)
     shown = ", ".join(phrases) if phrases else "the Trainer's defaults"
     lines = [f"{indent}**Works with** {shown}.", ""]
-    not_with = not_with_lines(results, recipe_id, indent, traps)
+    not_with = _not_with(results, recipe_id, traps)
     if not_with:
-        lines += [f"{indent}**Not with**:", "", *not_with, ""]
+        items = "; ".join(f"{what} (use :doc:`/{see}`)" for what, _, see in not_with)
+        lines += [f"{indent}**Not with** {items}.", ""]
     return lines
 
 
@@ -461,10 +469,13 @@ def recipe_lines(results: Results, rid: str) -> list[str]:
     lines = [f".. _{recipe_anchor(rid)}:", "", *_heading(recipe["title"], "~")]
     lines += [f"Page: {_recipe_link(recipe)}.", ""]
     lines += summary_of(results, rid, traps=False)  # the runs that do not hold are listed below, one by one
-    lines += _dropdown(f"Every setting it ran with ({recipe['stage']} stage)", domain_lines(results, rid, traps=False))
+    body = domain_lines(results, rid, traps=False)
+    why = not_with_lines(results, rid, traps=False)
+    if why:
+        body += ["Why not:", "", *why, ""]
     odd = [c for c in results.cells(rid) if c["outcome"] in ("differs", "raises")]
     if odd:
-        body = []
+        body += [f"Runs that do not hold, on purpose (a pitfall kept as evidence): {len(odd)}", ""]
         defaults = {a["id"]: a["default"] for a in results.document["axes"]}
         for cell in odd:
             scenario = results.scenarios[cell["scenario"]]
@@ -479,7 +490,8 @@ def recipe_lines(results: Results, rid: str) -> list[str]:
             if declared.get("reason"):
                 body.append(f"  {declared['reason'].rstrip('.')}. Use :doc:`/{declared['see']}`.")
             body.append("")
-        lines += _dropdown(f"Runs that do not hold, on purpose ({len(odd)}): a pitfall kept as evidence", body)
+    more = f", why not, {len(odd)} runs that do not hold on purpose" if odd else (", why not" if why else "")
+    lines += _dropdown(f"Every setting it ran with{more}", [f"Stage: {recipe['stage']}.", "", *body])
     return lines
 
 
@@ -572,7 +584,9 @@ class RecipeDomain(SphinxDirective):
                 lines += [f"*{' and '.join(results.recipes[rid]['title'] for rid in rids)}*", ""]
             lines += summary_of(results, rids[0])
             held = held_cells(results, rids)
-            detail = domain_lines(results, rids[0], held=held)
+            why = not_with_lines(results, rids[0])
+            detail = ["Why not:", "", *why, ""] if why else []
+            detail += domain_lines(results, rids[0], held=held)
             if len(rids) == 1:
                 detail += [f"Each run, and what does not hold: :ref:`{_plain(results.recipes[rids[0]]['title'])} "
                            f"<{recipe_anchor(rids[0])}>`.", ""]  # fmt: skip
