@@ -1,9 +1,13 @@
 """Reader pages speak to the reader: no word of how the site is built, and no maintenance lines in their code.
 
 Every built page except the contributing page (which is about the build) is read as a reader sees it -- the text of
-its ``<article>``, code and printed output included -- and checked for the phrases of :data:`BUILD_WORDS`. A
-failure names the page, the line of its HTML file and the phrase, with the text around it. What the build does is
-the contributing page's subject (docs/contributing.md).
+its ``<article>``, code and printed output included -- and checked for the phrases of :data:`BUILD_WORDS`: how the
+site is built, and how its recipes are proven in the build's own words (cells, axes, the scenario matrix, records,
+data files, "in one process", "checked by N cells"). A failure names the page, the line of its HTML file and the
+phrase, with the text around it. A word a reader uses in its ordinary sense (a notebook's code cell, a plot's axes,
+a callback that records) is told apart by :data:`ORDINARY` and by phrases narrow enough to leave it alone; the
+fixture tests show both on a page with each phrase injected. What the build does is the contributing page's subject
+(docs/contributing.md).
 """
 
 from __future__ import annotations
