@@ -64,7 +64,9 @@ BUILD_WORDS: dict[str, str] = {
 #: context pattern is not a finding. A notebook's "code cell" or "the cells below" is what a reader of a notebook page
 #: reads; a cell of the matrix or of a record is not.
 ORDINARY: dict[str, str] = {
-    r"\bcells?\b": r"\b(?:code|notebook|next|previous|first|last|this|that) cells?\b|\bcells? (?:below|above)\b",
+    # a notebook's cells, by name, or anywhere on a line that speaks of notebooks (the checker reads them)
+    r"\bcells?\b": r"\b(?:code|notebook|next|previous|first|last|this|that) cells?\b|\bcells? (?:below|above|magic)\b"
+    r"|^.*\b(?:notebooks?|ipynb|IPython|Jupyter)\b.*$",
 }
 #: Pages about the build itself.
 BUILD_PAGES = {"contributing"}
@@ -163,6 +165,7 @@ INJECTED = {
 }
 ORDINARY_USE = [
     "Run the code cell below, then the cells below it, in your notebook.",
+    "A finding there is notebook.ipynb:cell N:line:col; a cell that starts with a cell magic is skipped.",
     '<pre>figure, axes = plt.subplots(1, 2)\nax.grid(axis="x")</pre>',
     "Retained bytes on log-log axes, one line per approach.",
     "This page records every hook call; a callback records the batch.",
