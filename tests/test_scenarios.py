@@ -555,10 +555,13 @@ def test_the_recipe_domain_box_says_where_a_recipe_holds_and_what_to_use_elsewhe
     assert build.returncode == 0, (build.stdout + build.stderr)[-5000:]
     page = (project / "_build" / "index.html").read_text(encoding="utf-8")
     box = page[page.index('class="recipe-domain admonition"') :]
-    box = box[: box.index("</div>")]
-    assert "Where this holds" in box and "Works with" in box
-    assert "Training order: in order" in box  # the value inside the domain, proven by cells that held
-    assert "shuffled" in box and "a reason from the file" in box
+    box = box[: box.index("toctree-wrapper")]
+    assert "Where it works" in box and "Works with" in box and "Not with" in box
+    summary, _, detail = box.partition("sd-dropdown")  # the detail is folded, after the short summary
+    assert "shuffled" in summary and "a reason from the file" not in summary  # what not, short; why, folded
+    assert "a reason from the file" in detail
+    assert "Training order: in order" in detail  # the value inside the domain, proven by runs that held
+    assert re.search(r"Tested in \d+ runs on Lightning", detail)
     assert 'href="matrix.html"' in box  # the page to use instead
     assert 'href="matrix.html#recipe-r"' in box  # every cell of the recipe
     matrix = (project / "_build" / "matrix.html").read_text(encoding="utf-8")
@@ -579,9 +582,9 @@ def test_in_a_notebook_the_recipe_domain_box_is_a_link_to_the_matrix(pandoc_opti
     )  # fmt: skip
     page = "https://example.org/guide/reference/scenarios.html"
     assert markdown.strip() == (
-        "Before you copy it:\n\nWhere this recipe holds, and what to use where it does not: "
-        f"[the scenario matrix (callback_side)]({page}#recipe-callback-side), "
-        f"[the scenario matrix (predict_writer)]({page}#recipe-predict-writer)."
+        "Before you copy it:\n\nWhere this recipe works, and what to use where it does not: "
+        f"[the tested configurations (callback_side)]({page}#recipe-callback-side), "
+        f"[the tested configurations (predict_writer)]({page}#recipe-predict-writer)."
     )
 
 
@@ -615,12 +618,12 @@ def test_a_box_over_recipes_of_one_page_names_them_without_the_page():
     from guide.scenario_matrix import box_title
 
     assert box_title(["Which replacement: the callback", "Which replacement: the module"]) == (
-        "Where this holds: the callback and the module"
+        "Where it works: the callback and the module"
     )
     assert box_title(["Callback-side caching", "Predict: the writer"]) == (
-        "Where this holds: Callback-side caching and Predict: the writer"
+        "Where it works: Callback-side caching and Predict: the writer"
     )
-    assert box_title(["Callback-side caching"]) == "Where this holds"
+    assert box_title(["Callback-side caching"]) == "Where it works"
 
 
 def test_exploration_learns_nothing_from_a_cell_that_never_reaches_the_recipes_stage():

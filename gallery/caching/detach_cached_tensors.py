@@ -143,8 +143,8 @@ print(f"{type(undetached.numpy_error).__name__}: {undetached.numpy_error}")
 # %%
 # The conclusion, asserted
 # ------------------------
-# :claim:`Undetached-cache-keeps-graph` (the confidence branch never took part in the loss). With ``.detach()``
-# the cache holds only its own values -- :claim:`detach-copies-nothing`. :claim:`Outputs-loss-detached-other-keys-not`:
+# :claim:`Undetached-cache-keeps-graph` (the confidence branch never took part in the loss).
+# :claim:`Detach-copies-nothing`. :claim:`Outputs-loss-detached-other-keys-not`:
 # a callback that caches the confidence needs ``.detach()`` too
 # (:doc:`Extra keys of outputs keep their autograd graph </examples/caching/outputs_keep_graph>`).
 steps = 256 // 32

@@ -76,8 +76,8 @@ print("key: (the tensor training_step returned?, grad_fn, requires_grad)")
 print(compare.seen[0])
 
 # %%
-# ``outputs["confidence"]`` *is* the tensor ``training_step`` returned, with its ``grad_fn``;
-# ``outputs["loss"]`` is a detached copy, with none.
+# Here ``outputs["confidence"]`` is the tensor ``training_step`` returned, with its ``grad_fn``, and
+# ``outputs["loss"]`` has none: :claim:`extra-keys-as-returned`.
 assert len(compare.seen) == 8 and all(
     seen["confidence"] == (True, "AmaxBackward0", True) and seen["loss"] == (False, "NoneType", False)
     for seen in compare.seen

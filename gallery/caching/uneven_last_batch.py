@@ -2,21 +2,46 @@
 The uneven last batch
 =====================
 
-Old ``validation_epoch_end(self, outputs)`` code often ended in ``torch.stack(outputs)``. When the dataset
-size is not a multiple of the batch size the last batch is smaller, and stacking per-sample predictions
-fails. This page validates 10 samples in batches of 4, 4 and 2, shows the error, the fix -- ``torch.cat`` the
-per-sample tensors -- and why the mean of per-batch means is not the mean over the samples.
+``RuntimeError: stack expects each tensor to be equal size`` at the end of validation: old
+``validation_epoch_end(self, outputs)`` code often ended in ``torch.stack(outputs)``, and when the dataset size is
+not a multiple of the batch size the last batch is smaller. The fix: ``torch.cat`` the per-sample tensors. This page
+validates 10 samples in batches of 4, 4 and 2, shows the error, the fix, and why the mean of per-batch means is not
+the mean over the samples.
 """
 
 # %%
+# The fix
+# -------
+# ``torch.cat`` joins per-sample tensors along the batch dimension: one row per sample, whatever the batch
+# sizes. ``BoringModel.loss`` (mean squared error against ones) over all the rows is the mean over the
+# samples, each counted once.
+import torch
+from lightning.pytorch.demos.boring_classes import BoringModel
+
+
+class PredictionCache(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.predictions = []  # one (batch_size, 2) tensor per batch
+
+    def validation_step(self, batch, batch_idx):
+        self.predictions.append(self(batch))
+
+    def on_validation_epoch_end(self):
+        self.log("val_loss", self.loss(torch.cat(self.predictions)))
+        self.predictions.clear()
+
+
+# %%
+# .. recipe-domain:: uneven_predictions
+#
 # The symptom
 # -----------
 # ``validation_step`` caches the per-sample predictions of its batch (shape ``(batch_size, 2)``);
 # ``on_validation_epoch_end`` stacks them, as old code stacked its ``outputs``.
 import lightning
 import lightning.pytorch as pl
-import torch
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.demos.boring_classes import RandomDataset
 from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
@@ -58,26 +83,9 @@ assert error is not None, "stacking the uneven batches did not fail"
 assert "stack expects each tensor to be equal size" in str(error)
 
 # %%
-# The fix
-# -------
-# .. recipe-domain:: uneven_predictions
-#
-# ``torch.cat`` joins per-sample tensors along the batch dimension: one row per sample, whatever the batch
-# sizes. ``BoringModel.loss`` (mean squared error against ones) over all the rows is the mean over the
-# samples, each counted once.
-
-
-class PredictionCache(BoringModel):
-    def __init__(self):
-        super().__init__()
-        self.predictions = []  # one (batch_size, 2) tensor per batch
-
-    def validation_step(self, batch, batch_idx):
-        self.predictions.append(self(batch))
-
-    def on_validation_epoch_end(self):
-        self.log("val_loss", self.loss(torch.cat(self.predictions)))
-        self.predictions.clear()
+# The fix, run
+# ------------
+# ``PredictionCache``, from the top of this page.
 
 
 model = PredictionCache()
@@ -104,9 +112,9 @@ sample_mean = sample_losses.mean().item()
 print(f"mean of batch means {mean_of_means:.6f}, weighted by batch size {weighted:.6f}, over samples {sample_mean:.6f}")
 
 # %%
-# The recipe logs the mean over the 10 samples; the unweighted mean of batch means is another number. The
-# :doc:`scenario matrix </reference/scenarios>` runs ``PredictionCache`` with an uneven last batch, the sanity
-# check, several validation runs and ``trainer.validate()``, against the mean over the dataset's samples.
+# The recipe logs the mean over the 10 samples; the unweighted mean of batch means is another number.
+# ``PredictionCache`` also holds with an uneven last batch, the sanity check, several validation runs and
+# ``trainer.validate()``, against the mean over the dataset's samples (:doc:`where it works </reference/scenarios>`).
 # With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
 # :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
 # </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`

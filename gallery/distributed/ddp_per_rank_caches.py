@@ -4,7 +4,7 @@ Per-rank caches under DDP
 
 This page trains on 2 CPU processes with Lightning's ``ddp_fork`` strategy and shows the per-rank cache lengths,
 what ``self.all_gather`` returns, and the difference ``self.log(..., sync_dist=True)`` makes; then it validates on
-21 samples, which do not divide by 2, with Lightning's sampler and with one that does not pad. The recipe at the end
+21 samples, which do not divide by 2, with Lightning's sampler and with one that does not pad. The recipe, first,
 gathers caches of any lengths and counts every sample once.
 
 :claim:`Ddp-each-rank-own-shard`. :claim:`Distributed-sampler-repeats-a-sample`, and a gathered cache counts it
@@ -12,6 +12,54 @@ twice. :claim:`All-gather-of-unequal-caches-aborts`.
 """
 
 # %%
+# The recipe: gather the lengths, pad to the longest, keep ``len(dataset)``
+# -------------------------------------------------------------------------
+# ``gather_in_sampler_order`` first gathers how many values each rank holds, pads every rank's values to the
+# longest (``torch.nn.functional.pad``), gathers them, and reads them column by column, leaving the padding out:
+# the sampler's order whatever the shard sizes. The module keeps a cache per ``dataloader_idx``, empties it when each
+# validation run starts as well as when it ends (a run that stopped half-way leaves nothing behind), and logs one
+# value for every validation loader on every rank, so that every rank makes the same collective calls. The dataset
+# comes from ``self.trainer.val_dataloaders`` (one loader, or a list of them). Every rank computes the same mean;
+# ``sync_dist=True`` averages identical values, as Lightning recommends for epoch-level values under DDP. With one
+# process ``all_gather`` adds no dimension and nothing is cut.
+import torch
+from lightning.pytorch.demos.boring_classes import BoringModel
+
+
+class DatasetMeanValidationLoss(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.sample_losses = {}  # dataloader_idx -> per-sample losses of this rank, in batch order
+
+    def on_validation_epoch_start(self):
+        self.sample_losses.clear()
+
+    def validation_step(self, batch, batch_idx, dataloader_idx=0):
+        predictions = self(batch)
+        losses = torch.nn.functional.mse_loss(predictions, torch.ones_like(predictions), reduction="none")
+        self.sample_losses.setdefault(dataloader_idx, []).append(losses.mean(dim=1))
+
+    def on_validation_epoch_end(self):
+        loaders = self.trainer.val_dataloaders
+        loaders = loaders if isinstance(loaders, (list, tuple)) else [loaders]
+        for idx, loader in enumerate(loaders):
+            losses = torch.cat(self.sample_losses.get(idx, [torch.zeros(0, device=self.device)]))
+            every_sample_once = self.gather_in_sampler_order(losses)[: len(loader.dataset)]
+            self.log(f"val_loss_{idx}", every_sample_once.mean(), sync_dist=True, add_dataloader_idx=False)
+        self.sample_losses.clear()
+
+    def gather_in_sampler_order(self, values):
+        """Every rank's 1-D ``values``, whatever their lengths, in the order a distributed sampler dealt them."""
+        lengths = self.all_gather(torch.tensor([len(values)], device=values.device)).reshape(-1)
+        padded = torch.nn.functional.pad(values, (0, int(lengths.max()) - len(values)))
+        rows = self.all_gather(padded).reshape(len(lengths), -1)  # row r: rank r's values, then padding
+        kept = torch.arange(rows.shape[1], device=values.device) < lengths[:, None]
+        return rows.T[kept.T]  # column by column: rank 0's first, rank 1's first, ..., without the padding
+
+
+# %%
+# .. recipe-domain:: ddp_dataset_mean
+#
 # The module
 # ----------
 # Sample ``i`` of the dataset is a vector filled with the value ``i``, so a cache of ``batch[:, 0]`` tells
@@ -28,8 +76,7 @@ from pathlib import Path
 
 import lightning
 import lightning.pytorch as pl
-import torch
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.demos.boring_classes import RandomDataset
 from torch.utils.data import DataLoader, Dataset
 
 print(f"Lightning {lightning.__version__}")
@@ -324,55 +371,11 @@ assert isinstance(
 )
 
 # %%
-# The recipe: gather the lengths, pad to the longest, keep ``len(dataset)``
-# -------------------------------------------------------------------------
-# .. recipe-domain:: ddp_dataset_mean
-#
-# ``gather_in_sampler_order`` first gathers how many values each rank holds, pads every rank's values to the
-# longest (``torch.nn.functional.pad``), gathers them, and reads them column by column, leaving the padding out:
-# the sampler's order whatever the shard sizes. The module keeps a cache per ``dataloader_idx``, empties it when each
-# validation run starts as well as when it ends (a run that stopped half-way leaves nothing behind), and logs one
-# value for every validation loader on every rank, so that every rank makes the same collective calls. The dataset
-# comes from ``self.trainer.val_dataloaders`` (one loader, or a list of them). Every rank computes the same mean;
-# ``sync_dist=True`` averages identical values, as Lightning recommends for epoch-level values under DDP. With one
-# process ``all_gather`` adds no dimension and nothing is cut.
-
-
-class DatasetMeanValidationLoss(BoringModel):
-    def __init__(self):
-        super().__init__()
-        self.sample_losses = {}  # dataloader_idx -> per-sample losses of this rank, in batch order
-
-    def on_validation_epoch_start(self):
-        self.sample_losses.clear()
-
-    def validation_step(self, batch, batch_idx, dataloader_idx=0):
-        predictions = self(batch)
-        losses = torch.nn.functional.mse_loss(predictions, torch.ones_like(predictions), reduction="none")
-        self.sample_losses.setdefault(dataloader_idx, []).append(losses.mean(dim=1))
-
-    def on_validation_epoch_end(self):
-        loaders = self.trainer.val_dataloaders
-        loaders = loaders if isinstance(loaders, (list, tuple)) else [loaders]
-        for idx, loader in enumerate(loaders):
-            losses = torch.cat(self.sample_losses.get(idx, [torch.zeros(0, device=self.device)]))
-            every_sample_once = self.gather_in_sampler_order(losses)[: len(loader.dataset)]
-            self.log(f"val_loss_{idx}", every_sample_once.mean(), sync_dist=True, add_dataloader_idx=False)
-        self.sample_losses.clear()
-
-    def gather_in_sampler_order(self, values):
-        """Every rank's 1-D ``values``, whatever their lengths, in the order a distributed sampler dealt them."""
-        lengths = self.all_gather(torch.tensor([len(values)], device=values.device)).reshape(-1)
-        padded = torch.nn.functional.pad(values, (0, int(lengths.max()) - len(values)))
-        rows = self.all_gather(padded).reshape(len(lengths), -1)  # row r: rank r's values, then padding
-        kept = torch.arange(rows.shape[1], device=values.device) < lengths[:, None]
-        return rows.T[kept.T]  # column by column: rank 0's first, rank 1's first, ..., without the padding
-
-
-# %%
-# Three runs of the same class: 2 processes with Lightning's padding sampler, 2 processes with shards of 11 and 10
-# samples, 1 process. Each is compared with the mean over the 21 samples computed by hand with the weights the
-# workers sent back.
+# The recipe, run
+# ---------------
+# ``DatasetMeanValidationLoss``, from the top of this page, in three runs: 2 processes with Lightning's padding
+# sampler, 2 processes with shards of 11 and 10 samples, 1 process. Each is compared with the mean over the 21
+# samples computed by hand with the weights the workers sent back.
 
 
 class DatasetMeanOwnShards(DatasetMeanValidationLoss):
@@ -402,11 +405,11 @@ for name, (recipe_model, options) in runs.items():
 # What the recipe delivered
 # -------------------------
 # In all three runs the logged value is the mean over the 21 samples, each once, at the weights of the last
-# validation run, and the cache is empty afterwards. The :doc:`scenario matrix </reference/scenarios>` runs this
-# same class with the sanity check, several validation runs per epoch, two validation dataloaders,
-# ``trainer.validate()`` and DDP over 21 validation samples, against a mean computed from the dataset without
-# Lightning. Every rank must make the same logging calls with ``sync_dist=True``, in the same order -- never only
-# ``if self.trainer.is_global_zero`` (:doc:`Every rank must make the same sync_dist calls
+# validation run, and the cache is empty afterwards. The same class also holds with the sanity check, several
+# validation runs per epoch, two validation dataloaders, ``trainer.validate()`` and DDP over 21 validation
+# samples, against a mean computed from the dataset without Lightning (:doc:`where it works
+# </reference/scenarios>`). Every rank must make the same logging calls with ``sync_dist=True``, in the same
+# order -- never only ``if self.trainer.is_global_zero`` (:doc:`Every rank must make the same sync_dist calls
 # </examples/distributed/ddp_same_log_calls>`); for predictions, see
 # :doc:`Predictions under DDP </examples/distributed/ddp_predict>`.
 for logged, by_hand, recipe_model in recipe_results.values():

@@ -2,14 +2,59 @@
 Predictions under DDP
 =====================
 
-This page predicts on 2 CPU processes with a module that caches its predictions, then with a
-``BasePredictionWriter`` that gathers every rank's predictions on rank 0 and saves them in the dataset's order, one
-tensor per predict dataloader.
+The recipe first: a ``BasePredictionWriter`` that gathers every rank's predictions on rank 0 and saves them in the
+dataset's order, one tensor per predict dataloader. Then this page predicts on 2 CPU processes with a module that
+caches its predictions, and with the writer.
 
 :claim:`Ddp-predict-shares-stay-in-workers`.
 """
 
 # %%
+# The recipe: a writer that gathers on rank 0
+# -------------------------------------------
+# :claim:`Ddp-writer-receives-each-ranks-share`. The writer gathers both across the ranks with ``gather_rows`` (which,
+# like ``self.all_gather``, needs every rank to call it, and unlike it accepts shares of different sizes: it gathers the
+# lengths first and pads to the longest), puts the rows back in the dataset's order, and rank 0 saves one tensor per
+# dataloader. ``all_predictions`` reads the file, in whichever process asks.
+import tempfile
+from pathlib import Path
+
+import torch
+from lightning.pytorch.callbacks import BasePredictionWriter
+
+
+class GatheredPredictionsWriter(BasePredictionWriter):
+    def __init__(self, output_dir=None):
+        super().__init__(write_interval="epoch")
+        self.output_file = Path(output_dir or tempfile.mkdtemp(), "predictions.pt")
+
+    def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices):
+        per_loader = predictions if len(batch_indices) > 1 else [predictions]
+        gathered = []
+        for batches, indices in zip(per_loader, batch_indices, strict=True):
+            rows = self.gather_rows(pl_module, torch.cat(batches).to(pl_module.device))
+            flat_indices = torch.tensor([index for batch in indices for index in batch], device=pl_module.device)
+            gathered.append(rows[self.gather_rows(pl_module, flat_indices).argsort()].cpu())
+        if trainer.is_global_zero:
+            torch.save(gathered, self.output_file)
+
+    @staticmethod
+    def gather_rows(module, rows):
+        """Every rank's ``rows`` (a tensor, any length along dimension 0) joined: rank 0's, then rank 1's, ..."""
+        lengths = module.all_gather(torch.tensor([len(rows)], device=rows.device)).reshape(-1)
+        padded = torch.zeros(int(lengths.max()), *rows.shape[1:], dtype=rows.dtype, device=rows.device)
+        padded[: len(rows)] = rows
+        gathered = module.all_gather(padded).reshape(len(lengths), *padded.shape)
+        return torch.cat([gathered[rank, :length] for rank, length in enumerate(lengths.tolist())])
+
+    @property
+    def all_predictions(self):
+        return torch.load(self.output_file)
+
+
+# %%
+# .. recipe-domain:: ddp_predict_writer
+#
 # A module that caches its predictions
 # ------------------------------------
 # The module-side replacement of the old ``on_predict_epoch_end(self, results)``: it appends in ``predict_step``
@@ -17,13 +62,9 @@ tensor per predict dataloader.
 # that rank's cache held (the worker processes cannot print to this page, so the main process reads the files).
 import logging.handlers
 import re
-import tempfile
-from pathlib import Path
 
 import lightning
 import lightning.pytorch as pl
-import torch
-from lightning.pytorch.callbacks import BasePredictionWriter
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from torch.utils.data import DataLoader
 
@@ -118,49 +159,11 @@ assert "return_predictions" in last_line and "spawn or fork" in last_line, (
 )
 
 # %%
-# The recipe: a writer that gathers on rank 0
-# -------------------------------------------
-# .. recipe-domain:: ddp_predict_writer
-#
-# :claim:`Ddp-writer-receives-each-ranks-share`. The writer gathers both across the ranks with ``gather_rows`` (which,
-# like ``self.all_gather``, needs every rank to call it, and unlike it accepts shares of different sizes: it gathers the
-# lengths first and pads to the longest), puts the rows back in the dataset's order, and rank 0 saves one tensor per
-# dataloader. ``all_predictions`` reads the file, in whichever process asks.
-
-
-class GatheredPredictionsWriter(BasePredictionWriter):
-    def __init__(self, output_dir=None):
-        super().__init__(write_interval="epoch")
-        self.output_file = Path(output_dir or tempfile.mkdtemp(), "predictions.pt")
-
-    def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices):
-        per_loader = predictions if len(batch_indices) > 1 else [predictions]
-        gathered = []
-        for batches, indices in zip(per_loader, batch_indices, strict=True):
-            rows = self.gather_rows(pl_module, torch.cat(batches).to(pl_module.device))
-            flat_indices = torch.tensor([index for batch in indices for index in batch], device=pl_module.device)
-            gathered.append(rows[self.gather_rows(pl_module, flat_indices).argsort()].cpu())
-        if trainer.is_global_zero:
-            torch.save(gathered, self.output_file)
-
-    @staticmethod
-    def gather_rows(module, rows):
-        """Every rank's ``rows`` (a tensor, any length along dimension 0) joined: rank 0's, then rank 1's, ..."""
-        lengths = module.all_gather(torch.tensor([len(rows)], device=rows.device)).reshape(-1)
-        padded = torch.zeros(int(lengths.max()), *rows.shape[1:], dtype=rows.dtype, device=rows.device)
-        padded[: len(rows)] = rows
-        gathered = module.all_gather(padded).reshape(len(lengths), *padded.shape)
-        return torch.cat([gathered[rank, :length] for rank, length in enumerate(lengths.tolist())])
-
-    @property
-    def all_predictions(self):
-        return torch.load(self.output_file)
-
-
-# %%
-# Three runs of the same writer: 2 processes with one predict dataloader, 2 processes with two (21 and 6 samples),
-# and 1 process. The reference is the model applied by hand to each dataset, in order: prediction does not change
-# the weights.
+# The recipe, run
+# ---------------
+# ``GatheredPredictionsWriter``, from the top of this page, in three runs: 2 processes with one predict
+# dataloader, 2 processes with two (21 and 6 samples), and 1 process. The reference is the model applied by hand
+# to each dataset, in order: prediction does not change the weights.
 second_loader = DataLoader(RandomDataset(32, 6), batch_size=4)
 runs = {
     "2 processes, 1 loader": ({"devices": WORLD_SIZE, "strategy": "ddp_fork"}, predict_loader),

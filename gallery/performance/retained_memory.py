@@ -4,7 +4,7 @@ Retained memory at epoch end
 
 **The conclusion first:** the figure shows the tensor bytes each way of computing an epoch-end value keeps at the
 end of an epoch, against the steps in it, as measured further down this page; the sentences under it say what it
-shows, each one checked by this page's asserts on the Lightning that built it.
+shows, each one checked by this page's asserts.
 
 .. image:: /examples/performance/images/sphx_glr_retained_memory_001.png
    :alt: Tensor bytes retained at epoch end against steps in the epoch, log-log, for the two model shapes:

@@ -2,14 +2,42 @@
 ``outputs["loss"]`` under gradient accumulation
 ===============================================
 
-This page measures, batch by batch, the ``outputs["loss"]`` of ``on_train_batch_end`` under gradient
-accumulation -- a last accumulation window shorter than ``N`` included -- and shows the fix holding.
-
 :claim:`Accumulation-divides-outputs-loss`: a callback that caches ``outputs["loss"]`` as it comes reports an epoch
-mean ``N`` times too small.
+mean ``N`` times too small. Multiply it back by ``trainer.accumulate_grad_batches``.
 """
 
 # %%
+# The fix
+# -------
+# The one change to a callback written without accumulation is
+# ``outputs["loss"].detach() * trainer.accumulate_grad_batches``; the callback also skips empty ``outputs``, as
+# the :doc:`callback-side recipe </examples/core/callback_side_caching>` does (see :doc:`Empty outputs: a skipped
+# batch and manual optimization </examples/pitfalls/empty_outputs>`).
+import lightning.pytorch as pl
+import torch
+
+
+class EpochLossCallback(pl.Callback):
+    def __init__(self):
+        self.batch_losses = []  # this epoch's cache
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self.batch_losses.clear()  # nothing left over from a run that stopped half-way
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if not outputs:  # the step returned None, or nothing under manual optimization
+            return
+        self.batch_losses.append(outputs["loss"].detach() * trainer.accumulate_grad_batches)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        if self.batch_losses:
+            pl_module.log("train_loss_epoch_mean", torch.stack(self.batch_losses).mean())
+            self.batch_losses.clear()
+
+
+# %%
+# .. recipe-domain:: accumulation_fix
+#
 # The naive callback
 # ------------------
 # It caches ``outputs["loss"]`` and logs the epoch mean, as it would without accumulation.
@@ -19,8 +47,6 @@ import tempfile
 from pathlib import Path
 
 import lightning
-import lightning.pytorch as pl
-import torch
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
@@ -141,36 +167,11 @@ assert seen.requires_grad == [False] * 5 * EPOCHS, "outputs['loss'] does not req
 # %%
 # The cause
 # ---------
-# Gradient accumulation sums the gradients of ``N`` backward passes before one optimizer step; dividing each loss
-# by ``N`` makes that sum the gradient of the window's mean loss. :claim:`Accumulation-divides-outputs-loss`, and
-# :claim:`accumulated-outputs-loss-detached`.
+# :claim:`Accumulation-divides-outputs-loss`, and :claim:`accumulated-outputs-loss-detached`.
 #
-# The fix
-# -------
-# .. recipe-domain:: accumulation_fix
-#
-# Multiply back by ``trainer.accumulate_grad_batches``, as the
-# :doc:`callback-side recipe </examples/core/callback_side_caching>` does (which also skips empty ``outputs``,
-# see :doc:`Empty outputs: a skipped batch and manual optimization </examples/pitfalls/empty_outputs>`).
-
-
-class EpochLossCallback(pl.Callback):
-    def __init__(self):
-        self.batch_losses = []  # this epoch's cache
-
-    def on_train_epoch_start(self, trainer, pl_module):
-        self.batch_losses.clear()  # nothing left over from a run that stopped half-way
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if not outputs:  # the step returned None, or nothing under manual optimization
-            return
-        self.batch_losses.append(outputs["loss"].detach() * trainer.accumulate_grad_batches)
-
-    def on_train_epoch_end(self, trainer, pl_module):
-        if self.batch_losses:
-            pl_module.log("train_loss_epoch_mean", torch.stack(self.batch_losses).mean())
-            self.batch_losses.clear()
-
+# The fix, run
+# ------------
+# ``EpochLossCallback``, from the top of this page, in the same training.
 
 fixed = EpochLossCallback()
 trainer, inputs, seen, fixed_logged = train(fixed)
@@ -182,8 +183,8 @@ for epoch, (logged, expected) in enumerate(zip(fixed_logged, reference, strict=T
 # What the fix delivers
 # ---------------------
 # One mean per epoch, equal to the mean of the losses computed by hand, and an empty cache at the end. The
-# :doc:`scenario matrix </reference/scenarios>` runs the callback-side recipe with ``accumulate_grad_batches=3``
-# over 5 batches.
+# callback-side recipe also holds with ``accumulate_grad_batches=3`` over 5 batches (:doc:`where it works
+# </reference/scenarios>`).
 assert len(fixed_logged) == EPOCHS
 for logged, expected in zip(fixed_logged, reference, strict=True):
     assert math.isclose(logged, expected, rel_tol=1e-5)

@@ -2,15 +2,44 @@
 Empty ``outputs``: a skipped batch, manual optimization, a validation step that only logs
 =========================================================================================
 
-A ``training_step`` may return ``None`` to skip a batch, and under manual optimization it may return nothing at
-all. This page shows the ``outputs`` of a callback's ``on_train_batch_end`` in each case -- manual optimization that
-returns the loss included --, the ``KeyError`` of a callback that reads ``outputs["loss"]``, and the fix: skip the
-empty ``outputs``. The last section does the same for ``on_validation_batch_end``.
-
-:claim:`Empty-outputs-for-none-and-manual`. :claim:`Validation-outputs-as-returned`.
+``KeyError: 'loss'`` in a callback's ``on_train_batch_end``: :claim:`empty-outputs-for-none-and-manual`. The fix:
+skip the empty ``outputs`` (``if not outputs: return``), below. For ``on_validation_batch_end``,
+:claim:`validation-outputs-as-returned` (the last section). Under DDP, returning ``None`` is no way to skip a batch:
+:claim:`ddp-refuses-none-training-step`.
 """
 
 # %%
+# The fix
+# -------
+# Skip empty ``outputs``: a batch that returned no loss has no loss to average. An epoch without a single loss
+# logs nothing instead of failing in ``torch.stack``. This is the
+# :doc:`callback-side recipe </examples/core/callback_side_caching>`, which also undoes the scaling of
+# :doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`.
+import lightning.pytorch as pl
+import torch
+
+
+class EpochLossCallback(pl.Callback):
+    def __init__(self):
+        self.batch_losses = []  # this epoch's cache
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self.batch_losses.clear()  # nothing left over from a run that stopped half-way
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if not outputs:  # the step returned None, or nothing under manual optimization
+            return
+        self.batch_losses.append(outputs["loss"].detach() * trainer.accumulate_grad_batches)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        if self.batch_losses:
+            pl_module.log("train_loss_epoch_mean", torch.stack(self.batch_losses).mean())
+            self.batch_losses.clear()
+
+
+# %%
+# .. recipe-domain:: empty_outputs_fix
+#
 # Three modules a user writes
 # ---------------------------
 # One skips batch 1 by returning ``None``; two optimize manually, one returning the loss, one returning nothing.
@@ -21,8 +50,6 @@ import warnings
 from pathlib import Path
 
 import lightning
-import lightning.pytorch as pl
-import torch
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
@@ -194,36 +221,10 @@ assert all(list(outputs) == ["loss"] and not outputs["loss"].requires_grad for o
 assert all(math.isclose(ratio, 1, rel_tol=1e-6) for ratio in ratios)
 
 # %%
-# The fix
-# -------
-# .. recipe-domain:: empty_outputs_fix
-#
-# Skip empty ``outputs``: a batch that returned no loss has no loss to average. An epoch without a single loss
-# logs nothing instead of failing in ``torch.stack``. This is the
-# :doc:`callback-side recipe </examples/core/callback_side_caching>`, which also undoes the scaling of
-# :doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`.
-
-
-class EpochLossCallback(pl.Callback):
-    def __init__(self):
-        self.batch_losses = []  # this epoch's cache
-
-    def on_train_epoch_start(self, trainer, pl_module):
-        self.batch_losses.clear()  # nothing left over from a run that stopped half-way
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if not outputs:  # the step returned None, or nothing under manual optimization
-            return
-        self.batch_losses.append(outputs["loss"].detach() * trainer.accumulate_grad_batches)
-
-    def on_train_epoch_end(self, trainer, pl_module):
-        if self.batch_losses:
-            pl_module.log("train_loss_epoch_mean", torch.stack(self.batch_losses).mean())
-            self.batch_losses.clear()
-
-
-# %%
-# The reference is the mean, per epoch, of the losses computed by hand for the batches that returned a loss.
+# The fix, run
+# ------------
+# ``EpochLossCallback``, from the top of this page. The reference is the mean, per epoch, of the losses computed by
+# hand for the batches that returned a loss.
 
 
 def epoch_means_by_hand(steps, returned_loss):

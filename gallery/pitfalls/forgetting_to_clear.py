@@ -9,31 +9,11 @@ compares what each logs with losses computed by hand.
 """
 
 # %%
-# The correct cache and two bugs
-# ------------------------------
-# Two validation batches per epoch, two epochs, no sanity check. ``ClearedCache`` appends each batch's loss in
-# ``validation_step``, logs the mean and clears in ``on_validation_epoch_end``; ``NoClear`` forgets the
-# ``.clear()``; ``Overwrite`` assigns instead of appending.
-#
-# .. recipe-domain:: cleared_cache
-import copy
-import csv
-import math
-import tempfile
-from pathlib import Path
-
-import lightning
-import lightning.pytorch as pl
+# The fix
+# -------
+# Append in ``validation_step``, and ``clear()`` in ``on_validation_epoch_end`` right after reducing.
 import torch
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
-from lightning.pytorch.loggers import CSVLogger
-from torch.utils.data import DataLoader
-
-print(f"Lightning {lightning.__version__}")
-
-pl.seed_everything(0, verbose=False)  # seeded before the data is drawn: the same numbers at every run
-train_loader = DataLoader(RandomDataset(32, 64), batch_size=8)
-val_loader = DataLoader(RandomDataset(32, 16), batch_size=8)
+from lightning.pytorch.demos.boring_classes import BoringModel
 
 
 class ClearedCache(BoringModel):
@@ -49,6 +29,33 @@ class ClearedCache(BoringModel):
     def on_validation_epoch_end(self):
         self.log("val_loss", torch.stack(self.validation_step_losses).mean())
         self.validation_step_losses.clear()
+
+
+# %%
+# .. recipe-domain:: cleared_cache
+#
+# Two bugs
+# --------
+# Two validation batches per epoch, two epochs, no sanity check. ``ClearedCache`` appends each batch's loss in
+# ``validation_step``, logs the mean and clears in ``on_validation_epoch_end``; ``NoClear`` forgets the
+# ``.clear()``; ``Overwrite`` assigns instead of appending.
+import copy
+import csv
+import math
+import tempfile
+from pathlib import Path
+
+import lightning
+import lightning.pytorch as pl
+from lightning.pytorch.demos.boring_classes import RandomDataset
+from lightning.pytorch.loggers import CSVLogger
+from torch.utils.data import DataLoader
+
+print(f"Lightning {lightning.__version__}")
+
+pl.seed_everything(0, verbose=False)  # seeded before the data is drawn: the same numbers at every run
+train_loader = DataLoader(RandomDataset(32, 64), batch_size=8)
+val_loader = DataLoader(RandomDataset(32, 16), batch_size=8)
 
 
 class NoClear(ClearedCache):
@@ -168,9 +175,9 @@ for seen, epoch in zip(overwrite_logged, by_hand, strict=True):
 # The fix
 # -------
 # ``append`` in the step, ``clear()`` in ``on_validation_epoch_end`` after reducing -- as ``ClearedCache``
-# does above. The :doc:`scenario matrix </reference/scenarios>` runs ``ClearedCache`` with the sanity check,
-# several validation runs per epoch, ``trainer.validate()`` on its own and around ``fit``, and at least three
-# epochs. The full example with a real model:
+# does above. ``ClearedCache`` also holds with the sanity check, several validation runs per epoch,
+# ``trainer.validate()`` on its own and around ``fit``, and three epochs (:doc:`where it works
+# </reference/scenarios>`). The full example with a real model:
 # :doc:`validation_epoch_end becomes on_validation_epoch_end </examples/stages/validation_epoch_end>`.
 # With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
 # :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders

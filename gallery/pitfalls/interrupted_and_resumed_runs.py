@@ -4,36 +4,21 @@ Interrupted runs and mid-epoch checkpoints
 
 A cache lives in the module or the callback object, not in the ``Trainer``: when a run stops half-way -- an
 exception, a keyboard interrupt in a notebook -- and ``fit`` is called again with the same objects, the cache
-still holds the batches of the run that stopped. This page measures that, and a run resumed from a checkpoint
-saved in the middle of an epoch; it empties the cache when each epoch starts, and resumes from end-of-epoch
-checkpoints.
+still holds the batches of the run that stopped. The fix: empty the cache when each epoch starts, and resume from
+end-of-epoch checkpoints. This page measures both cases, and a run resumed from a checkpoint saved in the middle of
+an epoch.
 
 :claim:`Mid-epoch-resume-restarts-the-dataloader`.
 """
 
 # %%
-# The recipe, and the checks beside it
-# ------------------------------------
+# The fix
+# -------
 # The module-side cache of :doc:`Module-side caching </examples/core/module_side_caching>`: ``training_step``
-# appends, ``on_train_epoch_end`` logs the mean and clears -- and ``on_train_epoch_start`` clears too.
-# ``ClearedOnlyAtEnd`` is the same module without that line. Sample ``i`` of the dataset is a vector filled with the
-# value ``i``, so a batch tells which samples it holds. A callback records, for every training step, the epoch, the
-# ``batch_idx``, the batch and the weights it was computed with; another stands for the crash: it saves a checkpoint
-# after batch 3 of the second epoch and raises after batch 5.
-import csv
-import math
-import tempfile
-import warnings
-from pathlib import Path
-
-import lightning
-import lightning.pytorch as pl
+# appends, ``on_train_epoch_end`` logs the mean and clears -- and ``on_train_epoch_start`` clears too, so that
+# a run called again after it stopped half-way starts from an empty cache.
 import torch
 from lightning.pytorch.demos.boring_classes import BoringModel
-from lightning.pytorch.loggers import CSVLogger
-from torch.utils.data import DataLoader, Dataset
-
-print(f"Lightning {lightning.__version__}")
 
 
 class LossCachingModel(BoringModel):
@@ -52,6 +37,27 @@ class LossCachingModel(BoringModel):
     def on_train_epoch_end(self):
         self.log("train_loss_epoch_mean", torch.stack(self.training_step_losses).mean())
         self.training_step_losses.clear()
+
+
+# %%
+# The checks beside the recipe
+# ----------------------------
+# ``ClearedOnlyAtEnd`` is the module above without the line in ``on_train_epoch_start``. Sample ``i`` of the
+# dataset is a vector filled with the value ``i``, so a batch tells which samples it holds. A callback records,
+# for every training step, the epoch, the ``batch_idx``, the batch and the weights it was computed with; another
+# stands for the crash: it saves a checkpoint after batch 3 of the second epoch and raises after batch 5.
+import csv
+import math
+import tempfile
+import warnings
+from pathlib import Path
+
+import lightning
+import lightning.pytorch as pl
+from lightning.pytorch.loggers import CSVLogger
+from torch.utils.data import DataLoader, Dataset
+
+print(f"Lightning {lightning.__version__}")
 
 
 class ClearedOnlyAtEnd(LossCachingModel):

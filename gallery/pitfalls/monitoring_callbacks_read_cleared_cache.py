@@ -2,14 +2,36 @@
 Monitoring callbacks find the module's cache cleared
 ====================================================
 
-This page records, from a run, the order of the ``on_train_epoch_end`` hooks of the module, a plain callback and the
-monitoring callbacks -- ``ModelCheckpoint``, ``EarlyStopping`` and their subclasses --, shows a subclass that reads
-the module's cache failing, and the two reads that hold: the logged value, or a plain callback.
-
-:claim:`Monitoring-callbacks-after-module`: a subclass that reads the module's cache finds it already cleared.
+:claim:`Monitoring-callbacks-after-module`: a ``ModelCheckpoint`` or ``EarlyStopping`` subclass that reads the
+module's cache finds it already cleared. The fix: read the value the module logged, or read the cache from a plain
+``Callback``. This page shows the order of the hooks, the subclass failing, and both reads holding.
 """
 
 # %%
+# The fix
+# -------
+# A monitoring callback reads the value the module **logged**: ``monitor=`` for Lightning's own logic, and
+# ``trainer.callback_metrics`` in a subclass's own code. A callback that needs the cache itself is a plain
+# ``Callback``, which runs before the module and finds the cache full.
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
+
+
+class CheckpointSkippingNaN(ModelCheckpoint):
+    def on_train_epoch_end(self, trainer, pl_module):
+        if not torch.isnan(trainer.callback_metrics[self.monitor]):  # the value the module logged
+            super().on_train_epoch_end(trainer, pl_module)
+
+
+class CacheMeanCallback(pl.Callback):
+    def on_train_epoch_end(self, trainer, pl_module):
+        pl_module.log("callback_epoch_mean", torch.stack(pl_module.training_step_losses).mean())
+
+
+# %%
+# .. recipe-domain:: callback_reads_module_cache
+#
 # The module-side recipe
 # ----------------------
 # As on :doc:`Module-side caching </examples/core/module_side_caching>`: ``training_step`` caches a detached,
@@ -20,9 +42,7 @@ import tempfile
 from pathlib import Path
 
 import lightning
-import lightning.pytorch as pl
-import torch
-from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
@@ -151,24 +171,9 @@ assert trainer.global_step == trainer.num_training_batches == 4
 # :claim:`monitoring-callbacks-after-module`, while :claim:`plain-callbacks-before-module-train-epoch-end`. By the
 # time a monitoring callback runs, the module has cleared its cache for the next epoch.
 #
-# The fix
-# -------
-# .. recipe-domain:: callback_reads_module_cache
-#
-# A monitoring callback reads the value the module **logged**: ``monitor=`` for Lightning's own logic, and
-# ``trainer.callback_metrics`` in a subclass's own code. A callback that needs the cache itself is a plain
-# ``Callback``, which runs before the module and finds the cache full.
-
-
-class CheckpointSkippingNaN(ModelCheckpoint):
-    def on_train_epoch_end(self, trainer, pl_module):
-        if not torch.isnan(trainer.callback_metrics[self.monitor]):  # the value the module logged
-            super().on_train_epoch_end(trainer, pl_module)
-
-
-class CacheMeanCallback(pl.Callback):
-    def on_train_epoch_end(self, trainer, pl_module):
-        pl_module.log("callback_epoch_mean", torch.stack(pl_module.training_step_losses).mean())
+# The fix, run
+# ------------
+# ``CheckpointSkippingNaN`` and ``CacheMeanCallback``, from the top of this page.
 
 
 # %%

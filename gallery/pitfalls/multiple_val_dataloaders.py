@@ -2,15 +2,48 @@
 Several validation dataloaders
 ==============================
 
-With several validation dataloaders the replacement of ``validation_epoch_end(self, outputs)`` keeps each loader's
-values apart itself: ``validation_step`` takes a ``dataloader_idx`` argument, and the cache is keyed by it. This
-page shows the error without it, the keyed cache, the same for test dataloaders and for the results of
+With several validation dataloaders, give ``validation_step`` a ``dataloader_idx`` argument and key the cache by
+it: the replacement of ``validation_epoch_end(self, outputs)`` keeps each loader's values apart itself. This page
+shows the error without it, the keyed cache, the same for test dataloaders and for the results of
 ``trainer.validate``, and one ``torchmetrics`` metric object per dataloader.
 
 :claim:`Validation-step-needs-dataloader-idx`; :claim:`validation-epoch-end-once-per-run`.
 """
 
 # %%
+# The fix: a cache keyed by ``dataloader_idx``
+# --------------------------------------------
+# ``dataloader_idx=0`` as a default keeps the same method usable with a single loader. The epoch-end hook logs
+# one mean per loader, under a name that carries the loader's index. The cache is also emptied when each
+# validation run starts, so that a run that stopped half-way leaves nothing behind.
+from collections import defaultdict
+
+import torch
+from lightning.pytorch.demos.boring_classes import BoringModel
+
+
+class PerLoaderCache(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.validation_step_losses = defaultdict(list)  # dataloader_idx -> this run's losses
+
+    def on_validation_epoch_start(self):
+        self.validation_step_losses.clear()
+
+    def validation_step(self, batch, batch_idx, dataloader_idx=0):
+        loss = self.step(batch)
+        self.validation_step_losses[dataloader_idx].append(loss.clone())  # one element, not the loss's buffer
+        return loss
+
+    def on_validation_epoch_end(self):
+        for idx, losses in sorted(self.validation_step_losses.items()):
+            self.log(f"val_loss_{idx}", torch.stack(losses).mean())
+        self.validation_step_losses.clear()
+
+
+# %%
+# .. recipe-domain:: per_loader
+#
 # Two validation dataloaders
 # --------------------------
 # Lightning's ``RandomDataset``: 16 validation samples in loader 0, 24 in loader 1, batches of 8, and one
@@ -19,14 +52,12 @@ import copy
 import csv
 import math
 import tempfile
-from collections import defaultdict
 from pathlib import Path
 
 import lightning
 import lightning.pytorch as pl
-import torch
 import torchmetrics
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.demos.boring_classes import RandomDataset
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
@@ -78,32 +109,9 @@ assert (
 ), "with two validation loaders, a validation_step without dataloader_idx is refused when validation starts"
 
 # %%
-# The fix: a cache keyed by ``dataloader_idx``
-# --------------------------------------------
-# .. recipe-domain:: per_loader
-#
-# ``dataloader_idx=0`` as a default keeps the same method usable with a single loader. The epoch-end hook logs
-# one mean per loader, under a name that carries the loader's index. The cache is also emptied when each
-# validation run starts, so that a run that stopped half-way leaves nothing behind.
-
-
-class PerLoaderCache(BoringModel):
-    def __init__(self):
-        super().__init__()
-        self.validation_step_losses = defaultdict(list)  # dataloader_idx -> this run's losses
-
-    def on_validation_epoch_start(self):
-        self.validation_step_losses.clear()
-
-    def validation_step(self, batch, batch_idx, dataloader_idx=0):
-        loss = self.step(batch)
-        self.validation_step_losses[dataloader_idx].append(loss.clone())  # one element, not the loss's buffer
-        return loss
-
-    def on_validation_epoch_end(self):
-        for idx, losses in sorted(self.validation_step_losses.items()):
-            self.log(f"val_loss_{idx}", torch.stack(losses).mean())
-        self.validation_step_losses.clear()
+# The fix, run
+# ------------
+# ``PerLoaderCache``, from the top of this page.
 
 
 # %%
@@ -342,8 +350,8 @@ print(f"trainer.validate returned {validated}")
 
 # %%
 # Each loader's value is the mean over its own samples, in both epochs and in ``trainer.validate``:
-# :claim:`step-logged-value-belongs-to-its-loader`. The :doc:`scenario matrix </reference/scenarios>` runs
-# ``PerLoaderCache``, ``PerLoaderTestCache`` and ``PerLoaderMetric`` with one loader or two. Under DDP
+# :claim:`step-logged-value-belongs-to-its-loader`. ``PerLoaderCache``, ``PerLoaderTestCache`` and
+# ``PerLoaderMetric`` also hold with one loader or two (:doc:`where they work </reference/scenarios>`). Under DDP
 # :claim:`ddp-module-cache-differs`: :doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`
 # shows the variant.
 assert len(metric_logged) == len(metric_references) == 3  # 2 epochs, then trainer.validate

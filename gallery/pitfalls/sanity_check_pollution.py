@@ -4,6 +4,7 @@ Sanity-check values in the first epoch
 
 Code that skips the sanity check's ``on_validation_epoch_end`` without emptying its cache averages the sanity
 batches into epoch 0; code that tracks a "best" value records the sanity check's value from the untrained model.
+The fix: clear the cache every time, and skip only the logging and the tracking while ``trainer.sanity_checking``.
 This page counts exactly what each variant sees, and checks the fix.
 
 Before training, ``trainer.fit`` runs a few validation batches as a sanity check:
@@ -11,20 +12,52 @@ Before training, ``trainer.fit`` runs a few validation batches as a sanity check
 """
 
 # %%
+# The fix
+# -------
+# Always clear the cache, and guard only what must not see the sanity check with ``trainer.sanity_checking``:
+# here the logged mean and a best-so-far value.
+import math
+
+import torch
+from lightning.pytorch.demos.boring_classes import BoringModel
+
+
+class Guarded(BoringModel):
+    def __init__(self):
+        super().__init__()
+        self.validation_step_losses = []  # this validation run's cache
+        self.best_val_loss = math.inf
+
+    def validation_step(self, batch, batch_idx):
+        loss = self.step(batch)
+        self.validation_step_losses.append(loss.clone())  # one element, not the loss's whole buffer
+        return loss
+
+    def on_validation_epoch_end(self):
+        mean = torch.stack(self.validation_step_losses).mean()
+        self.validation_step_losses.clear()  # the sanity check's values too
+        if self.trainer.sanity_checking:
+            return
+        self.best_val_loss = min(self.best_val_loss, mean.item())
+        self.log("val_loss", mean)
+        self.log("best_val_loss", self.best_val_loss)
+
+
+# %%
+# .. recipe-domain:: sanity_guarded sanity_guarded_best
+#
 # Scripted validation values
 # --------------------------
 # Four validation batches whose "loss" is scripted as 1, 2, 3, 4 (the mean of one full run is 2.5). The sanity
 # check sees the first two.
 import copy
 import csv
-import math
 import tempfile
 from pathlib import Path
 
 import lightning
 import lightning.pytorch as pl
-import torch
-from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from lightning.pytorch.demos.boring_classes import RandomDataset
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
@@ -121,33 +154,10 @@ assert tracker.best_values == [1.5]  # the sanity check's value "beat" the real 
 # :claim:`Validation-epoch-end-after-sanity-check`: here twice in a one-epoch fit. ``trainer.sanity_checking``
 # tells the two apart.
 #
-# The fix
-# -------
-# .. recipe-domain:: sanity_guarded sanity_guarded_best
-#
-# Always clear the cache, and guard only what must not see the sanity check: here the logged mean and a
-# best-so-far value. The recipe below is the whole module; the checks follow it.
-
-
-class Guarded(BoringModel):
-    def __init__(self):
-        super().__init__()
-        self.validation_step_losses = []  # this validation run's cache
-        self.best_val_loss = math.inf
-
-    def validation_step(self, batch, batch_idx):
-        loss = self.step(batch)
-        self.validation_step_losses.append(loss.clone())  # one element, not the loss's whole buffer
-        return loss
-
-    def on_validation_epoch_end(self):
-        mean = torch.stack(self.validation_step_losses).mean()
-        self.validation_step_losses.clear()  # the sanity check's values too
-        if self.trainer.sanity_checking:
-            return
-        self.best_val_loss = min(self.best_val_loss, mean.item())
-        self.log("val_loss", mean)
-        self.log("best_val_loss", self.best_val_loss)
+# The fix, run
+# ------------
+# ``Guarded``, from the top of this page: it always clears the cache, and guards only what must not see the
+# sanity check.
 
 
 # %%
@@ -240,9 +250,9 @@ for model in (GlobalStepGuard(), Guarded()):
         assert math.isclose(metrics["val_loss"], mean_loss(model.state_dict(), val_loader), rel_tol=1e-6)
 
 # %%
-# The :doc:`scenario matrix </reference/scenarios>` runs ``Guarded`` with the default sanity check,
-# ``trainer.validate()`` on its own and before ``fit``, several validation runs per epoch and monitoring
-# callbacks, against means computed from the data without Lightning.
+# ``Guarded`` also holds with the default sanity check, ``trainer.validate()`` on its own and before ``fit``,
+# several validation runs per epoch and monitoring callbacks, against means computed from the data without
+# Lightning (:doc:`where it works </reference/scenarios>`).
 # With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
 # :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
 # </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`

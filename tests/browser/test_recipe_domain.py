@@ -1,11 +1,11 @@
-"""Every recipe page shows where its recipe holds, beside the recipe: the ``.. recipe-domain::`` box of each row of
+"""Every recipe page shows where its recipe works, beside the recipe: the ``.. recipe-domain::`` box of each row of
 the scenario matrix (``data/scenarios.toml``) whose page is a site page, at a desktop and a phone width.
 
 For each page: a box names (links the matrix section of) every recipe of the page but the traps a pitfall page
-shows on purpose; the box lies inside the viewport's width; and it comes before the first code block that defines
-the recipe's class, where a reader would copy it -- except on a fix page, whose new code comes first (the block
-after the ``fix-label`` line, tests/fix_pages.py): there the box of a recipe defined in that block comes right after it.
-Screenshots of each page's first box go to ``SCREENSHOT_DIR`` (``recipe-domain-<page>-<width>.png``).
+shows on purpose; the box lies inside the viewport's width; and it is in the section of the first code block that
+defines the recipe's class, where a reader copies it -- just before it, or, on a page that shows the fix first,
+just after it. Screenshots of each page's first box go to ``SCREENSHOT_DIR``
+(``recipe-domain-<page>-<width>.png``).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ BOXES = """
 const viewport = document.documentElement.clientWidth;
 const boxes = Array.from(document.querySelectorAll('.recipe-domain'));
 const code = Array.from(document.querySelectorAll('div.highlight pre'));
-const label = document.querySelector('p.fix-label');
-const fix = label && label.nextElementSibling ? label.nextElementSibling.querySelector('pre') : null;
+const classBlock = name => code.find(pre => new RegExp('^class ' + name + '\\\\b', 'm').test(pre.innerText));
 const classTop = name => {
-  const block = code.find(pre => new RegExp('^class ' + name + '\\\\b', 'm').test(pre.innerText));
+  const block = classBlock(name);
   return block ? block.getBoundingClientRect().top + window.scrollY : null;
 };
+const sectionOf = node => node.closest('section');
 return {
   viewport,
   boxes: boxes.map(box => ({
@@ -39,11 +39,15 @@ return {
     top: box.getBoundingClientRect().top + window.scrollY,
     title: box.querySelector('.admonition-title').innerText,
     links: Array.from(box.querySelectorAll('a')).map(a => a.getAttribute('href')),
+    section: sectionOf(box) ? sectionOf(box).id : null,
     scrollWidth: box.scrollWidth,
     clientWidth: box.clientWidth,
   })),
   classes: Object.fromEntries(arguments[0].map(name => [name, classTop(name)])),
-  fixed: arguments[0].filter(name => fix && new RegExp('^class ' + name + '\\\\b', 'm').test(fix.innerText)),
+  sections: Object.fromEntries(arguments[0].map(name => {
+    const block = classBlock(name);
+    return [name, block && sectionOf(block) ? sectionOf(block).id : null];
+  })),
 };
 """
 
@@ -67,7 +71,7 @@ def test_every_recipe_page_shows_its_domain_before_the_recipe(browser, base_url,
     boxes = found["boxes"]
     assert boxes, f"{docname}: no recipe-domain box"
     for box in boxes:
-        assert box["title"].startswith("Where this holds"), box["title"]
+        assert box["title"].startswith("Where it works"), box["title"]
         assert 0 <= box["rect"]["left"] and box["rect"]["right"] <= found["viewport"], (docname, width, box["rect"])
         assert box["scrollWidth"] <= box["clientWidth"], f"{docname} at {width}px: the box scrolls sideways"
     for recipe in recipes:
@@ -76,10 +80,10 @@ def test_every_recipe_page_shows_its_domain_before_the_recipe(browser, base_url,
         assert named, f"{docname}: no box names {recipe.id}"
         code_top = found["classes"][recipe_class(recipe)]
         assert code_top is not None, f"{docname}: no code block defines {recipe_class(recipe)}"
-        if recipe_class(recipe) in found["fixed"]:
-            assert named[0]["top"] > code_top, f"{docname}: the box of {recipe.id} comes before the new code"
-        else:
-            assert named[0]["top"] < code_top, f"{docname}: the box of {recipe.id} comes after its code"
+        section = found["sections"][recipe_class(recipe)]
+        assert any(box["section"] == section for box in named), (
+            f"{docname}: no box of {recipe.id} in the section of its code ({section})"
+        )
 
 
 @pytest.mark.parametrize("width", WIDTHS, ids=lambda width: f"{width}px")

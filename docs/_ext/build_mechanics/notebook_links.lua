@@ -157,7 +157,7 @@ local function recipe_domain(div)
   if not div.classes:includes("recipe-domain") then
     return nil
   end
-  local inlines = pandoc.Inlines({ pandoc.Str("Where this recipe holds, and what to use where it does not:") })
+  local inlines = pandoc.Inlines({ pandoc.Str("Where this recipe works, and what to use where it does not:") })
   local count = 0
   for id in pandoc.utils.stringify(div.content):gmatch("%S+") do
     local anchor = "recipe-" .. id:gsub("_", "-")
@@ -166,7 +166,7 @@ local function recipe_domain(div)
       inlines:insert(pandoc.Str(","))
     end
     inlines:insert(pandoc.Space())
-    inlines:insert(pandoc.Link(pandoc.Inlines({ pandoc.Str("the scenario matrix (" .. id .. ")") }),
+    inlines:insert(pandoc.Link(pandoc.Inlines({ pandoc.Str("the tested configurations (" .. id .. ")") }),
       baseurl .. "reference/scenarios.html#" .. anchor))
   end
   inlines:insert(pandoc.Str("."))

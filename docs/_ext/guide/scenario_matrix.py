@@ -16,10 +16,12 @@ generated covering set is kept in the doctree folder too, by a key of what it de
 results note a dependency on the results file, so they are re-read whenever the results change.
 
 * ``.. scenario-matrix::`` renders the reference page: a summary table of the recipes, one section per recipe
-  (its domain, the cells that do not hold and why), the axes with the source of each value, the values that
-  cannot combine, and the named scenarios.
+  (what it works with and not, short, then folded: its domain in detail, the cells that do not hold and why), the
+  axes with the source of each value, the values that cannot combine, and the named scenarios. The page speaks
+  the reader's words: a cell is a *run*, an axis a *setting*, a scenario a *configuration*.
 * ``.. recipe-domain:: <recipe id> [<recipe id> ...]`` renders the box a recipe's page shows before the reader
-  copies it: what the recipe works with (proven by this build's cells), what not, and the page to use instead.
+  copies it: "Works with" (Lightning's features, :data:`READER_WORDS`), "Not with" and the page to use instead,
+  and, folded in a dropdown, every setting proven by this build's cells and a link to them.
   In a downloaded notebook (pandoc, ``docs/_ext/notebook_links.lua``) the box becomes a link to the recipe's
   section of the reference page.
 
@@ -213,23 +215,59 @@ def _recipe_link(recipe: dict[str, Any]) -> str:
     return f":doc:`{recipe['title']} </{docname}>`" if docname else f"{recipe['title']} (``{recipe['page']}``)"
 
 
+#: How a Lightning user names a setting in a "works with" list: for each axis, phrases, each standing for the values
+#: of that axis it names (a recipe works with the phrase when one of them is inside its domain and a run held with
+#: it). A value named by no phrase here is said by its label; ``None`` leaves the value out of the short list (it is
+#: in the detail below it).
+READER_WORDS: dict[str, list[tuple[str | None, set[str]]]] = {
+    "calls": [
+        (
+            "validate, test or predict before or after fit",
+            {"validate", "validate-fit", "fit-validate", "test", "test-fit-test", "predict", "predict-fit-predict"},
+        ),
+        ("fit twice", {"fit-twice"}),
+        ("a run that crashes and is run again", {"crash-rerun"}),
+        ("resuming from a mid-epoch checkpoint", {"resume-mid-epoch"}),
+    ],
+    "train_step": [
+        ("a ``training_step`` that returns a tensor or ``None``", {"tensor", "none-batch-1"}),
+        ("manual optimization", {"manual", "manual-nothing", "manual-no-loss", "manual-two-optimizers"}),
+    ],
+    "eval_step": [("a ``validation_step`` or ``test_step`` that returns a tensor or ``None``", {"tensor", "none"})],
+    "dataset": [("a smaller last batch", {"uneven"}), ("iterable datasets", {"iterable"})],
+    "source": [("a ``LightningDataModule``", {"datamodule"})],
+    "train_loaders": [("two training dataloaders", {"2"})],
+    "eval_loaders": [("several dataloaders", {"2"}), ("``reload_dataloaders_every_n_epochs``", {"varies"})],
+    "strategy": [("DDP", {"ddp-2", "ddp-3"}), ("DDP with your own split", {"ddp-2-own-split", "ddp-3-own-split"})],
+    "accumulation": [("gradient accumulation", {"fixed-3", "scheduled"})],
+    "val_schedule": [
+        ("``val_check_interval``", {"interval-0.5", "interval-2"}),
+        ("``check_val_every_n_epoch``", {"every-2-epochs"}),
+    ],  # fmt: skip
+    "sanity": [("any ``num_sanity_val_steps``", {"off", "all"})],
+    "limits": [("``limit_*_batches``", {"int", "fraction"})],
+    "length": [(None, {"epochs-3"}), ("``max_steps``", {"max-steps-7"}), ("``fast_dev_run``", {"fast-dev-run"})],
+    "precision": [("bf16-mixed", {"bf16-mixed"})],
+    "callbacks": [
+        ("``ModelCheckpoint`` and ``EarlyStopping``", {"monitoring"}),
+        ("``ReduceLROnPlateau``", {"plateau"}),
+        ("a ``BasePredictionWriter``", {"prediction-writer"}),
+    ],  # fmt: skip
+    "shuffle": [("shuffled data", {"on"})],
+}
+
+
 def held_cells(results: Results, recipe_ids: list[str]) -> int:
-    """How many cells of ``recipe_ids`` held in this build."""
+    """How many runs of ``recipe_ids`` held in this build."""
     return sum(c["outcome"] == "holds" for rid in recipe_ids for c in results.cells(rid))
 
 
-def domain_lines(
-    results: Results, recipe_id: str, indent: str = "", held: int | None = None, traps: bool = True
-) -> list[str]:
-    """rST lines of a recipe's domain: what it works with (proven by this build's cells -- ``held`` of them, by
-    default the recipe's own), what not and why, and (``traps``) what inside it does not hold on purpose. A value
-    inside the domain that no cell held with (it did not run, or only in cells that do not hold on purpose) is named
-    as such."""
+def _outside(results: Results, recipe_id: str, traps: bool) -> dict[tuple[str, str], dict[str, Any]]:
+    """``{(axis, value): entry}`` of the values outside ``recipe_id``'s domain, and (``traps``) of the values a trap of
+    its own names (one axis): those are said among what it does not work with."""
     recipe = results.recipes[recipe_id]
-    axes = results.stage_axes(recipe_id)
-    proven = results.proven(recipe_id, axes)
     outside = {(o["axis"], v): o for o in recipe["outside"] for v in o["values"]}
-    if traps:  # a value that a trap of its own names (one axis) is said below, not among what the recipe works with
+    if traps:
         outside.update(
             {
                 (axis, v): d
@@ -239,14 +277,86 @@ def domain_lines(
                 for v in vs
             }
         )
+    return outside
+
+
+def _relevant(results: Results, recipe_id: str, axis: str) -> list[str]:
+    return [v["id"] for v in results.axes[axis]["values"] if axis != "calls" or v["id"] in results.runs(recipe_id)]
+
+
+def works_with(results: Results, recipe_id: str, traps: bool = True) -> list[str]:
+    """What ``recipe_id`` works with, in a Lightning user's words (:data:`READER_WORDS`): every phrase one of whose
+    values is inside the recipe's domain, is not the axis's default, and held in a run of this build."""
+    proven = results.proven(recipe_id, results.stage_axes(recipe_id))
+    outside = _outside(results, recipe_id, traps)
+    phrases: list[str] = []
+    for axis in results.stage_axes(recipe_id):
+        default = results.axes[axis]["default"]
+        named: dict[str, str | None] = {v: phrase for phrase, values in READER_WORDS.get(axis, []) for v in values}
+        for value in _relevant(results, recipe_id, axis):
+            if value == default or (axis, value) in outside or not proven[axis].get(value):
+                continue
+            phrase = named.get(value, results.labels[axis].get(value))
+            if phrase and phrase not in phrases:
+                phrases.append(phrase)
+    return phrases
+
+
+def _not_with(results: Results, recipe_id: str, traps: bool) -> list[tuple[str, str, str]]:
+    """``(what, why, page)`` of each thing ``recipe_id`` does not work with: the values outside its domain, and, with
+    ``traps``, what inside it gives another value or an error on purpose (a pitfall page's trap) in this build."""
+    recipe = results.recipes[recipe_id]
+    entries = []
+    for entry in recipe["outside"]:
+        labels = "; ".join(results.labels[entry["axis"]][v] for v in entry["values"])
+        entries.append((labels, entry["reason"].rstrip("."), entry["see"]))
+    met = {(c.get("declared") or {}).get("reason") for c in results.cells(recipe_id) if c["outcome"] != "holds"}
+    for entry in [d for d in recipe.get("declared", []) if d["reason"] in met] if traps else []:
+        if entry["scenario"]:
+            where = f"*{results.scenarios[entry['scenario']]['title']}*"
+        else:  # every axis named, with any of its values
+            where = "; ".join(
+                " or ".join(results.labels[axis][v] for v in values) for axis, values in entry["values"].items()
+            )
+        verb = "an error" if entry["outcome"] == "raises" else "another value"
+        entries.append((where, f"{verb}: {entry['reason'].rstrip('.')}", entry["see"]))
+    return entries
+
+
+def not_with_lines(results: Results, recipe_id: str, indent: str = "", traps: bool = True) -> list[str]:
+    """rST list items: what ``recipe_id`` does not work with, why, and the page to use instead (see
+    :func:`_not_with`)."""
+    return [f"{indent}- {what} -- {why}. Use :doc:`/{see}`." for what, why, see in _not_with(results, recipe_id, traps)]
+
+
+def summary_of(results: Results, recipe_id: str, indent: str = "", traps: bool = True) -> list[str]:
+    """rST lines: "Works with ..." and "Not with ... (use ...)", short, in a Lightning user's words; why not is in
+    the detail (:func:`not_with_lines`)."""
+    phrases = works_with(results, recipe_id, traps)
+    shown = ", ".join(phrases) if phrases else "the Trainer's defaults"
+    lines = [f"{indent}**Works with** {shown}.", ""]
+    not_with = _not_with(results, recipe_id, traps)
+    if not_with:
+        items = "; ".join(f"{what} (use :doc:`/{see}`)" for what, _, see in not_with)
+        lines += [f"{indent}**Not with** {items}.", ""]
+    return lines
+
+
+def domain_lines(
+    results: Results, recipe_id: str, indent: str = "", held: int | None = None, traps: bool = True
+) -> list[str]:
+    """rST lines of a recipe's domain in detail: each Trainer setting it ran with and the values it holds with
+    (proven by this build's runs -- ``held`` of them, by default the recipe's own). A value inside the domain that
+    no run held with (it did not run, or only in runs that do not hold on purpose) is named as such."""
+    axes = results.stage_axes(recipe_id)
+    proven = results.proven(recipe_id, axes)
+    outside = _outside(results, recipe_id, traps)
     held = held_cells(results, [recipe_id]) if held is None else held
     lightning = results.document["lightning"]
-    lines = [f"{indent}**Works with** (checked by {held} cells that hold on Lightning {lightning}):", ""]
-    whole = []  # axes whose every value is inside the domain and held in some cell: named together, one line
+    lines = [f"{indent}{held} runs held on Lightning {lightning}, with these settings:", ""]
+    whole = []  # settings whose every value is inside the domain and held in some run: named together, one line
     for axis in axes:
-        relevant = [
-            v["id"] for v in results.axes[axis]["values"] if axis != "calls" or v["id"] in results.runs(recipe_id)
-        ]
+        relevant = _relevant(results, recipe_id, axis)
         inside = [v for v in relevant if (axis, v) not in outside]
         missing = [v for v in inside if not proven[axis].get(v)]
         if not inside:
@@ -256,42 +366,26 @@ def domain_lines(
             continue
         shown = "every value" if inside == relevant else "; ".join(results.labels[axis][v] for v in inside)
         unproven = "; ".join(results.labels[axis][v] for v in missing)
-        gap = f" (no cell that holds ran with: {unproven})" if missing else ""
+        gap = f" (not run yet with: {unproven})" if missing else ""
         lines.append(f"{indent}- {results.axes[axis]['title']}: {shown}{gap}")
     if whole:
-        others = "Every value of the other axes" if len(lines) > 2 else "Every value of each axis"
+        others = "Every value of" if len(lines) == 2 else "Every value of the others"
         lines.append(f"{indent}- {others}: {'; '.join(title[0].lower() + title[1:] for title in whole)}")
-    lines.append("")
-    if recipe["outside"]:
-        lines += [f"{indent}**Not with**, and what to use instead:", ""]
-        for entry in recipe["outside"]:
-            labels = "; ".join(results.labels[entry["axis"]][v] for v in entry["values"])
-            title = results.axes[entry["axis"]]["title"]
-            lines.append(f"{indent}- {title}: {labels} -- {entry['reason'].rstrip('.')}. Use :doc:`/{entry['see']}`.")
-        lines.append("")
-    met = {(c.get("declared") or {}).get("reason") for c in results.cells(recipe_id) if c["outcome"] != "holds"}
-    kept = [d for d in recipe.get("declared", []) if d["reason"] in met] if traps else []
-    if kept:
-        lines += [f"{indent}**Does not hold, on purpose** (the cells that show it are in the scenario matrix):", ""]
-        for entry in kept:
-            if entry["scenario"]:
-                where = f"*{results.scenarios[entry['scenario']]['title']}*"
-            else:  # every axis named, with any of its values
-                where = "; ".join(
-                    f"{results.axes[axis]['title']}: {' or '.join(results.labels[axis][v] for v in values)}"
-                    for axis, values in entry["values"].items()
-                )
-            verb = "an error" if entry["outcome"] == "raises" else "another value"
-            reason = entry["reason"].rstrip(".")
-            lines.append(f"{indent}- {where} -- {verb}: {reason}. See :doc:`/{entry['see']}`.")
-        lines.append("")
-    return lines
+    return [*lines, ""]
+
+
+def _dropdown(title: str, body: list[str], indent: str = "", classes: str = "") -> list[str]:
+    """A sphinx-design dropdown, closed, holding ``body`` (rST lines, indented under it)."""
+    head = [f"{indent}.. dropdown:: {title}"]
+    if classes:
+        head.append(f"{indent}   :class-container: {classes}")
+    return [*head, "", *(f"{indent}   {line}" if line else "" for line in body), ""]
 
 
 class ScenarioMatrix(SphinxDirective):
     """``.. scenario-matrix::``: the reference page of the matrix (see the module docstring). Its sections are
     rST sections (``-`` and ``~`` underlines, below the page title), each recipe's with the label
-    ``recipe-<id>``."""
+    ``recipe-<id>``: a short summary first, the detail folded in dropdowns."""
 
     def run(self) -> list[nodes.Node]:
         document = matrix_results(current_app.get())
@@ -299,7 +393,7 @@ class ScenarioMatrix(SphinxDirective):
         self.env.note_dependency(str(_matrix_file(current_app.get())))
         results = Results(document)
         lines = summary_lines(results)
-        lines += ["Each recipe's domain", "--------------------", ""]
+        lines += _heading("Each recipe", "-")
         for rid in results.recipes:
             lines += recipe_lines(results, rid)
         lines += space_lines(results)
@@ -316,27 +410,33 @@ def summary_lines(results: Results) -> list[str]:
     lines = [
         ".. rst-class:: from-records",  # counted from the results
         "",
-        f"{len(cells)} cells, run on Lightning {document['lightning']} (torch {document['torch']}) -- "
-        f"{counts['holds']} hold, "
-        f"{counts['differs']} differ, {counts['raises']} raise, {counts['not applicable']} do not apply. They "
-        f"are the {len(named)} named scenarios below for every recipe, {document['covering']['cells'] - traps} "
-        f"generated cells holding every pair of values of the {len(document['axes'])} axes ({values} values) and "
-        "the recipes, where a recipe's domain, its declared traps and the constraints allow, and "
-        f"{traps} cells that each show a trap a recipe declares and no named scenario shows.",
+        f"{len(cells)} runs on Lightning {document['lightning']} (torch {document['torch']}): "
+        f"{counts['holds']} hold, {counts['differs']} give another value and {counts['raises']} an error on purpose "
+        f"(each a pitfall a page shows), {counts['not applicable']} are outside a recipe's use.",
         "",
-        ".. list-table:: Cells per recipe: " + ", ".join(f"{s} {o}" for o, s in SYMBOLS.items()),
+    ]
+    how = (
+        f"Every recipe runs in the {len(named)} named configurations at the bottom of this page, and in "
+        f"{document['covering']['cells'] - traps} generated ones that together pair every value of each of the "
+        f"{len(document['axes'])} settings ({values} values) with every value of each other setting and with every "
+        f"recipe, where the recipe's use and Lightning allow; {traps} more runs each show a pitfall a recipe declares "
+        "that no named configuration shows."
+    )
+    table = [
+        ".. list-table:: Runs per recipe: " + ", ".join(f"{s} {o}" for o, s in SYMBOLS.items()),
         "   :header-rows: 1",
         "   :stub-columns: 1",
-        "   :class: stack-on-phone",
+        "   :widths: 64 9 9 9 9",
         "",
         "   * - Recipe",
     ]
-    lines += [f"     - {symbol}" for symbol in SYMBOLS.values()]
+    table += [f"     - {symbol}" for symbol in SYMBOLS.values()]
     for rid, recipe in results.recipes.items():
         mine = results.cells(rid)
-        lines.append(f"   * - :ref:`{_plain(recipe['title'])} <{recipe_anchor(rid)}>`")
-        lines += [f"     - {sum(c['outcome'] == o for c in mine)}" for o in SYMBOLS]
-    return [*lines, ""]
+        table.append(f"   * - :ref:`{_plain(recipe['title'])} <{recipe_anchor(rid)}>`")
+        table += [f"     - {sum(c['outcome'] == o for c in mine)}" for o in SYMBOLS]
+    lines += _dropdown("How the configurations are chosen, and the runs per recipe", [how, "", *table])
+    return lines
 
 
 def _plain(title: str) -> str:
@@ -349,32 +449,41 @@ def _heading(text: str, underline: str) -> list[str]:
 
 
 def recipe_lines(results: Results, rid: str) -> list[str]:
-    """The section of one recipe: its page, its domain, and the cells that do not hold on purpose."""
+    """The section of one recipe: its page, what it works with and not (short), then, folded, every setting it ran
+    with and the runs that do not hold on purpose."""
     recipe = results.recipes[rid]
     lines = [f".. _{recipe_anchor(rid)}:", "", *_heading(recipe["title"], "~")]
-    lines += [f"Page: {_recipe_link(recipe)}. Stage: {recipe['stage']}.", ""]
-    lines += domain_lines(results, rid, traps=False)  # the cells that do not hold are listed below, one by one
+    lines += [f"Page: {_recipe_link(recipe)}.", ""]
+    lines += summary_of(results, rid, traps=False)  # the runs that do not hold are listed below, one by one
+    body = domain_lines(results, rid, traps=False)
+    why = not_with_lines(results, rid, traps=False)
+    if why:
+        body += ["Why not:", "", *why, ""]
     odd = [c for c in results.cells(rid) if c["outcome"] in ("differs", "raises")]
     if odd:
-        lines += ["**Does not hold, on purpose** (a trap kept as evidence):", ""]
+        body += [f"Runs that do not hold, on purpose (a pitfall kept as evidence): {len(odd)}", ""]
         defaults = {a["id"]: a["default"] for a in results.document["axes"]}
         for cell in odd:
             scenario = results.scenarios[cell["scenario"]]
             declared = cell.get("declared") or {}
             values = ", ".join(f"{a}={v}" for a, v in scenario["values"].items() if v != defaults[a]) or "defaults"
-            name = f"generated scenario {scenario['id']}" if scenario["generated"] else _plain(scenario["title"])
-            lines += ["- .. rst-class:: from-records", ""]  # the cell's outcome, from this build's results
-            lines.append(f"  *{name}* {cell['outcome']}:")
-            lines += ["", "  .. code-block:: none", ""]  # site.css wraps these long single lines
-            lines += [f"     {values}", f"     {cell['detail'].strip().splitlines()[-1]}", ""]
+            name = f"generated configuration {scenario['id']}" if scenario["generated"] else _plain(scenario["title"])
+            outcome = {"differs": "gives another value", "raises": "raises"}[cell["outcome"]]
+            body += ["- .. rst-class:: from-records", ""]  # the run's outcome, from this build's results
+            body.append(f"  *{name}* {outcome}:")
+            body += ["", "  .. code-block:: none", ""]  # site.css wraps these long single lines
+            body += [f"     {values}", f"     {cell['detail'].strip().splitlines()[-1]}", ""]
             if declared.get("reason"):
-                lines.append(f"  {declared['reason'].rstrip('.')}. Use :doc:`/{declared['see']}`.")
-            lines.append("")
+                body.append(f"  {declared['reason'].rstrip('.')}. Use :doc:`/{declared['see']}`.")
+            body.append("")
+    more = f", why not, {len(odd)} runs that do not hold on purpose" if odd else (", why not" if why else "")
+    lines += _dropdown(f"Every setting it ran with{more}", [f"Stage: {recipe['stage']}.", "", *body])
     return lines
 
 
 def space_lines(results: Results) -> list[str]:
-    """The axes (one table each: value, cells that ran with it, source), the constraints, the named scenarios."""
+    """The settings (one table each: value, runs with it, source), the values that cannot combine, the named
+    configurations; each folded."""
     document = results.document
     ran: dict[tuple[str, str], int] = {}
     for cell in document["cells"]:
@@ -382,58 +491,61 @@ def space_lines(results: Results) -> list[str]:
             for axis, value in results.scenarios[cell["scenario"]]["values"].items():
                 ran[(axis, value)] = ran.get((axis, value), 0) + 1
     lines = [
-        *_heading("The space", "-"),
-        "Each axis is a dimension of the space; each value comes from the report or the documentation linked "
-        "beside it. *Cells* counts the cells that ran with the value.",
+        *_heading("The settings", "-"),
+        "Each setting's values come from a public report or the documentation linked beside them; *Runs* counts "
+        "the runs with the value.",
         "",
     ]
     for axis in document["axes"]:
-        lines += [
-            f".. list-table:: {axis['title']} (matters to: {', '.join(axis['stages'])})",
+        table = [
+            ".. list-table::",
             "   :header-rows: 1",
             "   :widths: 60 15 25",
             "   :class: stack-on-phone",
             "",
             "   * - Value",
-            "     - Cells",
+            "     - Runs",
             "     - Source",
         ]
         for value in axis["values"]:
             default = " (default)" if value["id"] == axis["default"] else ""
-            lines += [
+            table += [
                 f"   * - {value['label']}{default}",
                 f"     - {ran.get((axis['id'], value['id']), 0)}",
                 f"     - {_sources(value['source'])}",
             ]
-        lines.append("")
-    lines += [*_heading("Values that cannot combine", "~")]
+        lines += _dropdown(f"{axis['title']} (matters to: {', '.join(axis['stages'])})", table)
+    constraints = []
     for constraint in document["constraints"]:
         parts = [
             f"{results.axes[a]['title']}: {', '.join(results.labels[a][v] for v in values)}"
             for a, values in constraint["values"].items()
         ]
-        lines.append(f"- {' with '.join(parts)} -- {constraint['reason'].rstrip('.')}.")
-    lines += ["", *_heading("Named scenarios", "~")]
+        constraints.append(f"- {' with '.join(parts)} -- {constraint['reason'].rstrip('.')}.")
+    lines += _dropdown("Values that cannot combine", constraints)
+    named = []
     for number, scenario in enumerate((s for s in document["scenarios"] if not s["generated"]), 1):
         source = f" ({_sources(scenario['source'])})" if scenario.get("source") else ""
-        lines.append(f"{number}. {scenario['title']}{source}")
+        named.append(f"{number}. {scenario['title']}{source}")
+    lines += _dropdown("Named configurations", named)
     return [*lines, ""]
 
 
 def box_title(titles: list[str]) -> str:
-    """The title of a ``recipe-domain`` box over recipes with ``titles``: "Where this holds", then, for several, their
+    """The title of a ``recipe-domain`` box over recipes with ``titles``: "Where it works", then, for several, their
     titles joined by "and", without the page's name they all start with ("Which replacement: the callback" and
     "Which replacement: the module" read "the callback and the module")."""
     if len(titles) < 2:
-        return "Where this holds"
+        return "Where it works"
     heads = {title.partition(": ")[0] for title in titles}
     if len(heads) == 1 and all(": " in title for title in titles):
         titles = [title.partition(": ")[2] for title in titles]
-    return f"Where this holds: {' and '.join(titles)}"
+    return f"Where it works: {' and '.join(titles)}"
 
 
 class RecipeDomain(SphinxDirective):
-    """``.. recipe-domain:: <recipe id> [...]``: the box "works with / not with, use instead" of those recipes."""
+    """``.. recipe-domain:: <recipe id> [...]``: the box "works with / not with, use instead" of those recipes, short,
+    with every setting the recipe ran with and the link to its runs folded in a dropdown."""
 
     required_arguments = 1
     optional_arguments = 10
@@ -450,17 +562,25 @@ class RecipeDomain(SphinxDirective):
         box += nodes.title(text=box_title([results.recipes[rid]["title"] for rid in self.arguments]))
         groups: dict[tuple[str, ...], list[str]] = {}  # recipes with the same domain are shown once, together
         for rid in self.arguments:
-            groups.setdefault(tuple(domain_lines(results, rid)[1:]), []).append(rid)
+            key = (*summary_of(results, rid), *domain_lines(results, rid)[1:])
+            groups.setdefault(key, []).append(rid)
         lines: list[str] = []
         for rids in groups.values():
             if len(groups) > 1:
                 lines += [f"*{' and '.join(results.recipes[rid]['title'] for rid in rids)}*", ""]
-            lines += domain_lines(results, rids[0], held=held_cells(results, rids))
+            lines += summary_of(results, rids[0])
+            held = held_cells(results, rids)
+            why = not_with_lines(results, rids[0])
+            detail = ["Why not:", "", *why, ""] if why else []
+            detail += domain_lines(results, rids[0], held=held)
             if len(rids) == 1:
-                lines += [f"Every cell: :ref:`the scenario matrix <{recipe_anchor(rids[0])}>`.", ""]
+                detail += [f"Each run, and what does not hold: :ref:`{_plain(results.recipes[rids[0]]['title'])} "
+                           f"<{recipe_anchor(rids[0])}>`.", ""]  # fmt: skip
             else:
                 links = [f":ref:`{_plain(results.recipes[rid]['title'])} <{recipe_anchor(rid)}>`" for rid in rids]
-                lines += [f"Every cell, in the scenario matrix: {', '.join(links)}.", ""]
+                detail += [f"Each run: {', '.join(links)}.", ""]
+            title = f"Tested in {held} runs on Lightning {results.document['lightning']}"
+            lines += _dropdown(title, detail, classes="recipe-evidence")
         if isinstance(self.state, RSTState):
             self.state.nested_parse(StringList(lines, source=self.get_source_info()[0]), self.content_offset, box)
         else:  # a MyST page, whose nested parse reads Markdown: the box's text is rST (its :doc: and :ref: roles)
@@ -472,6 +592,7 @@ class RecipeDomain(SphinxDirective):
 
 def setup(app: Sphinx) -> dict[str, Any]:
     current_app.remember(app)
+    app.setup_extension("sphinx_design")  # the detail of a box and of the reference page is folded in its dropdowns
     app.add_config_value("scenario_matrix_file", "", "env", types=[str])
     app.add_config_value("scenario_matrix_root", "", "env", types=[str])
     # Before sphinx-gallery's builder-inited handler (priority 500) runs the examples: both run at once.
