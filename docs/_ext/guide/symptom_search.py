@@ -9,18 +9,18 @@ This uses two of Sphinx's documented search hooks:
 * the query splitter: the English search language (:meth:`~sphinx.application.Sphinx.add_search_language`) with
   its one JavaScript hook, ``js_splitter_code``: ``docs/_static/symptom_search.js`` after ``SYMPTOM_SHAPES``, every
   wording of every symptom of :func:`guide.symptom_index.collect` as its words (the class names left open) and its
-  fix pages. A query that holds a whole wording, or that a wording holds and that is at least half of it (Sphinx's
-  own rule for index entries), with any names where the class names were, is split into the words that matched:
-  the reader's class name and anything pasted around the error are no longer required terms. Any other query is
-  split as Sphinx splits it, after leaving out a name that qualifies a call (``LitClassifier.`` before
-  ``training_epoch_end(``);
-  A query that holds no wording but names an old hook of the registry (``training_epoch_end``, ``validation epoch
-  end``) or a cache name of :data:`~lightning_migrate.registry.CACHE_IDIOMS` (``self.training_step_outputs``) is
-  matched to that hook's patterns through ``HOOK_TOPICS`` (:func:`topics`, from the registry alone), the patterns
-  whose signatures and replacement share most words with the query first. Whatever matched, the words left in the
-  query are those the search index knows (a class name is on no page), and, when the query matched a fix, those the
-  fix pages hold; when the words left find no page together, the splitter keeps, in query order, each word that
-  still finds one: the list is never emptied by a word the pages do not hold;
+  fix pages, and ``HOOK_TOPICS`` (:func:`topics`, from the registry alone). A query that holds a whole wording, or a
+  run of one (with any names where the class names were) that is at least half of it (Sphinx's own rule for index
+  entries) or four words or more through a hook's name (an error's first sentence, its tail), names that symptom and
+  is split into the words that matched: the reader's class name and anything pasted around the error are no longer
+  required terms. A query that holds no such run but names an old hook of the registry (``training_epoch_end``,
+  ``validation epoch end``) or a cache name of :data:`~lightning_migrate.registry.CACHE_IDIOMS`
+  (``self.training_step_outputs``) names that hook's fix pages, the patterns whose signatures and replacement share
+  most words with the query first. Whatever it names, the words kept are those the search index knows (a class
+  name is on no page), of three letters or more, held by the fix pages it names, and together found on a page
+  (each word that still finds one with those before it, in query order): a word the pages do not hold never empties
+  the list. A query that names nothing is split as Sphinx splits it, after leaving out a name that qualifies a call
+  (``LitClassifier.`` before ``training_epoch_end(``), with the same words kept;
 * the scorer, ``html_search_scorer`` (``docs/_static/search_scorer.js``): a page that fixes the symptom or the hook
   the query matched ranks first, in the order of :attr:`~guide.symptom_index.Symptom.fixes` or of the match.
 
