@@ -21,8 +21,7 @@
  *     by its fix pages; when they find no page together, each word that still finds a page with those kept before
  *     it, in query order. A word of one or two letters would only mark pieces of words in the results.
  * The site's scorer (docs/_static/search_scorer.js) ranks symptomFixes first. A query that names nothing is split
- * as Sphinx splits it, after leaving out the name qualifying a call ("LitClassifier." before "training_epoch_end(")
- * and the words step 3 leaves out.
+ * as Sphinx splits it, without the words step 3 leaves out (the "LitClassifier" of "LitClassifier.training_step(").
  */
 
 /** The fix pages of the symptom or hook the last query named (docnames, best first); empty when it named none. */
@@ -184,8 +183,7 @@ var splitQuery = (query) => {
     return keptTerms(symptom.terms, symptomFixes);
   }
   symptomFixes = findHookFixes(words);
-  const unqualified = query.replace(/[\p{Letter}\p{Number}_]+\.(?=[\p{Letter}_][\p{Letter}\p{Number}_]*\()/gu, " ");
-  const split = sphinxSplit(unqualified);
+  const split = sphinxSplit(query);
   const kept = new Set(keptTerms(split.map((word) => word.toLowerCase()), symptomFixes));
   const terms = split.filter((word) => kept.has(word.toLowerCase()));
   // a query of words the index does not know is searched as typed: Sphinx then says it matched nothing

@@ -19,8 +19,8 @@ This uses two of Sphinx's documented search hooks:
   most words with the query first. Whatever it names, the words kept are those the search index knows (a class
   name is on no page), of three letters or more, held by the fix pages it names, and together found on a page
   (each word that still finds one with those before it, in query order): a word the pages do not hold never empties
-  the list. A query that names nothing is split as Sphinx splits it, after leaving out a name that qualifies a call
-  (``LitClassifier.`` before ``training_epoch_end(``), with the same words kept;
+  the list. A query that names nothing is split as Sphinx splits it, with the same words kept (the ``LitClassifier``
+  of ``LitClassifier.training_step(`` is on no page);
 * the scorer, ``html_search_scorer`` (``docs/_static/search_scorer.js``): a page that fixes the symptom or the hook
   the query matched ranks first, in the order of :attr:`~guide.symptom_index.Symptom.fixes` or of the match.
 
