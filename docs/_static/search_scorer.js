@@ -2,8 +2,9 @@
  * The site search's scorer (conf.py: html_search_scorer). Sphinx puts this file before its searchtools.js,
  * which then keeps this Scorer instead of its own; the weights below are the ones Sphinx's searchtools.js
  * declares for its default Scorer. Added: score(), so that
- *  - the pages that fix the error or warning the query names rank first, in their order (symptomFixes, set by the
- *    site's query splitter, docs/_static/symptom_search.js, which Sphinx runs on the query before it scores);
+ *  - the pages that fix the error, warning or old hook the query names rank first, in their order (symptomFixes,
+ *    set by the site's query splitter, docs/_static/symptom_search.js, which Sphinx runs on the query before it
+ *    scores);
  *  - at an equal match, an executed example -- the pages under examples/, which run the fix -- ranks above the
  *    reference tables and rule pages that only name it.
  */

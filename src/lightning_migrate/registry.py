@@ -476,3 +476,25 @@ def get(pattern_id: str) -> OldPattern:
         return BY_ID[pattern_id]
     except KeyError:
         raise KeyError(f"no old pattern {pattern_id!r}; known: {', '.join(BY_ID)}") from None
+
+
+#: What migrated code calls the list that replaces an old hook's ``outputs``, by pattern id: the name a reader
+#: types into the search when their code already half-follows the fix. The name is the stage's step method
+#: (:data:`STEP_METHODS`) and ``_outputs``, the rule of Lightning's own example: the docstrings of
+#: ``LightningModule.on_train_epoch_end`` and ``Callback.on_train_epoch_end`` keep ``self.training_step_outputs``
+#: (``lightning/pytorch/core/hooks.py``, ``lightning/pytorch/callbacks/callback.py``; tests/test_search_idioms.py
+#: reads them from the installed Lightning). The site's search indexes each on its pattern's ``example``.
+CACHE_IDIOMS: dict[str, tuple[str, ...]] = {
+    "training-epoch-end": ("training_step_outputs",),
+    "module-on-train-epoch-end-outputs": ("training_step_outputs",),
+    "validation-epoch-end": ("validation_step_outputs",),
+    "test-epoch-end": ("test_step_outputs",),
+    "module-on-predict-epoch-end-outputs": ("predict_step_outputs",),
+}
+if not set(CACHE_IDIOMS) <= set(BY_ID):  # pragma: no cover - guards the data above
+    raise ValueError(f"CACHE_IDIOMS names unknown patterns: {sorted(set(CACHE_IDIOMS) - set(BY_ID))}")
+
+
+def idioms(pattern_id: str) -> tuple[str, ...]:
+    """The cache names of :data:`CACHE_IDIOMS` for ``pattern_id`` (empty for a pattern without one)."""
+    return CACHE_IDIOMS.get(pattern_id, ())

@@ -8,8 +8,16 @@ site. The fix page of a recorded text is its registry pattern's ``example``; a m
 the same once the class name is the reader's, and then either page fixes it. A printed line that is no recorded
 text is fixed on the page that printed it. The cases are derived here, independently of the site's extension.
 
+Beyond pasted texts, :func:`phrasings` writes what readers type, in categories (:data:`CATEGORIES`): each old hook
+alone, beside a class or callback name of their own, as the ``def`` line of their code, with a few casual words,
+spelled as words; each error's first sentence only, its tail from the hook on, the hook called on their class; the
+names migrated code gives its cache (``self.validation_step_outputs``, ``all_gather`` beside the hook). Every
+expected page is a registry pattern's ``example``, chosen by the pattern's hook or cache name
+(:data:`~lightning_migrate.registry.CACHE_IDIOMS`), never typed here; each must be among the first three results.
+
 The search is Sphinx's own, run by Chromium on the built site; the text is pasted into the sidebar's search box
-(opened from the navigation drawer on a phone) and submitted, as a reader does.
+(opened from the navigation drawer on a phone) and submitted, as a reader does, or the search page is opened with
+the query, as the search box's form submits it.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -29,7 +37,7 @@ from test_site import script_outputs
 
 from lightning_migrate import compat, registry
 
-from ._util import SCREENSHOT_DIR, WAIT, WIDTHS, click, open_page, set_width
+from ._util import SCREENSHOT_DIR, WAIT, WIDTHS, click, open_page, search_results, set_width
 
 #: The class name a reader's code uses: on no page of the site.
 READERS_CLASS = "ReadersOwnNet"
@@ -234,8 +242,8 @@ def test_landing_page_quotes_recorded_errors_beside_their_signature(site, browse
         assert registry.get(texts[full]).example == pattern.example
         link = item.find_element(By.CSS_SELECTOR, "a.reference.internal")
         assert urlsplit(link.get_attribute("href")).path.endswith(f"/{pattern.example}.html")
-        # Quoted near the top: before the first section of answers.
-        assert item.location["y"] < heading.location["y"]
+        # Quoted after the answer: the fix comes first.
+        assert item.location["y"] > heading.location["y"]
         # Nothing wider than the window.
         assert item.rect["x"] + item.rect["width"] <= browser.execute_script("return window.innerWidth")
     assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
@@ -248,3 +256,198 @@ def test_landing_page_quotes_recorded_errors_beside_their_signature(site, browse
     assert urlsplit(browser.current_url).path.endswith(f"/{pattern.example}.html")
     block = browser.find_element(By.ID, "if-you-saw-this-error")
     assert f"{pattern.owner}.{pattern.old_signature}" in block.get_attribute("textContent")
+
+
+# -- What readers type ---------------------------------------------------------------------------------------------
+
+#: Class and callback names of a reader's own code, each on no page of the site (checked against the search index).
+READERS_NAMES = ("MyNet", "LitClassifier", "SegmenterModule", "EpochMetricsLogger")
+#: The categories of :func:`phrasings`, in the order they are reported.
+CATEGORIES = (
+    "hook alone",
+    "hook and a class name",
+    "def line of the old hook",
+    "hook and a few words",
+    "hook spelled as words",
+    "first sentence of the error",
+    "error from the hook on",
+    "error with the class qualifying the hook",
+    "cache name",
+    "cache name in code",
+    "all_gather beside the hook",
+    "outputs beside the hook",
+)
+#: Casual words around a hook's name (``{hook}`` is replaced).
+CASUAL = (
+    "how do I replace {hook} in lightning 2",
+    "{hook} removed",
+    "{hook} not called anymore",
+    "{hook} outputs list",
+    "migrate {hook} to lightning 2",
+)
+
+
+def hook_patterns() -> dict[str, list[registry.OldPattern]]:
+    """``{old hook name: [patterns]}`` in registry order."""
+    found: dict[str, list[registry.OldPattern]] = {}
+    for pattern in registry.PATTERNS:
+        found.setdefault(pattern.hook, []).append(pattern)
+    return found
+
+
+def pages_of(patterns) -> list[str]:
+    """The ``example`` pages of ``patterns``, without duplicates."""
+    return list(dict.fromkeys(pattern.example for pattern in patterns))
+
+
+def recorded_errors(site) -> list[tuple[str, registry.OldPattern]]:
+    """``(error text, pattern)`` of every distinct error the probes recorded on the site's release and the recorded
+    2.x releases, with the pattern's probe class renamed to :data:`READERS_CLASS`."""
+    found: dict[str, registry.OldPattern] = {}
+    for _, document in probe_documents(site):
+        for record in document["records"]:
+            if record.get("error_type"):
+                pattern = registry.get(record["pattern"])
+                text = renamed(f"{record['error_type']}: {record['error_message']}", {pattern.probe_class})
+                found.setdefault(text, pattern)
+    return list(found.items())
+
+
+def phrasings(site) -> list[tuple[str, str, list[str]]]:
+    """``(category, query, fix pages)``: what readers type (see the top of the file), each fix page expected among
+    the first three results. Derived from the registry and the probe records."""
+    cases: list[tuple[str, str, list[str]]] = []
+    hooks = hook_patterns()
+    for position, (hook, patterns) in enumerate(hooks.items()):
+        name = READERS_NAMES[position % len(READERS_NAMES)]
+        cases.append(("hook alone", hook, pages_of(patterns)))
+        cases.append(("hook and a class name", f"{hook} {name}", pages_of(patterns)))
+        cases.append(("hook and a few words", CASUAL[position % len(CASUAL)].format(hook=hook), pages_of(patterns)))
+        if not hook.startswith("on_"):  # training_epoch_end, validation_step_end: "training epoch end"
+            cases.append(("hook spelled as words", hook.replace("_", " "), pages_of(patterns)))
+    for pattern in registry.PATTERNS:
+        cases.append(("def line of the old hook", f"def {pattern.old_signature}:", [pattern.example]))
+    for text, pattern in recorded_errors(site):
+        same = pages_of(hooks[pattern.hook]) if pattern.hook in text else [pattern.example]
+        first, _, rest = text.partition(". ")
+        if rest:  # an error of several sentences: the first alone
+            cases.append(("first sentence of the error", f"{first}.", [pattern.example]))
+        tail = text[text.index(pattern.hook) :] if pattern.hook in text else None
+        if tail and tail != text:
+            cases.append(("error from the hook on", tail, same))
+        qualified = re.search(rf"{READERS_CLASS}\.{pattern.hook}\(\)[^.:]*", text)
+        if qualified:
+            name = READERS_NAMES[len(cases) % len(READERS_NAMES)]
+            cases.append(("error with the class qualifying the hook", qualified[0].replace(READERS_CLASS, name), same))
+    for pattern_id, idioms in registry.CACHE_IDIOMS.items():
+        pattern = registry.get(pattern_id)
+        for idiom in idioms:
+            fixes = pages_of(p for p in registry.PATTERNS if idiom in registry.idioms(p.id))
+            cases.append(("cache name", idiom, fixes))
+            cases.append(("cache name in code", f"self.{idiom}.clear()", fixes))
+            cases.append(("cache name in code", f"self.{idiom}.append(loss)", fixes))
+            cases.append(("cache name in code", f"torch.stack(self.{idiom}).mean()", fixes))
+        cases.append(("all_gather beside the hook", f"all_gather {pattern.hook}", pages_of(hooks[pattern.hook])))
+    for hook, patterns in hooks.items():
+        if any("outputs" in pattern.old_signature for pattern in patterns):
+            cases.append(("outputs beside the hook", f"outputs {hook}", pages_of(patterns)))
+    unique: dict[str, tuple[str, str, list[str]]] = {}
+    for category, query, fixes in cases:
+        unique.setdefault(query, (category, query, fixes))
+    return list(unique.values())
+
+
+def search_index(site) -> dict:
+    """The built ``searchindex.js`` (``Search.setIndex({...})``) as its JSON."""
+    text = (site.outdir / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text.removeprefix("Search.setIndex(").removesuffix(")"))
+
+
+def rank_misses(browser, base_url: str, cases) -> tuple[list[str], dict[str, list[int]]]:
+    """Search each case on the search page; return the cases whose fix pages are not all among the first three
+    results, and per category the worst rank (1-based, 0: not found) of each case."""
+    wrong, ranks = [], {}
+    for category, query, fixes in cases:
+        found = [path.removesuffix(".html") for path in search_results(browser, base_url, quote(query))]
+        positions = [found.index(page) + 1 if page in found else 0 for page in fixes]
+        worst = 0 if 0 in positions else max(positions)
+        ranks.setdefault(category, []).append(worst)
+        if worst == 0 or worst > 3:
+            wrong.append(f"[{category}] {fixes} not in the first three of {found[:5]} for {query!r}")
+    return wrong, ranks
+
+
+def report(ranks: dict[str, list[int]], width: int, label: str) -> str:
+    lines = [f"{label}, {width}px: rank of the fix per category (0: not found)"]
+    lines += [f"  {category}: {ranks[category]}" for category in CATEGORIES if category in ranks]
+    return "\n".join(lines)
+
+
+def test_the_phrasings_cover_every_hook_and_category_with_names_on_no_page(site):
+    cases = phrasings(site)
+    assert len(cases) >= 40
+    assert {category for category, _, _ in cases} == set(CATEGORIES)
+    hooks = {pattern.hook for pattern in registry.PATTERNS}
+    assert hooks <= {query for category, query, _ in cases if category == "hook alone"}
+    assert {p.example for p in registry.PATTERNS} <= {page for _, _, fixes in cases for page in fixes}
+    terms = [*search_index(site)["terms"], *search_index(site)["titleterms"]]
+    for name in (*READERS_NAMES, READERS_CLASS):
+        assert not [term for term in terms if name.lower() in term], f"{name} is on a page of the site"
+
+
+def test_what_readers_type_finds_the_fix_among_the_first_three(site, browser, base_url, width):
+    cases = phrasings(site)
+    wrong, ranks = rank_misses(browser, base_url, cases)
+    print(report(ranks, width, f"clean build, {len(cases)} phrasings"))
+    assert wrong == [], f"{len(wrong)} of {len(cases)} phrasings at {width}px:\n" + "\n".join(wrong)
+
+
+def test_what_readers_type_finds_the_fix_among_the_first_three_after_a_rebuild(
+    site, rebuilt_site, browser, rebuilt_base_url, width
+):
+    cases = phrasings(site)
+    wrong, ranks = rank_misses(browser, rebuilt_base_url, cases)
+    print(report(ranks, width, f"no-op rebuild, {len(cases)} phrasings"))
+    assert wrong == [], f"{len(wrong)} of {len(cases)} phrasings at {width}px:\n" + "\n".join(wrong)
+
+
+def test_a_cache_name_is_indexed_on_its_fix_page_only(site):
+    """``validation_step_outputs`` is a word of the search index on the pages of its patterns (their ``keywords``),
+    and an index entry there."""
+    index = search_index(site)
+    for idiom in dict.fromkeys(i for idioms in registry.CACHE_IDIOMS.values() for i in idioms):
+        pages = pages_of(p for p in registry.PATTERNS if idiom in registry.idioms(p.id))
+        [term] = [term for term in index["terms"] if term.startswith(idiom[: -len("s")])]
+        files = index["terms"][term] if isinstance(index["terms"][term], list) else [index["terms"][term]]
+        assert {index["docnames"][file] for file in files} >= set(pages), idiom
+        entries = index["indexentries"][idiom]
+        assert {index["docnames"][file] for file, _, main in entries if main} == set(pages), idiom
+
+
+#: Queries whose terms include single letters or short pieces of words: an ``i.e.`` of an error, a ``v2.0.0``.
+SHORT_PIECES = (
+    "RuntimeError: You provided only a single `val_dataloader`, but have included `dataloader_idx` in "
+    f"`{READERS_CLASS}.on_validation_batch_end()`. Either remove the argument or give it a default value i.e. "
+    "`dataloader_idx=0`.",
+    "training_epoch_end MyNet",
+    "Support for `validation_epoch_end` has been removed in v2.0.0. i e",
+)
+
+
+@pytest.mark.parametrize("query", SHORT_PIECES, ids=["runtime-error", "hook-and-class", "letters"])
+def test_snippets_never_highlight_a_single_letter_inside_a_word(site, browser, base_url, query):
+    search_results(browser, base_url, quote(query))
+    WebDriverWait(browser, WAIT).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#search-results li p.context span.highlighted")
+    )
+    marked = browser.execute_script(
+        """return Array.from(document.querySelectorAll('#search-results span.highlighted')).map(span => {
+             const before = span.previousSibling ? span.previousSibling.textContent.slice(-1) : '';
+             const after = span.nextSibling ? span.nextSibling.textContent.slice(0, 1) : '';
+             return [before, span.textContent, after];
+           })"""
+    )
+    assert marked
+    inside = [m for m in marked if len(m[1]) == 1 and (re.match(r"\w", m[0] or " ") or re.match(r"\w", m[2] or " "))]
+    assert inside == [], inside[:10]
+    assert all(len(text) > 1 for _, text, _ in marked), sorted({text for _, text, _ in marked})

@@ -77,11 +77,11 @@ def test_new_tab_shows_the_replacement_and_syncs_across_the_page(browser, base_u
     browser.refresh()
     tab_sets = browser.find_elements(By.CSS_SELECTOR, "article .sd-tab-set")
     assert len(tab_sets) >= 2
-    for tab_set in tab_sets:  # before any click: the old code
-        assert "def on_train_epoch_end(self, trainer, pl_module, outputs)" in visible_code(
-            tab_set
-        ) or "def training_epoch_end(self, outputs)" in visible_code(tab_set)
-        assert "class EpochLossCallback" not in visible_code(tab_set)
+    # before any click: the new code, the module's replacement for a module, the callback's for a callback
+    assert "class LossCachingModel(" in visible_code(tab_sets[0])
+    assert "class EpochLossCallback(pl.Callback):" in visible_code(tab_sets[1])
+    for tab_set in tab_sets:
+        assert "outputs)" not in visible_code(tab_set).replace("outputs, batch, batch_idx)", "")  # no old signature
 
     first = tab_sets[0]
     click(browser, first.find_element(By.CSS_SELECTOR, 'label[data-sync-id="callback"]'))
@@ -123,7 +123,7 @@ def test_copy_button_copies_the_code_of_the_visible_tab(landing_page_with_clipbo
     tab_code = browser.find_elements(By.CSS_SELECTOR, "article .sd-tab-set div.highlight")
     block = next(b for b in tab_code if b.is_displayed())
     copied = copy_with_button(browser, block)
-    assert copied.startswith("class TrainingEpochEnd(BoringModel):")
+    assert copied.startswith("class LossCachingModel(")  # the tab open at first: the module's new code
     assert copied.strip() == block.find_element(By.CSS_SELECTOR, "pre").text.strip()
 
 

@@ -34,6 +34,11 @@ The "If you saw this error" block
     main index entry (:class:`sphinx.addnodes.index`) whose text is the wording itself, so that Sphinx's search
     finds the pasted text there (an index entry that contains the query, and is no more than twice its length,
     scores far above any full-text match). The search itself is in :mod:`guide.symptom_search`.
+The cache names of a fix page
+    every cache name (:data:`lightning_migrate.registry.CACHE_IDIOMS`) of the patterns a fix page fixes gets a main
+    index entry there, and is one of the page's ``keywords`` (a :class:`docutils.nodes.meta` node, which Sphinx's
+    search index adds to the page's words): ``validation_step_outputs`` finds its fix, though the page's code names
+    its list otherwise (:func:`idiom_nodes`).
 
 A link to a page that does not exist fails the build: the directive raises :class:`SymptomIndexError` when a
 target is not a source page of the build, and ``build-finished`` raises it when a linked HTML file was not
@@ -493,6 +498,16 @@ def fix_block(app: Sphinx, docname: str) -> nodes.container | None:
     return block
 
 
+def idiom_nodes(docname: str) -> list[nodes.Node]:
+    """The main index entries and the ``keywords`` meta node of the cache names of the patterns whose ``example`` is
+    ``docname`` (``[]`` when they have none): ``training_step_outputs`` and ``self.training_step_outputs``."""
+    idioms = list(dict.fromkeys(i for p in registry.PATTERNS if p.example == docname for i in registry.idioms(p.id)))
+    if not idioms:
+        return []
+    entries = [("single", text, "", "main", None) for idiom in idioms for text in (idiom, f"self.{idiom}")]
+    return [addnodes.index(entries=entries), nodes.meta(name="keywords", content=", ".join(idioms))]
+
+
 def _insert_after_intro(section: nodes.Element, block: nodes.Node) -> None:
     """Put ``block`` after the title and the paragraphs that open ``section``, before its first code or section."""
     position = 0
@@ -547,11 +562,17 @@ def _on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
         own = {w.text for s in printed if docname in s.printed_by for w in s.wordings}
         printed_symptom_entries(doctree, own)
     block = fix_block(app, docname)
-    if block is None:
+    idioms = idiom_nodes(docname)
+    if block is None and not idioms:
         return
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is None:
         raise SymptomIndexError(f"{docname}: a fix page needs a title section for its symptom block")
+    if block is None:
+        for node in reversed(idioms):
+            _insert_after_intro(section, node)
+        return
+    block.insert(1, idioms)
     _insert_after_intro(section, block)
 
 
