@@ -265,14 +265,34 @@ def _data_classes():
     return Samples, IterableSamples, OwnSplit
 
 
+#: ``data.course = "not-monotone"``: every training sample is shifted by this (BoringModel learns a weight along
+#: the shift)...
+NOT_MONOTONE_TRAIN_SHIFT = 0.5
+#: ... and the validation samples after the sanity check's first two batches are the same kind of sample, shifted
+#: and then scaled by this (the other side, twice as far), the first two batches being zeros. Measured with the
+#: matrix's defaults and validation every 2 batches: 1.572, 1.686, 1.988, 1.898 (it rises, then falls), and the
+#: untrained model's sanity loss, 0.930, is below every later validation's.
+NOT_MONOTONE_VAL_SCALE = -2.0
+
+
 def make_datasets(data: dict[str, Any]) -> dict[str, Any]:
     """Every dataset the scenario can read, by name: ``train``, ``train2``, ``val``, ``val2``, ``test``, ...
-    (the ``2`` ones have ``data["second"]`` samples)."""
+    (the ``2`` ones have ``data["second"]`` samples). With ``data["course"] == "not-monotone"`` the training
+    and validation samples are reshaped so that the validation loss is not monotone and the sanity check's batches
+    are easier than the rest (:data:`NOT_MONOTONE_TRAIN_SHIFT`, :data:`NOT_MONOTONE_VAL_SCALE`): a best-so-far
+    value that counts the sanity check, or that restarts, shows there."""
     Samples, _, _ = _data_classes()
     datasets = {}
     for stage in ("train", "val", "test", "predict"):
         datasets[stage] = Samples(stage, data[stage])
         datasets[f"{stage}2"] = Samples(f"{stage}2", data["second"])
+    if data.get("course", "falling") == "not-monotone":
+        easy = 2 * data["batch_size"]  # the default sanity check's two batches
+        for name in ("train", "train2"):
+            datasets[name].data += NOT_MONOTONE_TRAIN_SHIFT
+        for name in ("val", "val2"):
+            datasets[name].data[:easy] = 0.0
+            datasets[name].data[easy:] = (datasets[name].data[easy:] + NOT_MONOTONE_TRAIN_SHIFT) * NOT_MONOTONE_VAL_SCALE
     return datasets
 
 
@@ -383,6 +403,19 @@ def _observers():
         @staticmethod
         def _weights(pl_module):
             return {name: value.detach().clone() for name, value in pl_module.state_dict().items()}
+
+        def state_dict(self):
+            # In every checkpoint: how many validation runs (outside the sanity check) came before it, so that a
+            # run resumed from it knows which of the interrupted run's validations its own values follow.
+            return {"validation_runs": len(self.record["validation"])}
+
+        def load_state_dict(self, state_dict):
+            self.record["carried"] = state_dict["validation_runs"]
+
+        def on_exception(self, trainer, pl_module, exception):
+            # An interrupted run's record is read too: the truth of a value carried across runs spans both.
+            if trainer.global_rank == 0:
+                torch.save(self.record, self.file)
 
         def setup(self, trainer, pl_module, stage):
             # Each Trainer call under ddp_fork starts from the main process's copy of this callback: carry on
@@ -509,10 +542,12 @@ def _observers():
     class MidEpochCheckpoint(pl.Callback):
         """Saves a checkpoint with ``trainer.save_checkpoint`` halfway through the second epoch (after batch
         ``num_training_batches // 2 - 1``, or batch 0 of a dataset without length), as
-        ``ModelCheckpoint(every_n_train_steps=...)`` would, then crashes at the next batch: a job killed mid-epoch."""
+        ``ModelCheckpoint(every_n_train_steps=...)`` would, then crashes at the next batch: a job killed mid-epoch.
+        ``path=None``: crashes at the same point without saving (the run resumes from the ``last.ckpt`` that a
+        ``ModelCheckpoint(save_last=True)`` wrote at the end of the first epoch)."""
 
-        def __init__(self, path: Path):
-            self.path = Path(path)
+        def __init__(self, path: Path | None):
+            self.path = Path(path) if path is not None else None
             self.saved = False
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
@@ -523,7 +558,8 @@ def _observers():
             batches = trainer.num_training_batches  # inf for a dataset without __len__: then after batch 0
             half = max(batches // 2 - 1, 0) if math.isfinite(batches) else 0
             if trainer.current_epoch == 1 and batch_idx == half:
-                trainer.save_checkpoint(self.path)
+                if self.path is not None:
+                    trainer.save_checkpoint(self.path)
                 self.saved = True
 
     return RecordingLogger, GroundTruth, GraphCheck, Crash, MidEpochCheckpoint
@@ -663,7 +699,9 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
     source = DataSource(scenario.data, datasets)
 
     def objects():
-        """The recipe's module and callbacks, as a user's script makes them."""
+        """The recipe's module and callbacks, as a user's script makes them: seeded first, so that the process
+        that was killed and the one that resumes make the same objects, as two runs of one script do."""
+        pl.seed_everything(0, verbose=False)
         return namespace[recipe.module](), [namespace[name]() for name in recipe.callbacks]
 
     def beside() -> list:
@@ -742,9 +780,19 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
                 source.calls["predict"] += 1
         return {"log": log_file, "truth": truth_file, "graph": graph_check, "monitors": monitors, "trainers": trainers}
 
+    def last_checkpoint():
+        """``ModelCheckpoint(save_last=True)`` in the same folder in every attempt, as a restarted job has it."""
+        return ModelCheckpoint(dirpath=tmp / "last", save_last=True)
+
     model, callbacks = objects()
+    resumed_beside: list = []
     if settings["crash"] or settings["resume"]:
-        if settings["resume"]:
+        if settings["resume"] == "last":  # a restart: a new process runs fit(ckpt_path="last")
+            checkpoint = "last"
+            first_model, first_callbacks = objects()  # the process that was killed
+            injected = [last_checkpoint(), MidEpochCheckpoint(None)]
+            resumed_beside = [last_checkpoint()]
+        elif settings["resume"]:
             checkpoint = tmp / "mid-epoch.ckpt"
             first_model, first_callbacks = objects()  # the process that was killed
             injected = [MidEpochCheckpoint(checkpoint)]
@@ -759,13 +807,18 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
         else:  # e.g. a fit that ends (max_steps) before its first validation outside the sanity check
             return {"outcome": "not applicable", "detail": NO_CRASH_POINT.format(stage=recipe.stage), "in_run": True}
         source.calls = {"test": 0, "predict": 0}
-        observed = attempt(2, model, callbacks, [], ckpt_path=str(checkpoint) if checkpoint else None)
+        observed = attempt(2, model, callbacks, resumed_beside, ckpt_path=str(checkpoint) if checkpoint else None)
     else:
         observed = attempt(1, model, callbacks, [])
     record = torch.load(observed["truth"], weights_only=False)
     if not record[recipe.stage]:  # e.g. a fit that ends (max_steps) before its first validation
         return {"outcome": "not applicable", "detail": NO_STAGE_RUN.format(stage=recipe.stage), "in_run": True}
-    expected, tags = truth.ground_truth(recipe, scenario, record, datasets, SKIPPED)
+    before = None
+    if recipe.over_runs and settings["resume"] and record.get("carried"):
+        # a value carried across runs: its truth spans the validations the checkpoint came after, in the run
+        # that was interrupted, then the resumed run's
+        before = torch.load(tmp / "truth1.pt", weights_only=False)[recipe.stage][: record["carried"]]
+    expected, tags = truth.ground_truth(recipe, scenario, record, datasets, SKIPPED, before=before)
     if recipe.weighting == "predictions":
         attribute = recipe.metric[0].removeprefix("attribute:")
         owners = [owner for owner in (model, *callbacks) if hasattr(owner, attribute)]

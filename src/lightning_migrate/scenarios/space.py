@@ -38,6 +38,7 @@ BASE_SETTINGS: dict[str, Any] = {
     "data": {
         "train": 40, "val": 24, "test": 24, "predict": 24, "second": 16, "batch_size": 8, "shuffle": False,
         "kind": "map", "source": "loaders", "train_loaders": 1, "eval_loaders": 1, "split": "sampler",
+        "course": "falling",
     },
     "step": {"train": "loss-dict", "eval": "dict"},
     "callbacks": [],
@@ -48,6 +49,10 @@ TRAIN_STEPS = ("loss-dict", "tensor", "none-batch-1", "manual", "manual-nothing"
                "manual-two-optimizers")  # fmt: skip
 EVAL_STEPS = ("dict", "tensor", "none")
 CALLBACKS = ("monitoring", "plateau", "prediction-writer", "accumulation-scheduler")
+#: ``data.course``: how the validation loss goes, run after run (see the header of the matrix file).
+COURSES = ("falling", "not-monotone")
+#: ``resume``: no resume, a mid-epoch checkpoint (``true``), or a restart from ``last.ckpt`` (``"last"``).
+RESUMES = (False, True, "last")
 RUNS = ("fit", "validate", "test", "predict")
 
 
@@ -286,6 +291,10 @@ def _check_settings(where: str, settings: dict[str, Any]) -> None:
         raise MatrixError(f"{where}: step.train must be one of {TRAIN_STEPS}, step.eval one of {EVAL_STEPS}")
     if set(settings.get("callbacks", ())) - set(CALLBACKS):
         raise MatrixError(f"{where}: callbacks must be among {CALLBACKS}")
+    if settings.get("data", {}).get("course", COURSES[0]) not in COURSES:
+        raise MatrixError(f"{where}: data.course must be one of {COURSES}")
+    if settings.get("resume", False) not in RESUMES:
+        raise MatrixError(f'{where}: resume must be true (a mid-epoch checkpoint) or "last" (a restart)')
 
 
 def load_space(path: Path = MATRIX_FILE) -> Space:

@@ -98,10 +98,17 @@ def evaluated_indices(size: int, scenario: Scenario, stage: str) -> list[int]:
     return sorted(seen)
 
 
-def ground_truth(recipe: Recipe, scenario: Scenario, record: dict, datasets: dict, skipped: dict) -> tuple:
+def ground_truth(
+    recipe: Recipe, scenario: Scenario, record: dict, datasets: dict, skipped: dict, before: list | None = None
+) -> tuple:
     """The values the recipe must give, in order: one ``{metric: value}`` per training epoch or evaluation run,
     or for predictions one tensor (or list of tensors, one per dataloader) per predict run (see the module
-    docstring for what each means); and beside each, ``(trainer number, Trainer function)`` of its run."""
+    docstring for what each means); and beside each, ``(trainer number, Trainer function)`` of its run.
+
+    ``before``: the evaluation runs of an interrupted run that the checkpoint a resumed run started from came
+    after (its ``record`` entries). A value carried across runs (``over_runs = "running_min"``) is the best over
+    those and the resumed run's so far: none of them is compared (the interrupted run's values were logged by it),
+    but each counts in the best."""
     import torch
 
     if recipe.stage == "train":
@@ -117,7 +124,8 @@ def ground_truth(recipe: Recipe, scenario: Scenario, record: dict, datasets: dic
     tags = [(entry["trainer"], entry["fn"]) for entry in record[recipe.stage]]
     runs = []
     batch_size = scenario.data["batch_size"]
-    for entry in record[recipe.stage]:
+    carried = list(before or [])
+    for entry in [*carried, *record[recipe.stage]]:
         per_loader = []
         for name in entry["datasets"]:
             dataset = datasets[name]
@@ -131,10 +139,10 @@ def ground_truth(recipe: Recipe, scenario: Scenario, record: dict, datasets: dic
                 per_loader.append(reduce([losses for losses, _ in results], recipe.weighting))
         runs.append(per_loader)
     if recipe.weighting == "predictions":
-        return [run[0] if len(run) == 1 else run for run in runs], tags
+        return [run[0] if len(run) == 1 else run for run in runs[len(carried) :]], tags
     if recipe.over_runs == "running_min":  # the best value so far, run after run (a "best_val_loss")
         runs = [[min(r[0] for r in runs[: n + 1])] for n in range(len(runs))]
-    return _named(recipe, runs), tags
+    return _named(recipe, runs[len(carried) :]), tags
 
 
 def _named(recipe: Recipe, runs: list[list[float]]) -> list[dict[str, Any]]:
