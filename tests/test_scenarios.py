@@ -124,6 +124,28 @@ MUTATIONS = {
         sub(r"if self\.trainer\.sanity_checking:", "if self.global_step == 0:"),
         {"validate_only", "validate_then_fit"},
     ),
+    # A best-so-far value kept in a plain attribute: a resumed or restarted run starts it again from infinity and
+    # logs its own best (1.891 where the best of the whole training, before the checkpoint, was 1.572).
+    "best-value-not-in-checkpoint": (
+        "pitfalls/sanity_check_pollution.py",
+        "sanity_guarded_best",
+        sub(r"^    def on_(save|load)_checkpoint\(self, checkpoint\):\n.*\n", ""),
+        {"report_neuronx_nemo_16", "restart_from_last"},
+    ),
+    # The sanity check's easier batches (0.930) beat every real validation of the not-monotone data.
+    "best-value-counts-sanity-check": (
+        "pitfalls/sanity_check_pollution.py",
+        "sanity_guarded_best",
+        sub(r"^(\s*)if self\.trainer\.sanity_checking:\n\s*return\n(?=\s*self\.best_val_loss = )", ""),
+        {"not_monotone_sanity"},
+    ),
+    # A validation loss that rises (1.572, then 1.686): the run's own value is not the best so far.
+    "best-value-reset-every-run": (
+        "pitfalls/sanity_check_pollution.py",
+        "sanity_guarded_best",
+        sub(r"self\.best_val_loss = min\(self\.best_val_loss, mean\.item\(\)\)", "self.best_val_loss = mean.item()"),
+        {"not_monotone_sanity"},
+    ),
     "ignores-dataloader-idx": (
         "pitfalls/multiple_val_dataloaders.py",
         "per_loader",
