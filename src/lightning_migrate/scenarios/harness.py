@@ -292,7 +292,8 @@ def make_datasets(data: dict[str, Any]) -> dict[str, Any]:
             datasets[name].data += NOT_MONOTONE_TRAIN_SHIFT
         for name in ("val", "val2"):
             datasets[name].data[:easy] = 0.0
-            datasets[name].data[easy:] = (datasets[name].data[easy:] + NOT_MONOTONE_TRAIN_SHIFT) * NOT_MONOTONE_VAL_SCALE
+            rest = datasets[name].data[easy:]
+            datasets[name].data[easy:] = (rest + NOT_MONOTONE_TRAIN_SHIFT) * NOT_MONOTONE_VAL_SCALE
     return datasets
 
 
