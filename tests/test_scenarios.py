@@ -659,3 +659,46 @@ def test_exploration_learns_nothing_from_a_cell_that_never_reaches_the_recipes_s
         "r × random-4-2054: expected differs, got not applicable: the run never reaches a validation epoch outside "
         "the sanity check [gallery/p.py]"
     ]
+
+
+def _with_referrals(text: str, callback_see: str, module_see: str) -> str:
+    """The matrix file with the manual-no-loss referrals of the callback-side and module-side recipes set."""
+    for rid, see in (("callback_side", callback_see), ("module_side", module_see)):
+        head = f'[[recipe.{rid}.outside]]\naxis = "train_step"\nvalues = ["manual-no-loss", "manual-gan-losses"]\n'
+        start = text.index(head)
+        at = text.index("\nsee = ", start)
+        end = text.index("\n", at + 1)
+        text = text[:at] + f'\nsee = "{see}"' + text[end:]
+    return text
+
+
+def test_a_circle_of_referrals_fails_naming_both_recipes(tmp_path):
+    """Lightning #17801's configuration (a GAN's step returns ``{"g_loss", "d_loss"}``): the callback recipe sent the
+    reader to the module page and the module recipe back, neither holding there. Such a circle fails; the file as
+    committed sends both to the page of several losses, whose recipe holds there."""
+    text = space.MATRIX_FILE.read_text(encoding="utf-8")
+    circle = tmp_path / "matrix.toml"
+    circle.write_text(
+        _with_referrals(text, "examples/core/module_side_caching", "examples/core/callback_side_caching"),
+        encoding="utf-8",
+    )
+    with pytest.raises(space.MatrixError) as raised:
+        space.load_space(circle)
+    message = str(raised.value)
+    assert (
+        "[recipe.callback_side] sends train_step = 'manual-gan-losses' to examples/core/module_side_caching, where no "
+        "recipe holds it (module_side, module_cache_reader declare it outside too, sending it back to "
+        "examples/core/callback_side_caching: a circle)"
+    ) in message
+    assert "[recipe.module_side] sends train_step = 'manual-no-loss' to examples/core/callback_side_caching" in message
+    loaded = space.load_space()
+    gan = "examples/caching/several_losses_manual_optimization"
+    assert {r.id for r in loaded.recipes if space.recipe_docname(r.page) == gan} == {"several_losses_manual"}
+
+
+def test_every_referral_of_the_matrix_file_names_a_page_of_recipes():
+    """The referral check covers every referral of the committed file: none names a page without recipes."""
+    loaded = space.load_space()
+    pages = {space.recipe_docname(r.page) for r in loaded.recipes}
+    unchecked = sorted({o.see for r in loaded.recipes for o in r.outside} - pages)
+    assert unchecked == []

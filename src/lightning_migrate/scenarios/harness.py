@@ -145,7 +145,8 @@ def page_definitions(page: Path, names: tuple[str, ...], base: type, transform: 
 def make_base(train_step: str, eval_step: str, plateau_monitor: str | None = None) -> type:
     """Lightning's ``BoringModel`` as the scenario's user writes it: ``training_step`` returns what ``train_step``
     says (a dict with ``"loss"``, a bare tensor, ``None`` for batch 1, or under manual optimization the loss, nothing,
-    a dict without ``"loss"``, or the loss after stepping two optimizers); ``validation_step`` and ``test_step``
+    a dict without ``"loss"``, the loss after stepping two optimizers, or after stepping two optimizers a GAN's
+    ``{"g_loss", "d_loss"}``: the squared error against ones and against zeros); ``validation_step`` and ``test_step``
     return what ``eval_step`` says (the dicts ``BoringModel`` returns, ``{"x": loss}`` and ``{"y": loss}``, the
     bare loss, or ``None``) and take ``dataloader_idx`` as a module with several dataloaders must; a batch of several
     training loaders (a list) is concatenated; with ``plateau_monitor``, a ``ReduceLROnPlateau`` monitors that logged
@@ -172,6 +173,16 @@ def make_base(train_step: str, eval_step: str, plateau_monitor: str | None = Non
                 return super().training_step(batch, batch_idx)
             optimizers = self.optimizers()
             optimizers = optimizers if isinstance(optimizers, list) else [optimizers]
+            if train_step == "manual-gan-losses":  # Lightning #17801: two optimizers, losses by name, no "loss"
+                prediction = self(batch)
+                g_loss = torch.nn.functional.mse_loss(prediction, torch.ones_like(prediction))
+                d_loss = torch.nn.functional.mse_loss(prediction, torch.zeros_like(prediction))
+                for optimizer in optimizers:
+                    optimizer.zero_grad()
+                self.manual_backward(g_loss + d_loss)
+                for optimizer in optimizers:
+                    optimizer.step()
+                return {"g_loss": g_loss, "d_loss": d_loss}
             loss = self.step(batch)
             for optimizer in optimizers:
                 optimizer.zero_grad()
@@ -193,7 +204,7 @@ def make_base(train_step: str, eval_step: str, plateau_monitor: str | None = Non
             return self._evaluation_step(batch, "y")
 
         def configure_optimizers(self):
-            if train_step == "manual-two-optimizers":
+            if train_step in ("manual-two-optimizers", "manual-gan-losses"):
                 return [torch.optim.SGD([self.layer.weight], lr=0.1), torch.optim.SGD([self.layer.bias], lr=0.1)]
             if plateau_monitor is None:
                 return super().configure_optimizers()

@@ -38,9 +38,10 @@ def _autocast(scenario: Scenario):
     return contextlib.nullcontext()
 
 
-def loss_per_sample(weights: dict, batch, scenario: Scenario):
-    """BoringModel's loss (mean squared error against ones), one value per sample, and the predictions:
-    shapes ``(batch,)`` and ``(batch, 2)``. A list of batches (several training loaders) is concatenated."""
+def loss_per_sample(weights: dict, batch, scenario: Scenario, target: float = 1.0):
+    """BoringModel's loss (mean squared error against ones, or against ``target``), one value per sample, and the
+    predictions: shapes ``(batch,)`` and ``(batch, 2)``. A list of batches (several training loaders) is
+    concatenated."""
     import torch
     from lightning.pytorch.demos.boring_classes import BoringModel
 
@@ -51,7 +52,7 @@ def loss_per_sample(weights: dict, batch, scenario: Scenario):
         batch = torch.cat(batch)
     with torch.no_grad(), _autocast(scenario):
         predictions = reference(batch)
-        losses = ((predictions.float() - torch.ones_like(predictions.float())) ** 2).mean(dim=1)
+        losses = ((predictions.float() - torch.full_like(predictions.float(), target)) ** 2).mean(dim=1)
     return losses, predictions
 
 
@@ -112,6 +113,8 @@ def ground_truth(
     import torch
 
     if recipe.stage == "train":
+        if recipe.targets:  # the recipe's own step computes one loss per metric: every batch has them all
+            return _own_losses(recipe, scenario, record)
         skip = skipped.get(scenario.settings["step"]["train"], lambda batch_idx: False)
         epochs: dict[tuple[int, int], list] = {}
         for entry in record["train"]:
@@ -143,6 +146,19 @@ def ground_truth(
     if recipe.over_runs == "running_min":  # the best value so far, run after run (a "best_val_loss")
         runs = [[min(r[0] for r in runs[: n + 1])] for n in range(len(runs))]
     return _named(recipe, runs[len(carried) :]), tags
+
+
+def _own_losses(recipe: Recipe, scenario: Scenario, record: dict) -> tuple:
+    """Per training epoch, ``{metric: value}`` of every metric of ``recipe.targets``: the squared error against the
+    metric's target over the epoch's batches, weighted as the recipe's quantity is."""
+    epochs: dict[tuple[int, int], dict[str, list]] = {}
+    for entry in record["train"]:
+        per_metric = epochs.setdefault((entry["trainer"], entry["epoch"]), {})
+        for name, target in recipe.targets:
+            losses = loss_per_sample(entry["weights"], entry["batch"], scenario, target)[0]
+            per_metric.setdefault(name, []).append(losses)
+    values = [{name: reduce(losses, recipe.weighting) for name, losses in m.items()} for _, m in sorted(epochs.items())]
+    return values, [(trainer, "fit") for trainer, _ in sorted(epochs)]
 
 
 def _named(recipe: Recipe, runs: list[list[float]]) -> list[dict[str, Any]]:
