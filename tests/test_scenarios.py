@@ -124,6 +124,39 @@ MUTATIONS = {
         sub(r"if self\.trainer\.sanity_checking:", "if self.global_step == 0:"),
         {"validate_only", "validate_then_fit"},
     ),
+    # The dict training_step returned, kept whole: the value is right, the cache holds the loss's graph.
+    "cache-keeps-step-dict": (
+        "core/module_side_caching.py",
+        "module_side",
+        lambda source: re.sub(
+            r"torch\.stack\(self\.training_step_losses\)",
+            'torch.stack([o["loss"] for o in self.training_step_losses])',
+            re.sub(
+                r'self\.training_step_losses\.append\(output\["loss"\]\.detach\(\)\.clone\(\)\)',
+                "self.training_step_losses.append(output)",
+                source,
+            ),
+        ),
+        {"defaults"},
+    ),
+    # The cache as a class attribute, the loss appended with its graph.
+    "class-attribute-cache-keeps-graph": (
+        "core/module_side_caching.py",
+        "module_side",
+        lambda source: re.sub(
+            r'output\["loss"\]\.detach\(\)\.clone\(\)',
+            'output["loss"]',
+            re.sub(
+                r"^    def __init__\(self\):\n        super\(\)\.__init__\(\)\n"
+                r"        self\.training_step_losses = \[\].*\n",
+                "    training_step_losses = []  # one list for the class\n",
+                source,
+                count=1,
+                flags=re.M,
+            ),
+        ),
+        {"defaults"},
+    ),
     # A best-so-far value kept in a plain attribute: a resumed or restarted run starts it again from infinity and
     # logs its own best (1.891 where the best of the whole training, before the checkpoint, was 1.572).
     "best-value-not-in-checkpoint": (

@@ -72,6 +72,10 @@ class RunawayRun(RuntimeError):
     """A run that went on past :data:`RUNAWAY_BATCHES` training batches: Lightning never ended it."""
 
 
+#: How deep the graph check looks into a cache's nested lists, tuples and dicts.
+GRAPH_DEPTH = 4
+
+
 #: Training batches after which a cell's run is stopped as a runaway (the longest scenario runs fewer than 100).
 RUNAWAY_BATCHES = 500
 
@@ -486,23 +490,42 @@ def _observers():
 
     class GraphCheck(pl.Callback):
         """After every training batch, looks for cached tensors that still hold an autograd graph in the recipe's
-        module and callbacks (public list / dict attributes): a cache that keeps graphs alive grows memory."""
+        module and callbacks: their public list, tuple and dict attributes -- of the object, and of its own classes
+        (a cache kept as a class attribute; Lightning's and torch's classes are left out) -- and what those hold,
+        nested (a list of the dicts training_step returned, kept whole), down to :data:`GRAPH_DEPTH` levels. A
+        cache that keeps graphs alive grows memory."""
 
         def __init__(self, owners):
             self.owners = owners
             self.found: list[str] = []
 
+        @staticmethod
+        def _attributes(owner):
+            yield from vars(owner).items()
+            for cls in type(owner).__mro__:
+                if not cls.__module__.startswith(("lightning", "torch", "builtins")):
+                    yield from vars(cls).items()
+
+        @classmethod
+        def _holds_graph(cls, value, depth: int = 0) -> bool:
+            if isinstance(value, torch.Tensor):
+                return value.grad_fn is not None
+            if depth >= GRAPH_DEPTH:
+                return False
+            if isinstance(value, dict):
+                value = value.values()
+            elif not isinstance(value, (list, tuple)):
+                return False
+            return any(cls._holds_graph(item, depth + 1) for item in value)
+
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
             for owner in [pl_module, *self.owners]:
-                for name, value in vars(owner).items():
-                    if name.startswith("_") or not isinstance(value, (list, dict)):
+                for name, value in self._attributes(owner):
+                    if name.startswith("_") or not isinstance(value, (list, tuple, dict)):
                         continue
-                    items = value.values() if isinstance(value, dict) else value
-                    for item in items:
-                        for tensor in item if isinstance(item, (list, tuple)) else [item]:
-                            if isinstance(tensor, torch.Tensor) and tensor.grad_fn is not None:
-                                self.found.append(f"{type(owner).__name__}.{name}")
-                                return
+                    if self._holds_graph(value):
+                        self.found.append(f"{type(owner).__name__}.{name}")
+                        return
 
     class Crash(pl.Callback):
         """Raises :class:`InjectedCrash` part-way through the first run of ``stage``: at the end of its second batch
