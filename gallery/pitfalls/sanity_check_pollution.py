@@ -126,10 +126,10 @@ assert tracker.best_values == [1.5]  # the sanity check's value "beat" the real 
 # .. recipe-domain:: sanity_guarded sanity_guarded_best
 #
 # Always clear the cache, and guard only what must not see the sanity check: here the logged mean and a
-# best-so-far value. A plain attribute is not saved in a checkpoint: the best value goes into it
-# (``on_save_checkpoint``) and comes back from it (``on_load_checkpoint``), so that a run resumed from
-# ``last.ckpt`` or a mid-epoch checkpoint carries on from the best of the whole training instead of starting again
-# from infinity. The recipe below is the whole module; the checks follow it.
+# best-so-far value. The best value goes into the checkpoint (``on_save_checkpoint``) and comes back from it
+# (``on_load_checkpoint``): training resumed from ``last.ckpt`` or from a mid-epoch checkpoint, in a new process,
+# carries on from the best of the whole training instead of starting again from infinity. The recipe below is the
+# whole module; the checks follow it.
 
 
 class Guarded(BoringModel):
