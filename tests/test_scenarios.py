@@ -735,3 +735,35 @@ def test_every_referral_of_the_matrix_file_names_a_page_of_recipes():
     pages = {space.recipe_docname(r.page) for r in loaded.recipes}
     unchecked = sorted({o.see for r in loaded.recipes for o in r.outside} - pages)
     assert unchecked == []
+
+
+def test_a_best_value_of_a_resumed_run_is_the_best_over_every_run():
+    """The truth of a value carried across runs (``over_runs``) counts the validations an interrupted run made before
+    its checkpoint: with the weights that gave the lowest loss before the checkpoint, the resumed run's best is that
+    loss, not the resumed run's own; a value of each run's own (no ``over_runs``) is the resumed run's."""
+    import torch
+    from lightning.pytorch.demos.boring_classes import BoringModel
+
+    loaded = scenarios.load_space()
+    best = next(r for r in loaded.recipes if r.id == "sanity_guarded_best")
+    own = next(r for r in loaded.recipes if r.id == "sanity_guarded")
+    scenario = loaded.scenario("t", {"calls": "resume-mid-epoch"})
+    datasets = harness.make_datasets(scenario.data)
+    good = BoringModel()
+    with torch.no_grad():
+        good.layer.weight.zero_()
+        good.layer.bias.fill_(1.0)  # predicts ones: loss 0
+    worse = BoringModel()
+    with torch.no_grad():
+        worse.layer.weight.zero_()
+        worse.layer.bias.fill_(3.0)  # predicts threes: loss 4
+
+    def entry(model):
+        return {"weights": model.state_dict(), "datasets": ["val"], "trainer": 1, "fn": "fit"}
+
+    record = {"validation": [entry(worse)]}
+    before = [entry(good)]
+    expected, tags = truth.ground_truth(best, scenario, record, datasets, harness.SKIPPED, before=before)
+    assert (expected, tags) == ([{"best_val_loss": 0.0}], [(1, "fit")])
+    assert truth.ground_truth(best, scenario, record, datasets, harness.SKIPPED)[0] == [{"best_val_loss": 4.0}]
+    assert truth.ground_truth(own, scenario, record, datasets, harness.SKIPPED, before=before)[0] == [{"val_loss": 4.0}]
