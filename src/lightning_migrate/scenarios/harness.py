@@ -41,6 +41,11 @@ from .space import ROOT, MatrixError, Recipe, Scenario
 TRAINER_BASE = {"max_epochs": 2, "enable_progress_bar": False, "enable_model_summary": False, "accelerator": "cpu"}
 #: Relative tolerance of a comparison: the recipe and the ground truth sum float32 values in their own order.
 REL_TOL = 1e-5
+#: Relative tolerance of a training value under ``bf16-mixed`` when the scenario's step computes its loss by hand
+#: (``step.train = "hand-loss"``): that loss is bfloat16 (autocast leaves the arithmetic in the prediction's
+#: dtype), rounded to bfloat16's 8 significant bits before any recipe sees it, and a recipe's mean of bfloat16
+#: values is rounded again: two roundings of up to 2**-8 each, against a float32 truth.
+BF16_HAND_LOSS_REL_TOL = 2**-7
 OUTCOMES = ("holds", "differs", "raises", "not applicable")
 #: Seconds a DDP collective may wait before gloo gives up (a deadlock becomes an error, not a hung build).
 DDP_TIMEOUT = 60
@@ -172,6 +177,9 @@ def make_base(train_step: str, eval_step: str, plateau_monitor: str | None = Non
             if not manual:
                 if train_step == "tensor":
                     return self.step(batch)
+                if train_step == "hand-loss":  # in the prediction's dtype: bfloat16 under bf16-mixed
+                    prediction = self(batch)
+                    return {"loss": ((prediction - torch.ones_like(prediction)) ** 2).mean()}
                 if train_step == "none-batch-1" and batch_idx == 1:
                     return None
                 return super().training_step(batch, batch_idx)
@@ -627,9 +635,9 @@ def _is_recipe_metric(recipe: Recipe, name: str) -> bool:
     return name in recipe.metric
 
 
-def _compare(seen: list, expected: list) -> tuple[str, str, float]:
+def _compare(seen: list, expected: list, rel_tol: float = REL_TOL) -> tuple[str, str, float]:
     """``("holds" | "differs", detail, largest relative error)`` of two lists of per-run values (``{name: float}``
-    dicts, or for predictions a tensor or a list of tensors, one per dataloader)."""
+    dicts, or for predictions a tensor or a list of tensors, one per dataloader), within ``rel_tol``."""
     import torch
 
     if len(seen) != len(expected):
@@ -661,8 +669,8 @@ def _compare(seen: list, expected: list) -> tuple[str, str, float]:
             error = math.inf if math.isnan(error) else error
             if error > worst:
                 worst, where = error, f"run {run}, {name}: {a!r} vs {b!r}"
-    if worst <= REL_TOL:
-        return "holds", f"{len(seen)} values", worst
+    if worst <= rel_tol:
+        return "holds", f"{len(seen)} values" + (f" (within {rel_tol:.3g})" if rel_tol != REL_TOL else ""), worst
     return "differs", f"largest relative error {worst:.3g} ({where})", worst
 
 
@@ -869,7 +877,12 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
                 seen.append(row)
     else:
         seen = _logged(observed["log"], recipe)
-    outcome, detail, error = _compare(seen, expected)
+    bf16_hand_loss = (
+        recipe.stage == "train"
+        and settings["step"]["train"] == "hand-loss"
+        and str(scenario.trainer.get("precision")) == "bf16-mixed"
+    )
+    outcome, detail, error = _compare(seen, expected, BF16_HAND_LOSS_REL_TOL if bf16_hand_loss else REL_TOL)
     if outcome == "holds" and observed["graph"].found:
         outcome, detail = "differs", f"{observed['graph'].found[0]} holds tensors with an autograd graph"
     monitors = observed["monitors"]

@@ -46,7 +46,7 @@ BASE_SETTINGS: dict[str, Any] = {
 }  # fmt: skip
 SETTING_KEYS = set(BASE_SETTINGS)
 TRAIN_STEPS = ("loss-dict", "tensor", "none-batch-1", "manual", "manual-nothing", "manual-no-loss",
-               "manual-two-optimizers", "manual-gan-losses")  # fmt: skip
+               "manual-two-optimizers", "manual-gan-losses", "hand-loss")  # fmt: skip
 EVAL_STEPS = ("dict", "tensor", "none")
 CALLBACKS = ("monitoring", "plateau", "prediction-writer", "accumulation-scheduler")
 #: ``data.course``: how the validation loss goes, run after run (see the header of the matrix file).
