@@ -767,3 +767,19 @@ def test_a_best_value_of_a_resumed_run_is_the_best_over_every_run():
     assert (expected, tags) == ([{"best_val_loss": 0.0}], [(1, "fit")])
     assert truth.ground_truth(best, scenario, record, datasets, harness.SKIPPED)[0] == [{"best_val_loss": 4.0}]
     assert truth.ground_truth(own, scenario, record, datasets, harness.SKIPPED, before=before)[0] == [{"val_loss": 4.0}]
+
+
+def test_a_loss_written_by_hand_is_bfloat16_under_bf16_mixed_and_holds_within_two_roundings():
+    """``((p - y) ** 2).mean()`` under bf16-mixed stays bfloat16: the module-side cache of it is farther from the
+    float32 truth than float32's tolerance, and within the declared two bfloat16 roundings; at 32-true it holds at
+    float32's."""
+    loaded = scenarios.load_space()
+    recipe = next(r for r in loaded.recipes if r.id == "module_side")
+    accepted = space.declared_warnings()
+    bf16 = next(s for s in loaded.scenarios if s.id == "bf16_hand_written_loss")
+    result = scenarios.cell_result(recipe, bf16, declared_warnings=accepted)
+    assert result["outcome"] == "holds", result
+    assert harness.REL_TOL < result["relative_error"] <= harness.BF16_HAND_LOSS_REL_TOL
+    full = loaded.scenario("hand-loss-32", {"train_step": "hand-loss"})
+    result = scenarios.cell_result(recipe, full, declared_warnings=accepted)
+    assert result["outcome"] == "holds" and result["relative_error"] <= harness.REL_TOL, result
