@@ -824,8 +824,10 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
         return {"log": log_file, "truth": truth_file, "graph": graph_check, "monitors": monitors, "trainers": trainers}
 
     def last_checkpoint():
-        """``ModelCheckpoint(save_last=True)`` in the same folder in every attempt, as a restarted job has it."""
-        return ModelCheckpoint(dirpath=tmp / "last", save_last=True)
+        """``ModelCheckpoint(save_last=True)`` in the same folder in every attempt, as a restarted job has it; it
+        saves at every training epoch's end (``save_on_train_epoch_end=True``: without a monitor it would otherwise
+        save after validation only, and with validation every other epoch the first epoch would leave none)."""
+        return ModelCheckpoint(dirpath=tmp / "last", save_last=True, save_on_train_epoch_end=True)
 
     model, callbacks = objects()
     resumed_beside: list = []
