@@ -124,6 +124,61 @@ MUTATIONS = {
         sub(r"if self\.trainer\.sanity_checking:", "if self.global_step == 0:"),
         {"validate_only", "validate_then_fit"},
     ),
+    # The dict training_step returned, kept whole: the value is right, the cache holds the loss's graph.
+    "cache-keeps-step-dict": (
+        "core/module_side_caching.py",
+        "module_side",
+        lambda source: re.sub(
+            r"torch\.stack\(self\.training_step_losses\)",
+            'torch.stack([o["loss"] for o in self.training_step_losses])',
+            re.sub(
+                r'self\.training_step_losses\.append\(output\["loss"\]\.detach\(\)\.clone\(\)\)',
+                "self.training_step_losses.append(output)",
+                source,
+            ),
+        ),
+        {"defaults"},
+    ),
+    # The cache as a class attribute, the loss appended with its graph.
+    "class-attribute-cache-keeps-graph": (
+        "core/module_side_caching.py",
+        "module_side",
+        lambda source: re.sub(
+            r'output\["loss"\]\.detach\(\)\.clone\(\)',
+            'output["loss"]',
+            re.sub(
+                r"^    def __init__\(self\):\n        super\(\)\.__init__\(\)\n"
+                r"        self\.training_step_losses = \[\].*\n",
+                "    training_step_losses = []  # one list for the class\n",
+                source,
+                count=1,
+                flags=re.M,
+            ),
+        ),
+        {"defaults"},
+    ),
+    # A best-so-far value kept in a plain attribute: a resumed or restarted run starts it again from infinity and
+    # logs its own best (1.891 where the best of the whole training, before the checkpoint, was 1.572).
+    "best-value-not-in-checkpoint": (
+        "pitfalls/sanity_check_pollution.py",
+        "sanity_guarded_best",
+        sub(r"^    def on_(save|load)_checkpoint\(self, checkpoint\):\n.*\n", ""),
+        {"report_neuronx_nemo_16", "restart_from_last"},
+    ),
+    # The sanity check's easier batches (0.930) beat every real validation of the not-monotone data.
+    "best-value-counts-sanity-check": (
+        "pitfalls/sanity_check_pollution.py",
+        "sanity_guarded_best",
+        sub(r"^(\s*)if self\.trainer\.sanity_checking:\n\s*return\n(?=\s*self\.best_val_loss = )", ""),
+        {"not_monotone_sanity"},
+    ),
+    # A validation loss that rises (1.572, then 1.686): the run's own value is not the best so far.
+    "best-value-reset-every-run": (
+        "pitfalls/sanity_check_pollution.py",
+        "sanity_guarded_best",
+        sub(r"self\.best_val_loss = min\(self\.best_val_loss, mean\.item\(\)\)", "self.best_val_loss = mean.item()"),
+        {"not_monotone_sanity"},
+    ),
     "ignores-dataloader-idx": (
         "pitfalls/multiple_val_dataloaders.py",
         "per_loader",
@@ -640,3 +695,94 @@ def test_exploration_learns_nothing_from_a_cell_that_never_reaches_the_recipes_s
         "r × random-4-2054: expected differs, got not applicable: the run never reaches a validation epoch outside "
         "the sanity check [gallery/p.py]"
     ]
+
+
+def _with_referrals(text: str, callback_see: str, module_see: str) -> str:
+    """The matrix file with the manual-no-loss referrals of the callback-side and module-side recipes set."""
+    for rid, see in (("callback_side", callback_see), ("module_side", module_see)):
+        head = f'[[recipe.{rid}.outside]]\naxis = "train_step"\nvalues = ["manual-no-loss", "manual-gan-losses"]\n'
+        start = text.index(head)
+        at = text.index("\nsee = ", start)
+        end = text.index("\n", at + 1)
+        text = text[:at] + f'\nsee = "{see}"' + text[end:]
+    return text
+
+
+def test_a_circle_of_referrals_fails_naming_both_recipes(tmp_path):
+    """Lightning #17801's configuration (a GAN's step returns ``{"g_loss", "d_loss"}``): the callback recipe sent the
+    reader to the module page and the module recipe back, neither holding there. Such a circle fails; the file as
+    committed sends both to the page of several losses, whose recipe holds there."""
+    text = space.MATRIX_FILE.read_text(encoding="utf-8")
+    circle = tmp_path / "matrix.toml"
+    circle.write_text(
+        _with_referrals(text, "examples/core/module_side_caching", "examples/core/callback_side_caching"),
+        encoding="utf-8",
+    )
+    with pytest.raises(space.MatrixError) as raised:
+        space.load_space(circle)
+    message = str(raised.value)
+    assert (
+        "[recipe.callback_side] sends train_step = 'manual-gan-losses' to examples/core/module_side_caching, where no "
+        "recipe holds it (module_side, module_cache_reader declare it outside too, sending it back to "
+        "examples/core/callback_side_caching: a circle)"
+    ) in message
+    assert "[recipe.module_side] sends train_step = 'manual-no-loss' to examples/core/callback_side_caching" in message
+    loaded = space.load_space()
+    gan = "examples/caching/several_losses_manual_optimization"
+    assert {r.id for r in loaded.recipes if space.recipe_docname(r.page) == gan} == {"several_losses_manual"}
+
+
+def test_every_referral_of_the_matrix_file_names_a_page_of_recipes():
+    """The referral check covers every referral of the committed file: none names a page without recipes."""
+    loaded = space.load_space()
+    pages = {space.recipe_docname(r.page) for r in loaded.recipes}
+    unchecked = sorted({o.see for r in loaded.recipes for o in r.outside} - pages)
+    assert unchecked == []
+
+
+def test_a_best_value_of_a_resumed_run_is_the_best_over_every_run():
+    """The truth of a value carried across runs (``over_runs``) counts the validations an interrupted run made before
+    its checkpoint: with the weights that gave the lowest loss before the checkpoint, the resumed run's best is that
+    loss, not the resumed run's own; a value of each run's own (no ``over_runs``) is the resumed run's."""
+    import torch
+    from lightning.pytorch.demos.boring_classes import BoringModel
+
+    loaded = scenarios.load_space()
+    best = next(r for r in loaded.recipes if r.id == "sanity_guarded_best")
+    own = next(r for r in loaded.recipes if r.id == "sanity_guarded")
+    scenario = loaded.scenario("t", {"calls": "resume-mid-epoch"})
+    datasets = harness.make_datasets(scenario.data)
+    good = BoringModel()
+    with torch.no_grad():
+        good.layer.weight.zero_()
+        good.layer.bias.fill_(1.0)  # predicts ones: loss 0
+    worse = BoringModel()
+    with torch.no_grad():
+        worse.layer.weight.zero_()
+        worse.layer.bias.fill_(3.0)  # predicts threes: loss 4
+
+    def entry(model):
+        return {"weights": model.state_dict(), "datasets": ["val"], "trainer": 1, "fn": "fit"}
+
+    record = {"validation": [entry(worse)]}
+    before = [entry(good)]
+    expected, tags = truth.ground_truth(best, scenario, record, datasets, harness.SKIPPED, before=before)
+    assert (expected, tags) == ([{"best_val_loss": 0.0}], [(1, "fit")])
+    assert truth.ground_truth(best, scenario, record, datasets, harness.SKIPPED)[0] == [{"best_val_loss": 4.0}]
+    assert truth.ground_truth(own, scenario, record, datasets, harness.SKIPPED, before=before)[0] == [{"val_loss": 4.0}]
+
+
+def test_a_loss_written_by_hand_is_bfloat16_under_bf16_mixed_and_holds_within_two_roundings():
+    """``((p - y) ** 2).mean()`` under bf16-mixed stays bfloat16: the module-side cache of it is farther from the
+    float32 truth than float32's tolerance, and within the declared two bfloat16 roundings; at 32-true it holds at
+    float32's."""
+    loaded = scenarios.load_space()
+    recipe = next(r for r in loaded.recipes if r.id == "module_side")
+    accepted = space.declared_warnings()
+    bf16 = next(s for s in loaded.scenarios if s.id == "bf16_hand_written_loss")
+    result = scenarios.cell_result(recipe, bf16, declared_warnings=accepted)
+    assert result["outcome"] == "holds", result
+    assert harness.REL_TOL < result["relative_error"] <= harness.BF16_HAND_LOSS_REL_TOL
+    full = loaded.scenario("hand-loss-32", {"train_step": "hand-loss"})
+    result = scenarios.cell_result(recipe, full, declared_warnings=accepted)
+    assert result["outcome"] == "holds" and result["relative_error"] <= harness.REL_TOL, result

@@ -42,6 +42,12 @@ class Guarded(BoringModel):
         self.log("val_loss", mean)
         self.log("best_val_loss", self.best_val_loss)
 
+    def on_save_checkpoint(self, checkpoint):
+        checkpoint["best_val_loss"] = self.best_val_loss  # a resumed run carries on from the best so far
+
+    def on_load_checkpoint(self, checkpoint):
+        self.best_val_loss = checkpoint.get("best_val_loss", math.inf)
+
 
 # %%
 # .. recipe-domain:: sanity_guarded sanity_guarded_best
@@ -224,6 +230,16 @@ assert not any(math.isclose(v, mean_loss(sanity_weights, sanity_batches)) for v 
 assert guarded.validation_step_losses == []
 
 # %%
+# The best value goes into the checkpoint: a new module (a new process) that resumes from ``last.ckpt`` starts
+# from it, not from infinity.
+last = Path(tempfile.mkdtemp(), "last.ckpt")
+trainer.save_checkpoint(last)
+restored = Guarded()
+restored.on_load_checkpoint(torch.load(last, weights_only=False))
+print(f"best_val_loss saved {guarded.best_val_loss:.6f}, restored {restored.best_val_loss:.6f}")
+assert restored.best_val_loss == guarded.best_val_loss == min(expected)
+
+# %%
 # Why not ``global_step == 0``
 # ----------------------------
 # A guard written as ``self.trainer.global_step == 0`` skips the sanity check of a fresh ``fit`` too -- and
@@ -251,8 +267,9 @@ for model in (GlobalStepGuard(), Guarded()):
 
 # %%
 # ``Guarded`` also holds with the default sanity check, ``trainer.validate()`` on its own and before ``fit``,
-# several validation runs per epoch and monitoring callbacks, against means computed from the data without
-# Lightning (:doc:`where it works </reference/scenarios>`).
+# several validation runs per epoch, monitoring callbacks, and training resumed from a mid-epoch checkpoint or
+# restarted from ``last.ckpt`` with a validation loss that rises and falls, against means and best values
+# computed from the data without Lightning (:doc:`where it works </reference/scenarios>`).
 # With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
 # :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
 # </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`

@@ -41,6 +41,11 @@ from .space import ROOT, MatrixError, Recipe, Scenario
 TRAINER_BASE = {"max_epochs": 2, "enable_progress_bar": False, "enable_model_summary": False, "accelerator": "cpu"}
 #: Relative tolerance of a comparison: the recipe and the ground truth sum float32 values in their own order.
 REL_TOL = 1e-5
+#: Relative tolerance of a training value under ``bf16-mixed`` when the scenario's step computes its loss by hand
+#: (``step.train = "hand-loss"``): that loss is bfloat16 (autocast leaves the arithmetic in the prediction's
+#: dtype), rounded to bfloat16's 8 significant bits before any recipe sees it, and a recipe's mean of bfloat16
+#: values is rounded again: two roundings of up to 2**-8 each, against a float32 truth.
+BF16_HAND_LOSS_REL_TOL = 2**-7
 OUTCOMES = ("holds", "differs", "raises", "not applicable")
 #: Seconds a DDP collective may wait before gloo gives up (a deadlock becomes an error, not a hung build).
 DDP_TIMEOUT = 60
@@ -70,6 +75,10 @@ class InjectedCrash(RuntimeError):
 
 class RunawayRun(RuntimeError):
     """A run that went on past :data:`RUNAWAY_BATCHES` training batches: Lightning never ended it."""
+
+
+#: How deep the graph check looks into a cache's nested lists, tuples and dicts.
+GRAPH_DEPTH = 4
 
 
 #: Training batches after which a cell's run is stopped as a runaway (the longest scenario runs fewer than 100).
@@ -145,7 +154,8 @@ def page_definitions(page: Path, names: tuple[str, ...], base: type, transform: 
 def make_base(train_step: str, eval_step: str, plateau_monitor: str | None = None) -> type:
     """Lightning's ``BoringModel`` as the scenario's user writes it: ``training_step`` returns what ``train_step``
     says (a dict with ``"loss"``, a bare tensor, ``None`` for batch 1, or under manual optimization the loss, nothing,
-    a dict without ``"loss"``, or the loss after stepping two optimizers); ``validation_step`` and ``test_step``
+    a dict without ``"loss"``, the loss after stepping two optimizers, or after stepping two optimizers a GAN's
+    ``{"g_loss", "d_loss"}``: the squared error against ones and against zeros); ``validation_step`` and ``test_step``
     return what ``eval_step`` says (the dicts ``BoringModel`` returns, ``{"x": loss}`` and ``{"y": loss}``, the
     bare loss, or ``None``) and take ``dataloader_idx`` as a module with several dataloaders must; a batch of several
     training loaders (a list) is concatenated; with ``plateau_monitor``, a ``ReduceLROnPlateau`` monitors that logged
@@ -167,11 +177,24 @@ def make_base(train_step: str, eval_step: str, plateau_monitor: str | None = Non
             if not manual:
                 if train_step == "tensor":
                     return self.step(batch)
+                if train_step == "hand-loss":  # in the prediction's dtype: bfloat16 under bf16-mixed
+                    prediction = self(batch)
+                    return {"loss": ((prediction - torch.ones_like(prediction)) ** 2).mean()}
                 if train_step == "none-batch-1" and batch_idx == 1:
                     return None
                 return super().training_step(batch, batch_idx)
             optimizers = self.optimizers()
             optimizers = optimizers if isinstance(optimizers, list) else [optimizers]
+            if train_step == "manual-gan-losses":  # Lightning #17801: two optimizers, losses by name, no "loss"
+                prediction = self(batch)
+                g_loss = torch.nn.functional.mse_loss(prediction, torch.ones_like(prediction))
+                d_loss = torch.nn.functional.mse_loss(prediction, torch.zeros_like(prediction))
+                for optimizer in optimizers:
+                    optimizer.zero_grad()
+                self.manual_backward(g_loss + d_loss)
+                for optimizer in optimizers:
+                    optimizer.step()
+                return {"g_loss": g_loss, "d_loss": d_loss}
             loss = self.step(batch)
             for optimizer in optimizers:
                 optimizer.zero_grad()
@@ -193,7 +216,7 @@ def make_base(train_step: str, eval_step: str, plateau_monitor: str | None = Non
             return self._evaluation_step(batch, "y")
 
         def configure_optimizers(self):
-            if train_step == "manual-two-optimizers":
+            if train_step in ("manual-two-optimizers", "manual-gan-losses"):
                 return [torch.optim.SGD([self.layer.weight], lr=0.1), torch.optim.SGD([self.layer.bias], lr=0.1)]
             if plateau_monitor is None:
                 return super().configure_optimizers()
@@ -265,14 +288,35 @@ def _data_classes():
     return Samples, IterableSamples, OwnSplit
 
 
+#: ``data.course = "not-monotone"``: every training sample is shifted by this (BoringModel learns a weight along
+#: the shift)...
+NOT_MONOTONE_TRAIN_SHIFT = 0.5
+#: ... and the validation samples after the sanity check's first two batches are the same kind of sample, shifted
+#: and then scaled by this (the other side, twice as far), the first two batches being zeros. Measured with the
+#: matrix's defaults and validation every 2 batches: 1.572, 1.686, 1.988, 1.898 (it rises, then falls), and the
+#: untrained model's sanity loss, 0.930, is below every later validation's.
+NOT_MONOTONE_VAL_SCALE = -2.0
+
+
 def make_datasets(data: dict[str, Any]) -> dict[str, Any]:
     """Every dataset the scenario can read, by name: ``train``, ``train2``, ``val``, ``val2``, ``test``, ...
-    (the ``2`` ones have ``data["second"]`` samples)."""
+    (the ``2`` ones have ``data["second"]`` samples). With ``data["course"] == "not-monotone"`` the training
+    and validation samples are reshaped so that the validation loss is not monotone and the sanity check's batches
+    are easier than the rest (:data:`NOT_MONOTONE_TRAIN_SHIFT`, :data:`NOT_MONOTONE_VAL_SCALE`): a best-so-far
+    value that counts the sanity check, or that restarts, shows there."""
     Samples, _, _ = _data_classes()
     datasets = {}
     for stage in ("train", "val", "test", "predict"):
         datasets[stage] = Samples(stage, data[stage])
         datasets[f"{stage}2"] = Samples(f"{stage}2", data["second"])
+    if data.get("course", "falling") == "not-monotone":
+        easy = 2 * data["batch_size"]  # the default sanity check's two batches
+        for name in ("train", "train2"):
+            datasets[name].data += NOT_MONOTONE_TRAIN_SHIFT
+        for name in ("val", "val2"):
+            datasets[name].data[:easy] = 0.0
+            rest = datasets[name].data[easy:]
+            datasets[name].data[easy:] = (rest + NOT_MONOTONE_TRAIN_SHIFT) * NOT_MONOTONE_VAL_SCALE
     return datasets
 
 
@@ -384,6 +428,19 @@ def _observers():
         def _weights(pl_module):
             return {name: value.detach().clone() for name, value in pl_module.state_dict().items()}
 
+        def state_dict(self):
+            # In every checkpoint: how many validation runs (outside the sanity check) came before it, so that a
+            # run resumed from it knows which of the interrupted run's validations its own values follow.
+            return {"validation_runs": len(self.record["validation"])}
+
+        def load_state_dict(self, state_dict):
+            self.record["carried"] = state_dict["validation_runs"]
+
+        def on_exception(self, trainer, pl_module, exception):
+            # An interrupted run's record is read too: the truth of a value carried across runs spans both.
+            if trainer.global_rank == 0:
+                torch.save(self.record, self.file)
+
         def setup(self, trainer, pl_module, stage):
             # Each Trainer call under ddp_fork starts from the main process's copy of this callback: carry on
             # from what the previous call's rank 0 kept.
@@ -441,23 +498,42 @@ def _observers():
 
     class GraphCheck(pl.Callback):
         """After every training batch, looks for cached tensors that still hold an autograd graph in the recipe's
-        module and callbacks (public list / dict attributes): a cache that keeps graphs alive grows memory."""
+        module and callbacks: their public list, tuple and dict attributes -- of the object, and of its own classes
+        (a cache kept as a class attribute; Lightning's and torch's classes are left out) -- and what those hold,
+        nested (a list of the dicts training_step returned, kept whole), down to :data:`GRAPH_DEPTH` levels. A
+        cache that keeps graphs alive grows memory."""
 
         def __init__(self, owners):
             self.owners = owners
             self.found: list[str] = []
 
+        @staticmethod
+        def _attributes(owner):
+            yield from vars(owner).items()
+            for cls in type(owner).__mro__:
+                if not cls.__module__.startswith(("lightning", "torch", "builtins")):
+                    yield from vars(cls).items()
+
+        @classmethod
+        def _holds_graph(cls, value, depth: int = 0) -> bool:
+            if isinstance(value, torch.Tensor):
+                return value.grad_fn is not None
+            if depth >= GRAPH_DEPTH:
+                return False
+            if isinstance(value, dict):
+                value = value.values()
+            elif not isinstance(value, (list, tuple)):
+                return False
+            return any(cls._holds_graph(item, depth + 1) for item in value)
+
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
             for owner in [pl_module, *self.owners]:
-                for name, value in vars(owner).items():
-                    if name.startswith("_") or not isinstance(value, (list, dict)):
+                for name, value in self._attributes(owner):
+                    if name.startswith("_") or not isinstance(value, (list, tuple, dict)):
                         continue
-                    items = value.values() if isinstance(value, dict) else value
-                    for item in items:
-                        for tensor in item if isinstance(item, (list, tuple)) else [item]:
-                            if isinstance(tensor, torch.Tensor) and tensor.grad_fn is not None:
-                                self.found.append(f"{type(owner).__name__}.{name}")
-                                return
+                    if self._holds_graph(value):
+                        self.found.append(f"{type(owner).__name__}.{name}")
+                        return
 
     class Crash(pl.Callback):
         """Raises :class:`InjectedCrash` part-way through the first run of ``stage``: at the end of its second batch
@@ -509,10 +585,12 @@ def _observers():
     class MidEpochCheckpoint(pl.Callback):
         """Saves a checkpoint with ``trainer.save_checkpoint`` halfway through the second epoch (after batch
         ``num_training_batches // 2 - 1``, or batch 0 of a dataset without length), as
-        ``ModelCheckpoint(every_n_train_steps=...)`` would, then crashes at the next batch: a job killed mid-epoch."""
+        ``ModelCheckpoint(every_n_train_steps=...)`` would, then crashes at the next batch: a job killed mid-epoch.
+        ``path=None``: crashes at the same point without saving (the run resumes from the ``last.ckpt`` that a
+        ``ModelCheckpoint(save_last=True)`` wrote at the end of the first epoch)."""
 
-        def __init__(self, path: Path):
-            self.path = Path(path)
+        def __init__(self, path: Path | None):
+            self.path = Path(path) if path is not None else None
             self.saved = False
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
@@ -523,7 +601,8 @@ def _observers():
             batches = trainer.num_training_batches  # inf for a dataset without __len__: then after batch 0
             half = max(batches // 2 - 1, 0) if math.isfinite(batches) else 0
             if trainer.current_epoch == 1 and batch_idx == half:
-                trainer.save_checkpoint(self.path)
+                if self.path is not None:
+                    trainer.save_checkpoint(self.path)
                 self.saved = True
 
     return RecordingLogger, GroundTruth, GraphCheck, Crash, MidEpochCheckpoint
@@ -556,9 +635,9 @@ def _is_recipe_metric(recipe: Recipe, name: str) -> bool:
     return name in recipe.metric
 
 
-def _compare(seen: list, expected: list) -> tuple[str, str, float]:
+def _compare(seen: list, expected: list, rel_tol: float = REL_TOL) -> tuple[str, str, float]:
     """``("holds" | "differs", detail, largest relative error)`` of two lists of per-run values (``{name: float}``
-    dicts, or for predictions a tensor or a list of tensors, one per dataloader)."""
+    dicts, or for predictions a tensor or a list of tensors, one per dataloader), within ``rel_tol``."""
     import torch
 
     if len(seen) != len(expected):
@@ -590,8 +669,8 @@ def _compare(seen: list, expected: list) -> tuple[str, str, float]:
             error = math.inf if math.isnan(error) else error
             if error > worst:
                 worst, where = error, f"run {run}, {name}: {a!r} vs {b!r}"
-    if worst <= REL_TOL:
-        return "holds", f"{len(seen)} values", worst
+    if worst <= rel_tol:
+        return "holds", f"{len(seen)} values" + (f" (within {rel_tol:.3g})" if rel_tol != REL_TOL else ""), worst
     return "differs", f"largest relative error {worst:.3g} ({where})", worst
 
 
@@ -663,7 +742,9 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
     source = DataSource(scenario.data, datasets)
 
     def objects():
-        """The recipe's module and callbacks, as a user's script makes them."""
+        """The recipe's module and callbacks, as a user's script makes them: seeded first, so that the process
+        that was killed and the one that resumes make the same objects, as two runs of one script do."""
+        pl.seed_everything(0, verbose=False)
         return namespace[recipe.module](), [namespace[name]() for name in recipe.callbacks]
 
     def beside() -> list:
@@ -742,9 +823,21 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
                 source.calls["predict"] += 1
         return {"log": log_file, "truth": truth_file, "graph": graph_check, "monitors": monitors, "trainers": trainers}
 
+    def last_checkpoint():
+        """``ModelCheckpoint(save_last=True)`` in the same folder in every attempt, as a restarted job has it; it
+        saves at every training epoch's end (``save_on_train_epoch_end=True``: without a monitor it would otherwise
+        save after validation only, and with validation every other epoch the first epoch would leave none)."""
+        return ModelCheckpoint(dirpath=tmp / "last", save_last=True, save_on_train_epoch_end=True)
+
     model, callbacks = objects()
+    resumed_beside: list = []
     if settings["crash"] or settings["resume"]:
-        if settings["resume"]:
+        if settings["resume"] == "last":  # a restart: a new process runs fit(ckpt_path="last")
+            checkpoint = "last"
+            first_model, first_callbacks = objects()  # the process that was killed
+            injected = [last_checkpoint(), MidEpochCheckpoint(None)]
+            resumed_beside = [last_checkpoint()]
+        elif settings["resume"]:
             checkpoint = tmp / "mid-epoch.ckpt"
             first_model, first_callbacks = objects()  # the process that was killed
             injected = [MidEpochCheckpoint(checkpoint)]
@@ -759,13 +852,18 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
         else:  # e.g. a fit that ends (max_steps) before its first validation outside the sanity check
             return {"outcome": "not applicable", "detail": NO_CRASH_POINT.format(stage=recipe.stage), "in_run": True}
         source.calls = {"test": 0, "predict": 0}
-        observed = attempt(2, model, callbacks, [], ckpt_path=str(checkpoint) if checkpoint else None)
+        observed = attempt(2, model, callbacks, resumed_beside, ckpt_path=str(checkpoint) if checkpoint else None)
     else:
         observed = attempt(1, model, callbacks, [])
     record = torch.load(observed["truth"], weights_only=False)
     if not record[recipe.stage]:  # e.g. a fit that ends (max_steps) before its first validation
         return {"outcome": "not applicable", "detail": NO_STAGE_RUN.format(stage=recipe.stage), "in_run": True}
-    expected, tags = truth.ground_truth(recipe, scenario, record, datasets, SKIPPED)
+    before = None
+    if recipe.over_runs and settings["resume"] and record.get("carried"):
+        # a value carried across runs: its truth spans the validations the checkpoint came after, in the run
+        # that was interrupted, then the resumed run's
+        before = torch.load(tmp / "truth1.pt", weights_only=False)[recipe.stage][: record["carried"]]
+    expected, tags = truth.ground_truth(recipe, scenario, record, datasets, SKIPPED, before=before)
     if recipe.weighting == "predictions":
         attribute = recipe.metric[0].removeprefix("attribute:")
         owners = [owner for owner in (model, *callbacks) if hasattr(owner, attribute)]
@@ -781,7 +879,12 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
                 seen.append(row)
     else:
         seen = _logged(observed["log"], recipe)
-    outcome, detail, error = _compare(seen, expected)
+    bf16_hand_loss = (
+        recipe.stage == "train"
+        and settings["step"]["train"] == "hand-loss"
+        and str(scenario.trainer.get("precision")) == "bf16-mixed"
+    )
+    outcome, detail, error = _compare(seen, expected, BF16_HAND_LOSS_REL_TOL if bf16_hand_loss else REL_TOL)
     if outcome == "holds" and observed["graph"].found:
         outcome, detail = "differs", f"{observed['graph'].found[0]} holds tensors with an autograd graph"
     monitors = observed["monitors"]

@@ -39,6 +39,7 @@ BASE_SETTINGS: dict[str, Any] = {
     "data": {
         "train": 40, "val": 24, "test": 24, "predict": 24, "second": 16, "batch_size": 8, "shuffle": False,
         "kind": "map", "source": "loaders", "train_loaders": 1, "eval_loaders": 1, "split": "sampler",
+        "course": "falling",
     },
     "step": {"train": "loss-dict", "eval": "dict"},
     "callbacks": [],
@@ -46,9 +47,13 @@ BASE_SETTINGS: dict[str, Any] = {
 }  # fmt: skip
 SETTING_KEYS = set(BASE_SETTINGS)
 TRAIN_STEPS = ("loss-dict", "tensor", "none-batch-1", "manual", "manual-nothing", "manual-no-loss",
-               "manual-two-optimizers")  # fmt: skip
+               "manual-two-optimizers", "manual-gan-losses", "hand-loss")  # fmt: skip
 EVAL_STEPS = ("dict", "tensor", "none")
 CALLBACKS = ("monitoring", "plateau", "prediction-writer", "accumulation-scheduler")
+#: ``data.course``: how the validation loss goes, run after run (see the header of the matrix file).
+COURSES = ("falling", "not-monotone")
+#: ``resume``: no resume, a mid-epoch checkpoint (``true``), or a restart from ``last.ckpt`` (``"last"``).
+RESUMES = (False, True, "last")
 RUNS = ("fit", "validate", "test", "predict")
 
 
@@ -163,6 +168,9 @@ class Recipe:
     declared: tuple[Declared, ...] = ()
     over_runs: str | None = None
     transform: str | None = None
+    #: ``{metric: target}``: the recipe's own training_step computes one loss per metric, the mean squared error
+    #: of BoringModel's predictions against ``target`` (the truth does the same; the scenario's step is not used)
+    targets: tuple[tuple[str, float], ...] = ()
 
     def runs_in(self, scenario: Scenario) -> bool:
         """Whether ``scenario`` runs the stage this recipe reduces."""
@@ -287,6 +295,10 @@ def _check_settings(where: str, settings: dict[str, Any]) -> None:
         raise MatrixError(f"{where}: step.train must be one of {TRAIN_STEPS}, step.eval one of {EVAL_STEPS}")
     if set(settings.get("callbacks", ())) - set(CALLBACKS):
         raise MatrixError(f"{where}: callbacks must be among {CALLBACKS}")
+    if settings.get("data", {}).get("course", COURSES[0]) not in COURSES:
+        raise MatrixError(f"{where}: data.course must be one of {COURSES}")
+    if settings.get("resume", False) not in RESUMES:
+        raise MatrixError(f'{where}: resume must be true (a mid-epoch checkpoint) or "last" (a restart)')
 
 
 def load_space(path: Path = MATRIX_FILE) -> Space:
@@ -342,7 +354,11 @@ def load_space(path: Path = MATRIX_FILE) -> Space:
             f"{path}: [[warning]]: the warnings the cells accept are declared with their reasons in "
             f"{DECLARED_WARNINGS_FILE.relative_to(ROOT)} (IN_SCENARIO_CELLS), the build's one list"
         )
-    return Space(path, axes, tuple(constraints), tuple(scenarios), tuple(recipes), declared_warnings())
+    loaded = Space(path, axes, tuple(constraints), tuple(scenarios), tuple(recipes), declared_warnings())
+    problems = referral_problems(loaded)
+    if problems:
+        raise MatrixError("every referral must name a page whose recipe holds there:\n" + "\n".join(problems))
+    return loaded
 
 
 def _load_recipe(path: Path, rid: str, table: dict, axes: dict[str, Axis], named: set[str]) -> Recipe:
@@ -382,6 +398,9 @@ def _load_recipe(path: Path, rid: str, table: dict, axes: dict[str, Axis], named
             Declared(entry["outcome"], entry["reason"], entry["see"], entry.get("match"), values, entry.get("scenario"))
         )
     metric = table["metric"]
+    targets = table.get("targets", {})
+    if targets and (set(targets) != set(metric if isinstance(metric, list) else [metric]) or table["stage"] != "train"):
+        raise MatrixError(f"{where} targets: a training recipe's targets name every metric, and only those")
     return Recipe(
         rid,
         table["title"],
@@ -396,7 +415,57 @@ def _load_recipe(path: Path, rid: str, table: dict, axes: dict[str, Axis], named
         tuple(declared),
         table.get("over_runs"),
         table.get("transform"),
+        tuple((name, float(targets[name])) for name in (metric if isinstance(metric, list) else [metric]) if targets),
     )
+
+
+def recipe_docname(page: str) -> str:
+    """The site's document name of a recipe's page: ``gallery/<dir>/<name>.py`` is sphinx-gallery's
+    ``examples/<dir>/<name>``, ``docs/<name>.md`` is ``<name>``, any other page its path without the suffix."""
+    path = Path(page)
+    if path.parts and path.parts[0] == "gallery":
+        return "/".join(("examples", *path.with_suffix("").parts[1:]))
+    if path.parts and path.parts[0] == "docs":
+        return "/".join(path.with_suffix("").parts[1:])
+    return path.with_suffix("").as_posix()
+
+
+def referral_problems(space: Space) -> list[str]:
+    """One line per referral that proves nothing: a recipe declares values of an axis outside its domain and names
+    (``see``) an example page, or a page of recipes, where no recipe has each of those values inside its domain --
+    there the covering set proves a recipe of that page in every value of its domain (each pair of a recipe and a
+    value), so a referral to such a recipe is proven by the build. A referral whose page's recipes send the reader
+    back for the same value is named as a circle. Referrals to other pages (a reference page) are not checked."""
+    by_page: dict[str, list[Recipe]] = {}
+    for recipe in space.recipes:
+        by_page.setdefault(recipe_docname(recipe.page), []).append(recipe)
+
+    def inside(recipe: Recipe, axis: str, value: str) -> bool:
+        return not any(o.axis == axis and value in o.values for o in recipe.outside)
+
+    problems = []
+    for recipe in space.recipes:
+        for entry in recipe.outside:
+            if not entry.see.startswith("examples/") and entry.see not in by_page:
+                continue
+            candidates = [r for r in by_page.get(entry.see, []) if r.id != recipe.id]
+            for value in [v for v in space.axes[entry.axis].values if v in entry.values]:
+                if any(inside(r, entry.axis, value) for r in candidates):
+                    continue
+                back = sorted(
+                    {o.see for r in candidates for o in r.outside if o.axis == entry.axis and value in o.values}
+                )
+                circle = recipe_docname(recipe.page) in back
+                problems.append(
+                    f"{space.path}: [recipe.{recipe.id}] sends {entry.axis} = {value!r} to {entry.see}, where "
+                    + (
+                        f"no recipe holds it ({', '.join(r.id for r in candidates)} declare it outside too"
+                        + (f", sending it back to {recipe_docname(recipe.page)}: a circle)" if circle else ")")
+                        if candidates
+                        else "no recipe of the matrix is shown"
+                    )
+                )
+    return problems
 
 
 def load_matrix(path: Path = MATRIX_FILE) -> tuple[list[Scenario], list[Recipe]]:

@@ -38,9 +38,10 @@ def _autocast(scenario: Scenario):
     return contextlib.nullcontext()
 
 
-def loss_per_sample(weights: dict, batch, scenario: Scenario):
-    """BoringModel's loss (mean squared error against ones), one value per sample, and the predictions:
-    shapes ``(batch,)`` and ``(batch, 2)``. A list of batches (several training loaders) is concatenated."""
+def loss_per_sample(weights: dict, batch, scenario: Scenario, target: float = 1.0):
+    """BoringModel's loss (mean squared error against ones, or against ``target``), one value per sample, and the
+    predictions: shapes ``(batch,)`` and ``(batch, 2)``. A list of batches (several training loaders) is
+    concatenated."""
     import torch
     from lightning.pytorch.demos.boring_classes import BoringModel
 
@@ -51,7 +52,7 @@ def loss_per_sample(weights: dict, batch, scenario: Scenario):
         batch = torch.cat(batch)
     with torch.no_grad(), _autocast(scenario):
         predictions = reference(batch)
-        losses = ((predictions.float() - torch.ones_like(predictions.float())) ** 2).mean(dim=1)
+        losses = ((predictions.float() - torch.full_like(predictions.float(), target)) ** 2).mean(dim=1)
     return losses, predictions
 
 
@@ -98,13 +99,22 @@ def evaluated_indices(size: int, scenario: Scenario, stage: str) -> list[int]:
     return sorted(seen)
 
 
-def ground_truth(recipe: Recipe, scenario: Scenario, record: dict, datasets: dict, skipped: dict) -> tuple:
+def ground_truth(
+    recipe: Recipe, scenario: Scenario, record: dict, datasets: dict, skipped: dict, before: list | None = None
+) -> tuple:
     """The values the recipe must give, in order: one ``{metric: value}`` per training epoch or evaluation run,
     or for predictions one tensor (or list of tensors, one per dataloader) per predict run (see the module
-    docstring for what each means); and beside each, ``(trainer number, Trainer function)`` of its run."""
+    docstring for what each means); and beside each, ``(trainer number, Trainer function)`` of its run.
+
+    ``before``: the evaluation runs of an interrupted run that the checkpoint a resumed run started from came
+    after (its ``record`` entries). A value carried across runs (``over_runs = "running_min"``) is the best over
+    those and the resumed run's so far: none of them is compared (the interrupted run's values were logged by it),
+    but each counts in the best."""
     import torch
 
     if recipe.stage == "train":
+        if recipe.targets:  # the recipe's own step computes one loss per metric: every batch has them all
+            return _own_losses(recipe, scenario, record)
         skip = skipped.get(scenario.settings["step"]["train"], lambda batch_idx: False)
         epochs: dict[tuple[int, int], list] = {}
         for entry in record["train"]:
@@ -117,7 +127,8 @@ def ground_truth(recipe: Recipe, scenario: Scenario, record: dict, datasets: dic
     tags = [(entry["trainer"], entry["fn"]) for entry in record[recipe.stage]]
     runs = []
     batch_size = scenario.data["batch_size"]
-    for entry in record[recipe.stage]:
+    carried = list(before or [])
+    for entry in [*carried, *record[recipe.stage]]:
         per_loader = []
         for name in entry["datasets"]:
             dataset = datasets[name]
@@ -131,10 +142,23 @@ def ground_truth(recipe: Recipe, scenario: Scenario, record: dict, datasets: dic
                 per_loader.append(reduce([losses for losses, _ in results], recipe.weighting))
         runs.append(per_loader)
     if recipe.weighting == "predictions":
-        return [run[0] if len(run) == 1 else run for run in runs], tags
+        return [run[0] if len(run) == 1 else run for run in runs[len(carried) :]], tags
     if recipe.over_runs == "running_min":  # the best value so far, run after run (a "best_val_loss")
         runs = [[min(r[0] for r in runs[: n + 1])] for n in range(len(runs))]
-    return _named(recipe, runs), tags
+    return _named(recipe, runs[len(carried) :]), tags
+
+
+def _own_losses(recipe: Recipe, scenario: Scenario, record: dict) -> tuple:
+    """Per training epoch, ``{metric: value}`` of every metric of ``recipe.targets``: the squared error against the
+    metric's target over the epoch's batches, weighted as the recipe's quantity is."""
+    epochs: dict[tuple[int, int], dict[str, list]] = {}
+    for entry in record["train"]:
+        per_metric = epochs.setdefault((entry["trainer"], entry["epoch"]), {})
+        for name, target in recipe.targets:
+            losses = loss_per_sample(entry["weights"], entry["batch"], scenario, target)[0]
+            per_metric.setdefault(name, []).append(losses)
+    values = [{name: reduce(losses, recipe.weighting) for name, losses in m.items()} for _, m in sorted(epochs.items())]
+    return values, [(trainer, "fit") for trainer, _ in sorted(epochs)]
 
 
 def _named(recipe: Recipe, runs: list[list[float]]) -> list[dict[str, Any]]:
