@@ -107,7 +107,8 @@ def check_source(
         source: the file's bytes (PEP 263 encoding cookie honoured; UTF-8 by default).
         path: where it lives in ``project`` (for cross-file base classes and callers); ``None`` for a snippet.
         project: the checked tree; ``None`` checks the source alone.
-        fix: apply the ``safe`` fixes and write the markers (and the ``unsafe`` fixes with ``unsafe_fixes``).
+        fix: apply the ``safe`` and ``proven`` fixes and write the markers (and the ``unsafe`` fixes with
+            ``unsafe_fixes``).
         unsafe_fixes: apply the ``unsafe`` tier too (``--unsafe-fixes``); without it, such a finding gets a marker
             that says what the rewrite would risk.
         select: only these rule codes (default: all).
@@ -589,7 +590,8 @@ def _settle(
             finding.tier = finding.fix.tier
             applied = finding.fix
             if applied.tier == UNSAFE and not unsafe_fixes:
-                applied = manual_fix(finding.code, f"{applied.risk}; `--unsafe-fixes` applies it", tier=UNSAFE)
+                why = applied.withheld or applied.risk
+                applied = manual_fix(finding.code, f"{why}; `--unsafe-fixes` applies it", tier=UNSAFE)
             elif applied.tier != MANUAL:
                 method = node.name.value if isinstance(node, cst.FunctionDef) else None
                 applied = without_own_marker(applied, finding.code, method)
