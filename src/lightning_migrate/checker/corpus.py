@@ -337,7 +337,8 @@ def _row(name: str, commit: str, tally: Tally, fix: bool) -> str:
     row = f"{name:44} {commit:10} {tally.files:5} {tally.tp:3} {tally.fp:3} {tally.fn:3}"
     row += f" {tally.precision:6.1%} {tally.recall:6.1%} {tally.crashes:5} {tally.errors:3}"
     if fix:
-        row += f" {tally.safe:4} {tally.proven:4} {tally.unsafe:4} {tally.manual:4} {tally.changed:4} {tally.parse_failures:5}"
+        row += f" {tally.safe:4} {tally.proven:4} {tally.unsafe:4} {tally.manual:4} {tally.changed:4}"
+        row += f" {tally.parse_failures:5}"
         row += f" {tally.not_idempotent:4} {tally.broken_callers:3}"
     return row
 
