@@ -28,6 +28,11 @@ DEAD_HOOK = (
     f"{URL}LM006.html"
 )
 
+ASYNC_MARKER = (
+    "# lightning-migrate: LM008 manual fix, `async def`: Lightning calls hooks without awaiting them, so its body "
+    f"would never run: {URL}LM008.html"
+)
+
 # (name, source, expected after --fix, expected codes)
 PAIRS = [
     (
@@ -335,6 +340,25 @@ PAIRS = [
                 self.all = outputs
         """,
         ["LM007"],
+    ),
+    (
+        "LM008 manual: a hook written async def is never awaited, marked and never made to run",
+        """
+        import lightning.pytorch as pl
+
+        class C(pl.Callback):
+            async def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                await self.flush()
+        """,
+        f"""
+        import lightning.pytorch as pl
+
+        class C(pl.Callback):
+            {ASYNC_MARKER}
+            async def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                await self.flush()
+        """,
+        ["LM008"],
     ),
 ]
 

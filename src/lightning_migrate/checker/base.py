@@ -420,9 +420,10 @@ class Rule:
     def check(self, ctx: ClassContext, func: cst.FunctionDef) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def check_assigned(self, ctx: ClassContext, name: str) -> Iterable[Finding]:
-        """Findings for ``name = <expression>`` in the class body (a hook bound to a function defined elsewhere,
-        whose parameters the checker cannot see): none by default."""
+    def check_assigned(self, ctx: ClassContext, name: str, value: str | None = None) -> Iterable[Finding]:
+        """Findings for ``name = <expression>`` in the class body (a hook bound to a function defined elsewhere);
+        ``value``: the expression when it is a bare name (``on_train_epoch_end = _print_epoch``), else ``None``.
+        None by default."""
         return ()
 
 
@@ -527,7 +528,7 @@ def drop_params(func: cst.FunctionDef, drop: set[str]) -> cst.FunctionDef:
     params = func.params
     old_last = [*params.posonly_params, *params.params, *params.kwonly_params]
     changes = {
-        attr: [param for param in getattr(params, attr) if param.name.value not in drop]
+        attr: _kept_comments([param for param in getattr(params, attr)], drop)
         for attr in ("posonly_params", "params", "kwonly_params")
     }
     if not changes["kwonly_params"] and isinstance(params.star_arg, cst.ParamStar):
@@ -546,6 +547,23 @@ def drop_params(func: cst.FunctionDef, drop: set[str]) -> cst.FunctionDef:
     return func.with_changes(params=new)
 
 
+def _kept_comments(params: list[cst.Param], drop: set[str]) -> list[cst.Param]:
+    """``params`` without those named in ``drop``; the whole comment lines below a dropped parameter that another
+    follows (one parameter a line) move below the parameter kept before it, so no comment of the user's goes."""
+    kept: list[cst.Param] = []
+    for param in params:
+        if param.name.value not in drop:
+            kept.append(param)
+            continue
+        below = param.comma.whitespace_after if isinstance(param.comma, cst.Comma) else None
+        lines = below.empty_lines if isinstance(below, cst.ParenthesizedWhitespace) else ()
+        previous = kept[-1].comma.whitespace_after if kept and isinstance(kept[-1].comma, cst.Comma) else None
+        if lines and param is not params[-1] and isinstance(previous, cst.ParenthesizedWhitespace):
+            moved = previous.with_changes(empty_lines=[*previous.empty_lines, *lines])
+            kept[-1] = kept[-1].with_changes(comma=kept[-1].comma.with_changes(whitespace_after=moved))
+    return kept
+
+
 def _new_last(param: cst.Param, dropped: cst.Param) -> cst.Param:
     """``param`` as the last parameter in place of ``dropped``: it takes the dropped one's comma, unless its own comma
     ends a line (a signature one parameter a line); then it keeps its own comma and comment, and the closing
@@ -556,7 +574,10 @@ def _new_last(param: cst.Param, dropped: cst.Param) -> cst.Param:
         return param.with_changes(comma=dropped.comma)
     tail = dropped.comma.whitespace_after if isinstance(dropped.comma, cst.Comma) else dropped.whitespace_after_param
     if isinstance(tail, cst.ParenthesizedWhitespace):
-        closing = own.with_changes(indent=tail.indent, last_line=tail.last_line)
+        # the comment lines under the dropped parameter stay, above the closing parenthesis
+        closing = own.with_changes(
+            empty_lines=[*own.empty_lines, *tail.empty_lines], indent=tail.indent, last_line=tail.last_line
+        )
         return param.with_changes(comma=param.comma.with_changes(whitespace_after=closing))
     if own.first_line.comment is not None or own.empty_lines:
         return param  # `x,  # note` then `dropped)`: the comment stays, `)` goes on the next line

@@ -51,6 +51,8 @@ from lightning_migrate.checker.rules import RULES
 
 __all__ = ["DOCS_URL_VARIABLE", "PREFILTER", "RULES", "Result", "check_source", "docs_url", "rules_for"]
 
+#: The rule of hooks written ``async def``: asked about an ``async def`` of a hook name no other rule reports.
+ASYNC_HOOKS = "LM008"
 #: A class whose base is not resolved but that defines this method may be a LightningModule (notes only).
 TRAINING_STEP = registry.STEP_METHODS["train"]
 #: Bytes every name a rule inspects contains: the name fragments of the name-pattern rules, and the listed hook
@@ -200,7 +202,12 @@ def _may_report(node: ast.ClassDef, file: FileContext, select: frozenset[str] | 
     or a mixin of one: the only classes :func:`check_source` can report."""
     names = _body_names(node)
     kinds = (MODULE, CALLBACK)
-    if not any(rules_for(name, kind, select) for name in names for kind in kinds):
+    if not any(rules_for(name, kind, select) for name in names for kind in kinds) and not any(
+        _async_hook_rule(item.name, kind, select)
+        for item in node.body
+        if isinstance(item, ast.AsyncFunctionDef)
+        for kind in kinds
+    ):
         return False
     kind = file.project.classify(file.info, [dotted(base) for base in node.bases])
     if kind.kind is not None or (kind.unknown and TRAINING_STEP in names):
@@ -348,20 +355,33 @@ def _def_findings(
 ) -> Iterator[Finding]:
     name = func.name.value
     line, col = _name_position(lines, ast_func)
-    for rule in rules_for(name, ctx.kind, select):
-        for finding in rule.check(ctx, func):
-            finding.line, finding.col = line, col
-            if not _noqa(lines, line, finding.code):
-                yield finding
+    rules = rules_for(name, ctx.kind, select)
+    found = [finding for rule in rules for finding in rule.check(ctx, func)]
+    if not found and func.asynchronous is not None:  # a hook no other rule reports, written `async def`
+        found = [finding for rule in _async_hook_rule(name, ctx.kind, select) for finding in rule.check(ctx, func)]
+    for finding in found:
+        finding.line, finding.col = line, col
+        if not _noqa(lines, line, finding.code):
+            yield finding
+
+
+def _async_hook_rule(name: str, kind: str, select: frozenset[str] | None) -> list[Rule]:
+    """The rule of hooks written ``async def`` (LM008), when selected and ``name`` is a hook of ``kind``."""
+    rule = RULES.get(ASYNC_HOOKS)
+    if rule is None or (select is not None and rule.code not in select) or kind not in rule.owners:
+        return []
+    return [rule] if rule.applies(name, kind) else []
 
 
 def _assigned_findings(
     ctx: ClassContext, small: cst.BaseSmallStatement, ast_statement: ast.stmt, lines: list[bytes], select
 ) -> Iterator[Finding]:
     line, col = ast_statement.lineno, _column(lines, ast_statement.lineno, ast_statement.col_offset)
+    value = getattr(small, "value", None)
+    bound = value.value if isinstance(value, cst.Name) else None
     for name in _assigned_names(small):
         for rule in rules_for(name, ctx.kind, select):
-            for finding in rule.check_assigned(ctx, name):
+            for finding in rule.check_assigned(ctx, name, bound):
                 finding.line, finding.col = line, col
                 if not _noqa(lines, line, finding.code):
                     yield finding

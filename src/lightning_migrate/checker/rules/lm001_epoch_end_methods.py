@@ -92,6 +92,6 @@ class LitModel(pl.LightningModule):
                 fix = manual_fix(self.code, f"{why}: {fix}")
         yield Finding(self.code, message, (pattern_id,), fix=fix)
 
-    def check_assigned(self, ctx: ClassContext, name: str):
+    def check_assigned(self, ctx: ClassContext, name: str, value: str | None = None):
         pattern_id = HOOKS[name]
         yield assigned_finding(self.code, pattern_id, name, f"define {new_hook(pattern_id)}(self) instead")
