@@ -360,6 +360,16 @@ PAIRS = [
         """,
         ["LM008"],
     ),
+    (
+        "LM009 safe: an import of a function 2.x moved imports it from its new place",
+        """
+        from pytorch_lightning.loops.utilities import recursive_detach
+        """,
+        """
+        from pytorch_lightning.utilities.memory import recursive_detach
+        """,
+        ["LM009"],
+    ),
 ]
 
 

@@ -33,6 +33,7 @@ from lightning_migrate.checker.base import (
     CALLBACK,
     DOCS_URL_VARIABLE,
     MANUAL,
+    MARKER,
     MODULE,
     UNSAFE,
     ClassContext,
@@ -51,6 +52,8 @@ from lightning_migrate.checker.rules import RULES
 
 __all__ = ["DOCS_URL_VARIABLE", "PREFILTER", "RULES", "Result", "check_source", "docs_url", "rules_for"]
 
+#: The rule of imports of names 2.x removed: asked about the file's imports, not about a class.
+REMOVED_IMPORTS = "LM009"
 #: The rule of hooks written ``async def``: asked about an ``async def`` of a hook name no other rule reports.
 ASYNC_HOOKS = "LM008"
 #: A class whose base is not resolved but that defines this method may be a LightningModule (notes only).
@@ -132,7 +135,8 @@ def check_source(
     )
     file = FileContext(source, tree, info, project, path)
     ast_classes = list(_ast_classes(tree.body))
-    if not any(_may_report(node, file, select) for node, _ in ast_classes):
+    imports = _import_findings(source, tree, select)
+    if not imports and not any(_may_report(node, file, select) for node, _ in ast_classes):
         return Result([])  # no class that may hold a finding: libcst (the slow part) is skipped
     try:
         module = cst.parse_module(source)
@@ -145,12 +149,63 @@ def check_source(
         for finding, target in _rule_findings(ctx, ast_node, lines, select)
     ]
     findings, edits = _settle(found, file, fix=fix, unsafe_fixes=unsafe_fixes, notes=notes)
+    _settle_imports(imports, module, tree, lines, findings, edits if fix else None)
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     try:
         new_source = _apply(module, tree, source, edits) if fix and edits else None
     except RewriteRefused as err:
         return Result(findings, None, f"fix refused, file left unchanged: {err}")
     return Result(findings, new_source)
+
+
+def _import_findings(source: bytes, tree: ast.Module, select: frozenset[str] | None) -> list[tuple[int, Finding]]:
+    """The findings of the rule of removed imports (LM009): ``(top-level statement index or -1, finding)``."""
+    rule = RULES.get(REMOVED_IMPORTS)
+    if rule is None or (select is not None and rule.code not in select) or b"pytorch_lightning" not in source:
+        return []
+    return list(rule.check_imports(tree))
+
+
+def _settle_imports(
+    imports: list[tuple[int, Finding]],
+    module: cst.Module,
+    tree: ast.Module,
+    lines: list[bytes],
+    findings: list[Finding],
+    edits: _Edits | None,
+) -> None:
+    """Add the import findings (those ``# noqa`` does not silence) to ``findings`` and, with ``edits``, their fixes:
+    on a top-level statement that is alone on its line; a nested import is reported without a fix."""
+    if not imports:
+        return
+    statements: dict[int, tuple[cst.BaseStatement, bool]] = {}
+    index = 0
+    for statement in module.body:
+        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        for offset in range(count):
+            statements[index + offset] = (statement, count == 1)
+        index += count
+    for where, finding in imports:
+        if _noqa(lines, finding.line, finding.code):
+            continue
+        statement, alone = statements.get(where, (None, False))
+        if statement is None:
+            finding.fix = None
+        elif not alone and finding.fix.tier != MANUAL:
+            finding.fix = manual_fix(finding.code, "the import shares its line with another statement: fix by hand")
+        finding.tier = finding.fix.tier if finding.fix is not None else None
+        if statement is module.body[0] and finding.tier == MANUAL and _header_marked(module, finding.code):
+            statement = None  # the file's first statement: libcst keeps the comments above it in the header
+        if edits is not None and statement is not None:
+            applied = finding.fix if finding.fix.tier == MANUAL else without_own_marker(finding.fix, finding.code)
+            edits.add(statement, applied, ())
+        findings.append(finding)
+    findings.sort(key=lambda f: (f.line, f.col, f.code))
+
+
+def _header_marked(module: cst.Module, code: str) -> bool:
+    """Whether the comments above the module's first statement (its header, for libcst) hold a marker of ``code``."""
+    return any(line.comment is not None and f"{MARKER} {code}" in line.comment.value for line in module.header)
 
 
 # -- 1. the classes ------------------------------------------------------------------------------------------------

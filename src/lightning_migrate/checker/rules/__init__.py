@@ -14,6 +14,7 @@ from lightning_migrate.checker.rules.lm005_step_end import StepEnd
 from lightning_migrate.checker.rules.lm006_never_called import NeverCalled
 from lightning_migrate.checker.rules.lm007_unknown_hooks import UnknownHooks
 from lightning_migrate.checker.rules.lm008_async_hooks import AsyncHooks
+from lightning_migrate.checker.rules.lm009_removed_imports import RemovedImports
 
 
 def _listed(*rules: Rule) -> dict[str, Rule]:
@@ -39,4 +40,5 @@ RULES: dict[str, Rule] = _listed(
     NeverCalled(),
     UnknownHooks(),
     AsyncHooks(),
+    RemovedImports(),
 )
