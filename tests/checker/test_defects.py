@@ -876,3 +876,52 @@ def test_a_comment_on_the_dropped_parameter_s_own_line_goes_with_it():
     source = MULTI_LINE.replace("        dataloader_idx,\n", "        dataloader_idx,  # not used\n")
     expected = MULTI_LINE.replace("        dataloader_idx,\n", "")
     assert fix(source) == textwrap.dedent(expected)
+
+
+# -- a Lightning alias imported from another file of the project ---------------------------------------------------
+
+ALIASED = {
+    "pyproject.toml": "",
+    "common.py": "import pytorch_lightning as pl\n",
+    "star.py": """
+        from common import *
+
+
+        class M(pl.LightningModule):
+            def training_epoch_end(self, outputs):
+                pass
+        """,
+    "named.py": """
+        from common import pl
+
+
+        class C(pl.Callback):
+            def on_train_epoch_end(self, trainer, pl_module, outputs):
+                pass
+        """,
+}
+
+
+def test_a_lightning_alias_imported_from_another_file_is_resolved(tmp_path, capsys):
+    write(tmp_path, ALIASED)
+    code, lines, err = run([tmp_path], capsys)
+    assert code == 1, err
+    assert [line.split(" ")[:2] for line in lines] == [
+        [f"{tmp_path}/named.py:6:9:", "LM002"],
+        [f"{tmp_path}/star.py:6:9:", "LM001"],
+    ]
+    assert all("possible" not in line for line in lines)
+    code, _, err = run(["--fix", tmp_path], capsys)
+    assert "def on_train_epoch_end(self):" in (tmp_path / "star.py").read_text()
+    assert "def on_train_epoch_end(self, trainer, pl_module):" in (tmp_path / "named.py").read_text()
+
+
+@pytest.mark.parametrize(
+    "common",
+    ["import numpy as pl\n", "pl = None\n", ""],
+    ids=["another package under the alias", "not an import", "nothing bound"],
+)
+def test_an_alias_another_file_binds_to_something_else_is_not_lightning(tmp_path, capsys, common):
+    write(tmp_path, {**ALIASED, "common.py": common})
+    code, lines, _ = run([tmp_path], capsys)
+    assert (code, lines) == (0, [])
