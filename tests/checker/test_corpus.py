@@ -61,10 +61,10 @@ def test_the_counts_of_a_small_corpus(tmp_path: Path, capsys):
     assert (total.precision, total.recall) == (0.5, 0.5)
     assert (total.crashes, total.files, total.changed, total.parse_failures, total.not_idempotent) == (0, 2, 1, 0, 0)
     assert total.broken_callers == 0
-    # line 5 renamed (safe), line 8 rewritten to module-side caching (opt-in): no marker left
-    assert (total.safe, total.unsafe, total.manual, total.markers) == (1, 1, 0, 0)
+    # line 5 renamed (safe), line 8 rewritten to module-side caching (proven: plain --fix applies it): no marker left
+    assert (total.safe, total.proven, total.unsafe, total.manual, total.markers) == (1, 1, 0, 0, 0)
     out = capsys.readouterr().out
-    assert "of the 1 findings that need more than a safe fix, the opt-in rewrites rewrite 1 (100%)" in out
+    assert "of the 1 findings that need more than a safe fix, the rewrites rewrite 1 (100%)" in out
     assert "false positive LM001 at pkg/model.py:8 (unlabelled)" in out
     assert "false negative LM006 at pkg/other.py:2" in out
 

@@ -296,8 +296,9 @@ def test_a_rewrite_that_would_change_other_code_is_refused(tmp_path, capsys, mon
     path.write_bytes(FORM_FEED)
     code, lines, err = run(["--fix", path], capsys)
     assert path.read_bytes() == FORM_FEED
-    assert code == 2
+    assert code == 1  # the finding is still a finding; the refused fix is counted apart
     assert f"error: {path}: fix refused, file left unchanged: " in err
+    assert err.strip().splitlines()[-1].endswith("; changed 0 files; 1 other error")
     assert len(lines) == 1 and ": LM001 " in lines[0]  # the finding is still reported
 
 
@@ -381,7 +382,8 @@ def test_a_file_too_deeply_nested_to_parse_is_an_error_and_other_files_are_check
         unwrapped("\n".join(line[1:] for line in lines if line.startswith("+")))  # the marker the diff adds
     )
     code, lines, err = run([tmp_path], capsys)
-    assert code == 2
+    assert code == 1  # m.py's finding; deep.py is counted apart
+    assert err.strip().splitlines()[-1].endswith("; 1 file could not be read (not checked)")
     assert f"error: {tmp_path / 'deep.py'}: file too deeply nested to parse, file skipped" in err
     assert [line.split(":")[0] for line in lines] == [str(tmp_path / "m.py")]
 
@@ -753,3 +755,173 @@ def test_an_alias_in_an_unrelated_class_of_another_file_is_not_a_caller(tmp_path
     text = unwrapped((tmp_path / "m.py").read_text(encoding="utf-8"))
     assert "def validation_epoch_end(self, outputs):" in text
     assert "`validation_epoch_end` is used at line 8 of this file: change the callers too" in text
+
+
+# -- hooks bound or written so that Lightning raises, or never runs them ------------------------------------------
+
+ASSIGNED = """
+import lightning.pytorch as pl
+
+
+def _print_epoch(self, outputs):
+    print(len(outputs))
+
+
+class M(pl.LightningModule):
+    on_train_epoch_end = _print_epoch
+"""
+
+
+def test_a_hook_assigned_from_a_function_taking_outputs_is_reported_and_marked():
+    [finding] = check_source(textwrap.dedent(ASSIGNED).encode()).findings
+    assert (finding.code, finding.line) == ("LM002", 10)
+    assert "`_print_epoch(self, outputs)`, which takes `outputs`: Lightning calls it with only `self`" in (
+        finding.message
+    )
+    expected = ASSIGNED.replace(
+        "    on_train_epoch_end = _print_epoch",
+        "    # lightning-migrate: LM002 manual fix, assigned in the class body: `_print_epoch` takes outputs, never "
+        "passed: https://lightning-migrate.readthedocs.io/en/latest/checker/rules/LM002.html\n"
+        "    on_train_epoch_end = _print_epoch",
+    )
+    assert fix(ASSIGNED) == textwrap.dedent(expected)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        ASSIGNED.replace("(self, outputs)", "(self)"),  # takes what Lightning passes
+        ASSIGNED.replace("(self, outputs)", "(self, outputs=None)"),  # a default stands in
+        ASSIGNED.replace("(self, outputs)", "(self, *args)"),
+        ASSIGNED.replace("def _print_epoch", "def _other"),  # not a function of this file: nothing known
+    ],
+    ids=["no extra parameter", "a default", "*args", "defined elsewhere"],
+)
+def test_a_hook_assigned_from_a_function_lightning_can_call_is_left_alone(source):
+    assert check_source(textwrap.dedent(source).encode()).findings == []
+
+
+ASYNC_HOOK = """
+import lightning.pytorch as pl
+
+
+class M(pl.LightningModule):
+    async def on_validation_epoch_end(self):
+        print("never runs")
+"""
+
+
+def test_an_async_hook_on_a_module_is_reported_its_body_never_runs():
+    [finding] = check_source(textwrap.dedent(ASYNC_HOOK).encode()).findings
+    assert (finding.code, finding.line, finding.col) == ("LM008", 6, 15)
+    assert "is never awaited" in finding.message
+    fixed = fix(ASYNC_HOOK)
+    assert "# lightning-migrate: LM008 manual fix, `async def`: Lightning calls hooks without awaiting them" in fixed
+    assert "    async def on_validation_epoch_end(self):" in fixed  # never made to run by a fix
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        ASYNC_HOOK.replace("async def on_validation_epoch_end", "def on_validation_epoch_end"),
+        ASYNC_HOOK.replace("on_validation_epoch_end", "fetch_remote_metrics"),  # a helper, not a hook
+        ASYNC_HOOK.replace("pl.LightningModule", "object"),  # not a Lightning class
+    ],
+    ids=["plain def", "an async helper", "not Lightning's"],
+)
+def test_async_look_alikes_are_left_alone(source):
+    assert check_source(textwrap.dedent(source).encode()).findings == []
+
+
+def test_an_async_old_hook_is_reported_once_by_its_own_rule():
+    source = ASYNC_HOOK.replace("on_validation_epoch_end(self)", "on_validation_epoch_end(self, outputs)")
+    assert [f.code for f in check_source(textwrap.dedent(source).encode()).findings] == ["LM002"]
+
+
+# -- a safe fix never removes a comment of the user's -------------------------------------------------------------
+
+MULTI_LINE = """
+import lightning.pytorch as pl
+
+
+class M(pl.LightningModule):
+    def on_train_batch_start(
+        self,
+        batch,
+        batch_idx,
+        dataloader_idx,
+        # the index is unused here
+    ):
+        print(batch_idx)
+"""
+
+
+def test_dropping_a_multi_line_dataloader_idx_keeps_the_comment_line_under_it():
+    expected = MULTI_LINE.replace("        dataloader_idx,\n", "")
+    assert fix(MULTI_LINE) == textwrap.dedent(expected)
+    compile(expected, "expected", "exec")
+
+
+def test_dropping_a_parameter_another_follows_keeps_the_comment_line_under_it():
+    from lightning_migrate.checker.base import drop_params
+
+    func = cst.parse_statement(
+        "def f(\n    self,\n    batch,\n    extra,\n    # about batch_idx\n    batch_idx,\n):\n    pass\n"
+    )
+    new = cst.Module([drop_params(func, {"extra"})]).code
+    assert new == "def f(\n    self,\n    batch,\n    # about batch_idx\n    batch_idx,\n):\n    pass\n"
+
+
+def test_a_comment_on_the_dropped_parameter_s_own_line_goes_with_it():
+    source = MULTI_LINE.replace("        dataloader_idx,\n", "        dataloader_idx,  # not used\n")
+    expected = MULTI_LINE.replace("        dataloader_idx,\n", "")
+    assert fix(source) == textwrap.dedent(expected)
+
+
+# -- a Lightning alias imported from another file of the project ---------------------------------------------------
+
+ALIASED = {
+    "pyproject.toml": "",
+    "common.py": "import pytorch_lightning as pl\n",
+    "star.py": """
+        from common import *
+
+
+        class M(pl.LightningModule):
+            def training_epoch_end(self, outputs):
+                pass
+        """,
+    "named.py": """
+        from common import pl
+
+
+        class C(pl.Callback):
+            def on_train_epoch_end(self, trainer, pl_module, outputs):
+                pass
+        """,
+}
+
+
+def test_a_lightning_alias_imported_from_another_file_is_resolved(tmp_path, capsys):
+    write(tmp_path, ALIASED)
+    code, lines, err = run([tmp_path], capsys)
+    assert code == 1, err
+    assert [line.split(" ")[:2] for line in lines] == [
+        [f"{tmp_path}/named.py:6:9:", "LM002"],
+        [f"{tmp_path}/star.py:6:9:", "LM001"],
+    ]
+    assert all("possible" not in line for line in lines)
+    code, _, err = run(["--fix", tmp_path], capsys)
+    assert "def on_train_epoch_end(self):" in (tmp_path / "star.py").read_text()
+    assert "def on_train_epoch_end(self, trainer, pl_module):" in (tmp_path / "named.py").read_text()
+
+
+@pytest.mark.parametrize(
+    "common",
+    ["import numpy as pl\n", "pl = None\n", ""],
+    ids=["another package under the alias", "not an import", "nothing bound"],
+)
+def test_an_alias_another_file_binds_to_something_else_is_not_lightning(tmp_path, capsys, common):
+    write(tmp_path, {**ALIASED, "common.py": common})
+    code, lines, _ = run([tmp_path], capsys)
+    assert (code, lines) == (0, [])

@@ -241,12 +241,15 @@ def test_a_single_file_sees_bases_and_callers_across_its_project(tmp_path, capsy
 # -- smaller items -------------------------------------------------------------------------------------------------
 
 
-def test_a_file_that_does_not_parse_exits_2_even_without_hook_like_text(tmp_path, capsys):
+def test_a_file_that_does_not_parse_is_an_error_even_without_hook_like_text(tmp_path, capsys):
     write(tmp_path, {"bad.py": "def f(:\n    pass\n", "ok.py": MODEL})
     code, lines, err = run([tmp_path], capsys)
-    assert code == 2
+    assert code == 1  # ok.py's finding; bad.py is counted apart
     assert f"{tmp_path}/bad.py:1:" in err and "syntax error" in err
     assert len(lines) == 1  # ok.py still checked
+    code, lines, err = run([tmp_path / "bad.py"], capsys)
+    assert code == 2 and lines == []  # nothing found, a file not read: an error run
+    assert err.strip().endswith("0 findings (1 file checked); 1 file could not be read (not checked)")
 
 
 def test_staticmethod_hooks_are_counted_without_self():
@@ -331,7 +334,7 @@ def test_github_output_annotates_a_file_that_cannot_be_read(tmp_path, capsys):
     """A file the run skipped is an annotation too, not only a line on standard error that a workflow hides."""
     write(tmp_path, {"m.py": MODEL, "broken.py": "def f(:\n"})
     code, lines, err = run(["--output-format", "github", tmp_path], capsys)
-    assert code == 2
+    assert code == 1
     [annotation] = [line for line in lines if line.startswith("::error title=lightning-migrate::")]
     assert f"{tmp_path}/broken.py" in annotation and "syntax error" in annotation
     assert f"error: {tmp_path}/broken.py" in err
@@ -434,7 +437,9 @@ def test_links_follow_the_one_docs_setting(monkeypatch):
     monkeypatch.setenv(DOCS_URL_VARIABLE, "https://example.org/guide")
     [finding] = check_source(textwrap.dedent(MODEL).encode(), fix=True).findings
     assert finding.url == "https://example.org/guide/checker/rules/LM001.html"
-    marked = fix(MODEL.replace("self.done = True", "print(outputs)"))
+    marked = fix(
+        MODEL.replace("self.done = True", "print(outputs)").replace("(self, outputs)", "(self, outputs, *rest)")
+    )
     assert "https://example.org/guide/checker/rules/LM001.html" in marked
 
 

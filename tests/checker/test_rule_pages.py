@@ -30,7 +30,7 @@ def test_an_example_the_rule_does_not_flag_fails_the_build():
 def test_an_example_that_fix_cannot_clean_fails_the_build():
     manual = (
         "import lightning.pytorch as pl\n\n\nclass M(pl.LightningModule):\n"
-        "    def training_epoch_end(self, outputs):\n        print(outputs)\n"
+        "    def training_epoch_end(self, outputs, *args):\n        print(outputs)\n"
     )
     with pytest.raises(ExtensionError, match="still has findings after --fix"):
         checker_rules.run_example("LM001", manual)

@@ -18,12 +18,6 @@ RESHAPED = (
     "# lightning-migrate: LM001 manual fix, the body reads outputs; no caching rewrite: "
     f"`test_step_end` reshapes each step's output (1.x collected what it returned): {URL}LM001.html"
 )
-UNSAFE_CACHING = (
-    "# lightning-migrate: LM001 unsafe fix, module-side caching: `on_validation_batch_end` collects "
-    "what 1.x passed `outputs` (a subclass outside the checked files that overrides "
-    "`on_validation_batch_end` without `super()` would cache nothing); `--unsafe-fixes` applies it: "
-    f"{URL}LM001.html"
-)
 NO_RELEASE = (
     "# lightning-migrate: LM002 manual fix, the body reads outputs; no caching rewrite: no release "
     f"passed it: {URL}LM002.html"
@@ -32,6 +26,11 @@ DEAD_HOOK = (
     "# lightning-migrate: LM006 unsafe fix, Lightning has not called it since 1.8: renamed to "
     "`on_train_batch_start`, this code runs again where it has not run; `--unsafe-fixes` applies it: "
     f"{URL}LM006.html"
+)
+
+ASYNC_MARKER = (
+    "# lightning-migrate: LM008 manual fix, `async def`: Lightning calls hooks without awaiting them, so its body "
+    f"would never run: {URL}LM008.html"
 )
 
 # (name, source, expected after --fix, expected codes)
@@ -89,7 +88,7 @@ PAIRS = [
         ["LM001", "LM005"],
     ),
     (
-        "LM001 unsafe, not asked for: a marker says what the rewrite does and risks",
+        "LM001 proven: plain --fix applies the caching rewrite of a shape the scenario matrix proves",
         """
         import lightning.pytorch as pl
 
@@ -97,12 +96,29 @@ PAIRS = [
             def validation_epoch_end(self, outputs):
                 self.n = len(outputs)
         """,
-        f"""
+        """
+        from collections import defaultdict
+
         import lightning.pytorch as pl
 
         class M(pl.LightningModule):
-            {UNSAFE_CACHING}
-            def validation_epoch_end(self, outputs):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.validation_step_outputs = defaultdict(list)  # dataloader_idx -> what its batches returned
+
+            def on_validation_epoch_start(self):
+                self.validation_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+            def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+                if outputs is not None:  # Lightning 1.x left out a step that returned None
+                    self.validation_step_outputs[dataloader_idx].append(outputs)
+
+            def on_validation_epoch_end(self):
+                # one list per dataloader, as Lightning 1.x passed them
+                outputs = [self.validation_step_outputs[idx] for idx in range(len(self.trainer.num_val_batches))]
+                if len(outputs) == 1:
+                    outputs = outputs[0]
+                self.validation_step_outputs.clear()
                 self.n = len(outputs)
         """,
         ["LM001"],
@@ -324,6 +340,35 @@ PAIRS = [
                 self.all = outputs
         """,
         ["LM007"],
+    ),
+    (
+        "LM008 manual: a hook written async def is never awaited, marked and never made to run",
+        """
+        import lightning.pytorch as pl
+
+        class C(pl.Callback):
+            async def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                await self.flush()
+        """,
+        f"""
+        import lightning.pytorch as pl
+
+        class C(pl.Callback):
+            {ASYNC_MARKER}
+            async def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                await self.flush()
+        """,
+        ["LM008"],
+    ),
+    (
+        "LM009 safe: an import of a function 2.x moved imports it from its new place",
+        """
+        from pytorch_lightning.loops.utilities import recursive_detach
+        """,
+        """
+        from pytorch_lightning.utilities.memory import recursive_detach
+        """,
+        ["LM009"],
     ),
 ]
 

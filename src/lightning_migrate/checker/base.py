@@ -2,15 +2,20 @@
 libcst helpers rules share. Nothing here knows a rule: the list of rules lives in :mod:`.rules`, and
 :mod:`.core` walks a file and applies them.
 
-A finding may carry a :class:`Fix` of one of three tiers, as ruff labels fixes:
+A finding may carry a :class:`Fix` of one of four tiers; ``safe``, ``unsafe`` and ``manual`` as ruff labels
+fixes, ``proven`` beside them:
 
 ``safe``
     a rewrite that keeps what the code does and never makes code run that did not run before (drop an
     ``outputs`` parameter the body never reads);
+``proven``
+    a rewrite of a shape the scenario matrix proves (:mod:`.proven`): a row of ``data/scenarios.toml`` runs the
+    rewritten shape in every configuration the matrix generates, and the last 1.x release that ran the old code
+    recorded the values the rewrite must give. Plain ``--fix`` applies it, as it applies ``safe``;
 ``unsafe``
-    an opt-in rewrite (``--unsafe-fixes``) whose :attr:`Fix.risk` says what it may change: the caching rewrites
-    keep the values 1.x handed the old hook, and a rename of a hook Lightning stopped calling makes that code run
-    again; without the option ``--fix`` leaves a marker that says so;
+    an opt-in rewrite (``--unsafe-fixes``) whose :attr:`Fix.risk` says what it may change: a caching rewrite of a
+    shape no row proves, and a rename of a hook Lightning stopped calling, which makes that code run again;
+    without the option ``--fix`` leaves a marker that says so;
 ``manual``
     no automatic rewrite: ``--fix`` inserts one marker comment saying why, with the link to the fix (never twice).
 """
@@ -23,7 +28,6 @@ import functools
 import importlib.metadata
 import os
 import re
-import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,13 +44,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The two class kinds a rule inspects, as the registry names the owners of hooks.
 MODULE, CALLBACK = registry.OWNERS
-SAFE, UNSAFE, MANUAL = "safe", "unsafe", "manual"
+SAFE, PROVEN, UNSAFE, MANUAL = "safe", "proven", "unsafe", "manual"
+#: The tiers plain ``--fix`` applies.
+APPLIED = (SAFE, PROVEN)
 #: The marker comment ``--fix`` leaves above a hook it cannot rewrite: ``# lightning-migrate: LM001 ...``.
 MARKER = "lightning-migrate:"
-#: A marker is wrapped at PEP 8's width for comments (characters from its ``#``); its later lines start with
-#: :data:`MARKER_CONTINUATION`, and a link longer than the width stands alone on its line (pycodestyle and ruff
-#: accept such a line).
-MARKER_WIDTH = 72
+#: A marker is two lines: the rule and the reason, then the link, alone on its line after
+#: :data:`MARKER_CONTINUATION` (pycodestyle and ruff accept a long line that is a link alone).
 MARKER_CONTINUATION = "#   "
 #: The environment variable that overrides where finding links point (the docs build sets it to the site it builds).
 DOCS_URL_VARIABLE = "LIGHTNING_MIGRATE_DOCS_URL"
@@ -89,7 +93,7 @@ class Fix:
     """An edit of one finding.
 
     Attributes:
-        tier: ``safe``, ``unsafe`` or ``manual``.
+        tier: ``safe``, ``proven``, ``unsafe`` or ``manual``.
         apply: maps the node the finding is about -- the ``FunctionDef``, the ``ClassDef`` (``on_class``) or the
             class-body statement that assigns the hook -- to its replacement (``cst.RemovalSentinel`` removes it).
         description: what the edit does, in a few words.
@@ -98,6 +102,8 @@ class Fix:
         dropped: parameters the edit removes: a call passing one of them by keyword would break.
         new_name: the method's name after a rename: a base or a subclass defining that name would clash.
         imports: ``(module, name)`` pairs the edited code needs bound at module level.
+        shape: for a caching rewrite, the shape it writes (``training-epoch-end``,
+            ``validation-epoch-end/per-dataloader``, ...): the matrix rows that run the shape make it ``proven``.
     """
 
     tier: str
@@ -109,6 +115,9 @@ class Fix:
     dropped: tuple[str, ...] = ()
     new_name: str | None = None
     imports: tuple[tuple[str, str], ...] = ()
+    shape: str | None = None
+    #: for ``unsafe``: what the marker says when the fix is not asked for (default: :attr:`risk`), one short phrase
+    withheld: str = ""
 
 
 @dataclass
@@ -139,7 +148,7 @@ class Finding:
         ruff and flake8 print findings."""
         prefix = "note: " if self.note else ""
         prefix += "" if self.confident else "possible (base class not resolved): "
-        tier = f" [{self.tier} fix]" if self.tier in (SAFE, UNSAFE) else ""
+        tier = f" [{self.tier} fix]" if self.tier in (SAFE, PROVEN, UNSAFE) else ""
         where = f"{path}:cell {self.cell}" if self.cell is not None else path
         return f"{where}:{self.line}:{self.col}: {self.code} {prefix}{self.message}{tier} {self.url}"
 
@@ -360,8 +369,10 @@ class ClassContext:
         return name in names or bool(names & {"locals", "vars", "eval", "exec"})
 
     def uses_attribute(self, name: str) -> bool:
-        """Whether the class's source holds ``.name`` (an attribute of that name: ``self.name``, ``obj.name``)."""
-        return re.search(rb"\.\s*" + re.escape(name.encode()) + rb"\b", self.text) is not None
+        """Whether the class's source holds ``.name`` (an attribute of that name: ``self.name``, ``obj.name``) outside
+        its comment lines (a marker names the cache a rewrite would make)."""
+        pattern = rb"^(?![ \t]*#).*?\.\s*" + re.escape(name.encode()) + rb"\b"
+        return re.search(pattern, self.text, re.MULTILINE) is not None
 
 
 class Rule:
@@ -409,9 +420,10 @@ class Rule:
     def check(self, ctx: ClassContext, func: cst.FunctionDef) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def check_assigned(self, ctx: ClassContext, name: str) -> Iterable[Finding]:
-        """Findings for ``name = <expression>`` in the class body (a hook bound to a function defined elsewhere,
-        whose parameters the checker cannot see): none by default."""
+    def check_assigned(self, ctx: ClassContext, name: str, value: str | None = None) -> Iterable[Finding]:
+        """Findings for ``name = <expression>`` in the class body (a hook bound to a function defined elsewhere);
+        ``value``: the expression when it is a bare name (``on_train_epoch_end = _print_epoch``), else ``None``.
+        None by default."""
         return ()
 
 
@@ -516,7 +528,7 @@ def drop_params(func: cst.FunctionDef, drop: set[str]) -> cst.FunctionDef:
     params = func.params
     old_last = [*params.posonly_params, *params.params, *params.kwonly_params]
     changes = {
-        attr: [param for param in getattr(params, attr) if param.name.value not in drop]
+        attr: _kept_comments([param for param in getattr(params, attr)], drop)
         for attr in ("posonly_params", "params", "kwonly_params")
     }
     if not changes["kwonly_params"] and isinstance(params.star_arg, cst.ParamStar):
@@ -535,6 +547,23 @@ def drop_params(func: cst.FunctionDef, drop: set[str]) -> cst.FunctionDef:
     return func.with_changes(params=new)
 
 
+def _kept_comments(params: list[cst.Param], drop: set[str]) -> list[cst.Param]:
+    """``params`` without those named in ``drop``; the whole comment lines below a dropped parameter that another
+    follows (one parameter a line) move below the parameter kept before it, so no comment of the user's goes."""
+    kept: list[cst.Param] = []
+    for param in params:
+        if param.name.value not in drop:
+            kept.append(param)
+            continue
+        below = param.comma.whitespace_after if isinstance(param.comma, cst.Comma) else None
+        lines = below.empty_lines if isinstance(below, cst.ParenthesizedWhitespace) else ()
+        previous = kept[-1].comma.whitespace_after if kept and isinstance(kept[-1].comma, cst.Comma) else None
+        if lines and param is not params[-1] and isinstance(previous, cst.ParenthesizedWhitespace):
+            moved = previous.with_changes(empty_lines=[*previous.empty_lines, *lines])
+            kept[-1] = kept[-1].with_changes(comma=kept[-1].comma.with_changes(whitespace_after=moved))
+    return kept
+
+
 def _new_last(param: cst.Param, dropped: cst.Param) -> cst.Param:
     """``param`` as the last parameter in place of ``dropped``: it takes the dropped one's comma, unless its own comma
     ends a line (a signature one parameter a line); then it keeps its own comma and comment, and the closing
@@ -545,7 +574,10 @@ def _new_last(param: cst.Param, dropped: cst.Param) -> cst.Param:
         return param.with_changes(comma=dropped.comma)
     tail = dropped.comma.whitespace_after if isinstance(dropped.comma, cst.Comma) else dropped.whitespace_after_param
     if isinstance(tail, cst.ParenthesizedWhitespace):
-        closing = own.with_changes(indent=tail.indent, last_line=tail.last_line)
+        # the comment lines under the dropped parameter stay, above the closing parenthesis
+        closing = own.with_changes(
+            empty_lines=[*own.empty_lines, *tail.empty_lines], indent=tail.indent, last_line=tail.last_line
+        )
         return param.with_changes(comma=param.comma.with_changes(whitespace_after=closing))
     if own.first_line.comment is not None or own.empty_lines:
         return param  # `x,  # note` then `dropped)`: the comment stays, `)` goes on the next line
@@ -631,11 +663,10 @@ def manual_fix(code: str, why: str, tier: str = MANUAL) -> Fix:
 
 
 def marker_lines(text: str) -> list[str]:
-    """A marker's comment (``text``, one line starting ``# lightning-migrate:``) as the lines ``--fix`` writes:
-    wrapped at :data:`MARKER_WIDTH` between words, each later line starting with :data:`MARKER_CONTINUATION`."""
-    return textwrap.wrap(
-        text, MARKER_WIDTH, subsequent_indent=MARKER_CONTINUATION, break_long_words=False, break_on_hyphens=False
-    )
+    """A marker's comment (``text``, one line starting ``# lightning-migrate:`` and ending with the link) as the
+    two lines ``--fix`` writes: the rule and the reason, then :data:`MARKER_CONTINUATION` and the link."""
+    head, _, link = text.rpartition(" ")
+    return [head, MARKER_CONTINUATION + link]
 
 
 def is_docstring(statement: cst.BaseStatement) -> bool:

@@ -12,8 +12,9 @@ classes and callers are looked up across the project each PATH belongs to (the n
 ``pyproject.toml``, ``setup.cfg``, ``setup.py`` or ``.git``), so checking one file sees the rest of its project.
 ``# noqa: LM001`` on a hook's ``def`` line silences that rule there.
 
-Exit codes: 0 nothing found; 1 findings (or, with ``--fix``, files changed); 2 a usage error, or a file that could
-not be read, decoded or parsed (reported with its path and line; the other files are still checked).
+Exit codes: 0 nothing found; 1 findings (or, with ``--fix``, files changed), even when some file could not be read
+(the summary counts those apart); 2 no findings, and a usage error or a file that could not be read, decoded or
+parsed (reported with its path and line; the other files are still checked).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lightning_migrate.checker import notebook
-from lightning_migrate.checker.base import MANUAL, SAFE, UNSAFE, Finding
+from lightning_migrate.checker.base import MANUAL, PROVEN, SAFE, UNSAFE, Finding
 from lightning_migrate.checker.core import PREFILTER, check_source
 from lightning_migrate.checker.resolve import Project, project_root
 from lightning_migrate.checker.rules import RULES
@@ -289,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lightning-migrate",
         description="Find the removed epoch-end and batch hooks of PyTorch Lightning; fix the safe cases.",
-        epilog="Exit codes: 0 nothing found, 1 findings or changes, 2 usage or I/O error.",
+        epilog="Exit codes: 0 nothing found, 1 findings or changes (even if some file could not be read), "
+        "2 no findings and a usage error or a file that could not be read.",
     )
     parser.add_argument("paths", nargs="*", type=Path, help="files or folders to check")
     mode = parser.add_mutually_exclusive_group()
@@ -298,12 +300,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the fixes as a unified diff, the findings going to standard error; write nothing",
     )
-    mode.add_argument("--fix", action="store_true", help="write the fixes (safe tier, and manual markers)")
+    mode.add_argument(
+        "--fix", action="store_true", help="write the fixes (the safe and proven tiers, and the markers of the rest)"
+    )
     parser.add_argument(
         "--unsafe-fixes",
         action="store_true",
-        help="with --fix / --diff, also apply the opt-in rewrites: caching rewrites of hooks that read outputs "
-        "(the values 1.x passed, collected in the batch-end hook), renames that make dead hooks run again",
+        help="with --fix / --diff, also apply the opt-in rewrites: caching rewrites of a shape the scenario matrix "
+        "does not prove, renames that make dead hooks run again",
     )
     parser.add_argument("--rewrite-caching", dest="unsafe_fixes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--select", help="comma-separated rule codes to run (default: all)")
@@ -419,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(args.fix or args.diff, args.unsafe_fixes, select, args.notes)
     reports = run_checks(checked, project, options, jobs=args.jobs)
     changed = 0
+    unreadable = sum(1 for error in errors if "no such file" not in error)  # discover's: files it could not read
     counts: Counter[str] = Counter()
     with_findings = 0
     records = []
@@ -429,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         report.path = shown
         if report.error:
             errors.append(report.error.replace(str(report.path.resolve()), str(shown)))
+            unreadable += "fix refused" not in report.error  # the file (or a cell) was not read whole
             if not report.findings and report.new_source is None:
                 continue
         failing = [finding for finding in report.findings if not finding.note]
@@ -455,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
                         "cell": finding.cell,
                         "line": finding.line,
                         "column": finding.col,
-                        "fix": finding.tier if finding.tier in (SAFE, UNSAFE) else None,
+                        "fix": finding.tier if finding.tier in (SAFE, PROVEN, UNSAFE) else None,
                         "note": finding.note,
                         "patterns": list(finding.pattern_ids),
                         "url": finding.url,
@@ -485,22 +491,48 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
     found = sum(counts.values())
     if not args.quiet:
-        verb = "would change" if args.diff else "changed"
-        plural = "s" * (with_findings != 1)
-        where = f" in {with_findings} file{plural}" if found else ""
-        parts = [f"{found} finding{'s' * (found != 1)}{where} ({len(files)} file{'s' * (len(files) != 1)} checked)"]
-        if found:
-            fixes = {tier: f"{counts[tier]} {tier} fix{'es' * (counts[tier] != 1)}" for tier in (SAFE, UNSAFE)}
-            unsafe = fixes[UNSAFE] + ("" if options.unsafe_fixes else " (--unsafe-fixes)")
-            parts.append(f"{fixes[SAFE]}, {unsafe}, {counts[MANUAL]} manual")
-        if options.fix:
-            parts.append(f"{verb} {changed} file{'s' * (changed != 1)}")
-        if errors:
-            parts.append(f"{len(errors)} error{'s' * (len(errors) != 1)}")
-        print("; ".join(parts), file=sys.stderr)
-    if errors:
-        return 2
-    return 1 if found or changed else 0
+        line = summary(found, with_findings, len(files), counts, options, changed, unreadable, errors, args.diff)
+        print(line, file=sys.stderr)
+    return exit_code(found, changed, errors)
+
+
+def summary(
+    found: int,
+    with_findings: int,
+    checked: int,
+    counts: Counter[str],
+    options: Options,
+    changed: int,
+    unreadable: int,
+    errors: list[str],
+    diff: bool = False,
+) -> str:
+    """The summary line: the findings (and the files that have them), the fixes per tier, the files changed, the
+    files that could not be read and the other errors, each counted apart so that findings read as findings."""
+    plural = "s" * (with_findings != 1)
+    where = f" in {with_findings} file{plural}" if found else ""
+    parts = [f"{found} finding{'s' * (found != 1)}{where} ({checked} file{'s' * (checked != 1)} checked)"]
+    if found:
+        fixes = {tier: f"{counts[tier]} {tier} fix{'es' * (counts[tier] != 1)}" for tier in (PROVEN, SAFE, UNSAFE)}
+        unsafe = fixes[UNSAFE] + ("" if options.unsafe_fixes else " (--unsafe-fixes)")
+        parts.append(f"{fixes[PROVEN]}, {fixes[SAFE]}, {unsafe}, {counts[MANUAL]} manual")
+    if options.fix:
+        parts.append(f"{'would change' if diff else 'changed'} {changed} file{'s' * (changed != 1)}")
+    if unreadable:
+        parts.append(f"{unreadable} file{'s' * (unreadable != 1)} could not be read (not checked)")
+    other = len(errors) - unreadable
+    if other:
+        parts.append(f"{other} other error{'s' * (other != 1)}")
+    return "; ".join(parts)
+
+
+def exit_code(found: int, changed: int, errors: list[str]) -> int:
+    """0: nothing found and no error; 1: findings (or, with ``--fix``, files changed), whether or not some file
+    could not be read -- the summary counts those apart; 2: no finding, and a file or path that could not be read,
+    parsed or written (a usage error exits 2 before any check)."""
+    if found or changed:
+        return 1
+    return 2 if errors else 0
 
 
 if __name__ == "__main__":

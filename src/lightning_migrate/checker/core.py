@@ -33,6 +33,7 @@ from lightning_migrate.checker.base import (
     CALLBACK,
     DOCS_URL_VARIABLE,
     MANUAL,
+    MARKER,
     MODULE,
     UNSAFE,
     ClassContext,
@@ -51,6 +52,10 @@ from lightning_migrate.checker.rules import RULES
 
 __all__ = ["DOCS_URL_VARIABLE", "PREFILTER", "RULES", "Result", "check_source", "docs_url", "rules_for"]
 
+#: The rule of imports of names 2.x removed: asked about the file's imports, not about a class.
+REMOVED_IMPORTS = "LM009"
+#: The rule of hooks written ``async def``: asked about an ``async def`` of a hook name no other rule reports.
+ASYNC_HOOKS = "LM008"
 #: A class whose base is not resolved but that defines this method may be a LightningModule (notes only).
 TRAINING_STEP = registry.STEP_METHODS["train"]
 #: Bytes every name a rule inspects contains: the name fragments of the name-pattern rules, and the listed hook
@@ -107,7 +112,8 @@ def check_source(
         source: the file's bytes (PEP 263 encoding cookie honoured; UTF-8 by default).
         path: where it lives in ``project`` (for cross-file base classes and callers); ``None`` for a snippet.
         project: the checked tree; ``None`` checks the source alone.
-        fix: apply the ``safe`` fixes and write the markers (and the ``unsafe`` fixes with ``unsafe_fixes``).
+        fix: apply the ``safe`` and ``proven`` fixes and write the markers (and the ``unsafe`` fixes with
+            ``unsafe_fixes``).
         unsafe_fixes: apply the ``unsafe`` tier too (``--unsafe-fixes``); without it, such a finding gets a marker
             that says what the rewrite would risk.
         select: only these rule codes (default: all).
@@ -129,7 +135,8 @@ def check_source(
     )
     file = FileContext(source, tree, info, project, path)
     ast_classes = list(_ast_classes(tree.body))
-    if not any(_may_report(node, file, select) for node, _ in ast_classes):
+    imports = _import_findings(source, tree, select)
+    if not imports and not any(_may_report(node, file, select) for node, _ in ast_classes):
         return Result([])  # no class that may hold a finding: libcst (the slow part) is skipped
     try:
         module = cst.parse_module(source)
@@ -142,12 +149,63 @@ def check_source(
         for finding, target in _rule_findings(ctx, ast_node, lines, select)
     ]
     findings, edits = _settle(found, file, fix=fix, unsafe_fixes=unsafe_fixes, notes=notes)
+    _settle_imports(imports, module, tree, lines, findings, edits if fix else None)
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     try:
         new_source = _apply(module, tree, source, edits) if fix and edits else None
     except RewriteRefused as err:
         return Result(findings, None, f"fix refused, file left unchanged: {err}")
     return Result(findings, new_source)
+
+
+def _import_findings(source: bytes, tree: ast.Module, select: frozenset[str] | None) -> list[tuple[int, Finding]]:
+    """The findings of the rule of removed imports (LM009): ``(top-level statement index or -1, finding)``."""
+    rule = RULES.get(REMOVED_IMPORTS)
+    if rule is None or (select is not None and rule.code not in select) or b"pytorch_lightning" not in source:
+        return []
+    return list(rule.check_imports(tree))
+
+
+def _settle_imports(
+    imports: list[tuple[int, Finding]],
+    module: cst.Module,
+    tree: ast.Module,
+    lines: list[bytes],
+    findings: list[Finding],
+    edits: _Edits | None,
+) -> None:
+    """Add the import findings (those ``# noqa`` does not silence) to ``findings`` and, with ``edits``, their fixes:
+    on a top-level statement that is alone on its line; a nested import is reported without a fix."""
+    if not imports:
+        return
+    statements: dict[int, tuple[cst.BaseStatement, bool]] = {}
+    index = 0
+    for statement in module.body:
+        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        for offset in range(count):
+            statements[index + offset] = (statement, count == 1)
+        index += count
+    for where, finding in imports:
+        if _noqa(lines, finding.line, finding.code):
+            continue
+        statement, alone = statements.get(where, (None, False))
+        if statement is None:
+            finding.fix = None
+        elif not alone and finding.fix.tier != MANUAL:
+            finding.fix = manual_fix(finding.code, "the import shares its line with another statement: fix by hand")
+        finding.tier = finding.fix.tier if finding.fix is not None else None
+        if statement is module.body[0] and finding.tier == MANUAL and _header_marked(module, finding.code):
+            statement = None  # the file's first statement: libcst keeps the comments above it in the header
+        if edits is not None and statement is not None:
+            applied = finding.fix if finding.fix.tier == MANUAL else without_own_marker(finding.fix, finding.code)
+            edits.add(statement, applied, ())
+        findings.append(finding)
+    findings.sort(key=lambda f: (f.line, f.col, f.code))
+
+
+def _header_marked(module: cst.Module, code: str) -> bool:
+    """Whether the comments above the module's first statement (its header, for libcst) hold a marker of ``code``."""
+    return any(line.comment is not None and f"{MARKER} {code}" in line.comment.value for line in module.header)
 
 
 # -- 1. the classes ------------------------------------------------------------------------------------------------
@@ -199,7 +257,12 @@ def _may_report(node: ast.ClassDef, file: FileContext, select: frozenset[str] | 
     or a mixin of one: the only classes :func:`check_source` can report."""
     names = _body_names(node)
     kinds = (MODULE, CALLBACK)
-    if not any(rules_for(name, kind, select) for name in names for kind in kinds):
+    if not any(rules_for(name, kind, select) for name in names for kind in kinds) and not any(
+        _async_hook_rule(item.name, kind, select)
+        for item in node.body
+        if isinstance(item, ast.AsyncFunctionDef)
+        for kind in kinds
+    ):
         return False
     kind = file.project.classify(file.info, [dotted(base) for base in node.bases])
     if kind.kind is not None or (kind.unknown and TRAINING_STEP in names):
@@ -347,20 +410,33 @@ def _def_findings(
 ) -> Iterator[Finding]:
     name = func.name.value
     line, col = _name_position(lines, ast_func)
-    for rule in rules_for(name, ctx.kind, select):
-        for finding in rule.check(ctx, func):
-            finding.line, finding.col = line, col
-            if not _noqa(lines, line, finding.code):
-                yield finding
+    rules = rules_for(name, ctx.kind, select)
+    found = [finding for rule in rules for finding in rule.check(ctx, func)]
+    if not found and func.asynchronous is not None:  # a hook no other rule reports, written `async def`
+        found = [finding for rule in _async_hook_rule(name, ctx.kind, select) for finding in rule.check(ctx, func)]
+    for finding in found:
+        finding.line, finding.col = line, col
+        if not _noqa(lines, line, finding.code):
+            yield finding
+
+
+def _async_hook_rule(name: str, kind: str, select: frozenset[str] | None) -> list[Rule]:
+    """The rule of hooks written ``async def`` (LM008), when selected and ``name`` is a hook of ``kind``."""
+    rule = RULES.get(ASYNC_HOOKS)
+    if rule is None or (select is not None and rule.code not in select) or kind not in rule.owners:
+        return []
+    return [rule] if rule.applies(name, kind) else []
 
 
 def _assigned_findings(
     ctx: ClassContext, small: cst.BaseSmallStatement, ast_statement: ast.stmt, lines: list[bytes], select
 ) -> Iterator[Finding]:
     line, col = ast_statement.lineno, _column(lines, ast_statement.lineno, ast_statement.col_offset)
+    value = getattr(small, "value", None)
+    bound = value.value if isinstance(value, cst.Name) else None
     for name in _assigned_names(small):
         for rule in rules_for(name, ctx.kind, select):
-            for finding in rule.check_assigned(ctx, name):
+            for finding in rule.check_assigned(ctx, name, bound):
                 finding.line, finding.col = line, col
                 if not _noqa(lines, line, finding.code):
                     yield finding
@@ -589,7 +665,8 @@ def _settle(
             finding.tier = finding.fix.tier
             applied = finding.fix
             if applied.tier == UNSAFE and not unsafe_fixes:
-                applied = manual_fix(finding.code, f"{applied.risk}; `--unsafe-fixes` applies it", tier=UNSAFE)
+                why = applied.withheld or applied.risk
+                applied = manual_fix(finding.code, f"{why}; `--unsafe-fixes` applies it", tier=UNSAFE)
             elif applied.tier != MANUAL:
                 method = node.name.value if isinstance(node, cst.FunctionDef) else None
                 applied = without_own_marker(applied, finding.code, method)

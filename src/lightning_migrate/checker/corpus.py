@@ -58,8 +58,10 @@ class Tally:
     parse_failures: int = 0
     not_idempotent: int = 0
     broken_callers: int = 0
-    #: findings by the fix ``--fix --unsafe-fixes`` gives them: ``safe``, ``unsafe`` (both rewritten), ``manual``
+    #: findings by the fix ``--fix --unsafe-fixes`` gives them: ``safe``, ``proven`` (both applied by plain ``--fix``),
+    #: ``unsafe`` (rewritten with the option), ``manual``
     safe: int = 0
+    proven: int = 0
     unsafe: int = 0
     manual: int = 0
     #: marker comments in the fixed copy (one per manual finding)
@@ -69,7 +71,7 @@ class Tally:
     details: list[str] = field(default_factory=list)
 
     COUNTS = ("tp", "fp", "fn", "crashes", "errors", "files", "changed", "parse_failures", "not_idempotent")
-    COUNTS += ("broken_callers", "safe", "unsafe", "manual", "markers")
+    COUNTS += ("broken_callers", "safe", "proven", "unsafe", "manual", "markers")
 
     def add(self, other: Tally) -> None:
         for name in self.COUNTS:
@@ -78,8 +80,10 @@ class Tally:
 
     @property
     def opt_in_share(self) -> float:
-        """Of the findings that need more than a safe fix, the share the opt-in rewrites rewrite."""
-        return self.unsafe / (self.unsafe + self.manual) if self.unsafe + self.manual else 1.0
+        """Of the findings that need more than a safe fix, the share the caching and other rewrites rewrite (the
+        proven tier, which plain ``--fix`` applies, and the opt-in one)."""
+        rewritten = self.proven + self.unsafe
+        return rewritten / (rewritten + self.manual) if rewritten + self.manual else 1.0
 
     @property
     def precision(self) -> float:
@@ -223,7 +227,7 @@ def fix_figures(folder: Path, tally: Tally) -> None:
         changed = [path for path in before if before[path] != after[path]]
         tally.changed += len(changed)
         rewrites = {
-            path: sum(t in ("safe", "unsafe") for t in tiers.get(path.relative_to(copy).as_posix(), []))
+            path: sum(t in ("safe", "proven", "unsafe") for t in tiers.get(path.relative_to(copy).as_posix(), []))
             for path in changed
         }
         removed: set[str] = set()
@@ -280,7 +284,7 @@ def measure(corpus: Path | list[Path], labels: Path = LABELS, fix: bool = True) 
     header = f"{'repository':44} {'commit':10} {'files':>5} {'TP':>3} {'FP':>3} {'FN':>3} {'prec':>6} {'recall':>6}"
     header += f" {'crash':>5} {'err':>3}"
     if fix:
-        header += f" {'safe':>4} {'unsf':>4} {'mark':>4} {'chg':>4} {'parse':>5} {'idem':>4} {'brk':>3}"
+        header += f" {'safe':>4} {'prov':>4} {'unsf':>4} {'mark':>4} {'chg':>4} {'parse':>5} {'idem':>4} {'brk':>3}"
     print(header)
     missing = []
     for name, repo in repos.items():
@@ -312,16 +316,17 @@ def measure(corpus: Path | list[Path], labels: Path = LABELS, fix: bool = True) 
         total.add(tally)
     print(_row(f"total ({len(repos) - len(missing)} repositories)", "", total, fix))
     if fix:
-        needing = total.unsafe + total.manual
+        needing = total.proven + total.unsafe + total.manual
         print(
-            f"rewritten: {total.safe} by a safe fix, {total.unsafe} by an opt-in rewrite; markers left: {total.manual}"
-            f" ({total.markers} marker comments); of the {needing} findings that need more than a safe fix, the opt-in"
-            f" rewrites rewrite {total.unsafe} ({total.opt_in_share:.0%}); rewrites whose file does not parse:"
+            f"rewritten: {total.safe} by a safe fix, {total.proven} by a proven rewrite (plain --fix), {total.unsafe}"
+            f" by an opt-in rewrite; markers left: {total.manual} ({total.markers} marker comments); of the {needing}"
+            f" findings that need more than a safe fix, the rewrites rewrite {total.proven + total.unsafe}"
+            f" ({total.opt_in_share:.0%}); rewrites whose file does not parse:"
             f" {total.parse_failures}, not idempotent: {total.not_idempotent}"
         )
     if fix:
         for code in sorted({code for code, _ in total.by_rule}):
-            counts = {tier: total.by_rule[(code, tier)] for tier in ("safe", "unsafe", "manual")}
+            counts = {tier: total.by_rule[(code, tier)] for tier in ("safe", "proven", "unsafe", "manual")}
             print(f"  {code}: " + ", ".join(f"{n} {tier}" for tier, n in counts.items()))
     if missing:
         print(f"not found in {', '.join(map(str, folders))} (fetch them at the labelled commits): {', '.join(missing)}")
@@ -332,7 +337,8 @@ def _row(name: str, commit: str, tally: Tally, fix: bool) -> str:
     row = f"{name:44} {commit:10} {tally.files:5} {tally.tp:3} {tally.fp:3} {tally.fn:3}"
     row += f" {tally.precision:6.1%} {tally.recall:6.1%} {tally.crashes:5} {tally.errors:3}"
     if fix:
-        row += f" {tally.safe:4} {tally.unsafe:4} {tally.manual:4} {tally.changed:4} {tally.parse_failures:5}"
+        row += f" {tally.safe:4} {tally.proven:4} {tally.unsafe:4} {tally.manual:4} {tally.changed:4}"
+        row += f" {tally.parse_failures:5}"
         row += f" {tally.not_idempotent:4} {tally.broken_callers:3}"
     return row
 

@@ -350,6 +350,15 @@ class Project:
             return self.classify(info, info.classes[head], seen | {key})
         if not rest and info.star_imports:
             return self._resolve_star(info, head, seen)
+        if rest and info.star_imports and head not in info.top_level:
+            # `pl.LightningModule` where `from common import *` binds `pl` (common.py: `import lightning as pl`)
+            for module in info.star_imports:
+                key = (info.name, "*" + head)
+                if key not in seen:
+                    kind = self._resolve_qualified(f"{module}.{base}", seen | {key})
+                    if kind.kind is not None:
+                        return kind
+            return Kind(None, unknown=True)
         if head in BUILTIN_BASES:
             return Kind(None)
         return Kind(None, unknown=True)
@@ -376,6 +385,10 @@ class Project:
             return Kind(kind, via=parts[-1], root=parts[0]) if kind else Kind(None)
         module_name, _, class_name = target.rpartition(".")
         path = self.by_name.get(module_name)
+        if path is None and len(parts) > 2:
+            found = self._through_module(parts, seen)
+            if found is not None:
+                return found
         if path is not None:
             info = self.info(path)
             if info is not None:
@@ -397,6 +410,24 @@ class Project:
         if parts[0] in NOT_LIGHTNING_ROOTS:
             return Kind(None)
         return Kind(None, unknown=True)
+
+    def _through_module(self, parts: list[str], seen: frozenset) -> Kind | None:
+        """``common.pl.LightningModule`` where ``common`` is a file of the project that binds ``pl`` by an import:
+        the target through that import (``pytorch_lightning.LightningModule``); ``None`` when no prefix of
+        ``parts`` is a project file that imports the next part."""
+        for cut in range(len(parts) - 2, 0, -1):
+            path = self.by_name.get(".".join(parts[:cut]))
+            if path is None:
+                continue
+            info = self.info(path)
+            head = parts[cut]
+            if info is None or head not in info.imports:
+                return None
+            key = (info.name, "." + head)
+            if key in seen:
+                return Kind(None)
+            return self._resolve_qualified(".".join([info.imports[head], *parts[cut + 1 :]]), seen | {key})
+        return None
 
 
 def _package_parts(path: Path) -> list[str]:

@@ -13,6 +13,8 @@ from lightning_migrate.checker.rules.lm004_eval_batch_dataloader_idx import Eval
 from lightning_migrate.checker.rules.lm005_step_end import StepEnd
 from lightning_migrate.checker.rules.lm006_never_called import NeverCalled
 from lightning_migrate.checker.rules.lm007_unknown_hooks import UnknownHooks
+from lightning_migrate.checker.rules.lm008_async_hooks import AsyncHooks
+from lightning_migrate.checker.rules.lm009_removed_imports import RemovedImports
 
 
 def _listed(*rules: Rule) -> dict[str, Rule]:
@@ -37,4 +39,6 @@ RULES: dict[str, Rule] = _listed(
     StepEnd(),
     NeverCalled(),
     UnknownHooks(),
+    AsyncHooks(),
+    RemovedImports(),
 )

@@ -39,9 +39,11 @@ import re
 import libcst as cst
 
 from lightning_migrate import hook_names, registry
+from lightning_migrate.checker import proven
 from lightning_migrate.checker.base import (
     CALLBACK,
     MODULE,
+    PROVEN,
     UNSAFE,
     ClassContext,
     Fix,
@@ -118,8 +120,9 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     ``outputs_index`` (``self`` is 0) is what Lightning 1.x passed at epoch end; or why it cannot be made.
 
     Returns:
-        an ``unsafe`` :class:`~lightning_migrate.checker.base.Fix` on the class, or the reason (a phrase for the
-        marker) when the rewrite would not provably keep the values.
+        a :class:`~lightning_migrate.checker.base.Fix` on the class -- ``proven`` when the matrix proves its shape
+        (:mod:`..proven`), ``unsafe`` otherwise -- or the reason (a phrase for the marker) when the rewrite would
+        not provably keep the values.
     """
     pattern = registry.get(pattern_id)
     stage, kind = pattern.stage, ctx.kind
@@ -173,9 +176,9 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         for hook in {batch_hook, new_hook}:
             if file.project.subclasses_defining(file.info, ctx.name, hook):
                 return f"a subclass defines `{hook}`, which would replace the rewritten class's"
-    per_dataloader = stage != "train" and (
-        stage == "predict" or kind == CALLBACK or not _single_loader_step(ctx, stage)
-    )
+    # one list per dataloader in every evaluation stage, a step without ``dataloader_idx`` included (Lightning then
+    # refuses a second dataloader, and the one list is handed on alone): that is the shape the matrix proves
+    per_dataloader = stage != "train"
     root = ctx.root or "lightning"
     imports = []
     if stage == "train":
@@ -208,8 +211,9 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     removed_in = registry.get(pattern_id).removed_in
     whole_loss = removed_in if stage == "train" and removed_in in WHOLE_LOSS_RELEASES else None
     spec = _Spec(kind, stage, outputs, old_hook, new_hook, batch_end, cache, per_dataloader, whole_loss, start_hook)
+    shape = shape_of(pattern_id, per_dataloader, whole_loss is not None)
     return Fix(
-        UNSAFE,
+        PROVEN if shape in proven.shapes() else UNSAFE,
         spec.apply,
         on_class=True,
         description=f"{how} in self.{cache}",
@@ -217,14 +221,15 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         dropped=(outputs,),
         new_name=new_hook if new_hook != old_hook else None,
         imports=tuple(imports),
+        shape=shape,
+        withheld=f"{how} in `{cache}`, a shape no row of the scenario matrix proves",
     )
 
 
-def _single_loader_step(ctx: ClassContext, stage: str) -> bool:
-    """Whether the class's own step takes no ``dataloader_idx`` (``self, batch, batch_idx`` only): Lightning
-    refuses several dataloaders with such a step, so there is one list."""
-    step = ctx.methods.get(registry.STEP_METHODS[stage])
-    return step is not None and plain_signature(step) and len(positional(step)) == 3
+def shape_of(pattern_id: str, per_dataloader: bool, whole_loss: bool) -> str:
+    """The shape a caching rewrite writes: the registry pattern it rewrites, ``/per-dataloader`` when it keeps one
+    list per dataloader, ``/whole-loss`` when it multiplies the loss back (:mod:`..proven` says which are proven)."""
+    return pattern_id + ("/per-dataloader" if per_dataloader else "") + ("/whole-loss" if whole_loss else "")
 
 
 def _step_end_changes_outputs(ctx: ClassContext, step_end: str) -> str | None:

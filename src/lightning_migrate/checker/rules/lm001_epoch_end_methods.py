@@ -42,7 +42,9 @@ class EpochEndMethods(Rule):
     fix_text = (
         f"**safe** when the body never reads ``outputs``: the method is renamed to {_NEW} and loses the "
         "parameter -- unless the class already defines that hook, or code calls the method by its old name. "
-        "**unsafe** (opt-in, ``--unsafe-fixes``) when the body reads ``outputs``: module-side caching. The class "
+        "**proven** when the body reads ``outputs`` and a row of the scenario matrix proves the rewrite's shape "
+        "(plain ``--fix`` applies it; a shape no row proves is **unsafe**, opt-in with ``--unsafe-fixes``): "
+        "module-side caching. The class "
         "gets a cache (``self.<step>_outputs``, created in ``__init__``, which is added when the class has none), "
         "the stage's batch-end hook appends each batch's ``outputs`` to it -- the values Lightning 1.x collected "
         "for the old hook: in training the step's output as a dict with the loss detached, whole or divided by "
@@ -50,8 +52,8 @@ class EpochEndMethods(Rule):
         "a step that returned ``None``; one list per dataloader where a "
         "stage may have several -- and the renamed hook starts by taking the cache as ``outputs`` and clearing it. "
         "The rest of the body is unchanged (:claim:`training-outputs-wrapped-and-detached`; "
-        ":claim:`validation-outputs-skipped-none`). Without ``--unsafe-fixes``, ``--fix`` leaves a marker that says "
-        "what the rewrite risks. **manual** where the rewrite cannot be proven (a step-end hook that reshapes each "
+        ":claim:`validation-outputs-skipped-none`). An unsafe rewrite not asked for leaves a marker that says "
+        "so. **manual** where the rewrite cannot be proven (a step-end hook that reshapes each "
         "output, a base class or a subclass that defines the batch-end hook, other parameters): the marker "
         "says why."
     )
@@ -93,6 +95,6 @@ class LitModel(pl.LightningModule):
                 fix = manual_fix(self.code, f"{why}: {fix}")
         yield Finding(self.code, message, (pattern_id,), fix=fix)
 
-    def check_assigned(self, ctx: ClassContext, name: str):
+    def check_assigned(self, ctx: ClassContext, name: str, value: str | None = None):
         pattern_id = HOOKS[name]
         yield assigned_finding(self.code, pattern_id, name, f"define {new_hook(pattern_id)}(self) instead")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
@@ -64,8 +65,9 @@ class EpochEndParameters(Rule):
         "**safe** when the body never reads the extra parameters and they are what a release passed (the registry's "
         f"old signatures: the last parameter of {literal_list(sorted({hook for hook, _ in PATTERNS}))}): they are "
         "dropped. Any other extra parameter made every release raise TypeError, so the body never ran: dropping it "
-        "would make it run for the first time, and the fix is **manual**. **unsafe** (opt-in, "
-        "``--unsafe-fixes``) when the body reads the ``outputs`` a 1.x release passed: on a module, module-side "
+        "would make it run for the first time, and the fix is **manual**. **proven** (plain ``--fix``) when the "
+        "body reads the ``outputs`` a 1.x release passed and a row of the scenario matrix proves the rewrite's "
+        "shape (**unsafe**, opt-in with ``--unsafe-fixes``, where none does): on a module, module-side "
         "caching (as for LM001); on a callback, callback-side caching -- the callback's batch-end hook collects "
         f"each batch's ``outputs`` and the epoch-end hook takes and clears them. The releases before "
         f"{_TRACKING[1].removed_in} passed a callback's ``outputs`` (and a module's) only to a parameter named "
@@ -121,6 +123,34 @@ class PrintEpoch(Callback):
             fix = caching_fix(ctx, func, pattern_id, expected) if why is None else why
             if isinstance(fix, str):
                 fix = manual_fix(self.code, f"the body reads {', '.join(read)}; no caching rewrite: {fix}")
+        yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
+
+    def check_assigned(self, ctx: ClassContext, name: str, value: str | None = None):
+        """A hook bound in the class body to a function of this file (``on_train_epoch_end = _print_epoch``) that
+        takes a parameter without a default beyond the hook's: Lightning calls it without, and it raises."""
+        func = _module_function(ctx, value) if value is not None else None
+        if func is None:
+            return
+        params = [*func.args.posonlyargs, *func.args.args]
+        if func.args.vararg is not None:
+            return
+        required = len(params) - len(func.args.defaults)
+        expected = expected_count(ctx.kind, 1)
+        extra = [p.arg for p in params[expected:required]]
+        extra += [a.arg for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults, strict=True) if d is None]
+        if not extra:
+            return
+        pattern_id = PATTERNS.get((name, ctx.kind))
+        shown = ", ".join(p.arg for p in params)
+        message = (
+            f"`{name}` (assigned in the class body) is `{value}({shown})`, which takes `{', '.join(extra)}`: "
+            f"Lightning calls it with only `{'self' if ctx.kind == MODULE else 'self, trainer, pl_module'}`"
+        )
+        if pattern_id is not None:
+            message += f"; {name}({', '.join(new_params_of_old(registry.get(pattern_id)))}) " + removed(
+                pattern_id, bare=True
+            )
+        fix = manual_fix(self.code, f"assigned in the class body: `{value}` takes {', '.join(extra)}, never passed")
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
 
     def _why_not_cached(self, ctx: ClassContext, func: cst.FunctionDef, pattern_id: str) -> str | None:
@@ -192,3 +222,12 @@ def _project_module_tracks_outputs(ctx: ClassContext) -> bool:
                 if file.project.classify(info, bases).kind == MODULE:
                     return True
     return False
+
+
+def _module_function(ctx: ClassContext, name: str) -> ast.FunctionDef | None:
+    """The function ``name`` defined with ``def`` at the top level of the class's file, or ``None``."""
+    found = None
+    for statement in ctx.file.tree.body:
+        if isinstance(statement, ast.FunctionDef) and statement.name == name:
+            found = statement  # the last definition is the one bound when the class body runs (or later)
+    return found

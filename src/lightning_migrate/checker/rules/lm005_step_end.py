@@ -56,7 +56,7 @@ class LitModel(pl.LightningModule):
             fix = manual_fix(self.code, "move this work into the step or the batch-end hook")
         yield Finding(self.code, removed(pattern_id, func), (pattern_id,), fix=fix)
 
-    def check_assigned(self, ctx: ClassContext, name: str):
+    def check_assigned(self, ctx: ClassContext, name: str, value: str | None = None):
         yield assigned_finding(self.code, PATTERNS[name], name, "move its work into the step")
 
 

@@ -100,7 +100,7 @@ class CountBatches(Callback):
                 )
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
 
-    def check_assigned(self, ctx: ClassContext, name: str):
+    def check_assigned(self, ctx: ClassContext, name: str, value: str | None = None):
         pattern_id = PATTERNS.get((name, ctx.kind))
         message = f"`{name}` (assigned in the class body) is never called" + (
             f": it {removed(pattern_id, bare=True)}" if pattern_id else ""

@@ -1,0 +1,56 @@
+"""LM008: a hook of a Lightning class written ``async def``: Lightning calls it without awaiting it, so its body
+never runs."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from lightning_migrate import hook_names
+from lightning_migrate.checker.base import CALLBACK, MODULE, ClassContext, Finding, Rule, manual_fix
+from lightning_migrate.checker.rules._common import signature
+
+
+class AsyncHooks(Rule):
+    code = "LM008"
+    name = "async-hooks"
+    title = "hooks written `async def`, whose body never runs"
+    owners = frozenset({MODULE, CALLBACK})
+    summary = (
+        f"A method of a ``{MODULE}`` or ``{CALLBACK}`` written ``async def`` whose name is one of the hooks "
+        "Lightning calls (recorded from the installed Lightning's classes, not typed). Lightning calls a hook as a "
+        "plain function: calling an ``async def`` only makes a coroutine, which nothing awaits, so the body never "
+        "runs and Python warns, at most, that a coroutine was never awaited. Hooks other rules report (an old "
+        "epoch-end hook written ``async def``) are left to them; their marker says the same."
+    )
+    fix_text = (
+        "**manual**: a marker comment says why; make the hook a plain ``def`` and run what it awaited "
+        "synchronously (``asyncio.run`` in the hook, or a thread the hook starts)."
+    )
+    example = """\
+import lightning.pytorch as pl
+
+
+class LitModel(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return self(batch).sum()
+
+    async def on_validation_epoch_end(self):
+        print("validation done")
+"""
+    #: making the hook a plain ``def`` makes its body run for the first time: a change of behaviour, never automatic
+    fixable = False
+    #: a file with such a hook holds the word (the byte prefilter)
+    name_fragments = ("async",)
+
+    def applies(self, name: str, kind: str) -> bool:
+        """Whether an ``async def`` named ``name`` in a class of ``kind`` is a hook Lightning calls."""
+        return name in hook_names.load()[kind]["hooks"]
+
+    def check(self, ctx: ClassContext, func: cst.FunctionDef):
+        if func.asynchronous is None or not self.applies(func.name.value, ctx.kind):
+            return
+        message = (
+            f"`async def {signature(func)}` is never awaited: Lightning calls the hook as a plain function, so its "
+            "body never runs"
+        )
+        yield Finding(self.code, message, (), fix=manual_fix(self.code, "`async def`: its body never runs"))

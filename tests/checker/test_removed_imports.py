@@ -1,0 +1,126 @@
+"""LM009: imports of names and modules of ``pytorch_lightning`` that 2.x removed, read from the recorded table
+(``lightning_names``: 1.9.5 and 2.6.6 each imported in its own environment)."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from lightning_migrate.checker import check_source, lightning_names
+
+from ._util import fix
+
+URL = "https://lightning-migrate.readthedocs.io/en/latest/checker/rules/LM009.html"
+
+PAIRS = [
+    (
+        "a function that moved: imported from where 2.x has it (safe)",
+        "from pytorch_lightning.loops.utilities import recursive_detach\n",
+        "from pytorch_lightning.utilities.memory import recursive_detach\n",
+    ),
+    (
+        "a value 2.x dropped: a marker (no replacement)",
+        "import torch\nfrom pytorch_lightning.utilities.types import EPOCH_OUTPUT\n",
+        "import torch\n# lightning-migrate: LM009 manual fix, gone in 2.6.6: EPOCH_OUTPUT has no replacement: drop it: "
+        f"{URL}\nfrom pytorch_lightning.utilities.types import EPOCH_OUTPUT\n",
+    ),
+    (
+        "a statement that also imports a name still there: a marker",
+        "from pytorch_lightning.utilities.types import EPOCH_OUTPUT, STEP_OUTPUT\n",
+        "# lightning-migrate: LM009 manual fix, gone in 2.6.6: EPOCH_OUTPUT has no replacement: drop it: "
+        f"{URL}\nfrom pytorch_lightning.utilities.types import EPOCH_OUTPUT, STEP_OUTPUT\n",
+    ),
+    (
+        "a module 2.x removed",
+        "import pytorch_lightning.lite\n",
+        f"# lightning-migrate: LM009 manual fix, module pytorch_lightning.lite is gone in 2.6.6: {URL}\n"
+        "import pytorch_lightning.lite\n",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), [p[1:] for p in PAIRS], ids=[p[0] for p in PAIRS])
+def test_pair(source, expected):
+    assert [f.code for f in check_source(source.encode()).findings] == ["LM009"]
+    assert fix(source) == expected
+    compile(expected, "expected", "exec")
+    assert fix(expected) == expected  # a second --fix adds nothing
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from pytorch_lightning.utilities.types import STEP_OUTPUT\n",  # still there
+        "from pytorch_lightning.utilities.memory import recursive_detach\n",
+        "from lightning.pytorch.utilities.types import STEP_OUTPUT\n",
+        "try:\n    from pytorch_lightning.utilities.types import EPOCH_OUTPUT\n"
+        "except ImportError:\n    EPOCH_OUTPUT = list\n",
+        "from pytorch_lightning.utilities.types import EPOCH_OUTPUT  # noqa: LM009\n",
+        "from mypackage.utilities.types import EPOCH_OUTPUT\n",
+    ],
+    ids=["kept name", "new place", "lightning.pytorch", "guarded by try", "noqa", "another package"],
+)
+def test_look_alikes_are_left_alone(source):
+    assert check_source(source.encode()).findings == []
+    assert fix(source) == source
+
+
+def test_a_nested_import_is_reported_without_a_fix():
+    source = "def f():\n    from pytorch_lightning.utilities.types import EPOCH_OUTPUT\n    return EPOCH_OUTPUT\n"
+    [finding] = check_source(source.encode(), fix=True).findings
+    assert (finding.code, finding.line, finding.col, finding.tier) == ("LM009", 2, 5, None)
+
+
+def test_the_fixed_commonest_import_now_imports_on_the_installed_lightning():
+    fixed = fix("from pytorch_lightning.loops.utilities import recursive_detach\n")
+    namespace: dict = {}
+    exec(compile(fixed, "fixed", "exec"), namespace)  # noqa: S102 - the fixed line, run on the installed release
+    assert callable(namespace["recursive_detach"])
+
+
+def test_the_table_matches_the_installed_release():
+    """Every name the table says 2.x removed is absent from the installed release, every replacement binds the
+    name, and every module said gone does not import (the 1.9.5 half was recorded in its own environment)."""
+    table = lightning_names.load()
+    installed = importlib.import_module(table["package"]).__version__
+    assert table["new"] == installed
+    assert table["removed"]["pytorch_lightning.utilities.types"]["EPOCH_OUTPUT"] is None
+    assert table["removed"]["pytorch_lightning.loops.utilities"]["recursive_detach"] == (
+        "pytorch_lightning.utilities.memory"
+    )
+    now = lightning_names.record(also=tuple(table["removed"]) + tuple(table["modules_removed"]))
+    for module, names in table["removed"].items():
+        for name, replacement in names.items():
+            assert name not in now["modules"].get(module, {}), (module, name)
+            if replacement is not None:
+                assert name in now["modules"][replacement], (replacement, name)
+    for module in table["modules_removed"]:
+        assert module not in now["modules"]
+        with pytest.raises(ImportError):
+            importlib.import_module(module)
+
+
+def test_compare_reads_replacements_from_the_homes():
+    old = {
+        "package": "p",
+        "version": "1",
+        "failed": [],
+        "modules": {
+            "p.a": {"moved": "p.b.impl", "value": "p.a", "kept": "p.a"},
+            "p.gone": {"f": "p.gone"},
+        },
+    }
+    new = {
+        "package": "p",
+        "version": "2",
+        "failed": [],
+        "modules": {"p.a": {"kept": "p.a"}, "p.b.impl": {"moved": "p.b.impl"}, "p.c": {"value": "p.c"}},
+    }
+    assert lightning_names.compare(old, new) == {
+        "package": "p",
+        "old": "1",
+        "new": "2",
+        "removed": {"p.a": {"moved": "p.b.impl", "value": None}, "p.gone": {"f": None}},
+        "modules_removed": ["p.gone"],
+    }
