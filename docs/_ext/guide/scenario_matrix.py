@@ -212,7 +212,11 @@ def page_docname(page: str) -> str | None:
 
 def _recipe_link(recipe: dict[str, Any]) -> str:
     docname = page_docname(recipe["page"])
-    return f":doc:`{recipe['title']} </{docname}>`" if docname else f"{recipe['title']} (``{recipe['page']}``)"
+    if docname:
+        return f":doc:`{recipe['title']} </{docname}>`"
+    if recipe["page"].startswith("data/rewrites/"):  # old code whose rewrite runs: what the checker writes
+        return f"{recipe['title']}, as ``lightning-migrate --unsafe-fixes`` writes it"
+    return f"{recipe['title']} (``{recipe['page']}``)"
 
 
 #: How a Lightning user names a setting in a "works with" list: for each axis, phrases, each standing for the values
@@ -329,6 +333,17 @@ def not_with_lines(results: Results, recipe_id: str, indent: str = "", traps: bo
     return [f"{indent}- {what} -- {why}. Use :doc:`/{see}`." for what, why, see in _not_with(results, recipe_id, traps)]
 
 
+def _reader_words(results: Results, axis: str, values: list[str]) -> str:
+    """``values`` of ``axis`` as a Lightning user says them (:data:`READER_WORDS`, else each value's label)."""
+    named = {v: phrase for phrase, vs in READER_WORDS.get(axis, []) for v in vs if phrase}
+    words: list[str] = []
+    for value in values:
+        word = named.get(value, results.labels[axis][value])
+        if word not in words:
+            words.append(word)
+    return "; ".join(words)
+
+
 def summary_of(results: Results, recipe_id: str, indent: str = "", traps: bool = True) -> list[str]:
     """rST lines: "Works with ..." and "Not with ... (use ...)", short, in a Lightning user's words; why not is in
     the detail (:func:`not_with_lines`)."""
@@ -336,8 +351,11 @@ def summary_of(results: Results, recipe_id: str, indent: str = "", traps: bool =
     shown = ", ".join(phrases) if phrases else "the Trainer's defaults"
     lines = [f"{indent}**Works with** {shown}.", ""]
     not_with = _not_with(results, recipe_id, traps)
+    recipe = results.recipes[recipe_id]
+    short = [_reader_words(results, entry["axis"], entry["values"]) for entry in recipe["outside"]]
+    short += [what for what, _, _ in not_with[len(recipe["outside"]) :]]  # the traps, as their configuration says
     if not_with:
-        items = "; ".join(f"{what} (use :doc:`/{see}`)" for what, _, see in not_with)
+        items = "; ".join(f"{what} (use :doc:`/{see}`)" for what, (_, _, see) in zip(short, not_with, strict=True))
         lines += [f"{indent}**Not with** {items}.", ""]
     return lines
 
