@@ -125,6 +125,7 @@ print(f"d_loss per epoch {logged(logger, 'd_loss_epoch_mean')}")
 # %%
 # Each epoch logs both means, each equal to the mean of that loss over the epoch's five batches computed by hand,
 # and the caches are empty once the epoch ends.
+
 # sphinx_gallery_start_ignore
 for name, target in (("g_loss", 1.0), ("d_loss", 0.0)):
     seen, want = logged(logger, f"{name}_epoch_mean"), epoch_means(observer.batches, target)
