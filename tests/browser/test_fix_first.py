@@ -29,7 +29,7 @@ const range = document.createRange();
 range.setStart(node, 0);
 range.setEnd(node, 1);
 const line = range.getBoundingClientRect();
-const old = Array.from(document.querySelectorAll('.code-block-caption')).find(c => /^Before\b/.test(c.innerText));
+const old = Array.from(document.querySelectorAll('.code-block-caption')).find(c => c.innerText.trim().startsWith('Before'));
 return {
   top: line.top + window.scrollY,
   bottom: line.bottom + window.scrollY,
