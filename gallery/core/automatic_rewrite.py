@@ -160,5 +160,5 @@ assert model.training_step_outputs == []
 #   subclass whose own ``on_train_batch_end`` leaves out ``super()`` caches nothing.
 #
 # Each shape the checker rewrites -- training, validation, test and predict hooks, several dataloaders, callbacks
-# -- is checked like a recipe in many Trainer configurations (:doc:`where each recipe holds </reference/scenarios>`,
-# with the configurations where it differs on purpose); the box at the top of this page is this shape's.
+# -- has its entry on :doc:`Where each recipe holds </reference/scenarios>`; the box at the top of this page is
+# this shape's.

@@ -123,7 +123,7 @@ assert all(
 # %%
 # The proof: the model applied by hand
 # ------------------------------------
-# The module, the callback and the list ``trainer.predict`` returns, from one predict run.
+# All three, from one predict run.
 pl.seed_everything(12, verbose=False)
 model = PredictionCache()
 reader = PredictionsReader()

@@ -29,7 +29,8 @@ const range = document.createRange();
 range.setStart(node, 0);
 range.setEnd(node, 1);
 const line = range.getBoundingClientRect();
-const old = Array.from(document.querySelectorAll('.code-block-caption')).find(c => /^Before\b/.test(c.innerText));
+const captions = Array.from(document.querySelectorAll('.code-block-caption'));
+const old = captions.find(c => c.innerText.trim().startsWith('Before'));
 return {
   top: line.top + window.scrollY,
   bottom: line.bottom + window.scrollY,
