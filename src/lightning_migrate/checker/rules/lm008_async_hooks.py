@@ -39,8 +39,8 @@ class LitModel(pl.LightningModule):
 """
     #: making the hook a plain ``def`` makes its body run for the first time: a change of behaviour, never automatic
     fixable = False
-    #: a file with such a hook holds the word (the byte prefilter)
-    name_fragments = ("async",)
+    #: a file with such a hook holds these bytes (the byte prefilter)
+    name_fragments = ("async def",)
 
     def applies(self, name: str, kind: str) -> bool:
         """Whether an ``async def`` named ``name`` in a class of ``kind`` is a hook Lightning calls."""
