@@ -2,7 +2,7 @@
 Let the checker rewrite an old epoch-end hook
 =============================================
 
-``lightning-migrate --fix --unsafe-fixes`` rewrites a module's ``training_epoch_end(self, outputs)`` into caching
+``lightning-migrate --fix`` rewrites a module's ``training_epoch_end(self, outputs)`` into caching
 code: the module collects what each batch returned, and its ``on_train_epoch_end`` hands the old body the same
 list it used to receive. This page runs that rewrite on an old module, trains the rewritten class, and checks its
 epoch values against a plain PyTorch computation of what the old ``outputs`` list held.
@@ -50,14 +50,15 @@ project = Path(tempfile.mkdtemp())
 # %%
 # What the rewrite will change
 # ----------------------------
-# ``--diff`` prints the rewrite without writing it; ``--unsafe-fixes`` includes the opt-in rewrites. The checker is
+# ``--diff`` prints the rewrite without writing it: a *proven* fix, one whose shape gives the values the old code
+# gave on Lightning 1.x (its box above), so plain ``--fix`` applies it. The checker is
 # run here as ``python -m lightning_migrate.checker``, the module behind the ``lightning-migrate`` command.
 def lightning_migrate(*args):
     command = [sys.executable, "-m", "lightning_migrate.checker", *args]
     return subprocess.run(command, cwd=project, capture_output=True, text=True)
 
 
-diff = lightning_migrate("--diff", "--unsafe-fixes", "old_model.py")
+diff = lightning_migrate("--diff", "old_model.py")
 print(diff.stdout + diff.stderr)
 
 # %%
@@ -68,7 +69,7 @@ print(diff.stdout + diff.stderr)
 # Apply it
 # --------
 # ``--fix`` writes the same rewrite into the file. Checked again, the file has nothing left to report.
-fixed = lightning_migrate("--fix", "--unsafe-fixes", "old_model.py")
+fixed = lightning_migrate("--fix", "old_model.py")
 after = lightning_migrate("old_model.py")
 print(after.stderr)
 
@@ -132,9 +133,9 @@ for epoch, (seen, expected) in enumerate(zip(logged, reference_means, strict=Tru
 # %%
 # What the rewrite delivered
 # --------------------------
-# The checker found one opt-in rewrite and left no marker, the rewritten file has nothing more to report, the
+# The checker found one proven rewrite and left no marker, the rewritten file has nothing more to report, the
 # rewritten class logged one mean per epoch equal to the plain loop's, and its cache is empty at the end.
-assert diff.returncode == 1 and "1 unsafe fix, 0 manual" in diff.stderr, diff.stderr
+assert diff.returncode == 1 and "1 proven fix, 0 safe fixes, 0 unsafe fixes" in diff.stderr, diff.stderr
 assert fixed.returncode == 1 and after.returncode == 0, after.stderr
 assert len(logged) == EPOCHS
 for seen, expected in zip(logged, reference_means, strict=True):
@@ -144,7 +145,7 @@ assert model.training_step_outputs == []
 # %%
 # What the rewrite risks, and where it does not apply
 # ---------------------------------------------------
-# The rewrite is opt-in because it keeps what the old code computed, not what you may want now:
+# The rewrite keeps what the old code computed, not what you may want now:
 #
 # * it keeps **every** output of the epoch in memory until the epoch ends, as Lightning 1.x did -- the cost the
 #   ``outputs`` argument was removed for (:doc:`Memory retained by cached outputs

@@ -215,7 +215,7 @@ def _recipe_link(recipe: dict[str, Any]) -> str:
     if docname:
         return f":doc:`{recipe['title']} </{docname}>`"
     if recipe["page"].startswith("data/rewrites/"):  # old code whose rewrite runs: what the checker writes
-        return f"{recipe['title']}, as ``lightning-migrate --unsafe-fixes`` writes it"
+        return f"{recipe['title']}, as ``lightning-migrate --fix`` writes it"
     return f"{recipe['title']} (``{recipe['page']}``)"
 
 
