@@ -181,8 +181,8 @@ for epoch, ((metric, scalar), state) in enumerate(zip(unweighted, unweighted_obs
 
 # %%
 # The unweighted metric is the mean of batch means, not the dataset mean that ``self.log`` gives: the two
-# disagree in every epoch. The :doc:`scenario matrix </reference/scenarios>` runs ``MetricModel`` (with the
-# weight) in every configuration it declares; with an uneven last batch both of its values match the mean over
+# disagree in every epoch. ``MetricModel`` (with the weight) holds in every configuration of
+# :doc:`where it works </reference/scenarios>`; with an uneven last batch both of its values match the mean over
 # every sample. Two configurations need a variant: several validation dataloaders, where
 # :claim:`validation-step-needs-dataloader-idx` and :claim:`one-metric-pools-loaders`
 # (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>` keeps one metric per loader),
