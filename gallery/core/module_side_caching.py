@@ -17,7 +17,7 @@ After (Lightning 2.x):
 """
 
 import torch
-from lightning.pytorch.demos import BoringModel  # stands in for your own LightningModule
+from lightning.pytorch.demos.boring_classes import BoringModel  # stands in for your own LightningModule
 
 
 class LossCachingModel(BoringModel):

@@ -21,7 +21,7 @@ After (Lightning 2.x):
 """
 
 import lightning.pytorch as pl
-from lightning.pytorch.demos import BoringModel  # stands in for your own LightningModule
+from lightning.pytorch.demos.boring_classes import BoringModel  # stands in for your own LightningModule
 
 
 class BatchHooksModule(BoringModel):

@@ -18,7 +18,7 @@ friends.
 After (Lightning 2.x):
 """
 
-from lightning.pytorch.demos import BoringModel  # stands in for your own LightningModule
+from lightning.pytorch.demos.boring_classes import BoringModel  # stands in for your own LightningModule
 
 
 class BatchEndHooks(BoringModel):
