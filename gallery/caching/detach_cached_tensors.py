@@ -98,7 +98,7 @@ def footprint(cached, exclude):
 
 
 class OutputsSeen(pl.Callback):
-    """Notes, key by key, whether the ``outputs`` Lightning hands to ``on_train_batch_end`` still require grad."""
+    """Notes, key by key, whether each tensor of a batch's ``outputs`` still requires grad."""
 
     def __init__(self):
         self.requires_grad = []

@@ -122,9 +122,9 @@ assert (
 # %%
 # Consequence 1: a cache shared by training and validation
 # --------------------------------------------------------
-# A module that appends to one list in both ``training_step`` and ``validation_step`` and clears it in
-# ``on_validation_epoch_end`` finds the training batches mixed into its validation summary -- and an empty
-# cache in ``on_train_epoch_end``. Give each stage its own cache.
+# Give each stage its own cache. One list appended to in both ``training_step`` and ``validation_step``, and
+# cleared in ``on_validation_epoch_end``, mixes the training batches into the validation summary and leaves the
+# training summary an empty cache, in the order the run above recorded.
 #
 # .. recipe-domain:: separate_caches_train separate_caches_validation
 

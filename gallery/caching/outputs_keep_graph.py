@@ -149,8 +149,8 @@ def measure(recipe):
 naive = measure(ConfidenceCallback())
 
 # %%
-# All 8 cached tensors carry a graph: its nodes, and the tensors they saved, stay alive until
-# ``on_train_epoch_end`` clears the cache.
+# All 8 cached tensors carry a graph: its nodes, and the tensors they saved, stay alive as long as the cache
+# holds them, here until the callback's epoch-end hook clears it.
 # :doc:`Detach what you cache in training </examples/caching/detach_cached_tensors>` measures the same mistake in a
 # module's own cache.
 assert naive.cached == naive.with_grad_fn == 8 and naive.nodes > 0 and naive.saved_bytes > 0, (

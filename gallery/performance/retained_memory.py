@@ -349,8 +349,8 @@ assert all(per_entry["classifier", b][".detach()"] == 4 for b in (64, 256)), "F.
 # Long epochs without a Trainer
 # -----------------------------
 # Retained bytes depend only on what each step adds to the cache, not on how the step was scheduled. So the
-# long epochs (up to 10,000 steps) call the same hooks directly -- ``training_step``, then Lightning's own
-# ``ClosureResult`` to build ``outputs``, then each approach's ``on_train_batch_end`` -- under
+# long epochs (up to 10,000 steps) call the same methods directly -- the module's step, then the ``ClosureResult``
+# class that builds ``outputs``, then each approach's batch-end method -- under
 # ``torch.no_grad()`` and without optimizer steps, which change the values but not the sizes of what is kept.
 # The same driver is first run for 20 and 100 steps and must match the Trainer's bytes exactly: that check
 # is what licenses the shortcut, and it keeps this page quick to run.

@@ -178,7 +178,7 @@ assert not model.validation_step_losses
 # ----------------
 # .. recipe-domain:: per_loader_test
 #
-# ``trainer.test`` takes a list of loaders the same way: the test cache is keyed by ``dataloader_idx`` too. (For
+# For a list of test loaders, key the test cache by ``dataloader_idx`` the same way. (For
 # prediction, see :doc:`on_predict_epoch_end lost its outputs </examples/stages/predict_epoch_end>`: one tensor per
 # dataloader.)
 

@@ -7,7 +7,7 @@ batches into epoch 0; code that tracks a "best" value records the sanity check's
 The fix: clear the cache every time, and skip only the logging and the tracking while ``trainer.sanity_checking``.
 This page counts exactly what each variant sees, and checks the fix.
 
-Before training, ``trainer.fit`` runs a few validation batches as a sanity check:
+The sanity check, a few validation batches before training:
 :claim:`default-sanity-check-and-checkpointing`; and :claim:`validation-epoch-end-after-sanity-check`.
 """
 

@@ -217,8 +217,8 @@ assert quiet_model.predict_step_outputs == {}
 # %%
 # Two predict dataloaders
 # -----------------------
-# ``trainer.predict`` also takes a list of loaders. Code written for one loader -- ``torch.cat(predictions)`` --
-# then meets a list of lists:
+# With a list of loaders for ``trainer.predict``, code written for one loader -- ``torch.cat(predictions)`` --
+# meets a list of lists:
 
 
 class CatsOneList(BasePredictionWriter):

@@ -392,6 +392,10 @@ def domain_lines(
     return [*lines, ""]
 
 
+#: The class of what the matrix's results write on a page (a recipe's box and the reference page's summaries).
+DOMAIN = "recipe-domain"
+
+
 def _dropdown(title: str, body: list[str], indent: str = "", classes: str = "") -> list[str]:
     """A sphinx-design dropdown, closed, holding ``body`` (rST lines, indented under it)."""
     head = [f"{indent}.. dropdown:: {title}"]
@@ -453,7 +457,7 @@ def summary_lines(results: Results) -> list[str]:
         mine = results.cells(rid)
         table.append(f"   * - :ref:`{_plain(recipe['title'])} <{recipe_anchor(rid)}>`")
         table += [f"     - {sum(c['outcome'] == o for c in mine)}" for o in SYMBOLS]
-    lines += _dropdown("How the configurations are chosen, and the runs per recipe", [how, "", *table])
+    lines += _dropdown("How the configurations are chosen, and the runs per recipe", [how, "", *table], classes=DOMAIN)
     return lines
 
 
@@ -472,7 +476,8 @@ def recipe_lines(results: Results, rid: str) -> list[str]:
     recipe = results.recipes[rid]
     lines = [f".. _{recipe_anchor(rid)}:", "", *_heading(recipe["title"], "~")]
     lines += [f"Page: {_recipe_link(recipe)}.", ""]
-    lines += summary_of(results, rid, traps=False)  # the runs that do not hold are listed below, one by one
+    # where the recipe works, written from the results (the class the typed-sentence guard reads as rendered)
+    shown = summary_of(results, rid, traps=False)  # the runs that do not hold are listed below, one by one
     body = domain_lines(results, rid, traps=False)
     why = not_with_lines(results, rid, traps=False)
     if why:
@@ -495,7 +500,8 @@ def recipe_lines(results: Results, rid: str) -> list[str]:
                 body.append(f"  {declared['reason'].rstrip('.')}. Use :doc:`/{declared['see']}`.")
             body.append("")
     more = f", why not, {len(odd)} runs that do not hold on purpose" if odd else (", why not" if why else "")
-    lines += _dropdown(f"Every setting it ran with{more}", [f"Stage: {recipe['stage']}.", "", *body])
+    shown += _dropdown(f"Every setting it ran with{more}", [f"Stage: {recipe['stage']}.", "", *body])
+    lines += [f".. container:: {DOMAIN}", "", *(f"   {line}" if line else "" for line in shown), ""]
     return lines
 
 
@@ -532,7 +538,7 @@ def space_lines(results: Results) -> list[str]:
                 f"     - {ran.get((axis['id'], value['id']), 0)}",
                 f"     - {_sources(value['source'])}",
             ]
-        lines += _dropdown(f"{axis['title']} (matters to: {', '.join(axis['stages'])})", table)
+        lines += _dropdown(f"{axis['title']} (matters to: {', '.join(axis['stages'])})", table, classes=DOMAIN)
     constraints = []
     for constraint in document["constraints"]:
         parts = [
@@ -540,12 +546,12 @@ def space_lines(results: Results) -> list[str]:
             for a, values in constraint["values"].items()
         ]
         constraints.append(f"- {' with '.join(parts)} -- {constraint['reason'].rstrip('.')}.")
-    lines += _dropdown("Values that cannot combine", constraints)
+    lines += _dropdown("Values that cannot combine", constraints, classes=DOMAIN)
     named = []
     for number, scenario in enumerate((s for s in document["scenarios"] if not s["generated"]), 1):
         source = f" ({_sources(scenario['source'])})" if scenario.get("source") else ""
         named.append(f"{number}. {scenario['title']}{source}")
-    lines += _dropdown("Named configurations", named)
+    lines += _dropdown("Named configurations", named, classes=DOMAIN)
     return [*lines, ""]
 
 

@@ -55,7 +55,7 @@ def recorded() -> dict:
 class UnknownHooks(Rule):
     code = "LM007"
     name = "unknown-hooks"
-    title = "methods named like a hook that Lightning does not have (misspelt, or removed without a trace)"
+    title = "methods named like a hook but matching none of its names (misspelt, or removed without a trace)"
     owners = frozenset({MODULE, CALLBACK})
     summary = (
         f"A method of a ``{MODULE}`` or ``{CALLBACK}`` whose name looks like an epoch, batch or step hook "

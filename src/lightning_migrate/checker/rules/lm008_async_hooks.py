@@ -17,9 +17,9 @@ class AsyncHooks(Rule):
     owners = frozenset({MODULE, CALLBACK})
     summary = (
         f"A method of a ``{MODULE}`` or ``{CALLBACK}`` written ``async def`` whose name is one of the hooks "
-        "Lightning calls (recorded from the installed Lightning's classes, not typed). Lightning calls a hook as a "
-        "plain function: calling an ``async def`` only makes a coroutine, which nothing awaits, so the body never "
-        "runs and Python warns, at most, that a coroutine was never awaited. Hooks other rules report (an old "
+        "Lightning calls (recorded from the installed Lightning's classes, not typed). Calling an ``async def`` "
+        "function only makes a coroutine: where nothing awaits it, its body never runs, and Python warns, at most, "
+        "that a coroutine was never awaited. Hooks other rules report (an old "
         "epoch-end hook written ``async def``) are left to them; their marker says the same."
     )
     fix_text = (
