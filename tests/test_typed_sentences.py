@@ -133,6 +133,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("contributing.html", ""): "the contributors' page describes the build (its extensions and checks), not Lightning",
     ("*", "Callback-side caching: replace a callback’s on_train_epoch_end(..., outputs)"): "the title of the "
     "callback-side page, wherever a link or a list names it: an instruction to the reader",
+    ("*", "Callback-side caching: replace a callback's on_train_epoch_end(..., outputs)"): "the same title where "
+    "Sphinx writes it without smart quotes (a card's alt text)",
     ("checker/rules/LM001.html", "safe when the body never reads outputs"): "what the checker's fix writes",
     ("checker/rules/LM001.html", "The class gets a cache"): "what the checker's rewrite writes",
     ("examples/caching/detach_cached_tensors.html", "This page trains the same module twice"): "what the page does",
