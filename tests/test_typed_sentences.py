@@ -171,6 +171,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     "the registry's changelog facts",
     ("examples/index.html", "Every example on these pages checks what it claims"): "what the site's examples do",
     ("examples/index.html", "Mistakes that migrated code actually makes"): "what the site's pages show",
+    ("examples/pitfalls/index.html", "Mistakes that migrated code actually makes"): "what the site's pages show",
     ("reference/scenarios.html", "Open a recipe’s dropdowns"): "an instruction to the reader",
     ("examples/caching/callback_owned_cache.html", "A callback that only counts"): "a docstring of the page's own "
     "callback",
