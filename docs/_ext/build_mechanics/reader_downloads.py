@@ -122,6 +122,8 @@ def script_with_cell(script: str, cell: str) -> str:
         raise ValueError("the script does not start with its title (a module docstring)")
     lines = script.splitlines(keepends=True)
     head, rest = "".join(lines[: first.end_lineno]), "".join(lines[first.end_lineno :])
+    if not rest.lstrip("\n").startswith("# %%"):  # a page whose code follows its title: that code stays a cell
+        rest = f"\n# %%{rest}"  # of its own, as in the notebook, not the end of the reader's cell
     return f"{head}\n# %%\n{cell}\n{rest}"
 
 
