@@ -61,7 +61,7 @@ MUTATIONS = {
     "missing-clear-module": (
         "core/module_side_caching.py",
         "module_side",
-        sub(r"^(\s*)self\.training_step_losses\.clear\(\).*$", r"\1pass"),  # every clear: at epoch start and end
+        sub(r"^(\s*)self\.training_step_outputs\.clear\(\).*$", r"\1pass"),  # every clear: at epoch start and end
         {"defaults", "three_epochs"},
     ),
     "cache-not-emptied-at-epoch-start": (
@@ -103,7 +103,7 @@ MUTATIONS = {
     "missing-clear-test": (
         "stages/test_epoch_end.py",
         "test",
-        sub(r"^(\s*)self\.test_step_losses\.clear\(\).*$", r"\1pass"),  # every clear: at epoch start and end
+        sub(r"^(\s*)self\.test_step_outputs\.clear\(\).*$", r"\1pass"),  # every clear: at epoch start and end
         {"test_twice"},
     ),
     "missing-clear-predict": (
@@ -129,11 +129,11 @@ MUTATIONS = {
         "core/module_side_caching.py",
         "module_side",
         lambda source: re.sub(
-            r"torch\.stack\(self\.training_step_losses\)",
-            'torch.stack([o["loss"] for o in self.training_step_losses])',
+            r"torch\.stack\(self\.training_step_outputs\)",
+            'torch.stack([o["loss"] for o in self.training_step_outputs])',
             re.sub(
-                r'self\.training_step_losses\.append\(output\["loss"\]\.detach\(\)\.clone\(\)\)',
-                "self.training_step_losses.append(output)",
+                r'self\.training_step_outputs\.append\(output\["loss"\]\.detach\(\)\.clone\(\)\)',
+                "self.training_step_outputs.append(output)",
                 source,
             ),
         ),
@@ -148,8 +148,8 @@ MUTATIONS = {
             'output["loss"]',
             re.sub(
                 r"^    def __init__\(self\):\n        super\(\)\.__init__\(\)\n"
-                r"        self\.training_step_losses = \[\].*\n",
-                "    training_step_losses = []  # one list for the class\n",
+                r"        self\.training_step_outputs = \[\].*\n",
+                "    training_step_outputs = []  # one list for the class\n",
                 source,
                 count=1,
                 flags=re.M,

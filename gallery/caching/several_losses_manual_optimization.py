@@ -78,7 +78,6 @@ class TwoLossesModel(BoringModel):
 # epochs of five batches.
 
 
-# sphinx_gallery_start_ignore
 class BatchWeights(pl.Callback):
     def __init__(self):
         self.batches = []  # (epoch, weights at the batch's start, batch)
@@ -104,7 +103,6 @@ def logged(logger, name):
         return [float(row[name]) for row in csv.DictReader(file) if row.get(name)]
 
 
-# sphinx_gallery_end_ignore
 pl.seed_everything(0, verbose=False)
 train_loader = DataLoader(RandomDataset(32, 40), batch_size=8)
 observer = BatchWeights()
