@@ -238,7 +238,7 @@ class MatrixEvidence(Evidence):
 
     def describe(self) -> str:
         which = "every scenario" if self.fields["scenarios"] == "all" else ", ".join(self.fields["scenarios"])
-        return f"the scenario matrix: {self.target} {self.fields.get('outcome', 'holds')} in {which}"
+        return f"recipe runs: {self.target} {self.fields.get('outcome', 'holds')} in {which}"
 
     def check(self, sources: Sources, ran: Any) -> str | None:
         outcomes = sources.matrix()

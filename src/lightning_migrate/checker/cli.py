@@ -306,8 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--unsafe-fixes",
         action="store_true",
-        help="with --fix / --diff, also apply the opt-in rewrites: caching rewrites of a shape the scenario matrix "
-        "does not prove, renames that make dead hooks run again",
+        help="with --fix / --diff, also apply the opt-in rewrites: caching rewrites of a shape no recipe run proves, "
+        "renames that make dead hooks run again",
     )
     parser.add_argument("--rewrite-caching", dest="unsafe_fixes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--select", help="comma-separated rule codes to run (default: all)")

@@ -42,8 +42,9 @@ class EpochEndMethods(Rule):
     fix_text = (
         f"**safe** when the body never reads ``outputs``: the method is renamed to {_NEW} and loses the "
         "parameter -- unless the class already defines that hook, or code calls the method by its old name. "
-        "**proven** when the body reads ``outputs`` and a row of the scenario matrix proves the rewrite's shape "
-        "(plain ``--fix`` applies it; a shape no row proves is **unsafe**, opt-in with ``--unsafe-fixes``): "
+        "**proven** when the body reads ``outputs`` and the rewrite's shape is proven (its runs give "
+        "the 1.x values in every Trainer configuration it declares; plain ``--fix`` applies it; a shape not proven "
+        "is **unsafe**, opt-in with ``--unsafe-fixes``): "
         "module-side caching. The class "
         "gets a cache (``self.<step>_outputs``, created in ``__init__``, which is added when the class has none), "
         "the stage's batch-end hook appends each batch's ``outputs`` to it -- the values Lightning 1.x collected "
