@@ -449,6 +449,7 @@ def summary_lines(results: Results) -> list[str]:
         "   :header-rows: 1",
         "   :stub-columns: 1",
         "   :widths: 64 9 9 9 9",
+        "   :class: stack-on-phone",  # one block per recipe on a phone, as the settings' tables
         "",
         "   * - Recipe",
     ]
