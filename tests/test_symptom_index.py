@@ -101,3 +101,18 @@ def test_the_search_gets_each_distinct_wording_as_words_with_the_class_names_ope
             ["typeerror", None, "on_train_epoch_end", "missing", "1", "required", "positional", "argument", "outputs"]
         ],
     }
+
+
+def test_a_fix_pages_folded_line_names_the_recorded_exception_classes_once_each_in_order():
+    type_error = Symptom([Wording(MODULE_TEXT, frozenset({"LitModel"}))])
+    callback = Symptom([Wording(CALLBACK_TEXT, frozenset({"MyCallback"}))])
+    removed = Symptom([Wording(OLD_URL, frozenset({"LitModel"}))])
+    assert symptom_index._rubric([type_error]) == "If you saw <code>TypeError</code>, this page shows the fix"
+    assert symptom_index._rubric([type_error, callback, removed]) == (
+        "If you saw <code>TypeError</code> or <code>NotImplementedError</code>, this page shows the fix"
+    )
+    warning = Symptom([Wording("UserWarning: <a>", frozenset())])
+    assert symptom_index._rubric([type_error, removed, warning]) == (
+        "If you saw <code>TypeError</code>, <code>NotImplementedError</code> or <code>UserWarning</code>, "
+        "this page shows the fix"
+    )

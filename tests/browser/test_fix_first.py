@@ -1,6 +1,7 @@
 """Every fix page shows its new code first: the first line of the block a reader copies (the block after the
-``fix-label`` line, :mod:`fix_pages`) lies within the first screen of a 1400 x 900 desktop window and within two screens
-of a 390 x 844 phone, below the old code it replaces (a code block captioned "Before ...").
+``fix-label`` line, :mod:`fix_pages`) lies within the top two thirds of the first screen of a 1400 x 900 desktop window
+(so that a third of that screen at least shows the new code) and within the first screen of a 390 x 844 phone, below
+the old code it replaces (a code block captioned "Before ...").
 
 The pages are the registry's (each pattern's ``example``) and any gallery page that marks a fix block. A screenshot
 of each page's first screen goes to ``SCREENSHOT_DIR`` (``fix-first-<page>-<width>.png``), with each position in
@@ -15,7 +16,9 @@ from fix_pages import fix_pages
 from ._util import SCREENSHOT_DIR, open_page, set_width
 
 #: (width, height, screens): the window, in CSS pixels, and how many of its heights the first line may lie within.
-WINDOWS = [(1400, 900, 1), (390, 844, 2)]
+#: Measured with the symptoms folded: at most 507 px at 1400 and 680 px at 390 (867 and 1,422 px when three of
+#: them were shown open).
+WINDOWS = [(1400, 900, 2 / 3), (390, 844, 1)]
 
 FIRST_LINE = """
 const label = document.querySelector('p.fix-label');
@@ -59,5 +62,5 @@ def test_new_code_starts_within_the_first_screens(browser, base_url, docname, wi
     limit = screens * height  # the screen the window stands for, whatever the browser's frame takes of it
     assert found["bottom"] <= limit, (
         f"{docname} at {width}px: the new code's first line ends at y = {found['bottom']:.0f}, below {limit} px "
-        f"({screens} screen(s) of {height} px)"
+        f"({screens:.2f} screen(s) of {height} px)"
     )

@@ -432,8 +432,6 @@ class SymptomIndexDirective(SphinxDirective):
 #: The id of the "If you saw this error" block on a fix page. Its index entries name no anchor: a search result
 #: from an index entry is then the same result as the page's full-text match (Sphinx's search lists it once).
 FIX_BLOCK_ID = "if-you-saw-this-error"
-#: A fix page's block is shown open when it holds at most this many texts, folded (one line) otherwise.
-OPEN_UP_TO = 3
 
 
 def page_symptoms(app: Sphinx, docname: str) -> list[tuple[Symptom, list[registry.OldPattern]]]:
@@ -456,17 +454,20 @@ def page_symptoms(app: Sphinx, docname: str) -> list[tuple[Symptom, list[registr
 
 
 def _rubric(symptoms: list[Symptom]) -> str:
-    kinds = {"warning" if s.text.split(":")[0].endswith("Warning") else "error" for s in symptoms}
-    noun = " or ".join(sorted(kinds))
-    return f"If you saw this {noun}" if len(symptoms) == 1 else f"If you saw one of these {noun}s"
+    """The one line (HTML) a fix page's folded block shows: the recorded class names of its symptoms, in the order
+    they come (``If you saw <code>TypeError</code> or <code>NotImplementedError</code>, this page shows the fix``)."""
+    names = [f"<code>{html.escape(name)}</code>" for name in dict.fromkeys(s.text.split(":")[0] for s in symptoms)]
+    saw = names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" or {names[-1]}"
+    return f"If you saw {saw}, this page shows the fix"
 
 
 def fix_block(app: Sphinx, docname: str) -> nodes.container | None:
     """The "If you saw this error" block of a fix page (``None`` when no pattern that links it has a text).
 
     Each symptom the page fixes -- every wording of it, the releases that print it and the old signatures that
-    raise it -- in an HTML ``<details>`` element (open when it holds at most :data:`OPEN_UP_TO` symptoms, so a long
-    list does not push the page's content down), and a main index entry per wording.
+    raise it -- in a folded HTML ``<details>`` element whose one line names their exception classes (open, the
+    texts would push the fix below the first screen: 150 to 400 px of a 1400 x 900 window), and a main index entry
+    per wording (Sphinx's search finds the page by them, folded or not).
     """
     found = page_symptoms(app, docname)
     if not found:
@@ -477,9 +478,8 @@ def fix_block(app: Sphinx, docname: str) -> nodes.container | None:
     texts = list(dict.fromkeys(w.text for _, _, wordings in shown for w in wordings))
     block = nodes.container(classes=["symptoms-fixed-here"], ids=[FIX_BLOCK_ID])
     block += addnodes.index(entries=[("single", text, "", "main", None) for text in texts])
-    opened = " open" if len(found) <= OPEN_UP_TO else ""
-    summary = f"{_rubric([symptom for symptom, _ in found])}, this page shows the fix"
-    block += nodes.raw("", f"<details{opened}><summary>{html.escape(summary)}</summary>", format="html")
+    summary = _rubric([symptom for symptom, _ in found])
+    block += nodes.raw("", f"<details><summary>{summary}</summary>", format="html")
     listing = nodes.bullet_list(classes=["symptom-index"])
     for symptom, patterns, wordings in shown:
         item = nodes.list_item()
