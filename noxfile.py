@@ -273,7 +273,8 @@ def run_release(session, group, version, *args):
     try:
         install_lightning_release(session, COMPAT[group][version])
         src = str(ROOT / "src")  # the project's code runs from the tree: its records are read and written there
-        session.run("python", "-m", "lightning_migrate.compat", "--version", version, *args, env={"PYTHONPATH": src})
+        env = {"PYTHONPATH": src, "OMP_NUM_THREADS": "1"}  # toy models: one intra-op thread, as the build has
+        session.run("python", "-m", "lightning_migrate.compat", "--version", version, *args, env=env)
     finally:
         remove_environment(session)  # one release's environment at a time
 

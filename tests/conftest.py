@@ -18,10 +18,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-from build_mechanics import declared_warnings, run_cache, site_build
-from builds import GENERATED, ROOT, Build, copy_tree, sphinx_build
-from filelock import FileLock
+# The tests train toy models in this process, in pytest-xdist's workers, in notebook kernels and in the processes they
+# start: one intra-op thread each, as the site's build has (conf.py). With torch's default of one thread per core,
+# the workers' threads contend for the two cores: a matrix cell took 0.77 s instead of 0.20 s on a loaded 2-core
+# machine (20 cells, cProfile: torch's linear and backward spinning). Set before anything imports torch; the xdist
+# workers and every subprocess inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
+from build_mechanics import declared_warnings, run_cache, site_build  # noqa: E402
+from builds import GENERATED, ROOT, Build, copy_tree, sphinx_build  # noqa: E402
+from filelock import FileLock  # noqa: E402
 
 
 def pytest_configure(config):

@@ -102,3 +102,22 @@ def test_exploration_prints_its_budget_left_every_ten_seconds_at_most(monkeypatc
         "explore: 16 cells, 0 not as declared, 48 s so far, 12 s of the budget left",
         "explore: 20 cells, 0 not as declared, 1 min 00 s so far, budget spent",
     ]
+
+
+def _pid(recipe, scenario, root, declared):
+    """A fake cell that says which process ran it."""
+    import os
+
+    return os.getpid()
+
+
+def test_a_few_known_cells_run_in_this_process_and_a_matrix_with_more_to_come_in_workers():
+    import os
+
+    from lightning_migrate.scenarios import IN_PROCESS_BELOW
+
+    few = [("recipe", f"scenario-{n}") for n in range(3)]
+    assert run_cells(few, run=_pid) == [os.getpid()] * 3  # no worker to start for three cells
+    assert run_cells(few, jobs=2, run=_pid)[0] != os.getpid()  # asked for, workers run them
+    many = [("recipe", f"scenario-{n}") for n in range(IN_PROCESS_BELOW)]
+    assert os.getpid() not in run_cells(many[:1], then=lambda: many[1:], run=_pid)  # a covering set may follow

@@ -36,6 +36,9 @@ def test_a_build_is_usable_until_a_source_changes(tmp_path, monkeypatch):
     assert site_build.record_path(root / "_build" / "html") == root / "_build" / "html.build.json"
     assert site_build.usable(root / "_build" / "html", root) == (site_build.read_record(root / "_build" / "html"), "")
 
+    (root / "tests").mkdir()
+    (root / "tests" / "test_new.py").write_text("def test_new(): pass\n", encoding="utf-8")  # the build reads no test
+    assert site_build.usable(root / "_build" / "html", root)[1] == ""
     (root / "docs" / "index.rst").write_text("Tiny\n====\n\nTwo pages.\n", encoding="utf-8")
     (root / "docs" / "new.rst").write_text("New\n===\n", encoding="utf-8")
     found, reason = site_build.usable(root / "_build" / "html", root)

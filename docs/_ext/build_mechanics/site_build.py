@@ -162,10 +162,21 @@ def read_record(outdir: Path) -> Record | None:
     return Record(**{**data, "tree": Path(data["tree"]), "outdir": Path(data["outdir"])})
 
 
+#: Folders of source files the site's build never reads: a change there leaves a build usable (a test edited after
+#: ``nox -s docs`` reads that build, instead of building the site again).
+NOT_READ_BY_THE_BUILD = ("tests/",)
+
+
 def stale_sources(record: Record, root: Path) -> list[str]:
-    """The source files of ``root`` that differ from those ``record`` built: changed, added or removed (sorted)."""
+    """The source files of ``root`` that differ from those ``record`` built: changed, added or removed (sorted),
+    outside :data:`NOT_READ_BY_THE_BUILD`."""
     now = source_hashes(root)
-    return sorted(name for name in now.keys() | record.sources.keys() if now.get(name) != record.sources.get(name))
+    names = now.keys() | record.sources.keys()
+    return sorted(
+        name
+        for name in names
+        if now.get(name) != record.sources.get(name) and not name.startswith(NOT_READ_BY_THE_BUILD)
+    )
 
 
 def usable(outdir: Path, root: Path) -> tuple[Record | None, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import sys
 import time
 from pathlib import Path
@@ -31,7 +32,8 @@ def explore(
     draws = random_cells(space, seed)
     started = clock()
     deadline = started + minutes * 60
-    batch = 4 * (jobs or 2)
+    jobs = jobs or os.cpu_count() or 1  # a batch is small, but the workers are reused from batch to batch
+    batch = 4 * jobs
     ran = found = 0
     last = started
     pages = {r.id: r.page for r in space.recipes}
