@@ -66,6 +66,39 @@ def test_look_alikes_are_left_alone(source):
     assert fix(source) == source
 
 
+def test_the_definitions_come_from_the_recorded_releases():
+    """The table's definition of ``EPOCH_OUTPUT`` is the 1.9.5 record's expression, and each name it imports is
+    bound where the 2.6.6 record says."""
+    import json
+
+    from lightning_migrate import source_tree
+
+    folder = source_tree.ROOT / "src" / "lightning_migrate" / "data" / "lightning_names"
+    old, new = (json.loads((folder / f"{v}.json").read_text(encoding="utf-8")) for v in ("1.9.5", "2.6.6"))
+    table = lightning_names.load()
+    definition = table["definitions"]["pytorch_lightning.utilities.types"]["EPOCH_OUTPUT"]
+    assert definition["expression"] == old["values"]["pytorch_lightning.utilities.types"]["EPOCH_OUTPUT"]["expression"]
+    for module, name in definition["imports"]:
+        assert module == "typing" or name in new["modules"][module], (module, name)
+    assert lightning_names.compare(old, new) == table
+
+
+def test_the_1x_listing_was_recorded_beside_its_era_s_pins():
+    """The 1.9.5 listing was made in an environment of 1.9's time (torchmetrics 0.x, as pip resolved it then), with
+    ``requests``, which ``pytorch_lightning.serve`` imports: every module imported."""
+    import json
+
+    from lightning_migrate import source_tree
+
+    record = json.loads(
+        (source_tree.ROOT / "src" / "lightning_migrate" / "data" / "lightning_names" / "1.9.5.json").read_text()
+    )
+    assert record["environment"]["pytorch-lightning"] == "1.9.5"
+    assert record["environment"]["torchmetrics"].startswith("0.")
+    assert record["environment"]["torch"].startswith("2.13.0")
+    assert "requests" in record["environment"] and record["failed"] == []
+
+
 def test_a_nested_import_is_reported_without_a_fix():
     source = "def f():\n    from pytorch_lightning.utilities.types import EPOCH_OUTPUT\n    return EPOCH_OUTPUT\n"
     [finding] = check_source(source.encode(), fix=True).findings
@@ -123,4 +156,5 @@ def test_compare_reads_replacements_from_the_homes():
         "new": "2",
         "removed": {"p.a": {"moved": "p.b.impl", "value": None}, "p.gone": {"f": None}},
         "modules_removed": ["p.gone"],
+        "definitions": {},
     }
