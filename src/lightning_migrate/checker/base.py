@@ -118,6 +118,10 @@ class Fix:
     shape: str | None = None
     #: for ``unsafe``: what the marker says when the fix is not asked for (default: :attr:`risk`), one short phrase
     withheld: str = ""
+    #: for an import's fix: module-level statements (lines of code) it adds after the file's leading imports, the
+    #: last of which is :attr:`define_after` top-level statements below the import it fixes
+    define: tuple[str, ...] = ()
+    define_after: int = 0
 
 
 @dataclass

@@ -149,7 +149,7 @@ def check_source(
         for finding, target in _rule_findings(ctx, ast_node, lines, select)
     ]
     findings, edits = _settle(found, file, fix=fix, unsafe_fixes=unsafe_fixes, notes=notes)
-    _settle_imports(imports, module, tree, lines, findings, edits if fix else None)
+    _settle_imports(imports, module, tree, lines, findings, edits if fix else None, unsafe_fixes)
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     try:
         new_source = _apply(module, tree, source, edits) if fix and edits else None
@@ -173,9 +173,11 @@ def _settle_imports(
     lines: list[bytes],
     findings: list[Finding],
     edits: _Edits | None,
+    unsafe_fixes: bool = False,
 ) -> None:
     """Add the import findings (those ``# noqa`` does not silence) to ``findings`` and, with ``edits``, their fixes:
-    on a top-level statement that is alone on its line; a nested import is reported without a fix."""
+    on a top-level statement that is alone on its line; a nested import is reported without a fix. A fix that
+    defines names (:attr:`Fix.define`) writes them below the last of the file's leading imports."""
     if not imports:
         return
     statements: dict[int, tuple[cst.BaseStatement, bool]] = {}
@@ -197,10 +199,45 @@ def _settle_imports(
         if statement is module.body[0] and finding.tier == MANUAL and _header_marked(module, finding.code):
             statement = None  # the file's first statement: libcst keeps the comments above it in the header
         if edits is not None and statement is not None:
-            applied = finding.fix if finding.fix.tier == MANUAL else without_own_marker(finding.fix, finding.code)
+            applied = finding.fix
+            if applied.tier == UNSAFE and not unsafe_fixes:
+                why = applied.withheld or applied.risk
+                applied = manual_fix(finding.code, f"{why}; `--unsafe-fixes` applies it", tier=UNSAFE)
+            elif applied.tier != MANUAL:
+                applied = without_own_marker(applied, finding.code)
+            if applied.define:
+                anchor = statements.get(where + applied.define_after, (statement, True))[0]
+                definitions = _defining(applied.define)
+                if anchor is statement:
+                    applied = dataclasses.replace(applied, apply=_then(applied.apply, definitions))
+                else:
+                    edits.add(anchor, dataclasses.replace(applied, apply=_then(lambda n: n, definitions)), ())
             edits.add(statement, applied, ())
         findings.append(finding)
     findings.sort(key=lambda f: (f.line, f.col, f.code))
+
+
+def _defining(lines: tuple[str, ...]) -> list[cst.BaseStatement]:
+    """The statements of ``lines``, a blank line above the first."""
+    statements = [cst.parse_statement(line) for line in lines]
+    statements[0] = statements[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    return statements
+
+
+def _then(
+    apply: Callable[[cst.CSTNode], cst.CSTNode | cst.RemovalSentinel], after: list[cst.BaseStatement]
+) -> Callable[[cst.CSTNode], cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel]:
+    """``apply``, then ``after`` below what it leaves (where it removes the statement, ``after`` takes its comment
+    lines above)."""
+
+    def both(node: cst.CSTNode) -> cst.FlattenSentinel:
+        new = apply(node)
+        if isinstance(new, cst.RemovalSentinel):
+            lines = [*after[0].leading_lines, *getattr(node, "leading_lines", ())]
+            return cst.FlattenSentinel([after[0].with_changes(leading_lines=lines), *after[1:]])
+        return cst.FlattenSentinel([new, *after])
+
+    return both
 
 
 def _header_marked(module: cst.Module, code: str) -> bool:
@@ -700,7 +737,7 @@ def _apply(module: cst.Module, tree: ast.Module, source: bytes, edits: _Edits) -
             return replaced[id(node)]
         new = _rebuild_children(node, rebuild) if id(node) in dirty else node
         for fix in reversed(edits.nodes.get(id(node), ())):  # the last first: what each inserts stays in order
-            if isinstance(new, cst.RemovalSentinel):
+            if isinstance(new, cst.RemovalSentinel | cst.FlattenSentinel):
                 break
             new = fix.apply(new)
         replaced[id(node)] = new
@@ -716,8 +753,14 @@ def _apply(module: cst.Module, tree: ast.Module, source: bytes, edits: _Edits) -
     if all(isinstance(s, cst.ClassDef) for s in top):
         spliced = _splice(module, _first_lines(module, tree), text, new_top, imports, before)
     if spliced is None:
-        body = [new_top.get(id(s), s) for s in module.body]
-        new_module = module.with_changes(body=[s for s in body if not isinstance(s, cst.RemovalSentinel)])
+        body = []
+        for statement in module.body:
+            new = new_top.get(id(statement), statement)
+            if isinstance(new, cst.FlattenSentinel):
+                body += list(new.nodes)
+            elif not isinstance(new, cst.RemovalSentinel):
+                body.append(new)
+        new_module = module.with_changes(body=body)
         spliced = _with_imports(new_module, imports, before).code
     new_bytes = spliced.encode(encoding)
     if new_bytes == source:
@@ -761,8 +804,9 @@ def _check_rewrite(
         nodes = [next(ast_body) for _ in range(count)]
         if id(statement) in new_top:
             new = new_top[id(statement)]
-            if not isinstance(new, cst.RemovalSentinel):
-                expected += len(new.body) if isinstance(new, cst.SimpleStatementLine) else 1
+            for part in new.nodes if isinstance(new, cst.FlattenSentinel) else [new]:
+                if not isinstance(part, cst.RemovalSentinel):
+                    expected += len(part.body) if isinstance(part, cst.SimpleStatementLine) else 1
         else:
             untouched += [_code_of(old_lines, node) for node in nodes]
     expected += len(untouched)
@@ -928,15 +972,27 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 
 def _with_imports(module: cst.Module, imports: list[cst.SimpleStatementLine], before: int) -> cst.Module:
     """``module`` with each of ``imports`` where :func:`_import_place` puts it (``before``: as there)."""
-    places = [(_import_place(module, before, statement), statement) for statement in imports]
     body = list(module.body)
-    for (index, blank, below), statement in sorted(places, key=lambda place: place[0][0], reverse=True):
-        if below:  # the comments above that import stay above the new one
+    for (index, blank, below), group in sorted(_grouped(module, before, imports).items(), reverse=True):
+        if below:  # the comments above that import stay above the new ones
             following = body[index]
-            statement = statement.with_changes(leading_lines=following.leading_lines)
+            group[0] = group[0].with_changes(leading_lines=following.leading_lines)
             body[index] = following.with_changes(leading_lines=[cst.EmptyLine()] if blank else [])
-        body.insert(index, statement)
+        body[index:index] = group
     return module.with_changes(body=body)
+
+
+def _grouped(
+    module: cst.Module, before: int, imports: list[cst.SimpleStatementLine]
+) -> dict[tuple[int, bool, bool], list[cst.SimpleStatementLine]]:
+    """The new imports by where :func:`_import_place` puts them, each place's sorted by module as isort sorts
+    ``from`` imports (case aside), so that two imports going to one place read as one sorted block."""
+    groups: dict[tuple[int, bool, bool], list[cst.SimpleStatementLine]] = {}
+    for statement in imports:
+        groups.setdefault(_import_place(module, before, statement), []).append(statement)
+    for group in groups.values():
+        group.sort(key=lambda s: module.code_for_node(s).lower())
+    return groups
 
 
 def _splice(
@@ -964,14 +1020,14 @@ def _splice(
             return None
         new = new_top[id(statement)]
         pieces.append((first, last, "" if isinstance(new, cst.RemovalSentinel) else module.code_for_node(new)))
-    for statement in imports:
-        index, blank, below = _import_place(module, before, statement)
+    for (index, blank, below), group in _grouped(module, before, imports).items():
         at = starts.get(id(module.body[index])) if index < len(module.body) else len(lines) + 1
         if below and at is not None:  # below the comments above that import
             at += len(module.body[index].leading_lines)
         if at is None or at < 1:
             return None
-        pieces.append((at, at, module.code_for_node(statement) + (module.default_newline if blank else "")))
+        code = "".join(module.code_for_node(statement) for statement in group)
+        pieces.append((at, at, code + (module.default_newline if blank else "")))
     pieces.sort(key=lambda piece: (piece[0], piece[1] != piece[0]))
     out, at = [], 1
     for first, last, new in pieces:
