@@ -79,7 +79,9 @@ def _published_url() -> str:
         pass
     import tomllib  # run from a source tree (Python 3.11+, as the project's tools)
 
-    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    from lightning_migrate import source_tree  # the one module that knows where the checkout is
+
+    pyproject = source_tree.ROOT / "pyproject.toml"
     return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["urls"]["Documentation"]
 
 

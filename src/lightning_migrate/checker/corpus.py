@@ -37,11 +37,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lightning_migrate import source_tree
 from lightning_migrate.checker import notebook
 from lightning_migrate.checker.cli import Options, discover, main, project_files, run_checks
 from lightning_migrate.checker.resolve import Project
 
-LABELS = Path(__file__).resolve().parents[3] / "data" / "corpus" / "labels.toml"
+LABELS = source_tree.DATA / "corpus" / "labels.toml"  # in the checkout, which ``nox -s corpus`` runs from
 
 
 @dataclass
