@@ -268,8 +268,8 @@ def _definable(
             imports.append([module, attribute])
         elif attribute in new["modules"].get(module, {}):
             imports.append([module, attribute])
-        elif removed.get(module, {}).get(attribute):
-            imports.append([removed[module][attribute], attribute])
+        elif moved := removed.get(module, {}).get(attribute):
+            imports.append([moved, attribute])
         else:
             return None
         if attribute != name:  # imported under another name in the old module: not written that way here

@@ -40,6 +40,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Sequence
 
 import libcst as cst
 
@@ -52,6 +53,8 @@ from lightning_migrate.checker.base import (
     UNSAFE,
     ClassContext,
     Fix,
+    Statement,
+    drop_params,
     expected_count,
     identifiers_in,
     is_docstring,
@@ -59,7 +62,6 @@ from lightning_migrate.checker.base import (
     plain_signature,
     positional,
     shown_path,
-    with_name,
 )
 from lightning_migrate.checker.rules._common import new_params
 
@@ -139,6 +141,8 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     params = positional(func)
     if len(params) != outputs_index + 1 or not plain_signature(func):
         return "the hook takes other parameters than the old signature's"
+    if pattern.new_signature is None or batch_end.new_signature is None:
+        return "Lightning 2.x has no hook of its own for it"
     outputs = params[outputs_index].name.value
     old_hook = func.name.value
     new_hook = pattern.new_signature.partition("(")[0]
@@ -315,7 +319,7 @@ class _Spec:
         self.kind, self.stage, self.outputs, self.old_hook, self.new_hook = kind, stage, outputs, old_hook, new_hook
         self.batch_end, self.cache, self.per_dataloader, self.whole_loss = batch_end, cache, per_dataloader, whole_loss
         self.start_hook = start
-        self.batch_hook = batch_end.new_signature.partition("(")[0]
+        self.batch_hook = (batch_end.new_signature or "").partition("(")[0]
         #: the step a module's rewrite caches in (``training_step``); ``None``: the batch-end hook does
         self.step: str | None = None
 
@@ -409,41 +413,46 @@ class _Spec:
         return [*lines, f"{cache}.clear()\n"]
 
     def apply(self, class_node: cst.CSTNode) -> cst.CSTNode:
-        assert isinstance(class_node, cst.ClassDef)
-        body = list(class_node.body.body)
+        if not isinstance(class_node, cst.ClassDef) or not isinstance(class_node.body, cst.IndentedBlock):
+            return class_node  # pragma: no cover - the rule found the hook in this class's block
+        body: list[cst.BaseStatement] = list(class_node.body.body)
 
-        def index(name: str) -> int | None:
+        def method(name: str) -> tuple[int, cst.FunctionDef] | None:
             return next(
-                (i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == name), None
+                ((i, s) for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == name), None
             )
 
-        if index(self.old_hook) is None:  # pragma: no cover - the rule found the hook in this class
+        old = method(self.old_hook)
+        if old is None:  # pragma: no cover - the rule found the hook in this class
             return class_node
         init_line = _statement(self.init_line())
-        at = index("__init__")
-        if at is not None:
-            body[at] = _insert_in_init(body[at], init_line)
+        init = method("__init__")
+        if init is not None:
+            body[init[0]] = _insert_in_init(init[1], init_line)
         else:
             body = _with_new_init(body, init_line)
-        old = index(self.old_hook)
-        hook = with_name(self.new_hook, {self.outputs})(body[old])
         every_output_a_dict = False
-        if self.step is not None:
-            at = index(self.step)
-            if at is not None:
-                body[at], every_output_a_dict = _cache_before_returns(body[at], self)
-        body[old] = _prepend(hook, _statements(self.take_lines(every_output_a_dict)))
+        step = method(self.step) if self.step is not None else None
+        if step is not None:
+            body[step[0]], every_output_a_dict = _cache_before_returns(step[1], self)
+        old = method(self.old_hook)
+        assert old is not None  # the edits above add and change other methods only
+        hook = drop_params(old[1], {self.outputs}).with_changes(name=cst.Name(self.new_hook))
+        body[old[0]] = _prepend(hook, _statements(self.take_lines(every_output_a_dict)))
         clear = f"self.{self.cache}.clear()  # nothing left over from a run that stopped half-way\n"
         params = "self, trainer, pl_module" if self.kind == CALLBACK else "self"
-        added = [(self.start_hook, [clear], f"def {self.start_hook}({params}):\n")]
+        added: list[tuple[str, list[str] | None, str]] = [
+            (self.start_hook, [clear], f"def {self.start_hook}({params}):\n")
+        ]
         if self.step is None:
             added.append((self.batch_hook, None, f"def {self.batch_end.new_signature}:\n"))
-        elif index(self.step) is None:
+        elif step is None:
             added.append((self.step, [self.step_wrapper()], ""))
         for name, lines, header in added:
-            at = index(name)
-            if at is not None:
-                body[at] = _prepend(body[at], _statements(lines or [self.append_lines(body[at])]))
+            existing = method(name)
+            if existing is not None:
+                at, func = existing
+                body[at] = _prepend(func, _statements(lines or [self.append_lines(func)]))
                 continue
             if not header:  # a whole method
                 text = "".join(lines or [])
@@ -451,12 +460,13 @@ class _Spec:
                 text = header + "".join(
                     "    " + line for line in "".join(lines or [self.append_lines(None)]).splitlines(keepends=True)
                 )
-            old = index(self.new_hook)  # the new method goes right above the epoch-end hook
-            body[old : old + 1] = _above(_statement(text), body[old])
+            end = method(self.new_hook)  # the new method goes right above the epoch-end hook
+            assert end is not None  # renamed above
+            body[end[0] : end[0] + 1] = _above(_statement(text), end[1])
         return class_node.with_changes(body=class_node.body.with_changes(body=body))
 
 
-def _with_new_init(body: list[cst.BaseStatement], init_line: cst.BaseStatement) -> list[cst.BaseStatement]:
+def _with_new_init(body: list[cst.BaseStatement], init_line: Statement) -> list[cst.BaseStatement]:
     """``body`` with an ``__init__`` that passes every argument on and creates the cache, before the first
     method (a pass-through keeps ``save_hyperparameters`` and every caller as they were)."""
     text = (
@@ -464,15 +474,17 @@ def _with_new_init(body: list[cst.BaseStatement], init_line: cst.BaseStatement) 
         + cst.Module([init_line]).code
     )
     init = _statement(text)
-    first = next((i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)), len(body))
-    if first < len(body):
-        body = [*body[:first], *_above(init, body[first]), *body[first + 1 :]]
+    first = next((i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)), None)
+    if first is not None:
+        method = body[first]
+        assert isinstance(method, cst.FunctionDef)  # as found
+        body = [*body[:first], *_above(init, method), *body[first + 1 :]]
     else:
         body = [*body, init.with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
     return body
 
 
-def _above(new: cst.FunctionDef, method: cst.FunctionDef) -> list[cst.FunctionDef]:
+def _above(new: Statement, method: Statement) -> list[Statement]:
     """``[new, method]``: ``new`` goes where ``method`` began, taking the blank lines above it; the comments above
     ``method`` (from the first comment line on) stay with it, below one blank line."""
     lines = list(method.leading_lines)
@@ -483,19 +495,19 @@ def _above(new: cst.FunctionDef, method: cst.FunctionDef) -> list[cst.FunctionDe
     ]
 
 
-def _statements(lines: list[str]) -> list[cst.BaseStatement]:
+def _statements(lines: list[str]) -> list[Statement]:
     """The statements of ``lines`` of code, a comment line kept above the statement it precedes."""
     return list(_parsed("".join(lines)))
 
 
 @functools.lru_cache(maxsize=1024)
-def _parsed(text: str) -> tuple[cst.BaseStatement, ...]:
+def _parsed(text: str) -> tuple[Statement, ...]:
     """The statements of ``text``, parsed once: libcst nodes are immutable, so one parse serves every class a
     file's rewrites write the same code into."""
     return tuple(cst.parse_module("pass\n" + text).body[1:])
 
 
-def _statement(text: str) -> cst.BaseStatement:
+def _statement(text: str) -> Statement:
     [statement] = _parsed(text)
     return statement
 
@@ -503,17 +515,23 @@ def _statement(text: str) -> cst.BaseStatement:
 def _indented(func: cst.FunctionDef) -> cst.FunctionDef:
     """``func`` with its body as an indented block: a one-line body (``def f(self): print(1)``, a
     ``SimpleStatementSuite``) becomes the block's one line, its statements, semicolons and comment kept."""
+    return func if isinstance(func.body, cst.IndentedBlock) else func.with_changes(body=_block(func))
+
+
+def _block(func: cst.FunctionDef) -> cst.IndentedBlock:
+    """The body of ``func`` as an indented block (see :func:`_indented`)."""
     suite = func.body
-    if not isinstance(suite, cst.SimpleStatementSuite):
-        return func
-    line = cst.SimpleStatementLine(body=suite.body, trailing_whitespace=suite.trailing_whitespace)
-    return func.with_changes(body=cst.IndentedBlock(body=[line]))
+    if isinstance(suite, cst.SimpleStatementSuite):
+        line = cst.SimpleStatementLine(body=suite.body, trailing_whitespace=suite.trailing_whitespace)
+        return cst.IndentedBlock(body=[line])
+    if not isinstance(suite, cst.IndentedBlock):  # pragma: no cover - libcst's suites are these two
+        raise TypeError(f"a function body of type {type(suite).__name__}")
+    return suite
 
 
-def _prepend(func: cst.FunctionDef, statements: list[cst.BaseStatement]) -> cst.FunctionDef:
+def _prepend(func: cst.FunctionDef, statements: Sequence[cst.BaseStatement]) -> cst.FunctionDef:
     """``func`` with ``statements`` first in its body (after its docstring)."""
-    func = _indented(func)
-    block = func.body
+    block = _block(func)
     body = list(block.body)
     start = 1 if body and is_docstring(body[0]) else 0
     return func.with_changes(body=block.with_changes(body=[*body[:start], *statements, *body[start:]]))
@@ -522,12 +540,12 @@ def _prepend(func: cst.FunctionDef, statements: list[cst.BaseStatement]) -> cst.
 def _insert_in_init(init: cst.FunctionDef, line: cst.BaseStatement) -> cst.FunctionDef:
     """``__init__`` with ``line`` right after its ``super().__init__(...)`` (or ``Base.__init__(self, ...)``), or
     first in its body (after its docstring) when it calls none."""
-    init = _indented(init)
-    body = list(init.body.body)
+    block = _block(init)
+    body = list(block.body)
     index = next((i + 1 for i, s in enumerate(body) if _calls_init(s)), None)
     if index is None:
         index = 1 if body and is_docstring(body[0]) else 0
-    return init.with_changes(body=init.body.with_changes(body=[*body[:index], line, *body[index:]]))
+    return init.with_changes(body=block.with_changes(body=[*body[:index], line, *body[index:]]))
 
 
 def _calls_init(statement: cst.BaseStatement) -> bool:
@@ -720,7 +738,9 @@ def _inherited_step_refusal(ctx: ClassContext, name: str) -> str | None:
         if name not in base_info.methods.get(base, set()):
             continue
         path = file.project.by_name.get(base_info.name)
-        tree = file.tree if base_info is file.info else ast.parse(file.project.read(path)) if path else ast.Module()
+        tree = file.tree
+        if base_info is not file.info:
+            tree = ast.parse(file.project.read(path)) if path else ast.Module(body=[], type_ignores=[])
         classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == base]
         defs = [f for c in classes for f in c.body if isinstance(f, ast.FunctionDef) and f.name == name]
         node = defs[-1] if defs else None
@@ -748,5 +768,5 @@ def _step_caller(ctx: ClassContext, name: str) -> str | None:
     for ref in file.project.references(name, (), exclude=file.path):
         if ref.what in ("attribute", "name", "string") and not file._relevant(ref, ref.path, ctx, name):
             continue
-        return f"`{name}` is used at {shown_path(ref.path)}:{ref.line}"
+        return f"`{name}` is used at {shown_path(ref.path) if ref.path is not None else '?'}:{ref.line}"
     return None

@@ -94,10 +94,9 @@ class LitModel(pl.LightningModule):
                 new_name=replacement,
             )
         else:
-            fix = caching_fix(ctx, func, pattern_id, 1)
-            if isinstance(fix, str):
-                why = f"the body reads {used[0]}; no caching rewrite" if used else "no automatic rewrite"
-                fix = manual_fix(self.code, f"{why}: {fix}")
+            made = caching_fix(ctx, func, pattern_id, 1)
+            why = f"the body reads {used[0]}; no caching rewrite" if used else "no automatic rewrite"
+            fix = made if isinstance(made, Fix) else manual_fix(self.code, f"{why}: {made}")
         yield Finding(self.code, message, (pattern_id,), fix=fix)
 
     def check_assigned(self, ctx: ClassContext, name: str, value: str | None = None):

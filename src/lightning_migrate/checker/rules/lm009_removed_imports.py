@@ -214,8 +214,8 @@ def _definition_fix(
     for definition in defined.values():
         for module, name in definition["imports"]:
             found = [b for b in bindings.get(name, []) if b[0] != index]
-            kept = name in {a.name for a in node.names if a.asname is None and a.name not in missing}
-            if kept and node.module == module:
+            stays = name in {a.name for a in node.names if a.asname is None and a.name not in missing}
+            if stays and node.module == module:
                 continue
             if any(what != f"{module}.{name}" or at > end for at, what in found):
                 why = f"`{name}` is another name in this file"
