@@ -802,6 +802,13 @@ def test_a_comment_of_the_users_below_a_marker_stays_when_the_marker_goes(unprov
     assert "lightning-migrate" not in rewritten and "checker/rules" not in rewritten
 
 
+def test_a_string_that_names_the_step_does_not_withhold_the_training_rewrite():
+    """``"training_step"`` as text (a log group's name, as lightning-bolts' ``TrainingDataMonitor`` has it) calls
+    nothing: the rewrite is made. A call of the step by other code withholds it (``REFUSED``)."""
+    source = TRAINING + '\n\nGROUP_NAME = "training_step"\n'
+    assert "self.training_step_outputs.append(recursive_detach(output))" in fix(source)
+
+
 def test_the_rewritten_step_returns_and_computes_what_it_did():
     """The training rewrite adds lines before each ``return`` of ``training_step``: called alone (no trainer, as a
     unit test of a project calls it) on the same weights and batches, the rewritten step returns what the old one

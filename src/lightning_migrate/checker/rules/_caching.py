@@ -223,8 +223,9 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     risks = [f"a subclass outside the checked files that overrides `{collector}` without `super()` would cache nothing"]
     if in_step:
         risks.append(
-            f"code outside the checked files that calls `{step_name}` would add to the cache, and an optimizer "
-            "that calls its closure several times a step would cache each call"
+            f"code outside the checked files that calls `{step_name}` (or calls it by a name built at run time) "
+            "would add to the cache, and an optimizer that calls its closure several times a step would cache each "
+            "call"
         )
     if stage == "train":
         risks.append("the cached tensors are detached (1.x kept the graph of every key but the loss)")
@@ -754,11 +755,15 @@ def _inherited_step_refusal(ctx: ClassContext, name: str) -> str | None:
 
 def _step_caller(ctx: ClassContext, name: str) -> str | None:
     """Where code other than Lightning calls the step -- ``self.training_step(...)`` in ``validation_step`` -- in
-    this file or the project, ``super().training_step`` inside the class's own step left out; or ``None``."""
+    this file or the project, ``super().training_step`` inside the class's own step left out; or ``None``. The
+    step's name as a string is not taken for a call: it is a common word in logs and docs (lightning-bolts names a
+    histogram group ``"training_step"``), and a step called through ``getattr`` is a risk the fix states."""
     file = ctx.file
     first, last = ctx.spans.get(name, (0, -1))
     if file._mentioned((name,)):
         for use in file.uses().names.get(name, ()):
+            if use.what == "string":
+                continue
             if use.receiver == "super" and use.cls == ctx.name and first <= use.line <= last:
                 continue  # the class's own step calls the inherited one
             if file._relevant(use, None, ctx, name):
@@ -766,7 +771,7 @@ def _step_caller(ctx: ClassContext, name: str) -> str | None:
     if file.path is None or file.path not in file.project.name_of:
         return None
     for ref in file.project.references(name, (), exclude=file.path):
-        if ref.what in ("attribute", "name", "string") and not file._relevant(ref, ref.path, ctx, name):
+        if ref.what == "string" or (ref.what in ("attribute", "name") and not file._relevant(ref, ref.path, ctx, name)):
             continue
         return f"`{name}` is used at {shown_path(ref.path) if ref.path is not None else '?'}:{ref.line}"
     return None
