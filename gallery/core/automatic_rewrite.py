@@ -62,9 +62,10 @@ diff = lightning_migrate("--diff", "old_model.py")
 print(diff.stdout + diff.stderr)
 
 # %%
-# The module gets a cache, emptied when each epoch starts; its own ``on_train_batch_end`` appends what the batch
-# returned, detached, and skips a batch that returned nothing, as the old list had no entry for it; the renamed
-# ``on_train_epoch_end(self)`` takes the cache as ``outputs``, empties it, and runs the old body unchanged.
+# The module gets a cache, emptied when each epoch starts; a ``training_step`` of its own calls the inherited one and
+# appends what it returned, detached, as the module-side recipe does, and skips a step that returned nothing, as the
+# old list had no entry for it; the renamed ``on_train_epoch_end(self)`` takes the cache as ``outputs`` (the loss
+# divided by ``accumulate_grad_batches``, as the old list held it), empties it, and runs the old body unchanged.
 #
 # Apply it
 # --------

@@ -167,23 +167,23 @@ from pytorch_lightning.utilities.memory import recursive_detach
 class LitModel(LightningModule):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.training_step_outputs = []  # what each batch returned, until the epoch ends
+        self.training_step_outputs = []  # what each step returned, until the epoch ends
 
     def training_step(self, batch, batch_idx):
         loss = self.layer(batch).sum()
         if not torch.isfinite(loss):
             return None  # skip this batch
-        return {"loss": loss, "preds": self.layer(batch)}
+        output = {"loss": loss, "preds": self.layer(batch)}
+        self.training_step_outputs.append(recursive_detach(output))
+        return output
 
     def on_train_epoch_start(self):
         self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
-    def on_train_batch_end(self, outputs, batch, batch_idx):
-        if outputs:  # empty for a step that returned None: Lightning 1.x left it out
-            self.training_step_outputs.append(recursive_detach(outputs))
-
     def on_train_epoch_end(self):
         outputs = list(self.training_step_outputs)
+        if self.automatic_optimization:  # Lightning 1.x passed the loss divided by accumulate_grad_batches
+            outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
         self.training_step_outputs.clear()
         self.log("train_loss_epoch", torch.stack([o["loss"] for o in outputs]).mean())
 """,
@@ -204,6 +204,9 @@ class LossHistory(pl.Callback):
 
 
 class Model(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return batch.sum()
+
     def training_epoch_end(self, outputs):
         self.n = len(outputs)
 """,
@@ -237,19 +240,166 @@ class LossHistory(pl.Callback):
 class Model(pl.LightningModule):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.training_step_outputs = []  # what each batch returned, until the epoch ends
+        self.training_step_outputs = []  # what each step returned, until the epoch ends
+
+    def training_step(self, batch, batch_idx):
+        output = batch.sum()
+        if output is not None:  # Lightning 1.x left out a step that returned None
+            entry = output if isinstance(output, dict) else {"loss": output}  # 1.x wrapped a bare loss
+            self.training_step_outputs.append(recursive_detach(entry))
+        return output
 
     def on_train_epoch_start(self):
         self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
-    def on_train_batch_end(self, outputs, batch, batch_idx):
-        if outputs:  # empty for a step that returned None: Lightning 1.x left it out
-            self.training_step_outputs.append(recursive_detach(outputs))
-
     def on_train_epoch_end(self):
-        outputs = list(self.training_step_outputs)
+        outputs = [out for out in self.training_step_outputs if out]  # Lightning 1.x left out empty outputs
+        if self.automatic_optimization:  # Lightning 1.x passed the loss divided by accumulate_grad_batches
+            outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
         self.training_step_outputs.clear()
         self.n = len(outputs)
+""",
+    ),
+    (
+        "training: several returns (a bare loss, an expression), an early bare return",
+        """\
+import pytorch_lightning as pl
+import torch
+
+
+class TwoLosses(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def training_step(self, batch, batch_idx):
+        if batch is None:
+            return
+        if batch_idx % 2:
+            loss = self.layer(batch).abs().mean()
+            return loss
+        return self.layer(batch).pow(2).mean()
+
+    def training_epoch_end(self, outputs):
+        self.log("mean", torch.stack([o["loss"] for o in outputs]).mean())
+""",
+        """\
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.utilities.memory import recursive_detach
+
+
+class TwoLosses(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.training_step_outputs = []  # what each step returned, until the epoch ends
+        self.layer = torch.nn.Linear(4, 1)
+
+    def training_step(self, batch, batch_idx):
+        if batch is None:
+            return
+        if batch_idx % 2:
+            loss = self.layer(batch).abs().mean()
+            if loss is not None:  # Lightning 1.x left out a step that returned None
+                entry = loss if isinstance(loss, dict) else {"loss": loss}  # 1.x wrapped a bare loss
+                self.training_step_outputs.append(recursive_detach(entry))
+            return loss
+        output = self.layer(batch).pow(2).mean()
+        if output is not None:  # Lightning 1.x left out a step that returned None
+            entry = output if isinstance(output, dict) else {"loss": output}  # 1.x wrapped a bare loss
+            self.training_step_outputs.append(recursive_detach(entry))
+        return output
+
+    def on_train_epoch_start(self):
+        self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+    def on_train_epoch_end(self):
+        outputs = [out for out in self.training_step_outputs if out]  # Lightning 1.x left out empty outputs
+        if self.automatic_optimization:  # Lightning 1.x passed the loss divided by accumulate_grad_batches
+            outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
+        self.training_step_outputs.clear()
+        self.log("mean", torch.stack([o["loss"] for o in outputs]).mean())
+""",
+    ),
+    (
+        "training, 1.4's on_train_epoch_end(self, outputs): the loss whole; names the step uses are not reused",
+        """\
+import pytorch_lightning as pl
+
+
+class Whole(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        output = self.layer(batch).sum()
+        out = output * 2
+        return {"loss": out}
+
+    def on_train_epoch_end(self, outputs):
+        self.total = sum(o["loss"] for o in outputs)
+""",
+        """\
+import pytorch_lightning as pl
+from pytorch_lightning.utilities.memory import recursive_detach
+
+
+class Whole(pl.LightningModule):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.training_step_outputs = []  # what each step returned, until the epoch ends
+
+    def training_step(self, batch, batch_idx):
+        output = self.layer(batch).sum()
+        out = output * 2
+        step_output = {"loss": out}
+        self.training_step_outputs.append(recursive_detach(step_output))
+        return step_output
+
+    def on_train_epoch_start(self):
+        self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+    def on_train_epoch_end(self):
+        outputs = list(self.training_step_outputs)  # the loss whole, as Lightning before 1.5 passed it
+        self.training_step_outputs.clear()
+        self.total = sum(o["loss"] for o in outputs)
+""",
+    ),
+    (
+        "training, the step inherited from a Lightning class: a step of the class's own calls it and caches",
+        """\
+import torch
+from lightning.pytorch.demos.boring_classes import BoringModel
+
+
+class TrainingEpochMean(BoringModel):
+    def training_epoch_end(self, outputs):
+        self.log("train_loss_epoch_mean", torch.stack([x["loss"] for x in outputs]).mean())
+""",
+        """\
+import torch
+from lightning.pytorch.demos.boring_classes import BoringModel
+from lightning.pytorch.utilities.memory import recursive_detach
+
+
+class TrainingEpochMean(BoringModel):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.training_step_outputs = []  # what each step returned, until the epoch ends
+
+    def on_train_epoch_start(self):
+        self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+    def training_step(self, *args, **kwargs):
+        output = super().training_step(*args, **kwargs)
+        if output is not None:  # Lightning 1.x left out a step that returned None
+            entry = output if isinstance(output, dict) else {"loss": output}  # 1.x wrapped a bare loss
+            self.training_step_outputs.append(recursive_detach(entry))
+        return output
+
+    def on_train_epoch_end(self):
+        outputs = [out for out in self.training_step_outputs if out]  # Lightning 1.x left out empty outputs
+        if self.automatic_optimization:  # Lightning 1.x passed the loss divided by accumulate_grad_batches
+            outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
+        self.training_step_outputs.clear()
+        self.log("train_loss_epoch_mean", torch.stack([x["loss"] for x in outputs]).mean())
 """,
     ),
     (
@@ -322,6 +472,19 @@ class M(pl.LightningModule):
         self.total = sum(outputs)
 """
 
+TRAINING = """\
+import lightning.pytorch as pl
+import torch
+
+
+class T(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return {"loss": batch.sum()}
+
+    def training_epoch_end(self, outputs):
+        self.total = sum(o["loss"] for o in outputs)
+"""
+
 REFUSED = {
     "a step-end hook reshapes each output": (
         MODULE + "\n    def validation_step_end(self, out):\n        return out * 2\n",
@@ -335,6 +498,40 @@ REFUSED = {
         MODULE.replace("validation", "training").replace("batch_idx):", "batch_idx, optimizer_idx):", 1),
         "`training_step` takes optimizer_idx: with several optimizers (or truncated back-propagation) 1.x passed "
         "one list per optimizer (per split)",
+    ),
+    "another method calls training_step": (
+        TRAINING.replace(
+            "    def training_epoch_end",
+            "    def validation_step(self, batch, batch_idx):\n"
+            "        return self.training_step(batch, batch_idx)\n\n    def training_epoch_end",
+        ),
+        "`training_step` is used at line 10 of this file: what it returns there would be cached too",
+    ),
+    "a return inside try": (
+        TRAINING.replace(
+            '        return {"loss": batch.sum()}',
+            '        try:\n            return {"loss": batch.sum()}\n'
+            "        except RuntimeError:\n            return None",
+        ),
+        "`training_step` returns inside a `try`: the added lines would run under its `except`",
+    ),
+    "a return on the line of its if": (
+        TRAINING.replace(
+            '        return {"loss": batch.sum()}', "        if batch_idx: return batch.sum()\n        return None"
+        ),
+        "`training_step` returns on the line of a compound statement: put the `return` on a line of its own",
+    ),
+    "a decorated training_step": (
+        TRAINING.replace("    def training_step", "    @some_decorator\n    def training_step"),
+        "`training_step` is decorated: a decorator may change what it returns",
+    ),
+    "an optimizer that calls its closure several times": (
+        TRAINING + "\n    def configure_optimizers(self):\n        return torch.optim.LBFGS(self.parameters())\n",
+        "an optimizer that calls its closure several times a step (LBFGS) runs `training_step` more than once a batch",
+    ),
+    "a training_step that yields": (
+        TRAINING.replace('        return {"loss": batch.sum()}', "        yield batch"),
+        "`training_step` is a generator",
     ),
     "a name the rewrite imports means something else here": (
         MODULE.replace(
@@ -390,6 +587,25 @@ class M(pl.LightningModule):
         self.log("val", sum(self.validation_step_outputs))
         self.validation_step_outputs.clear()
 """,
+    "training already migrated: the module appends in training_step": """\
+import lightning.pytorch as pl
+import torch
+
+
+class M(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.training_step_outputs = []
+
+    def training_step(self, batch, batch_idx):
+        loss = batch.sum()
+        self.training_step_outputs.append(loss.detach())
+        return loss
+
+    def on_train_epoch_end(self):
+        self.log("loss", torch.stack(self.training_step_outputs).mean())
+        self.training_step_outputs.clear()
+""",
     "a plain class with the old names": """\
 class Loop:
     def validation_epoch_end(self, outputs):
@@ -443,6 +659,9 @@ import torch
 
 
 class LitModel(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return batch.sum()
+
     def training_epoch_end(self, outputs):
         self.log("loss", torch.stack([o["loss"] for o in outputs]).mean())
 
@@ -506,6 +725,9 @@ def test_an_added_import_is_where_isort_puts_it(head):
 TRAINING_HOOK = """
 
 class Trained(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return batch.sum()
+
     def training_epoch_end(self, outputs):
         self.log("train", torch.stack([o["loss"] for o in outputs]).mean())
 """
@@ -535,6 +757,9 @@ BOTH_HOOKS = """
 class Both(pl.LightningModule):
     def validation_epoch_end(self, outputs):
         self.log("val", torch.stack([o["x"] for o in outputs]).mean())
+
+    def training_step(self, batch, batch_idx):
+        return batch.sum()
 
     def training_epoch_end(self, outputs):
         self.log("train", torch.stack([o["loss"] for o in outputs]).mean())
@@ -575,3 +800,34 @@ def test_a_comment_of_the_users_below_a_marker_stays_when_the_marker_goes(unprov
     rewritten = fix_exact("".join(lines), unsafe_fixes=True)
     assert "    #   TODO(ana): also log the std\n" in rewritten
     assert "lightning-migrate" not in rewritten and "checker/rules" not in rewritten
+
+
+def test_a_string_that_names_the_step_does_not_withhold_the_training_rewrite():
+    """``"training_step"`` as text (a log group's name, as lightning-bolts' ``TrainingDataMonitor`` has it) calls
+    nothing: the rewrite is made. A call of the step by other code withholds it (``REFUSED``)."""
+    source = TRAINING + '\n\nGROUP_NAME = "training_step"\n'
+    assert "self.training_step_outputs.append(recursive_detach(output))" in fix(source)
+
+
+def test_the_rewritten_step_returns_and_computes_what_it_did():
+    """The training rewrite adds lines before each ``return`` of ``training_step``: called alone (no trainer, as a
+    unit test of a project calls it) on the same weights and batches, the rewritten step returns what the old one
+    returned -- the same tensors, the early ``None`` -- and caches each output that was not ``None``."""
+    torch = pytest.importorskip("torch")
+    source = next(p[1] for p in PAIRS if p[0].startswith("training: several returns"))
+    rewritten = rewrite_source(source)
+    assert rewritten != source
+    steps = []
+    for text in (source, rewritten):
+        namespace: dict = {}
+        exec(compile(text, "<pair>", "exec"), namespace)  # noqa: S102 - the pair's own module
+        torch.manual_seed(0)
+        model = namespace["TwoLosses"]()
+        batches = [None, torch.randn(3, 4), torch.randn(3, 4)]
+        steps.append((model, [model.training_step(batch, i) for i, batch in enumerate(batches)]))
+    (_, old), (model, new) = steps
+    assert old[0] is None and new[0] is None
+    for before, after in zip(old[1:], new[1:], strict=True):
+        assert torch.equal(before, after) and after.requires_grad
+    assert [entry["loss"].requires_grad for entry in model.training_step_outputs] == [False, False]
+    assert [float(entry["loss"]) for entry in model.training_step_outputs] == [float(v.detach()) for v in new[1:]]

@@ -310,6 +310,7 @@ ONE_LINE_DEFS = {
         import lightning.pytorch as pl
 
         class M(pl.LightningModule):
+            def training_step(self, batch, batch_idx): return batch.sum()
             def training_epoch_end(self, outputs): print(outputs)  # kept
         """,
         "        self.training_step_outputs.clear()\n        print(outputs)  # kept\n",

@@ -250,6 +250,8 @@ def test_an_added_import_goes_after_the_cell_that_installs_lightning(tmp_path, c
     """A cell that runs ``!pip install lightning`` before importing it: the rewrite's Lightning import goes after
     that import, in that cell, never into an earlier cell that runs before the install."""
     training = CACHING.replace("validation_epoch_end", "training_epoch_end").replace('o["x"]', 'o["loss"]')
+    step = "    def training_step(self, batch, batch_idx):\n        return batch.sum()\n\n"
+    training = training.replace("    def ", step + "    def ")
     path = make(tmp_path / "train.ipynb", "import torch\nfrom torch import nn", IMPORTS, training)
     assert run(["--fix", "--unsafe-fixes", path], capsys)[0] == 1
     cells = ["".join(cell["source"]) for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]]

@@ -20,16 +20,25 @@ PAIRS = [
         "from pytorch_lightning.utilities.memory import recursive_detach\n",
     ),
     (
-        "a value 2.x dropped: a marker (no replacement)",
-        "import torch\nfrom pytorch_lightning.utilities.types import EPOCH_OUTPUT\n",
-        "import torch\n# lightning-migrate: LM009 manual fix, gone in 2.6.6: EPOCH_OUTPUT has no replacement: drop it: "
-        f"{URL}\nfrom pytorch_lightning.utilities.types import EPOCH_OUTPUT\n",
+        "a value 2.x dropped: defined as 1.9.5 defined it, over the names 2.x has, after the imports (safe)",
+        "import torch\nfrom pytorch_lightning.utilities.types import EPOCH_OUTPUT\nfrom torch import nn\n\n\n"
+        "def f(outputs: EPOCH_OUTPUT) -> None:\n    pass\n",
+        "from typing import List\n\nimport torch\nfrom pytorch_lightning.utilities.types import STEP_OUTPUT\n"
+        "from torch import nn\n\n"
+        "EPOCH_OUTPUT = List[STEP_OUTPUT]  # Lightning 1.9.5's definition; 2.6.6 has none\n\n\n"
+        "def f(outputs: EPOCH_OUTPUT) -> None:\n    pass\n",
     ),
     (
-        "a statement that also imports a name still there: a marker",
-        "from pytorch_lightning.utilities.types import EPOCH_OUTPUT, STEP_OUTPUT\n",
-        "# lightning-migrate: LM009 manual fix, gone in 2.6.6: EPOCH_OUTPUT has no replacement: drop it: "
-        f"{URL}\nfrom pytorch_lightning.utilities.types import EPOCH_OUTPUT, STEP_OUTPUT\n",
+        "a statement that also imports a name still there: it keeps that name",
+        "from typing import List\n\nfrom pytorch_lightning.utilities.types import EPOCH_OUTPUT, STEP_OUTPUT\n",
+        "from typing import List\n\nfrom pytorch_lightning.utilities.types import STEP_OUTPUT\n\n"
+        "EPOCH_OUTPUT = List[STEP_OUTPUT]  # Lightning 1.9.5's definition; 2.6.6 has none\n",
+    ),
+    (
+        "a value with no definition 2.x can make: a marker",
+        "import torch\nfrom pytorch_lightning.utilities.types import TrainingStep\n",
+        "import torch\n# lightning-migrate: LM009 manual fix, gone in 2.6.6: TrainingStep has no replacement: drop "
+        f"it: {URL}\nfrom pytorch_lightning.utilities.types import TrainingStep\n",
     ),
     (
         "a module 2.x removed",
@@ -64,6 +73,88 @@ def test_pair(source, expected):
 def test_look_alikes_are_left_alone(source):
     assert check_source(source.encode()).findings == []
     assert fix(source) == source
+
+
+def test_a_definition_used_outside_annotations_is_opt_in():
+    """``EPOCH_OUTPUT`` read by running code (not only in annotations) would hold 2.x's ``STEP_OUTPUT``, which is
+    not 1.9.5's: the definition is ``unsafe``, and ``--fix`` leaves a marker saying so."""
+    source = "from pytorch_lightning.utilities.types import EPOCH_OUTPUT\n\nprint(EPOCH_OUTPUT)\n"
+    [finding] = check_source(source.encode()).findings
+    assert finding.tier == "unsafe"
+    assert "unsafe fix" in fix(source) and "EPOCH_OUTPUT = " not in fix(source)
+    assert "EPOCH_OUTPUT = List[STEP_OUTPUT]" in fix(source, unsafe_fixes=True)
+
+
+def test_a_definition_needing_a_name_the_file_binds_otherwise_is_manual():
+    source = "from pytorch_lightning.utilities.types import EPOCH_OUTPUT\n\nList = list\n"
+    [finding] = check_source(source.encode()).findings
+    assert finding.tier == "manual" and "`List` is another name in this file" in fix(source)
+
+
+def test_the_commonest_project_with_epoch_output_imports_and_runs_after_a_plain_fix(tmp_path, capsys):
+    """The commonest project, its hooks annotated with ``EPOCH_OUTPUT`` as Lightning 1.x's own hooks were: after a
+    plain ``--fix``, the file imports on the installed Lightning and logs the old epoch means."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from . import test_proven
+    from ._util import run, write
+
+    annotated = test_proven.COMMON_PROJECT.replace(
+        "import torch\n", "import torch\nfrom pytorch_lightning.utilities.types import EPOCH_OUTPUT\n", 1
+    ).replace("(self, outputs):", "(self, outputs: EPOCH_OUTPUT) -> None:")
+    assert annotated.count("EPOCH_OUTPUT") == 3
+    project = write(tmp_path / "project", {"model.py": annotated, "pyproject.toml": ""})
+    code, out, err = run(["--fix", project / "model.py"], capsys)
+    assert code == 1 and "1 safe fix" in err and "3 proven fixes" in err, err
+    fixed = (project / "model.py").read_text(encoding="utf-8")
+    assert "EPOCH_OUTPUT = List[STEP_OUTPUT]" in fixed and check_source(fixed.encode()).findings == []
+    import isort
+
+    # the imports of both stdlib names and both Lightning modules that the fixes add, each block sorted
+    assert isort.check_code(annotated, profile="black") and isort.check_code(fixed, profile="black", show_diff=True)
+    runner = tmp_path / "runner.py"
+    runner.write_text(test_proven.RUNNER, encoding="utf-8")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run([sys.executable, str(runner), str(project)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["logged"]["train_epoch_mean"] == pytest.approx(result["truth"]["train_epoch_mean"], rel=1e-5)
+
+
+def test_the_definitions_come_from_the_recorded_releases():
+    """The table's definition of ``EPOCH_OUTPUT`` is the 1.9.5 record's expression, and each name it imports is
+    bound where the 2.6.6 record says."""
+    import json
+
+    from lightning_migrate import source_tree
+
+    folder = source_tree.ROOT / "src" / "lightning_migrate" / "data" / "lightning_names"
+    old, new = (json.loads((folder / f"{v}.json").read_text(encoding="utf-8")) for v in ("1.9.5", "2.6.6"))
+    table = lightning_names.load()
+    definition = table["definitions"]["pytorch_lightning.utilities.types"]["EPOCH_OUTPUT"]
+    assert definition["expression"] == old["values"]["pytorch_lightning.utilities.types"]["EPOCH_OUTPUT"]["expression"]
+    for module, name in definition["imports"]:
+        assert module == "typing" or name in new["modules"][module], (module, name)
+    assert lightning_names.compare(old, new) == table
+
+
+def test_the_1x_listing_was_recorded_beside_its_era_s_pins():
+    """The 1.9.5 listing was made in an environment of 1.9's time (torchmetrics 0.x, as pip resolved it then), with
+    ``requests``, which ``pytorch_lightning.serve`` imports: every module imported."""
+    import json
+
+    from lightning_migrate import source_tree
+
+    record = json.loads(
+        (source_tree.ROOT / "src" / "lightning_migrate" / "data" / "lightning_names" / "1.9.5.json").read_text()
+    )
+    assert record["environment"]["pytorch-lightning"] == "1.9.5"
+    assert record["environment"]["torchmetrics"].startswith("0.")
+    assert record["environment"]["torch"].startswith("2.13.0")
+    assert "requests" in record["environment"] and record["failed"] == []
 
 
 def test_a_nested_import_is_reported_without_a_fix():
@@ -123,4 +214,5 @@ def test_compare_reads_replacements_from_the_homes():
         "new": "2",
         "removed": {"p.a": {"moved": "p.b.impl", "value": None}, "p.gone": {"f": None}},
         "modules_removed": ["p.gone"],
+        "definitions": {},
     }

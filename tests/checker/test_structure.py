@@ -157,3 +157,21 @@ def test_the_fact_test_finds_a_typed_fact():
 def test_the_stage_steps_the_registry_names_are_lightning_hooks():
     assert set(registry.STEP_METHODS.values()) <= set(recorded["LightningModule"]["hooks"])
     assert set(registry.OWNERS) == {kind for kind in recorded["kinds"].values()}
+
+
+def test_only_source_tree_locates_the_checkout():
+    """An installed package has no checkout above it: a module that climbs from its own file out of
+    ``src/lightning_migrate`` (``Path(__file__).parents[3]``) reads a repository-only path. The checkout is
+    located in ``lightning_migrate/source_tree.py`` alone; a module may reach its own package's data."""
+    package = CHECKER.parent
+    climbing = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "source_tree.py":
+            continue
+        depth = len(path.relative_to(package).parts) - 1  # folders between the module and the package
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            text = ast.unparse(node) if isinstance(node, ast.Subscript) else ""
+            found = re.fullmatch(r"Path\(__file__\)(?:\.resolve\(\))?\.parents\[(\d+)\]", text)
+            if found and int(found.group(1)) > depth:
+                climbing.append(f"{path.relative_to(package)}:{node.lineno}: {text}")
+    assert climbing == []

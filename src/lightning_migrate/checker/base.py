@@ -30,6 +30,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,6 +53,11 @@ MARKER = "lightning-migrate:"
 #: A marker is two lines: the rule and the reason, then the link, alone on its line after
 #: :data:`MARKER_CONTINUATION` (pycodestyle and ruff accept a long line that is a link alone).
 MARKER_CONTINUATION = "#   "
+#: The nodes a marker goes above: a statement (a ``def``, a ``class``, an assignment or import line).
+Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
+#: What a fix's ``apply`` returns: the new node, ``RemovalSentinel.REMOVE``, or (a top-level statement's fix) the
+#: statements that replace it.
+Applied = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]
 #: The environment variable that overrides where finding links point (the docs build sets it to the site it builds).
 DOCS_URL_VARIABLE = "LIGHTNING_MIGRATE_DOCS_URL"
 
@@ -79,7 +85,9 @@ def _published_url() -> str:
         pass
     import tomllib  # run from a source tree (Python 3.11+, as the project's tools)
 
-    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    from lightning_migrate import source_tree  # the one module that knows where the checkout is
+
+    pyproject = source_tree.ROOT / "pyproject.toml"
     return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["urls"]["Documentation"]
 
 
@@ -107,7 +115,7 @@ class Fix:
     """
 
     tier: str
-    apply: Callable[[cst.CSTNode], cst.CSTNode | cst.RemovalSentinel]
+    apply: Callable[[cst.CSTNode], Applied]
     on_class: bool = False
     description: str = ""
     risk: str = ""
@@ -118,6 +126,10 @@ class Fix:
     shape: str | None = None
     #: for ``unsafe``: what the marker says when the fix is not asked for (default: :attr:`risk`), one short phrase
     withheld: str = ""
+    #: for an import's fix: module-level statements (lines of code) it adds after the file's leading imports, the
+    #: last of which is :attr:`define_after` top-level statements below the import it fixes
+    define: tuple[str, ...] = ()
+    define_after: int = 0
 
 
 @dataclass
@@ -242,7 +254,7 @@ class FileContext:
             call = uses.keyword_call(name, dropped)
             if call is not None:
                 found.append((call[0], f"a call passes `{call[1]}=` at {{}}"))
-            found += [(uses.string(f), _use_text("fragment", name, "{}")) for f in fragments if uses.string(f)]
+            found += [(at, _use_text("fragment", name, "{}")) for f in fragments if (at := uses.string(f)) is not None]
             if found:
                 line, text = min(found)
                 return text.format(self.place(line))
@@ -253,7 +265,7 @@ class FileContext:
                 continue
             if ref.what in ("attribute", "name", "string") and not self._relevant(ref, ref.path, of, name):
                 continue
-            where = shown_path(ref.path)
+            where = shown_path(ref.path) if ref.path is not None else Path("?")
             if ref.what == "too deep":
                 return f"{where} mentions `{name}` but is too deeply nested to parse"
             if ref.what == "keyword":
@@ -291,7 +303,7 @@ class FileContext:
         if self.path is None or self.path not in self.project.name_of:
             return None
         for ref in self.project.references(name, (), exclude=self.path):
-            return f"{shown_path(ref.path)}:{ref.line}"
+            return f"{shown_path(ref.path) if ref.path is not None else '?'}:{ref.line}"
         return None
 
 
@@ -330,7 +342,7 @@ class ClassContext:
     confident: bool
     node: cst.ClassDef
     methods: dict[str, cst.FunctionDef]
-    file: FileContext | None = None
+    file: FileContext
     #: the Lightning class its chain of bases reaches (``Callback``, ``ModelCheckpoint``, ...)
     via: str | None = None
     #: ``"Model"`` when the class is a mixin that a Lightning class of the project derives from (``Model``)
@@ -419,6 +431,16 @@ class Rule:
 
     def check(self, ctx: ClassContext, func: cst.FunctionDef) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def check_imports(self, tree: ast.Module) -> Iterable[tuple[int, Finding]]:
+        """For a rule about a file's imports (not a hook): ``(index of the top-level statement or -1 for a nested
+        one, finding)`` for each import it reports. None by default."""
+        return ()
+
+    def applies(self, name: str, kind: str) -> bool:
+        """For a rule about any hook of a kind of class (``async def``): whether it inspects the method ``name`` of
+        a ``kind`` class. ``False`` by default."""
+        return False
 
     def check_assigned(self, ctx: ClassContext, name: str, value: str | None = None) -> Iterable[Finding]:
         """Findings for ``name = <expression>`` in the class body (a hook bound to a function defined elsewhere);
@@ -527,7 +549,7 @@ def drop_params(func: cst.FunctionDef, drop: set[str]) -> cst.FunctionDef:
     (so ``def f(self, outputs)`` becomes ``def f(self)`` and a trailing comma style stays)."""
     params = func.params
     old_last = [*params.posonly_params, *params.params, *params.kwonly_params]
-    changes = {
+    changes: dict[str, list[cst.Param] | cst.MaybeSentinel] = {
         attr: _kept_comments([param for param in getattr(params, attr)], drop)
         for attr in ("posonly_params", "params", "kwonly_params")
     }
@@ -557,10 +579,12 @@ def _kept_comments(params: list[cst.Param], drop: set[str]) -> list[cst.Param]:
             continue
         below = param.comma.whitespace_after if isinstance(param.comma, cst.Comma) else None
         lines = below.empty_lines if isinstance(below, cst.ParenthesizedWhitespace) else ()
-        previous = kept[-1].comma.whitespace_after if kept and isinstance(kept[-1].comma, cst.Comma) else None
-        if lines and param is not params[-1] and isinstance(previous, cst.ParenthesizedWhitespace):
-            moved = previous.with_changes(empty_lines=[*previous.empty_lines, *lines])
-            kept[-1] = kept[-1].with_changes(comma=kept[-1].comma.with_changes(whitespace_after=moved))
+        comma = kept[-1].comma if kept else None
+        previous = comma.whitespace_after if isinstance(comma, cst.Comma) else None
+        if lines and param is not params[-1] and isinstance(comma, cst.Comma):
+            if isinstance(previous, cst.ParenthesizedWhitespace):
+                moved = previous.with_changes(empty_lines=[*previous.empty_lines, *lines])
+                kept[-1] = kept[-1].with_changes(comma=comma.with_changes(whitespace_after=moved))
     return kept
 
 
@@ -569,8 +593,9 @@ def _new_last(param: cst.Param, dropped: cst.Param) -> cst.Param:
     ends a line (a signature one parameter a line); then it keeps its own comma and comment, and the closing
     parenthesis keeps the dropped one's line and indentation. A comment on the dropped parameter's line goes with
     it; no other comment moves or goes."""
-    own = param.comma.whitespace_after if isinstance(param.comma, cst.Comma) else None
-    if not isinstance(own, cst.ParenthesizedWhitespace):
+    comma = param.comma
+    own = comma.whitespace_after if isinstance(comma, cst.Comma) else None
+    if not isinstance(comma, cst.Comma) or not isinstance(own, cst.ParenthesizedWhitespace):
         return param.with_changes(comma=dropped.comma)
     tail = dropped.comma.whitespace_after if isinstance(dropped.comma, cst.Comma) else dropped.whitespace_after_param
     if isinstance(tail, cst.ParenthesizedWhitespace):
@@ -578,13 +603,24 @@ def _new_last(param: cst.Param, dropped: cst.Param) -> cst.Param:
         closing = own.with_changes(
             empty_lines=[*own.empty_lines, *tail.empty_lines], indent=tail.indent, last_line=tail.last_line
         )
-        return param.with_changes(comma=param.comma.with_changes(whitespace_after=closing))
+        return param.with_changes(comma=comma.with_changes(whitespace_after=closing))
     if own.first_line.comment is not None or own.empty_lines:
         return param  # `x,  # note` then `dropped)`: the comment stays, `)` goes on the next line
     return param.with_changes(comma=dropped.comma)
 
 
-def with_name(new_name: str, drop: set[str] = frozenset()) -> Callable[[cst.CSTNode], cst.CSTNode]:
+def on_def(edit: Callable[[cst.FunctionDef], cst.FunctionDef]) -> Callable[[cst.CSTNode], cst.CSTNode]:
+    """An ``apply`` of a fix on a ``def`` (the node a rule's finding is about): ``edit`` of it."""
+
+    def apply(node: cst.CSTNode) -> cst.CSTNode:
+        if not isinstance(node, cst.FunctionDef):  # pragma: no cover - a fix on a def is applied to that def
+            raise TypeError(f"a fix of a def applied to a {type(node).__name__}")
+        return edit(node)
+
+    return apply
+
+
+def with_name(new_name: str, drop: AbstractSet[str] = frozenset()) -> Callable[[cst.CSTNode], cst.CSTNode]:
     """An ``apply`` that renames the method to ``new_name`` and drops the parameters ``drop``."""
 
     def apply(func: cst.CSTNode) -> cst.CSTNode:
@@ -626,7 +662,7 @@ def without_own_marker(fix: Fix, code: str, method: str | None = None) -> Fix:
         return kept
 
     def unmarked(node: cst.CSTNode) -> cst.CSTNode:
-        if not has_marker(node, code):
+        if not isinstance(node, Statement) or not has_marker(node, code):
             return node
         node = node.with_changes(leading_lines=strip(node.leading_lines))
         if isinstance(node, cst.FunctionDef | cst.ClassDef):
@@ -634,7 +670,7 @@ def without_own_marker(fix: Fix, code: str, method: str | None = None) -> Fix:
             node = node.with_changes(decorators=decorators)
         return node
 
-    def apply(node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:
+    def apply(node: cst.CSTNode) -> Applied:
         if fix.on_class and isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock) and method:
             body = [
                 unmarked(s) if isinstance(s, cst.FunctionDef) and s.name.value == method else s for s in node.body.body
@@ -653,7 +689,7 @@ def manual_fix(code: str, why: str, tier: str = MANUAL) -> Fix:
     that was not asked for: ``why`` says what it would do and risk."""
 
     def apply(node: cst.CSTNode) -> cst.CSTNode:
-        if has_marker(node, code):
+        if not isinstance(node, Statement) or has_marker(node, code):  # a marker goes above a statement
             return node
         text = f"# {MARKER} {code} {tier} fix, {why}: {docs_url()}{page_of(code)}"
         lines = [cst.EmptyLine(comment=cst.Comment(line)) for line in marker_lines(text)]

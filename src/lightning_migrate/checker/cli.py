@@ -140,11 +140,10 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
             return report
         source = book.source.encode("utf-8")
         if book.broken:
-            number, err = book.broken[0]
+            number, broken = book.broken[0]
             more = f" (and {len(book.broken) - 1} more cells)" if len(book.broken) > 1 else ""
-            report.error = (
-                f"{path}:cell {number}:{err.lineno or 0}:{err.offset or 0}: syntax error, cell skipped{more}: {err.msg}"
-            )
+            at = f"{broken.lineno or 0}:{broken.offset or 0}"
+            report.error = f"{path}:cell {number}:{at}: syntax error, cell skipped{more}: {broken.msg}"
     else:
         source = data
     if not PREFILTER.search(source):
@@ -207,8 +206,7 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
 def _syntax_error(path: Path, err: SyntaxError, book: notebook.Notebook | None) -> str:
     """``path:line:col: syntax error, file skipped: cause`` (``path:cell N:line:col`` in a notebook)."""
     where = f"{err.lineno or 0}:{err.offset or 0}"
-    if book is not None and err.lineno and book.place(err.lineno) is not None:
-        place = book.place(err.lineno)
+    if book is not None and err.lineno and (place := book.place(err.lineno)) is not None:
         where = f"cell {place[0]}:{place[1]}:{err.offset or 0}"
     return f"{path}:{where}: syntax error, file skipped: {err.msg}"
 
@@ -243,14 +241,14 @@ def unified_diff(report: FileReport) -> bytes:
     ``patch -p1`` and ``git apply`` find the lines they change in any encoding. The names are the file system's
     bytes; a name that holds a space ends with a tab, and one that holds a tab, a newline or another control
     character is quoted, as diff and git write them."""
-    old, new = (_byte_lines(data) for data in (report.old_source, report.new_source))
+    old, new = (_byte_lines(data or b"") for data in (report.old_source, report.new_source))
     path = report.path
     if path.is_absolute():  # `git apply` and `patch -p1` take paths relative to where they run
         with contextlib.suppress(ValueError):
             path = path.relative_to(Path.cwd())
     names = [_diff_name(f"{side}/{path.as_posix()}") for side in ("a", "b")]
     lines = []
-    for line in difflib.diff_bytes(difflib.unified_diff, old, new, *names):
+    for line in difflib.diff_bytes(difflib.unified_diff, old, new, names[0], names[1]):
         lines.append(line)
         if not line.endswith(b"\n"):  # the file's last line has no newline: say so, as diff and git do
             lines.append(b"\n\\ No newline at end of file\n")

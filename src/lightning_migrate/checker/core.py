@@ -36,6 +36,7 @@ from lightning_migrate.checker.base import (
     MARKER,
     MODULE,
     UNSAFE,
+    Applied,
     ClassContext,
     FileContext,
     Finding,
@@ -128,11 +129,9 @@ def check_source(
     source.decode(encoding)  # UnicodeDecodeError: not in the declared (or default UTF-8) encoding
     tree = ast.parse(source)  # raises SyntaxError / UnicodeDecodeError with a line number; libcst is slower
     project = project if project is not None else Project([], [])
-    info = (
-        project.info(path, tree)
-        if path is not None and path in project.name_of
-        else module_info(tree, path.stem if path else "snippet")
-    )
+    info = project.info(path, tree) if path is not None and path in project.name_of else None
+    if info is None:  # a snippet, or a file outside the project
+        info = module_info(tree, path.stem if path else "snippet")
     file = FileContext(source, tree, info, project, path)
     ast_classes = list(_ast_classes(tree.body))
     imports = _import_findings(source, tree, select)
@@ -149,7 +148,7 @@ def check_source(
         for finding, target in _rule_findings(ctx, ast_node, lines, select)
     ]
     findings, edits = _settle(found, file, fix=fix, unsafe_fixes=unsafe_fixes, notes=notes)
-    _settle_imports(imports, module, tree, lines, findings, edits if fix else None)
+    _settle_imports(imports, module, tree, lines, findings, edits if fix else None, unsafe_fixes)
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     try:
         new_source = _apply(module, tree, source, edits) if fix and edits else None
@@ -161,7 +160,9 @@ def check_source(
 def _import_findings(source: bytes, tree: ast.Module, select: frozenset[str] | None) -> list[tuple[int, Finding]]:
     """The findings of the rule of removed imports (LM009): ``(top-level statement index or -1, finding)``."""
     rule = RULES.get(REMOVED_IMPORTS)
-    if rule is None or (select is not None and rule.code not in select) or b"pytorch_lightning" not in source:
+    if rule is None or (select is not None and rule.code not in select):
+        return []
+    if b"pytorch_lightning" not in source:
         return []
     return list(rule.check_imports(tree))
 
@@ -173,13 +174,16 @@ def _settle_imports(
     lines: list[bytes],
     findings: list[Finding],
     edits: _Edits | None,
+    unsafe_fixes: bool = False,
 ) -> None:
     """Add the import findings (those ``# noqa`` does not silence) to ``findings`` and, with ``edits``, their fixes:
-    on a top-level statement that is alone on its line; a nested import is reported without a fix."""
+    on a top-level statement that is alone on its line; a nested import is reported without a fix. A fix that
+    defines names (:attr:`Fix.define`) writes them below the last of the file's leading imports."""
     if not imports:
         return
     statements: dict[int, tuple[cst.BaseStatement, bool]] = {}
     index = 0
+    statement: cst.BaseStatement | None
     for statement in module.body:
         count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
         for offset in range(count):
@@ -191,16 +195,53 @@ def _settle_imports(
         statement, alone = statements.get(where, (None, False))
         if statement is None:
             finding.fix = None
-        elif not alone and finding.fix.tier != MANUAL:
+        elif not alone and finding.fix is not None and finding.fix.tier != MANUAL:
             finding.fix = manual_fix(finding.code, "the import shares its line with another statement: fix by hand")
         finding.tier = finding.fix.tier if finding.fix is not None else None
         if statement is module.body[0] and finding.tier == MANUAL and _header_marked(module, finding.code):
             statement = None  # the file's first statement: libcst keeps the comments above it in the header
-        if edits is not None and statement is not None:
-            applied = finding.fix if finding.fix.tier == MANUAL else without_own_marker(finding.fix, finding.code)
+        if edits is not None and statement is not None and finding.fix is not None:
+            applied = finding.fix
+            if applied.tier == UNSAFE and not unsafe_fixes:
+                why = applied.withheld or applied.risk
+                applied = manual_fix(finding.code, f"{why}; `--unsafe-fixes` applies it", tier=UNSAFE)
+            elif applied.tier != MANUAL:
+                applied = without_own_marker(applied, finding.code)
+            if applied.define:
+                anchor = statements.get(where + applied.define_after, (statement, True))[0]
+                definitions = _defining(applied.define)
+                if anchor is statement:
+                    applied = dataclasses.replace(applied, apply=_then(applied.apply, definitions))
+                else:
+                    edits.add(anchor, dataclasses.replace(applied, apply=_then(lambda n: n, definitions)), ())
             edits.add(statement, applied, ())
         findings.append(finding)
     findings.sort(key=lambda f: (f.line, f.col, f.code))
+
+
+def _defining(lines: tuple[str, ...]) -> list[cst.SimpleStatementLine | cst.BaseCompoundStatement]:
+    """The statements of ``lines``, a blank line above the first."""
+    statements = [cst.parse_statement(line) for line in lines]
+    statements[0] = statements[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    return statements
+
+
+def _then(
+    apply: Callable[[cst.CSTNode], Applied], after: list[cst.SimpleStatementLine | cst.BaseCompoundStatement]
+) -> Callable[[cst.CSTNode], Applied]:
+    """``apply``, then ``after`` below what it leaves (where it removes the statement, ``after`` takes its comment
+    lines above)."""
+
+    def both(node: cst.CSTNode) -> Applied:
+        new = apply(node)
+        if isinstance(new, cst.RemovalSentinel):
+            lines = [*after[0].leading_lines, *getattr(node, "leading_lines", ())]
+            return cst.FlattenSentinel([after[0].with_changes(leading_lines=lines), *after[1:]])
+        if isinstance(new, cst.FlattenSentinel):
+            return cst.FlattenSentinel([*new.nodes, *after])
+        return cst.FlattenSentinel([new, *after])
+
+    return both
 
 
 def _header_marked(module: cst.Module, code: str) -> bool:
@@ -283,7 +324,7 @@ def _other_bindings(node: ast.ClassDef) -> dict[str, int]:
     found: dict[str, int] = {}
     scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
     comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-    stack = [item for item in node.body if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)]
+    stack: list[ast.AST] = [item for item in node.body if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)]
     while stack:
         item = stack.pop()
         if isinstance(item, scopes):
@@ -342,16 +383,29 @@ def _classes(
             for item in ast_node.body
             if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
         }
+        owner, confident, root = kind.kind, not kind.unknown, kind.root
+        mixed_into = mixed_into_at = None
+        if owner is None:
+            mixed = _mixed_into(ast_node, file)
+            if mixed is not None:
+                owner, confident, root = mixed[0].kind, True, mixed[0].root
+                mixed_into, mixed_into_at = mixed[1], mixed[2]
+            elif kind.unknown and TRAINING_STEP in methods:
+                owner, confident = MODULE, False  # possibly a module: notes only
+        if owner is None or not (confident or notes):
+            continue
         ctx = ClassContext(
             node.name.value,
-            kind.kind,
-            not kind.unknown,
+            owner,
+            confident,
             node,
             methods,
             file,
             kind.via,
+            mixed_into=mixed_into,
+            mixed_into_at=mixed_into_at,
             path=path,
-            root=kind.root,
+            root=root,
             text=text,
             spans=spans,
             ast_methods={
@@ -359,17 +413,7 @@ def _classes(
             },
             bindings=_other_bindings(ast_node),
         )
-        if kind.kind is None:
-            mixed = _mixed_into(ast_node, file)
-            if mixed is not None:
-                ctx.kind, ctx.confident, ctx.root = mixed[0].kind, True, mixed[0].root
-                ctx.mixed_into, ctx.mixed_into_at = mixed[1], mixed[2]
-            elif kind.unknown and TRAINING_STEP in methods:
-                ctx.kind, ctx.confident = MODULE, False  # possibly a module: notes only
-            else:
-                continue
-        if ctx.confident or notes:
-            yield ctx, ast_node
+        yield ctx, ast_node
 
 
 # -- 2. what the rules find ----------------------------------------------------------------------------------------
@@ -387,12 +431,15 @@ def _rule_findings(
     if isinstance(ctx.node.body, cst.SimpleStatementSuite):  # a one-line body holds small statements only
         for small, ast_statement in zip(ctx.node.body.body, ast_node.body, strict=False):
             for finding in _assigned_findings(ctx, small, ast_statement, lines, select):
-                finding.fix = dataclasses.replace(finding.fix, on_class=True)
+                if finding.fix is not None:
+                    finding.fix = dataclasses.replace(finding.fix, on_class=True)
                 yield finding, ctx.node
         return
     for statement, ast_statements in _paired_body(ctx.node, ast_node):
         if isinstance(statement, cst.FunctionDef):
-            yield from ((f, statement) for f in _def_findings(ctx, statement, ast_statements[0], lines, select))
+            ast_func = ast_statements[0]
+            if isinstance(ast_func, ast.FunctionDef | ast.AsyncFunctionDef):  # always: both parsers see the `def`
+                yield from ((f, statement) for f in _def_findings(ctx, statement, ast_func, lines, select))
         elif isinstance(statement, cst.SimpleStatementLine):
             for small, ast_statement in zip(statement.body, ast_statements, strict=False):
                 yield from ((f, statement) for f in _assigned_findings(ctx, small, ast_statement, lines, select))
@@ -406,7 +453,11 @@ def _rule_findings(
 
 
 def _def_findings(
-    ctx: ClassContext, func: cst.FunctionDef, ast_func: ast.stmt, lines: list[bytes], select: frozenset[str] | None
+    ctx: ClassContext,
+    func: cst.FunctionDef,
+    ast_func: ast.FunctionDef | ast.AsyncFunctionDef,
+    lines: list[bytes],
+    select: frozenset[str] | None,
 ) -> Iterator[Finding]:
     name = func.name.value
     line, col = _name_position(lines, ast_func)
@@ -467,6 +518,8 @@ def _nested_ast_defs(node: ast.stmt) -> Iterator[ast.FunctionDef | ast.AsyncFunc
 
 def _paired_body(node: cst.ClassDef, ast_node: ast.ClassDef) -> Iterator[tuple[cst.BaseStatement, list[ast.stmt]]]:
     """Each statement of a class body with its :mod:`ast` statements (a libcst line ``a = 1; b = 2`` holds two)."""
+    if not isinstance(node.body, cst.IndentedBlock):  # a one-line body: the caller reads its small statements
+        return
     ast_body = iter(ast_node.body)
     for statement in node.body.body:
         count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
@@ -528,7 +581,7 @@ def _async_hook(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str |
 def _callers(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str | None:
     """A fix that renames, removes or narrows a method that code calls (by name, or a dropped keyword)."""
     fix = finding.fix
-    if fix.tier == MANUAL or not fix.changes_callers or not isinstance(node, cst.FunctionDef):
+    if fix is None or fix.tier == MANUAL or not fix.changes_callers or not isinstance(node, cst.FunctionDef):
         return None
     caller = ctx.file.caller(node.name.value, fix.dropped, of=ctx)
     return None if caller is None else f"{caller}: change the callers too"
@@ -538,8 +591,8 @@ def _override_clash(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> s
     """A rename onto a name that a base class -- the project's, or a Lightning class other than ``Callback`` /
     ``LightningModule`` (its methods recorded by :mod:`lightning_migrate.hook_names`) -- defines (the renamed method
     would replace it), or that a subclass defines (it would replace the renamed method)."""
-    new_name = finding.fix.new_name
-    if finding.fix.tier == MANUAL or new_name is None:
+    new_name = finding.fix.new_name if finding.fix is not None else None
+    if finding.fix is None or finding.fix.tier == MANUAL or new_name is None:
         return None
     why = _clash(ctx, new_name)
     return None if why is None else f"{why}: merge by hand"
@@ -571,7 +624,7 @@ def _mixin(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str | None
     """A fix on a mixin: a class that is Lightning's only through a class that derives from it. Whether Lightning
     calls the mixin's renamed or narrowed hook depends on where the mixin comes among that class's bases (after
     ``LightningModule`` or ``Callback``, Lightning's own empty hook comes first and the mixin's never runs)."""
-    if finding.fix.tier == MANUAL or ctx.mixed_into is None:
+    if finding.fix is None or finding.fix.tier == MANUAL or ctx.mixed_into is None:
         return None
     return (
         f"a mixin of `{ctx.mixed_into}`: whether Lightning calls its hook depends on where it comes among "
@@ -583,7 +636,7 @@ def _unresolved_base(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> 
     """A fix that renames a method or adds methods, in a class with a base that is not resolved (a third-party
     class, or an expression): that base may define the new name, which the fix would then replace."""
     fix = finding.fix
-    if fix.tier == MANUAL or (fix.new_name is None and not fix.on_class):
+    if fix is None or fix.tier == MANUAL or (fix.new_name is None and not fix.on_class):
         return None
     base = unresolved_base(ctx)
     if base is None:
@@ -692,15 +745,15 @@ def _apply(module: cst.Module, tree: ast.Module, source: bytes, edits: _Edits) -
     Raises:
         RewriteRefused: the rewritten file fails :func:`_check_rewrite` (a bug; such a file is never written).
     """
-    replaced: dict[int, cst.CSTNode | cst.RemovalSentinel] = {}
+    replaced: dict[int, Applied] = {}
     dirty = {ancestor for path in edits.paths.values() for ancestor in path}
 
-    def rebuild(node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:
+    def rebuild(node: cst.CSTNode) -> Applied:
         if id(node) in replaced:
             return replaced[id(node)]
-        new = _rebuild_children(node, rebuild) if id(node) in dirty else node
+        new: Applied = _rebuild_children(node, rebuild) if id(node) in dirty else node
         for fix in reversed(edits.nodes.get(id(node), ())):  # the last first: what each inserts stays in order
-            if isinstance(new, cst.RemovalSentinel):
+            if isinstance(new, cst.RemovalSentinel | cst.FlattenSentinel):
                 break
             new = fix.apply(new)
         replaced[id(node)] = new
@@ -716,8 +769,14 @@ def _apply(module: cst.Module, tree: ast.Module, source: bytes, edits: _Edits) -
     if all(isinstance(s, cst.ClassDef) for s in top):
         spliced = _splice(module, _first_lines(module, tree), text, new_top, imports, before)
     if spliced is None:
-        body = [new_top.get(id(s), s) for s in module.body]
-        new_module = module.with_changes(body=[s for s in body if not isinstance(s, cst.RemovalSentinel)])
+        body = []
+        for statement in module.body:
+            new = new_top.get(id(statement), statement)
+            if isinstance(new, cst.FlattenSentinel):
+                body += list(new.nodes)
+            elif not isinstance(new, cst.RemovalSentinel):
+                body.append(new)
+        new_module = module.with_changes(body=body)
         spliced = _with_imports(new_module, imports, before).code
     new_bytes = spliced.encode(encoding)
     if new_bytes == source:
@@ -736,7 +795,7 @@ def _check_rewrite(
     tree: ast.Module,
     text: str,
     new_text: str,
-    new_top: dict[int, cst.CSTNode | cst.RemovalSentinel],
+    new_top: dict[int, Applied],
     imports: int,
 ) -> None:
     """The last check of a rewrite, independent of how it was made: the whole new file parses, and every top-level
@@ -761,8 +820,9 @@ def _check_rewrite(
         nodes = [next(ast_body) for _ in range(count)]
         if id(statement) in new_top:
             new = new_top[id(statement)]
-            if not isinstance(new, cst.RemovalSentinel):
-                expected += len(new.body) if isinstance(new, cst.SimpleStatementLine) else 1
+            for part in new.nodes if isinstance(new, cst.FlattenSentinel) else [new]:
+                if not isinstance(part, cst.RemovalSentinel):
+                    expected += len(part.body) if isinstance(part, cst.SimpleStatementLine) else 1
         else:
             untouched += [_code_of(old_lines, node) for node in nodes]
     expected += len(untouched)
@@ -836,14 +896,21 @@ def _rebuild_children(node: cst.CSTNode, rebuild: Callable) -> cst.CSTNode:
 
 def _missing_imports(module: cst.Module, wanted: dict[tuple[str, str], None]) -> list[cst.SimpleStatementLine]:
     """``from module import name`` statements for the wanted names the module's top level does not import yet."""
-    have = set()
+    have: set[tuple[str | None, str]] = set()
     for statement in module.body:
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
                     source = cst_dotted(small.module) if small.module is not None else None
-                    have.update((source, alias.name.value) for alias in small.names if alias.asname is None)
-    return [cst.parse_statement(f"from {mod} import {name}\n") for mod, name in wanted if (mod, name) not in have]
+                    have.update((source, cst_dotted(alias.name) or "") for alias in small.names if alias.asname is None)
+    return [_import_line(mod, name) for mod, name in wanted if (mod, name) not in have]
+
+
+def _import_line(module: str, name: str) -> cst.SimpleStatementLine:
+    """``from module import name`` as a statement line."""
+    line = cst.parse_statement(f"from {module} import {name}\n")
+    assert isinstance(line, cst.SimpleStatementLine)  # an import is a simple statement
+    return line
 
 
 def _import_index(module: cst.Module, before: int) -> int:
@@ -878,7 +945,7 @@ def _import_blocks(module: cst.Module, before: int) -> list[list[tuple[int, str,
             name = cst_dotted(small.module) if small.module is not None and not small.relative else None
             top = name.split(".")[0] if name else ""
         else:
-            top, name = cst_dotted(small.names[0].name).split(".")[0], None
+            top, name = (cst_dotted(small.names[0].name) or "").split(".")[0], None
         if top != "__future__":
             current.append((index, top, name))
     return [block for block in blocks if block]
@@ -900,7 +967,7 @@ def _import_place(module: cst.Module, before: int, statement: cst.SimpleStatemen
     small = statement.body[0]
     if not isinstance(small, cst.ImportFrom) or small.module is None:
         return fallback
-    wanted = cst_dotted(small.module)
+    wanted = cst_dotted(small.module) or ""
     top = wanted.split(".")[0]
     blocks = _import_blocks(module, before)
     if top in sys.stdlib_module_names:
@@ -928,22 +995,34 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 
 def _with_imports(module: cst.Module, imports: list[cst.SimpleStatementLine], before: int) -> cst.Module:
     """``module`` with each of ``imports`` where :func:`_import_place` puts it (``before``: as there)."""
-    places = [(_import_place(module, before, statement), statement) for statement in imports]
     body = list(module.body)
-    for (index, blank, below), statement in sorted(places, key=lambda place: place[0][0], reverse=True):
-        if below:  # the comments above that import stay above the new one
+    for (index, blank, below), group in sorted(_grouped(module, before, imports).items(), reverse=True):
+        if below:  # the comments above that import stay above the new ones
             following = body[index]
-            statement = statement.with_changes(leading_lines=following.leading_lines)
+            group[0] = group[0].with_changes(leading_lines=following.leading_lines)
             body[index] = following.with_changes(leading_lines=[cst.EmptyLine()] if blank else [])
-        body.insert(index, statement)
+        body[index:index] = group
     return module.with_changes(body=body)
+
+
+def _grouped(
+    module: cst.Module, before: int, imports: list[cst.SimpleStatementLine]
+) -> dict[tuple[int, bool, bool], list[cst.SimpleStatementLine]]:
+    """The new imports by where :func:`_import_place` puts them, each place's sorted by module as isort sorts
+    ``from`` imports (case aside), so that two imports going to one place read as one sorted block."""
+    groups: dict[tuple[int, bool, bool], list[cst.SimpleStatementLine]] = {}
+    for statement in imports:
+        groups.setdefault(_import_place(module, before, statement), []).append(statement)
+    for group in groups.values():
+        group.sort(key=lambda s: module.code_for_node(s).lower())
+    return groups
 
 
 def _splice(
     module: cst.Module,
     starts: dict[int, int],
     text: str,
-    new_top: dict[int, cst.CSTNode | cst.RemovalSentinel],
+    new_top: dict[int, Applied],
     imports: list[cst.SimpleStatementLine],
     before: int,
 ) -> str | None:
@@ -963,20 +1042,24 @@ def _splice(
         ):
             return None
         new = new_top[id(statement)]
-        pieces.append((first, last, "" if isinstance(new, cst.RemovalSentinel) else module.code_for_node(new)))
-    for statement in imports:
-        index, blank, below = _import_place(module, before, statement)
+        parts = (
+            [] if isinstance(new, cst.RemovalSentinel) else new.nodes if isinstance(new, cst.FlattenSentinel) else [new]
+        )
+        pieces.append((first, last, "".join(module.code_for_node(part) for part in parts)))
+    for (index, blank, below), group in _grouped(module, before, imports).items():
         at = starts.get(id(module.body[index])) if index < len(module.body) else len(lines) + 1
         if below and at is not None:  # below the comments above that import
             at += len(module.body[index].leading_lines)
         if at is None or at < 1:
             return None
-        pieces.append((at, at, module.code_for_node(statement) + (module.default_newline if blank else "")))
+        code = "".join(module.code_for_node(statement) for statement in group)
+        pieces.append((at, at, code + (module.default_newline if blank else "")))
     pieces.sort(key=lambda piece: (piece[0], piece[1] != piece[0]))
-    out, at = [], 1
-    for first, last, new in pieces:
+    out: list[str] = []
+    at = 1
+    for first, last, code in pieces:
         out.append("".join(lines[at - 1 : first - 1]))
-        out.append(new)
+        out.append(code)
         at = last
     out.append("".join(lines[at - 1 :]))
     result = "".join(out)

@@ -36,12 +36,14 @@ import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
+from lightning_migrate import source_tree
 from lightning_migrate.checker import notebook
 from lightning_migrate.checker.cli import Options, discover, main, project_files, run_checks
 from lightning_migrate.checker.resolve import Project
 
-LABELS = Path(__file__).resolve().parents[3] / "data" / "corpus" / "labels.toml"
+LABELS = source_tree.DATA / "corpus" / "labels.toml"  # in the checkout, which ``nox -s corpus`` runs from
 
 
 @dataclass
@@ -70,8 +72,10 @@ class Tally:
     by_rule: Counter = field(default_factory=Counter)
     details: list[str] = field(default_factory=list)
 
-    COUNTS = ("tp", "fp", "fn", "crashes", "errors", "files", "changed", "parse_failures", "not_idempotent")
-    COUNTS += ("broken_callers", "safe", "proven", "unsafe", "manual", "markers")
+    COUNTS: ClassVar[tuple[str, ...]] = (
+        *("tp", "fp", "fn", "crashes", "errors", "files", "changed", "parse_failures", "not_idempotent"),
+        *("broken_callers", "safe", "proven", "unsafe", "manual", "markers"),
+    )
 
     def add(self, other: Tally) -> None:
         for name in self.COUNTS:
@@ -104,15 +108,15 @@ def _shown(key: tuple[str, int, int]) -> str:
     return f"{path}:cell {cell}:{line}" if cell else f"{path}:{line}"
 
 
-def load_labels(path: Path = LABELS) -> tuple[dict[str, dict], dict[str, dict[tuple[str, int], dict]]]:
-    """``(repositories by name, {repository: {(path, line): case}})`` from the labels file.
+def load_labels(path: Path = LABELS) -> tuple[dict[str, dict], dict[str, dict[tuple[str, int, int], dict]]]:
+    """``(repositories by name, {repository: {(path, cell, line): case}})`` from the labels file.
 
     Raises:
         ValueError: a case names an unknown repository, or two cases share a path and line.
     """
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     repos = {repo["name"]: repo for repo in data["repository"]}
-    cases: dict[str, dict[tuple[str, int], dict]] = {name: {} for name in repos}
+    cases: dict[str, dict[tuple[str, int, int], dict]] = {name: {} for name in repos}
     for case in data.get("case", []):
         if case["repo"] not in repos:
             raise ValueError(f"{path}: case {case['path']}:{case['line']} names unknown repository {case['repo']}")
@@ -130,7 +134,7 @@ def check_folder(folder: Path) -> tuple[dict[tuple[str, int, int], list[str]], i
     everything, roots = project_files([folder], files)
     project = Project(everything, roots)
     checked = [path.resolve() for path in files]
-    found: dict[tuple[str, int], list[str]] = {}
+    found: dict[tuple[str, int, int], list[str]] = {}
     errors = crashes = 0
     for path in checked:
         try:

@@ -13,20 +13,27 @@ function of the package, or is assigned in the module's own source; an imported 
 ``python -m lightning_migrate.checker.lightning_names compare OLD NEW`` writes
 ``src/lightning_migrate/data/removed_names.json``: for every ``(module, name)`` of the old record that the new one
 does not have, the replacement (:func:`compare`) or ``null``, and the modules the new release no longer has. LM009
-reads it. Nothing here is typed: the lists come from the releases. The records this table was made from: 1.9.5
-imported in an environment of its own (``pytorch-lightning==1.9.5`` over the pinned torch, as ``nox -s legacy``
-installs it), 2.6.6 as installed, with ``--also`` the 1.9.5 record; both records are kept in
-``src/lightning_migrate/data/lightning_names/`` (not shipped: the table is).
+reads it, with ``definitions``: for a removed value whose recorded definition uses only names the new release (or
+the standard library) still binds, the expression and the imports that make it (``EPOCH_OUTPUT = List[STEP_OUTPUT]``
+over 2.x's ``STEP_OUTPUT``). Nothing here is typed: the lists and the definitions come from the releases, each
+record naming the environment it was made in (``"environment"``). The records this table was made from: 1.9.5
+imported in an environment of its own, of 1.9's time (``pytorch-lightning==1.9.5 torchmetrics==0.11.4
+lightning-utilities==0.8.0 requests==2.28.2 "setuptools<81"`` over the pinned torch; ``requests`` lets
+``pytorch_lightning.serve`` import), 2.6.6 as installed, with ``--also`` the 1.9.5 record; both records are kept in
+``src/lightning_migrate/data/lightning_names/`` (not shipped: the table is). Recorded beside torchmetrics 1.9.0
+instead, the 1.9.5 listing held the same modules and names.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import builtins
 import importlib
 import inspect
 import json
 import pkgutil
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -52,6 +59,61 @@ def _assigned(module: Any) -> set[str]:
         if isinstance(statement, ast.AnnAssign):
             targets = [statement.target]
         found |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return found
+
+
+def _bindings(tree: ast.Module, module: str, is_package: bool) -> dict[str, str]:
+    """Where each top-level name of a module's source comes from: ``typing.List`` for ``from typing import List``,
+    the module's own dotted name plus the name for what it defines or assigns itself."""
+    package = module if is_package else module.rpartition(".")[0]
+    found: dict[str, str] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.ImportFrom):
+            base = statement.module or ""
+            if statement.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - statement.level + 1] + ([base] if base else []))
+            for alias in statement.names:
+                found[alias.asname or alias.name] = f"{base}.{alias.name}"
+        elif isinstance(statement, ast.Import):
+            for alias in statement.names:
+                found[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0]
+                )
+        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found[statement.name] = f"{module}.{statement.name}"
+        elif isinstance(statement, ast.Assign | ast.AnnAssign):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            found.update({t.id: f"{module}.{t.id}" for t in targets if isinstance(t, ast.Name)})
+    return found
+
+
+def _values(module: Any, names: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The definitions of the public values the module assigns itself (``EPOCH_OUTPUT = List[STEP_OUTPUT]``):
+    ``{name: {"expression": source text, "names": {name in it: where it comes from (``typing.List``,
+    ``builtins.int``, the module's own ``...types.STEP_OUTPUT``; ``None``: unknown)}}}``."""
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError):
+        return {}
+    tree = ast.parse(source)
+    bound = _bindings(tree, module.__name__, hasattr(module, "__path__"))
+    found: dict[str, dict[str, Any]] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            target, value = statement.target, statement.value
+        else:
+            continue
+        if not isinstance(target, ast.Name) or names.get(target.id) != module.__name__:
+            continue
+        attribute = vars(module).get(target.id)
+        if inspect.isclass(attribute) or inspect.isfunction(attribute) or inspect.ismodule(attribute):
+            continue
+        free = sorted({n.id for n in ast.walk(value) if isinstance(n, ast.Name)})
+        origins = {n: bound.get(n) or (f"builtins.{n}" if hasattr(builtins, n) else None) for n in free}
+        found[target.id] = {"expression": ast.get_source_segment(source, value), "names": origins}
     return found
 
 
@@ -84,6 +146,7 @@ def record(package: str = PACKAGE, also: tuple[str, ...] = ()) -> dict[str, Any]
     root = importlib.import_module(package)
     failed: list[str] = []
     modules: dict[str, dict[str, str]] = {package: _public(root)}
+    values: dict[str, dict[str, dict[str, Any]]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for info in pkgutil.walk_packages(root.__path__, package + ".", onerror=failed.append):
@@ -93,6 +156,9 @@ def record(package: str = PACKAGE, also: tuple[str, ...] = ()) -> dict[str, Any]
                 failed.append(info.name)
                 continue
             modules[info.name] = _public(module)
+            defined = _values(module, modules[info.name])
+            if defined:
+                values[info.name] = defined
         for name in also:
             if name in modules or _private(name):
                 continue
@@ -103,9 +169,32 @@ def record(package: str = PACKAGE, also: tuple[str, ...] = ()) -> dict[str, Any]
     return {
         "package": package,
         "version": getattr(root, "__version__", "?"),
+        "environment": _environment(package),
         "modules": dict(sorted(modules.items())),
+        "values": dict(sorted(values.items())),
         "failed": sorted(set(failed)),
     }
+
+
+def _environment(package: str) -> dict[str, str]:
+    """The installed versions the record was made with: Python, the package's distribution and every distribution
+    it requires (``torchmetrics``, ``lightning-utilities``, ...; not its extras), torch, setuptools, and
+    ``requests``, which 1.x's ``pytorch_lightning.serve`` needs to import; one not installed is left out."""
+    from importlib import metadata
+
+    dist = {"pytorch_lightning": "pytorch-lightning"}.get(package, package)
+    names = {dist, "torch", "requests", "setuptools"}
+    for requirement in metadata.requires(dist) or ():
+        if "extra ==" in requirement.replace('extra=="', 'extra == "'):
+            continue  # an optional extra's (tests, examples)
+        names.add(re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0])
+    found = {"python": ".".join(map(str, sys.version_info[:3]))}
+    for name in sorted(names):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
 
 
 def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -141,13 +230,51 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
             best = max(same, key=lambda m: (m == home, len(m.split("."))), default=None)
             removed.setdefault(module, {})[name] = best
     gone = sorted(m for m in old["modules"] if m not in new["modules"] and m not in new["failed"] and not _private(m))
+    definitions: dict[str, dict[str, dict[str, Any]]] = {}
+    for module, names in removed.items():
+        for name, replacement in names.items():
+            recorded = old.get("values", {}).get(module, {}).get(name)
+            if replacement is None and recorded is not None:
+                imports = _definable(recorded, new, removed)
+                if imports is not None:
+                    definitions.setdefault(module, {})[name] = {
+                        "expression": recorded["expression"],
+                        "imports": imports,
+                    }
     return {
         "package": old["package"],
         "old": old["version"],
         "new": new["version"],
         "removed": removed,
         "modules_removed": gone,
+        "definitions": definitions,
     }
+
+
+def _definable(
+    recorded: dict[str, Any], new: dict[str, Any], removed: dict[str, dict[str, str | None]]
+) -> list[list[str]] | None:
+    """The ``[module, name]`` imports that make an old value's recorded expression mean on ``new`` what it meant
+    (its names from the standard library, the builtins, or the package where ``new`` binds them, moved or not);
+    ``None`` when one of its names is bound nowhere ``new`` has it."""
+    imports: list[list[str]] = []
+    for name, origin in sorted(recorded["names"].items()):
+        if origin is None:
+            return None
+        module, _, attribute = origin.rpartition(".")
+        if module == "builtins":
+            continue
+        if module.split(".")[0] in sys.stdlib_module_names:
+            imports.append([module, attribute])
+        elif attribute in new["modules"].get(module, {}):
+            imports.append([module, attribute])
+        elif moved := removed.get(module, {}).get(attribute):
+            imports.append([moved, attribute])
+        else:
+            return None
+        if attribute != name:  # imported under another name in the old module: not written that way here
+            return None
+    return imports
 
 
 def _private(module: str) -> bool:

@@ -140,7 +140,11 @@ def read(text: str) -> Notebook:
     if language not in (None, "python"):
         raise NotebookError(f"a {language} notebook, not Python")
     token = secrets.token_hex(4)
-    cells, out, places, number, broken = [], [], [], 0, []
+    cells: list[Cell] = []
+    out: list[str] = []
+    places: list[tuple[int, int] | None] = []  # each line of the joined code: (cell, line), None for a cell's header
+    broken: list[tuple[int, SyntaxError]] = []
+    number = 0
     for index, cell in enumerate(data["cells"]):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -257,9 +261,8 @@ def dump(data: dict[str, Any], original: str) -> str:
     colon = re.search(r'"([ \t]*:[ \t]*)', text)
     between = re.search(r'[^\\]"(,[ \t]?)"', text)  # a comma between a string and the next key or item
     comma = "," if indent is not None or between is None else between.group(1)
-    layout = {
-        "indent": indent,
-        "separators": (comma, colon.group(1) if colon else ": "),
-        "ensure_ascii": text.isascii() and "\\u" in text,
-    }
-    return (json.dumps(data, **layout) + end).replace("\n", newline)
+    separators = (comma, colon.group(1) if colon else ": ")
+    ensure_ascii = text.isascii() and "\\u" in text
+    return (json.dumps(data, indent=indent, separators=separators, ensure_ascii=ensure_ascii) + end).replace(
+        "\n", newline
+    )

@@ -332,7 +332,7 @@ class Project:
                 call = uses.keyword_call(name, keywords)
                 if call is not None:
                     found.append(Reference(path, call[0], "keyword"))
-                found += [Reference(path, uses.string(f), "fragment") for f in fragments if uses.string(f)]
+                found += [Reference(path, at, "fragment") for f in fragments if (at := uses.string(f)) is not None]
             self._references[key] = found
         return [ref for ref in found if ref.path != exclude]
 
@@ -403,9 +403,9 @@ class Project:
                     star = (info.name, "*" + class_name)
                     if star in seen:
                         return Kind(None)
-                    kind = self._resolve_star(info, class_name, seen)
-                    if kind.kind is not None or kind.unknown:
-                        return kind
+                    starred = self._resolve_star(info, class_name, seen)
+                    if starred.kind is not None or starred.unknown:
+                        return starred
                     return Kind(None)
         if parts[0] in NOT_LIGHTNING_ROOTS:
             return Kind(None)

@@ -30,6 +30,8 @@ def rewrite_source(source: str, filename: str = "<string>") -> str:
     left = [finding for finding in result.findings if finding.tier == MANUAL]
     if left:
         raise RewriteError(
-            "\n".join(f"{filename}:{f.line}: {f.code} cannot be rewritten: {f.fix.description}" for f in left)
+            "\n".join(
+                f"{filename}:{f.line}: {f.code} cannot be rewritten: {f.fix.description if f.fix else ''}" for f in left
+            )
         )
     return source if result.new_source is None else result.new_source.decode("utf-8")

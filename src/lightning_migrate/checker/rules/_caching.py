@@ -17,12 +17,17 @@ the cache as the old hook's ``outputs`` and clears it before the old body runs::
         self.validation_step_outputs.clear()
         ...  # the old body, unchanged
 
-Why the batch-end hook rather than the step: it receives exactly what 1.x collected for the old hook -- in
-training the dict ``{"loss": ..., **other keys}`` with the loss detached and divided by ``accumulate_grad_batches``
-(recorded: ``data/compat``), an empty dict for a step that returned ``None`` -- whatever the step looks like
-(inherited, several ``return`` statements, delegating to another object), and the step stays as the user wrote it.
-Training outputs are detached with Lightning's ``recursive_detach`` (1.x kept the graph of every other key alive
-until epoch end); evaluation runs without autograd, so its outputs are cached as they come.
+A module's training rewrite caches in ``training_step`` instead, as the module-side recipe of the site does: before
+each ``return`` of a value the step appends what Lightning 1.x kept of it -- a dict (a bare loss became ``{"loss":
+loss}``), detached, nothing for ``None`` -- and the epoch-end hook leaves out empty outputs (a manual step's ``{}``)
+and divides the loss by ``accumulate_grad_batches`` under automatic optimization, as 1.5-1.9 did (where the trainer
+is attached: a test calling the step alone still runs). A class without a step of its own gets one that calls the
+inherited step. What the step returns and computes is unchanged; the rewrite is withheld where code could not be
+added that way (a ``return`` in a ``try``, a decorated step, other code calling the step, an optimizer that calls
+its closure several times a step). Evaluation and callbacks cache in the batch-end hook: it receives exactly what
+1.x collected for the old hook, whatever the step looks like, and the step stays as the user wrote it. Training
+outputs are detached with Lightning's ``recursive_detach`` (1.x kept the graph of every other key alive until
+epoch end); evaluation runs without autograd, so its outputs are cached as they come.
 
 Every fact about hooks (names, signatures, stages, the step of each stage) comes from
 :mod:`lightning_migrate.registry`; the shapes are proven by running them: the equivalence test runs each shape of
@@ -35,6 +40,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Sequence
 
 import libcst as cst
 
@@ -47,12 +53,15 @@ from lightning_migrate.checker.base import (
     UNSAFE,
     ClassContext,
     Fix,
+    Statement,
+    drop_params,
     expected_count,
+    identifiers_in,
     is_docstring,
     names_in,
     plain_signature,
     positional,
-    with_name,
+    shown_path,
 )
 from lightning_migrate.checker.rules._common import new_params
 
@@ -132,15 +141,21 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     params = positional(func)
     if len(params) != outputs_index + 1 or not plain_signature(func):
         return "the hook takes other parameters than the old signature's"
+    if pattern.new_signature is None or batch_end.new_signature is None:
+        return "Lightning 2.x has no hook of its own for it"
     outputs = params[outputs_index].name.value
     old_hook = func.name.value
     new_hook = pattern.new_signature.partition("(")[0]
     batch_hook = batch_end.new_signature.partition("(")[0]
     start_hook = epoch_start(new_hook, kind)
     cache = cache_name(stage)
+    # a module caches in its step, as the module-side recipe does; a callback in its batch-end hook
+    in_step = kind == MODULE and stage == "train"
+    step_name = registry.STEP_METHODS[stage]
+    collector = step_name if in_step else batch_hook
     if new_hook != old_hook and ctx.binds(new_hook) is not None:
         return f"{ctx.binds(new_hook)}: merge by hand"
-    for name in (batch_hook, start_hook, "__init__"):
+    for name in (collector, start_hook, "__init__"):
         if name in ctx.bindings:  # the rewrite edits a `def`; another binding would replace it, or be replaced
             return f"the class binds `{name}` at line {ctx.bindings[name]} other than with a `def`: merge by hand"
     if ctx.uses_attribute(cache):
@@ -148,13 +163,13 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     file = ctx.file
     for base_info, base in file.project.ancestors(file.info, file.info.classes.get(ctx.name, [])):
         defined = base_info.methods.get(base, set())
-        for hook in (batch_hook, start_hook):
+        for hook in (start_hook,) if in_step else (batch_hook, start_hook):
             if hook in defined:
                 return f"base class `{base}` defines `{hook}`"
         path = file.project.by_name.get(base_info.name)
         if path is not None and re.search(rb"\.\s*" + cache.encode() + rb"\b", file.project.read(path)):
             return f"base class `{base}`'s file uses `.{cache}`"
-    for hook in (batch_hook, start_hook):
+    for hook in (start_hook,) if in_step else (batch_hook, start_hook):
         if ctx.via is not None and hook in hook_names.load()["classes"].get(ctx.via, ()):
             return f"Lightning's `{ctx.via}` defines `{hook}`"
     if kind == MODULE and stage == "train":
@@ -172,8 +187,12 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         why = _step_end_changes_outputs(ctx, step_end)
         if why:
             return why
+    if in_step:
+        why = _step_refusal(ctx)
+        if why:
+            return why
     if file.path is not None and file.path in file.project.name_of:
-        for hook in {batch_hook, new_hook}:
+        for hook in {collector, new_hook}:
             if file.project.subclasses_defining(file.info, ctx.name, hook):
                 return f"a subclass defines `{hook}`, which would replace the rewritten class's"
     # one list per dataloader in every evaluation stage, a step without ``dataloader_idx`` included (Lightning then
@@ -194,16 +213,20 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     started = ctx.methods.get(start_hook)
     if started is not None and started.asynchronous is not None:
         return f"`{start_hook}` is `async def`"
-    existing = ctx.methods.get(batch_hook)
+    existing = None if in_step else ctx.methods.get(batch_hook)
     if existing is not None:
         if not plain_signature(existing) or len(positional(existing)) < expected_count(kind, 4):
             return f"`{batch_hook}` takes other parameters than Lightning passes"
         if existing.asynchronous is not None:
             return f"`{batch_hook}` is `async def`"
     how = "callback-side caching" if kind == CALLBACK else "module-side caching"
-    risks = [
-        f"a subclass outside the checked files that overrides `{batch_hook}` without `super()` would cache nothing"
-    ]
+    risks = [f"a subclass outside the checked files that overrides `{collector}` without `super()` would cache nothing"]
+    if in_step:
+        risks.append(
+            f"code outside the checked files that calls `{step_name}` (or calls it by a name built at run time) "
+            "would add to the cache, and an optimizer that calls its closure several times a step would cache each "
+            "call"
+        )
     if stage == "train":
         risks.append("the cached tensors are detached (1.x kept the graph of every key but the loss)")
     if stage == "predict":
@@ -211,13 +234,14 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     removed_in = registry.get(pattern_id).removed_in
     whole_loss = removed_in if stage == "train" and removed_in in WHOLE_LOSS_RELEASES else None
     spec = _Spec(kind, stage, outputs, old_hook, new_hook, batch_end, cache, per_dataloader, whole_loss, start_hook)
+    spec.step = step_name if in_step else None
     shape = shape_of(pattern_id, per_dataloader, whole_loss is not None)
     return Fix(
         PROVEN if shape in proven.shapes() else UNSAFE,
         spec.apply,
         on_class=True,
         description=f"{how} in self.{cache}",
-        risk=f"{how}: `{batch_hook}` collects what 1.x passed `{outputs}` ({'; '.join(risks)})",
+        risk=f"{how}: `{collector}` collects what 1.x passed `{outputs}` ({'; '.join(risks)})",
         dropped=(outputs,),
         new_name=new_hook if new_hook != old_hook else None,
         imports=tuple(imports),
@@ -296,12 +320,15 @@ class _Spec:
         self.kind, self.stage, self.outputs, self.old_hook, self.new_hook = kind, stage, outputs, old_hook, new_hook
         self.batch_end, self.cache, self.per_dataloader, self.whole_loss = batch_end, cache, per_dataloader, whole_loss
         self.start_hook = start
-        self.batch_hook = batch_end.new_signature.partition("(")[0]
+        self.batch_hook = (batch_end.new_signature or "").partition("(")[0]
+        #: the step a module's rewrite caches in (``training_step``); ``None``: the batch-end hook does
+        self.step: str | None = None
 
     def init_line(self) -> str:
         if self.per_dataloader:
             return f"self.{self.cache} = defaultdict(list)  # dataloader_idx -> what its batches returned\n"
-        return f"self.{self.cache} = []  # what each batch returned, until the epoch ends\n"
+        each = "step" if self.step is not None else "batch"
+        return f"self.{self.cache} = []  # what each {each} returned, until the epoch ends\n"
 
     def append_lines(self, existing: cst.FunctionDef | None) -> str:
         """The ``if``/append statement of the batch-end hook (with the parameter names of the class's own
@@ -331,10 +358,49 @@ class _Spec:
         test = f"if {outputs} is not None:  # Lightning 1.x left out a step that returned None\n"
         return test + f"    {target}.append({outputs})\n"
 
-    def take_lines(self) -> list[str]:
+    def step_lines(self, value: str, known_dict: bool, entry: str = "entry") -> str:
+        """The statements before ``return <value>`` in the step: append what Lightning 1.x kept of the step's
+        output -- a dict (a bare loss became ``{"loss": loss}``), detached, nothing for ``None``. ``known_dict``:
+        ``value`` holds a dict display, never ``None``; ``entry``: a name the step does not use. The loss is divided
+        at epoch end (:meth:`take_lines`), where the trainer is attached."""
+        cache = f"self.{self.cache}"
+        if known_dict:
+            return f"{cache}.append(recursive_detach({value}))\n"
+        return (
+            f"if {value} is not None:  # Lightning 1.x left out a step that returned None\n"
+            f'    {entry} = {value} if isinstance({value}, dict) else {{"loss": {value}}}  # 1.x wrapped a bare loss\n'
+            f"    {cache}.append(recursive_detach({entry}))\n"
+        )
+
+    def step_wrapper(self) -> str:
+        """A step of the class's own that calls the inherited one and caches its output (the class had none)."""
+        return (
+            f"def {self.step}(self, *args, **kwargs):\n"
+            f"    output = super().{self.step}(*args, **kwargs)\n"
+            + "".join("    " + line for line in self.step_lines("output", False).splitlines(keepends=True))
+            + "    return output\n"
+        )
+
+    def take_lines(self, every_output_a_dict: bool = False) -> list[str]:
         """The statements that open the epoch-end hook: the old ``outputs``, taken from the cache, which is
-        cleared."""
+        cleared. With a step that caches (:attr:`step`): the empty outputs left out (unless ``every_output_a_dict``:
+        every ``return`` of the step returns a dict display) and the loss divided by ``accumulate_grad_batches``
+        under automatic optimization, as Lightning 1.5-1.9 did (whole before, :attr:`whole_loss`)."""
         outputs, cache = self.outputs, f"self.{self.cache}"
+        if self.step is not None:
+            whole = f"  # the loss whole, as Lightning before {self.whole_loss} passed it" if self.whole_loss else ""
+            if every_output_a_dict:
+                lines = [f"{outputs} = list({cache}){whole}\n"]
+            else:
+                lines = [f"{outputs} = [out for out in {cache} if out]  # Lightning 1.x left out empty outputs\n"]
+            if not self.whole_loss:
+                lines.append(
+                    "if self.automatic_optimization:  # Lightning 1.x passed the loss divided by "
+                    "accumulate_grad_batches\n"
+                    f'    {outputs} = [{{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches}} '
+                    f"for out in {outputs}]\n"
+                )
+            return [*lines, f"{cache}.clear()\n"]
         if not self.per_dataloader:
             return [f"{outputs} = list({cache})\n", f"{cache}.clear()\n"]
         trainer = "trainer" if self.kind == CALLBACK else "self.trainer"
@@ -348,44 +414,60 @@ class _Spec:
         return [*lines, f"{cache}.clear()\n"]
 
     def apply(self, class_node: cst.CSTNode) -> cst.CSTNode:
-        assert isinstance(class_node, cst.ClassDef)
-        body = list(class_node.body.body)
+        if not isinstance(class_node, cst.ClassDef) or not isinstance(class_node.body, cst.IndentedBlock):
+            return class_node  # pragma: no cover - the rule found the hook in this class's block
+        body: list[cst.BaseStatement] = list(class_node.body.body)
 
-        def index(name: str) -> int | None:
+        def method(name: str) -> tuple[int, cst.FunctionDef] | None:
             return next(
-                (i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == name), None
+                ((i, s) for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == name), None
             )
 
-        if index(self.old_hook) is None:  # pragma: no cover - the rule found the hook in this class
+        old = method(self.old_hook)
+        if old is None:  # pragma: no cover - the rule found the hook in this class
             return class_node
         init_line = _statement(self.init_line())
-        at = index("__init__")
-        if at is not None:
-            body[at] = _insert_in_init(body[at], init_line)
+        init = method("__init__")
+        if init is not None:
+            body[init[0]] = _insert_in_init(init[1], init_line)
         else:
             body = _with_new_init(body, init_line)
-        old = index(self.old_hook)
-        hook = with_name(self.new_hook, {self.outputs})(body[old])
-        body[old] = _prepend(hook, _statements(self.take_lines()))
+        every_output_a_dict = False
+        step = method(self.step) if self.step is not None else None
+        if step is not None:
+            body[step[0]], every_output_a_dict = _cache_before_returns(step[1], self)
+        old = method(self.old_hook)
+        assert old is not None  # the edits above add and change other methods only
+        hook = drop_params(old[1], {self.outputs}).with_changes(name=cst.Name(self.new_hook))
+        body[old[0]] = _prepend(hook, _statements(self.take_lines(every_output_a_dict)))
         clear = f"self.{self.cache}.clear()  # nothing left over from a run that stopped half-way\n"
         params = "self, trainer, pl_module" if self.kind == CALLBACK else "self"
-        for name, lines, header in (
-            (self.start_hook, [clear], f"def {self.start_hook}({params}):\n"),
-            (self.batch_hook, None, f"def {self.batch_end.new_signature}:\n"),
-        ):
-            at = index(name)
-            if at is not None:
-                body[at] = _prepend(body[at], _statements(lines or [self.append_lines(body[at])]))
+        added: list[tuple[str, list[str] | None, str]] = [
+            (self.start_hook, [clear], f"def {self.start_hook}({params}):\n")
+        ]
+        if self.step is None:
+            added.append((self.batch_hook, None, f"def {self.batch_end.new_signature}:\n"))
+        elif step is None:
+            added.append((self.step, [self.step_wrapper()], ""))
+        for name, lines, header in added:
+            existing = method(name)
+            if existing is not None:
+                at, func = existing
+                body[at] = _prepend(func, _statements(lines or [self.append_lines(func)]))
                 continue
-            text = header + "".join(
-                "    " + line for line in "".join(lines or [self.append_lines(None)]).splitlines(keepends=True)
-            )
-            old = index(self.new_hook)  # the new method goes right above the epoch-end hook
-            body[old : old + 1] = _above(_statement(text), body[old])
+            if not header:  # a whole method
+                text = "".join(lines or [])
+            else:
+                text = header + "".join(
+                    "    " + line for line in "".join(lines or [self.append_lines(None)]).splitlines(keepends=True)
+                )
+            end = method(self.new_hook)  # the new method goes right above the epoch-end hook
+            assert end is not None  # renamed above
+            body[end[0] : end[0] + 1] = _above(_statement(text), end[1])
         return class_node.with_changes(body=class_node.body.with_changes(body=body))
 
 
-def _with_new_init(body: list[cst.BaseStatement], init_line: cst.BaseStatement) -> list[cst.BaseStatement]:
+def _with_new_init(body: list[cst.BaseStatement], init_line: Statement) -> list[cst.BaseStatement]:
     """``body`` with an ``__init__`` that passes every argument on and creates the cache, before the first
     method (a pass-through keeps ``save_hyperparameters`` and every caller as they were)."""
     text = (
@@ -393,15 +475,17 @@ def _with_new_init(body: list[cst.BaseStatement], init_line: cst.BaseStatement) 
         + cst.Module([init_line]).code
     )
     init = _statement(text)
-    first = next((i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)), len(body))
-    if first < len(body):
-        body = [*body[:first], *_above(init, body[first]), *body[first + 1 :]]
+    first = next((i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)), None)
+    if first is not None:
+        method = body[first]
+        assert isinstance(method, cst.FunctionDef)  # as found
+        body = [*body[:first], *_above(init, method), *body[first + 1 :]]
     else:
         body = [*body, init.with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
     return body
 
 
-def _above(new: cst.FunctionDef, method: cst.FunctionDef) -> list[cst.FunctionDef]:
+def _above(new: Statement, method: Statement) -> list[Statement]:
     """``[new, method]``: ``new`` goes where ``method`` began, taking the blank lines above it; the comments above
     ``method`` (from the first comment line on) stay with it, below one blank line."""
     lines = list(method.leading_lines)
@@ -412,19 +496,19 @@ def _above(new: cst.FunctionDef, method: cst.FunctionDef) -> list[cst.FunctionDe
     ]
 
 
-def _statements(lines: list[str]) -> list[cst.BaseStatement]:
+def _statements(lines: list[str]) -> list[Statement]:
     """The statements of ``lines`` of code, a comment line kept above the statement it precedes."""
     return list(_parsed("".join(lines)))
 
 
 @functools.lru_cache(maxsize=1024)
-def _parsed(text: str) -> tuple[cst.BaseStatement, ...]:
+def _parsed(text: str) -> tuple[Statement, ...]:
     """The statements of ``text``, parsed once: libcst nodes are immutable, so one parse serves every class a
     file's rewrites write the same code into."""
     return tuple(cst.parse_module("pass\n" + text).body[1:])
 
 
-def _statement(text: str) -> cst.BaseStatement:
+def _statement(text: str) -> Statement:
     [statement] = _parsed(text)
     return statement
 
@@ -432,17 +516,23 @@ def _statement(text: str) -> cst.BaseStatement:
 def _indented(func: cst.FunctionDef) -> cst.FunctionDef:
     """``func`` with its body as an indented block: a one-line body (``def f(self): print(1)``, a
     ``SimpleStatementSuite``) becomes the block's one line, its statements, semicolons and comment kept."""
+    return func if isinstance(func.body, cst.IndentedBlock) else func.with_changes(body=_block(func))
+
+
+def _block(func: cst.FunctionDef) -> cst.IndentedBlock:
+    """The body of ``func`` as an indented block (see :func:`_indented`)."""
     suite = func.body
-    if not isinstance(suite, cst.SimpleStatementSuite):
-        return func
-    line = cst.SimpleStatementLine(body=suite.body, trailing_whitespace=suite.trailing_whitespace)
-    return func.with_changes(body=cst.IndentedBlock(body=[line]))
+    if isinstance(suite, cst.SimpleStatementSuite):
+        line = cst.SimpleStatementLine(body=suite.body, trailing_whitespace=suite.trailing_whitespace)
+        return cst.IndentedBlock(body=[line])
+    if not isinstance(suite, cst.IndentedBlock):  # pragma: no cover - libcst's suites are these two
+        raise TypeError(f"a function body of type {type(suite).__name__}")
+    return suite
 
 
-def _prepend(func: cst.FunctionDef, statements: list[cst.BaseStatement]) -> cst.FunctionDef:
+def _prepend(func: cst.FunctionDef, statements: Sequence[cst.BaseStatement]) -> cst.FunctionDef:
     """``func`` with ``statements`` first in its body (after its docstring)."""
-    func = _indented(func)
-    block = func.body
+    block = _block(func)
     body = list(block.body)
     start = 1 if body and is_docstring(body[0]) else 0
     return func.with_changes(body=block.with_changes(body=[*body[:start], *statements, *body[start:]]))
@@ -451,12 +541,12 @@ def _prepend(func: cst.FunctionDef, statements: list[cst.BaseStatement]) -> cst.
 def _insert_in_init(init: cst.FunctionDef, line: cst.BaseStatement) -> cst.FunctionDef:
     """``__init__`` with ``line`` right after its ``super().__init__(...)`` (or ``Base.__init__(self, ...)``), or
     first in its body (after its docstring) when it calls none."""
-    init = _indented(init)
-    body = list(init.body.body)
+    block = _block(init)
+    body = list(block.body)
     index = next((i + 1 for i, s in enumerate(body) if _calls_init(s)), None)
     if index is None:
         index = 1 if body and is_docstring(body[0]) else 0
-    return init.with_changes(body=init.body.with_changes(body=[*body[:index], line, *body[index:]]))
+    return init.with_changes(body=block.with_changes(body=[*body[:index], line, *body[index:]]))
 
 
 def _calls_init(statement: cst.BaseStatement) -> bool:
@@ -470,3 +560,218 @@ def _calls_init(statement: cst.BaseStatement) -> bool:
         and expr.value.func.attr.value == "__init__"
         for expr in statement.body
     )
+
+
+# -- the module's step: cache what it returns -------------------------------------------------------------------
+
+
+def _is_none(value: cst.BaseExpression | None) -> bool:
+    return value is None or (isinstance(value, cst.Name) and value.value == "None")
+
+
+def _dict_display(value: cst.BaseExpression) -> bool:
+    """A non-empty dict display without ``**``: a dict, never ``None`` nor empty, whatever it holds."""
+    return (
+        isinstance(value, cst.Dict)
+        and bool(value.elements)
+        and all(isinstance(element, cst.DictElement) for element in value.elements)
+    )
+
+
+class _StepReturns(cst.CSTVisitor):
+    """The ``return`` statements of a step that return a value (nested functions and classes left out), and why
+    code could not be added before one of them: inside a ``try`` (its ``except`` would catch what the added lines
+    raise), on a line of several statements or of a compound statement, or a step that ``yield``s."""
+
+    def __init__(self) -> None:
+        self.values: list[cst.BaseExpression] = []
+        self.problem: str | None = None
+        self._try = 0
+        self._suite = 0
+        self._line: cst.SimpleStatementLine | None = None
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self._try += 1
+
+    def leave_Try(self, original_node: cst.Try) -> None:
+        self._try -= 1
+
+    def visit_TryStar(self, node: cst.TryStar) -> None:
+        self._try += 1
+
+    def leave_TryStar(self, original_node: cst.TryStar) -> None:
+        self._try -= 1
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._suite += 1
+
+    def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
+        self._suite -= 1
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._line = node
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.problem = self.problem or "is a generator"
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if _is_none(node.value):
+            return  # Lightning 1.x kept nothing of it: nothing to add
+        assert node.value is not None
+        self.values.append(node.value)
+        if self._try:
+            self.problem = self.problem or "returns inside a `try`: the added lines would run under its `except`"
+        elif self._suite or (self._line is not None and len(self._line.body) > 1):
+            self.problem = self.problem or (
+                "returns on the line of a compound statement: put the `return` on a line of its own"
+            )
+
+
+class _CacheBeforeReturns(cst.CSTTransformer):
+    """Adds :meth:`_Spec.step_lines` before each ``return`` of a value (not in a nested scope); a value other than
+    a name is bound to ``name`` first, so it is computed once."""
+
+    def __init__(self, spec: _Spec, name: str, entry: str) -> None:
+        self.spec, self.name, self.entry = spec, name, entry
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        [small] = updated_node.body if len(updated_node.body) == 1 else [None]
+        if not isinstance(small, cst.Return) or _is_none(small.value):
+            return updated_node
+        assert small.value is not None
+        value = small.value
+        added: list[cst.BaseStatement] = []
+        if isinstance(value, cst.Name) and not value.lpar:
+            name = value.value
+        else:
+            name = self.name
+            target = cst.AssignTarget(cst.Name(name))
+            added.append(cst.SimpleStatementLine([cst.Assign([target], value.with_changes(lpar=(), rpar=()))]))
+            small = small.with_changes(value=cst.Name(name))
+        added += _statements([self.spec.step_lines(name, _dict_display(value), self.entry)])
+        added[0] = added[0].with_changes(leading_lines=updated_node.leading_lines)
+        return cst.FlattenSentinel([*added, updated_node.with_changes(body=[small], leading_lines=())])
+
+
+def _cache_before_returns(func: cst.FunctionDef, spec: _Spec) -> tuple[cst.FunctionDef, bool]:
+    """The step ``func`` caching each value it returns, and whether every such value is a dict display."""
+    func = _indented(func)  # `def training_step(self, batch, batch_idx): return loss` gets lines of its own
+    returns = _StepReturns()
+    func.body.visit(returns)
+    taken = identifiers_in(func)
+    name = next(n for n in ("output", "step_output", "step_output_", "step_output__") if n not in taken)
+    entry = next(n for n in ("entry", "cached", "cached_entry", "cached_entry_") if n not in taken)
+    body = func.body.visit(_CacheBeforeReturns(spec, name, entry))
+    assert isinstance(body, cst.BaseSuite)
+    return func.with_changes(body=body), bool(returns.values) and all(map(_dict_display, returns.values))
+
+
+#: Optimizers that call the closure Lightning hands them more than once a step (``torch.optim.LBFGS``): each call
+#: runs ``training_step``.
+_CLOSURE_OPTIMIZERS = (b"LBFGS",)
+
+
+def _step_refusal(ctx: ClassContext) -> str | None:
+    """Why a module's step cannot cache what it returns while keeping what it returns and computes, or ``None``."""
+    name = registry.STEP_METHODS["train"]
+    file = ctx.file
+    step = ctx.methods.get(name)
+    if step is not None:
+        if step.decorators:
+            return f"`{name}` is decorated: a decorator may change what it returns"
+        if step.asynchronous is not None:
+            return f"`{name}` is `async def`"
+        params = positional(step)
+        if not params or params[0].name.value != "self":
+            return f"`{name}` does not take `self` first"
+        returns = _StepReturns()
+        _indented(step).body.visit(returns)
+        if returns.problem:
+            return f"`{name}` {returns.problem}"
+        if not returns.values:
+            return f"`{name}` returns nothing: Lightning 1.x passed no outputs"
+    else:
+        why = _inherited_step_refusal(ctx, name)
+        if why:
+            return why
+    where = _step_caller(ctx, name)
+    if where:
+        return f"{where}: what it returns there would be cached too"
+    sources = [file.source]
+    if file.path is not None and file.path in file.project.name_of:
+        sources += [file.project.read(p) for p in file.project.name_of if p != file.path]
+    for optimizer in _CLOSURE_OPTIMIZERS:
+        if any(optimizer in data for data in sources):
+            return (
+                f"an optimizer that calls its closure several times a step ({optimizer.decode()}) runs `{name}` "
+                "more than once a batch"
+            )
+    return None
+
+
+def _inherited_step_refusal(ctx: ClassContext, name: str) -> str | None:
+    """Why a step added to the class (``def training_step(self, *args, **kwargs)`` calling the inherited one) could
+    fail where the inherited one did not: Lightning passes ``batch_idx`` to a step that takes ``*args``, so the
+    inherited step must take it. ``None`` when the nearest class of the project that defines the step takes it, or
+    the Lightning class the chain reaches defines it (recorded from the installed Lightning)."""
+    file = ctx.file
+    for base_info, base in file.project.ancestors(file.info, file.info.classes.get(ctx.name, [])):
+        if name not in base_info.methods.get(base, set()):
+            continue
+        path = file.project.by_name.get(base_info.name)
+        tree = file.tree
+        if base_info is not file.info:
+            tree = ast.parse(file.project.read(path)) if path else ast.Module(body=[], type_ignores=[])
+        classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == base]
+        defs = [f for c in classes for f in c.body if isinstance(f, ast.FunctionDef) and f.name == name]
+        node = defs[-1] if defs else None
+        if node is None or not (node.args.vararg or len(node.args.posonlyargs) + len(node.args.args) >= 3):
+            return f"base class `{base}`'s `{name}` may not take `batch_idx`: cache in it by hand"
+        return None
+    if ctx.via is not None and name in hook_names.load()["classes"].get(ctx.via, ()):
+        return None
+    return f"no class of the checked files defines `{name}`"
+
+
+def _step_caller(ctx: ClassContext, name: str) -> str | None:
+    """Where code other than Lightning calls the step -- ``self.training_step(...)`` in ``validation_step`` -- in
+    this file or the project, ``super().training_step`` inside the class's own step left out; or ``None``. The
+    step's name as a string is not taken for a call: it is a common word in logs and docs (lightning-bolts names a
+    histogram group ``"training_step"``), and a step called through ``getattr`` is a risk the fix states."""
+    file = ctx.file
+    first, last = ctx.spans.get(name, (0, -1))
+    if file._mentioned((name,)):
+        for use in file.uses().names.get(name, ()):
+            if use.what == "string":
+                continue
+            if use.receiver == "super" and use.cls == ctx.name and first <= use.line <= last:
+                continue  # the class's own step calls the inherited one
+            if file._relevant(use, None, ctx, name):
+                return f"`{name}` is used at {file.place(use.line)}"
+    if file.path is None or file.path not in file.project.name_of:
+        return None
+    for ref in file.project.references(name, (), exclude=file.path):
+        if ref.what == "string" or (ref.what in ("attribute", "name") and not file._relevant(ref, ref.path, ctx, name)):
+            continue
+        return f"`{name}` is used at {shown_path(ref.path) if ref.path is not None else '?'}:{ref.line}"
+    return None

@@ -26,6 +26,7 @@ PATTERN_IDS = ("training-epoch-end", "validation-epoch-end", "test-epoch-end")
 HOOKS = {registry.get(pid).hook: pid for pid in PATTERN_IDS}
 _OLD = literal_list(HOOKS)
 _NEW = literal_list(new_hook(pid) for pid in PATTERN_IDS)
+_STEP = registry.STEP_METHODS["train"]
 
 
 class EpochEndMethods(Rule):
@@ -46,17 +47,20 @@ class EpochEndMethods(Rule):
         "the 1.x values in every Trainer configuration it declares; plain ``--fix`` applies it; a shape not proven "
         "is **unsafe**, opt-in with ``--unsafe-fixes``): "
         "module-side caching. The class "
-        "gets a cache (``self.<step>_outputs``, created in ``__init__``, which is added when the class has none), "
-        "the stage's batch-end hook appends each batch's ``outputs`` to it -- the values Lightning 1.x collected "
-        "for the old hook: in training the step's output as a dict with the loss detached, whole or divided by "
-        "``accumulate_grad_batches`` as the release did (:claim:`old-list-loss-whole-then-divided`); nothing for "
-        "a step that returned ``None``; one list per dataloader where a "
-        "stage may have several -- and the renamed hook starts by taking the cache as ``outputs`` and clearing it. "
+        "gets a cache (``self.<step>_outputs``, created in ``__init__``, which is added when the class has none). "
+        f"In training, ``{_STEP}`` appends what it returns, before each ``return`` (a step of the class's own "
+        "that calls the inherited one is added when the class has none), as the module-side recipe does: a dict "
+        '(a bare loss becomes ``{"loss": loss}``), detached, nothing for ``None``; the renamed hook divides the '
+        "loss by ``accumulate_grad_batches`` under automatic optimization, or keeps it whole, as the release did "
+        "(:claim:`old-list-loss-whole-then-divided`). In validation and test, the stage's batch-end hook appends "
+        "each batch's ``outputs``, one list per dataloader. The renamed hook starts by taking the cache as "
+        "``outputs`` and clearing it. "
         "The rest of the body is unchanged (:claim:`training-outputs-wrapped-and-detached`; "
         ":claim:`validation-outputs-skipped-none`). An unsafe rewrite not asked for leaves a marker that says "
         "so. **manual** where the rewrite cannot be proven (a step-end hook that reshapes each "
-        "output, a base class or a subclass that defines the batch-end hook, other parameters): the marker "
-        "says why."
+        f"output, a base class or a subclass that defines the batch-end hook, other parameters; a ``{_STEP}`` "
+        "that other code calls, that returns inside a ``try``, is decorated, or runs under an optimizer that calls "
+        "its closure several times a step): the marker says why."
     )
     example = """\
 import lightning.pytorch as pl
@@ -90,10 +94,9 @@ class LitModel(pl.LightningModule):
                 new_name=replacement,
             )
         else:
-            fix = caching_fix(ctx, func, pattern_id, 1)
-            if isinstance(fix, str):
-                why = f"the body reads {used[0]}; no caching rewrite" if used else "no automatic rewrite"
-                fix = manual_fix(self.code, f"{why}: {fix}")
+            made = caching_fix(ctx, func, pattern_id, 1)
+            why = f"the body reads {used[0]}; no caching rewrite" if used else "no automatic rewrite"
+            fix = made if isinstance(made, Fix) else manual_fix(self.code, f"{why}: {made}")
         yield Finding(self.code, message, (pattern_id,), fix=fix)
 
     def check_assigned(self, ctx: ClassContext, name: str, value: str | None = None):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 import libcst as cst
 
@@ -19,9 +20,11 @@ from lightning_migrate.checker.base import (
     drop_params,
     expected_count,
     manual_fix,
+    on_def,
     plain_signature,
     positional,
 )
+from lightning_migrate.checker.resolve import ModuleInfo
 from lightning_migrate.checker.rules._caching import caching_fix
 from lightning_migrate.checker.rules._common import by_hook, literal_list, new_hook, removed
 
@@ -114,15 +117,20 @@ class PrintEpoch(Callback):
             names = set(extra)
             fix = Fix(
                 SAFE,
-                lambda node: drop_params(node, names),
+                on_def(lambda node: drop_params(node, names)),
                 description="drop " + ", ".join(extra),
                 dropped=tuple(extra),
             )
         else:
-            why = "no release passed it" if pattern_id is None else self._why_not_cached(ctx, func, pattern_id)
-            fix = caching_fix(ctx, func, pattern_id, expected) if why is None else why
-            if isinstance(fix, str):
-                fix = manual_fix(self.code, f"the body reads {', '.join(read)}; no caching rewrite: {fix}")
+            made: Fix | str = "no release passed it"
+            if pattern_id is not None:
+                why = self._why_not_cached(ctx, func, pattern_id)
+                made = caching_fix(ctx, func, pattern_id, expected) if why is None else why
+            fix = (
+                made
+                if isinstance(made, Fix)
+                else manual_fix(self.code, f"the body reads {', '.join(read)}; no caching rewrite: {made}")
+            )
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
 
     def check_assigned(self, ctx: ClassContext, name: str, value: str | None = None):
@@ -205,15 +213,19 @@ def _project_module_tracks_outputs(ctx: ClassContext) -> bool:
     tracking_def = re.compile(
         rb"def\s+" + re.escape(_TRACKING[1].hook.encode()) + rb"\s*\(\s*self\s*,\s*" + re.escape(old_param.encode())
     )
-    sources = [(file.path, file.info, file.source)]
+    sources: list[tuple[Path | None, ModuleInfo | None, bytes | None]] = [(file.path, file.info, file.source)]
     if file.path is not None and file.path in file.project.name_of:
         sources += [(p, None, None) for p in file.project.name_of if p != file.path]
     for path, info, data in sources:
-        data = data if data is not None else file.project.read(path)
+        if data is None and path is not None:
+            data = file.project.read(path)
+        if data is None:
+            continue
         hook = _TRACKING[0].hook.encode()
         if hook not in data and not tracking_def.search(data):
             continue
-        info = info if info is not None else file.project.info(path)
+        if info is None and path is not None:
+            info = file.project.info(path)
         if info is None:
             continue
         for name, bases in info.classes.items():

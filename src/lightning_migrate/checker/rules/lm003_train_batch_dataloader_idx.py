@@ -16,6 +16,7 @@ from lightning_migrate.checker.base import (
     expected_count,
     is_static,
     manual_fix,
+    on_def,
     positional,
 )
 from lightning_migrate.checker.rules._common import by_hook, default_zero, literal_list, new_params, removed
@@ -71,7 +72,7 @@ class Timer(L.Callback):
                 index = len(params) - 1
                 fix = Fix(
                     SAFE,
-                    lambda node: default_zero(node, index),
+                    on_def(lambda node: default_zero(node, index)),
                     description=f"{extra[0]}=0, the index 1.x passed",
                     changes_callers=False,
                 )
@@ -81,7 +82,7 @@ class Timer(L.Callback):
             names = tuple(extra)
             fix = Fix(
                 SAFE,
-                lambda node: drop_params(node, set(names)),
+                on_def(lambda node: drop_params(node, set(names))),
                 description="drop " + ", ".join(extra),
                 dropped=tuple(extra),
             )

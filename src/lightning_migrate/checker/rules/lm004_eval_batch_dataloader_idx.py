@@ -15,6 +15,7 @@ from lightning_migrate.checker.base import (
     expected_count,
     is_static,
     manual_fix,
+    on_def,
     positional,
 )
 from lightning_migrate.checker.rules._common import by_hook, default_zero, literal_list, new_params, removed
@@ -65,7 +66,9 @@ class LitModel(pl.LightningModule):
         pattern_id = _pattern(func.name.value, ctx.kind)
         name = params[index].name.value
         if len(params) == index + 1 and not is_static(func):
-            fix = Fix(SAFE, lambda node: default_zero(node, index), description=f"{name}=0", changes_callers=False)
+            fix = Fix(
+                SAFE, on_def(lambda node: default_zero(node, index)), description=f"{name}=0", changes_callers=False
+            )
         else:
             fix = manual_fix(self.code, f"give {name} a default")
         message = removed(pattern_id, func)

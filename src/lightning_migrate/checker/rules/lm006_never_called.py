@@ -15,6 +15,7 @@ from lightning_migrate.checker.base import (
     Rule,
     manual_fix,
     names_in,
+    on_def,
     positional,
 )
 from lightning_migrate.checker.rules._common import by_hook, literal_list, new_hook, new_params, removed
@@ -77,7 +78,7 @@ class CountBatches(Callback):
         pattern_id = PATTERNS.get((hook, ctx.kind))
         message = removed(pattern_id, func) if pattern_id else f"`{hook}` is not a {ctx.kind} hook: it is never called"
         fix = manual_fix(self.code, "never called: use the stage hooks")
-        if ctx.kind == CALLBACK and hook in RENAMES:
+        if ctx.kind == CALLBACK and hook in RENAMES and pattern_id is not None:
             new_hook, added = RENAMES[hook]
             params = positional(func)
             simple = (
@@ -90,7 +91,7 @@ class CountBatches(Callback):
                 removed_in = registry.get(pattern_id).removed_in
                 fix = Fix(
                     UNSAFE,
-                    lambda node: _rename(node, new_hook, added),
+                    on_def(lambda node: _rename(node, new_hook, added)),
                     description=f"rename to {new_hook}",
                     risk=(
                         f"Lightning has not called it since {removed_in}: renamed to `{new_hook}`, this code runs "

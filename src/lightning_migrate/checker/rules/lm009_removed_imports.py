@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import ast
 import functools
+import sys
 from collections.abc import Iterator
 
 import libcst as cst
 
 from lightning_migrate.checker import lightning_names
-from lightning_migrate.checker.base import SAFE, Finding, Fix, Rule, manual_fix
+from lightning_migrate.checker.base import SAFE, UNSAFE, Finding, Fix, Rule, manual_fix
 
 
 @functools.cache
@@ -34,9 +35,14 @@ class RemovedImports(Rule):
     )
     fix_text = (
         "**safe** when every name the statement imports was moved: the same class or function is bound by a module "
-        "of 2.x (its own module, or a package above it): the statement imports it from there. **manual** "
-        "otherwise (a value such as ``EPOCH_OUTPUT`` that 2.x dropped, a statement that also imports names still "
-        "there): a marker names what is gone."
+        "of 2.x (its own module, or a package above it): the statement imports it from there. A value the last 1.x "
+        "release assigned itself (``EPOCH_OUTPUT``) whose recorded definition uses only names 2.x or the standard "
+        "library still bind is defined as that release defined it, below the file's imports, with the imports it "
+        "needs (``EPOCH_OUTPUT = List[STEP_OUTPUT]``, ``STEP_OUTPUT`` from where 2.x has it); the statement keeps "
+        "its other names. That is **safe** where the file reads the name only in annotations (or the definition "
+        "uses no Lightning name), **unsafe** otherwise: its value then rests on 2.x's names, which differ. "
+        "**manual** for the rest (a class such as ``TrainingStep`` that 2.x dropped, a name the definition needs "
+        "that the file binds otherwise): a marker names what is gone."
     )
     example = """\
 from pytorch_lightning.loops.utilities import recursive_detach
@@ -69,10 +75,16 @@ def detached(outputs):
                     shown = ", ".join(f"`{n}`" for n in missing)
                     message = f"{shown} of `{node.module}`: {versions}; the import raises ImportError"
                     targets = set(missing.values())
+                    defined = _definitions(data, node, missing)
                     if len(missing) == len(names) and len(targets) == 1 and None not in targets:
                         [target] = targets
                         message += f"; import it from `{target}`"
                         fix = Fix(SAFE, _from(target), description=f"import from {target}", changes_callers=False)
+                    elif defined is not None and where != -1:
+                        message += "; " + ", ".join(f"define `{n}` as {data['old']} did" for n in defined)
+                        fix = _definition_fix(tree, index, node, missing, defined, data) or manual_fix(
+                            self.code, f"gone in {data['new']}: define {', '.join(defined)} by hand"
+                        )
                     else:
                         moved = [f"import {n} from {t}" for n, t in missing.items() if t]
                         dropped = [n for n, t in missing.items() if not t]
@@ -118,5 +130,138 @@ def _from(target: str):
         assert isinstance(small, cst.ImportFrom)
         module = cst.parse_expression(target)
         return node.with_changes(body=[small.with_changes(module=module)])
+
+    return apply
+
+
+def _definitions(data: dict, node: ast.ImportFrom, missing: dict[str, str | None]) -> dict[str, dict] | None:
+    """For a statement whose every removed name either moved (a replacement) or has a recorded definition 2.x can
+    make (``EPOCH_OUTPUT = List[STEP_OUTPUT]``): ``{bound name: definition}`` of the latter (``None`` otherwise, or
+    when none is defined)."""
+    table = data.get("definitions", {}).get(node.module, {})
+    found = {}
+    for alias in node.names:
+        if alias.name not in missing or missing[alias.name] is not None:
+            continue
+        if alias.name not in table:
+            return None
+        found[alias.asname or alias.name] = table[alias.name]
+    return found or None
+
+
+def _top_level_bindings(tree: ast.Module) -> dict[str, list[tuple[int, str | None]]]:
+    """Each name the module's top level binds: ``(statement index, "module.name" for a ``from`` import of it under
+    its own name, else None)`` per binding."""
+    found: dict[str, list[tuple[int, str | None]]] = {}
+    for index, statement in enumerate(tree.body):
+        if isinstance(statement, ast.ImportFrom) and not statement.level:
+            for alias in statement.names:
+                what = f"{statement.module}.{alias.name}" if alias.asname is None else None
+                found.setdefault(alias.asname or alias.name, []).append((index, what))
+        elif isinstance(statement, ast.Import):
+            for alias in statement.names:
+                found.setdefault(alias.asname or alias.name.split(".")[0], []).append((index, None))
+        else:
+            for node in ast.walk(statement) if not isinstance(statement, ast.FunctionDef | ast.ClassDef) else ():
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    found.setdefault(node.id, []).append((index, None))
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                found.setdefault(statement.name, []).append((index, None))
+    return found
+
+
+def _annotations_only(tree: ast.Module, name: str, statement: ast.stmt) -> bool:
+    """Whether ``name`` is read only in annotations (of parameters, returns and annotated assignments) outside
+    ``statement``: where a type alias's value makes no difference when the code runs."""
+    annotations = set()
+    for node in ast.walk(tree):
+        parts: list[ast.AST | None] = []
+        if isinstance(node, ast.arg):
+            parts = [node.annotation]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            parts = [node.returns]
+        elif isinstance(node, ast.AnnAssign):
+            parts = [node.annotation]
+        annotations |= {id(n) for part in parts if part is not None for n in ast.walk(part)}
+    skip = {id(n) for n in ast.walk(statement)}
+    return all(
+        id(node) in annotations or id(node) in skip
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and node.id == name
+    )
+
+
+def _definition_fix(
+    tree: ast.Module, index: int, node: ast.ImportFrom, missing: dict, defined: dict[str, dict], data: dict
+) -> Fix | None:
+    """The fix of a statement whose removed names have definitions (:func:`_definitions`): the statement keeps its
+    other names (a moved one is imported from its new module), and each definition goes after the file's leading
+    imports (``EPOCH_OUTPUT = List[STEP_OUTPUT]``), with the imports it needs. ``safe`` when each defined name is
+    read only in annotations or its definition uses no Lightning name (its value is then 1.9.5's); ``unsafe``
+    otherwise. ``None`` when a name a definition needs is bound otherwise in the file (the marker says so)."""
+    bindings = _top_level_bindings(tree)
+    end = index
+    while end + 1 < len(tree.body) and isinstance(tree.body[end + 1], ast.Import | ast.ImportFrom):
+        end += 1
+    imports: list[tuple[str, str]] = []
+    for alias in node.names:
+        target = missing.get(alias.name)
+        if target is not None:
+            if alias.asname is not None:
+                return None
+            imports.append((target, alias.name))
+    why = None
+    for definition in defined.values():
+        for module, name in definition["imports"]:
+            found = [b for b in bindings.get(name, []) if b[0] != index]
+            stays = name in {a.name for a in node.names if a.asname is None and a.name not in missing}
+            if stays and node.module == module:
+                continue
+            if any(what != f"{module}.{name}" or at > end for at, what in found):
+                why = f"`{name}` is another name in this file"
+            elif not found:
+                imports.append((module, name))
+    if why is not None:
+        return manual_fix_text(why, data)
+    safe = all(
+        _annotations_only(tree, bound, node)
+        or all(module.split(".")[0] in sys.stdlib_module_names for module, _ in d["imports"])
+        for bound, d in defined.items()
+    )
+    lines = [
+        f"{bound} = {d['expression']}  # Lightning {data['old']}'s definition; {data['new']} has none\n"
+        for bound, d in defined.items()
+    ]
+    kept = [a for a in node.names if missing.get(a.name, "") == ""]
+    return Fix(
+        SAFE if safe else UNSAFE,
+        _keep_names({a.asname or a.name for a in kept}),
+        description="define " + ", ".join(defined),
+        risk=f"{', '.join(defined)} would be {data['old']}'s definition over {data['new']}'s names, which differ, and "
+        "the code reads it when it runs",
+        changes_callers=False,
+        imports=tuple(imports),
+        define=tuple(lines),
+        define_after=end - index,
+    )
+
+
+def manual_fix_text(why: str, data: dict) -> Fix:
+    return manual_fix(RemovedImports.code, f"gone in {data['new']}: {why}")
+
+
+def _keep_names(kept: set[str]):
+    """An ``apply`` that keeps only the ``kept`` names of a ``from ... import`` statement line (removes it when
+    none is left)."""
+
+    def apply(node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:
+        assert isinstance(node, cst.SimpleStatementLine)
+        [small] = node.body
+        assert isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar)
+        names = [a for a in small.names if (a.evaluated_alias or a.evaluated_name) in kept]
+        if not names:
+            return cst.RemovalSentinel.REMOVE
+        names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return node.with_changes(body=[small.with_changes(names=names)])
 
     return apply
