@@ -191,6 +191,13 @@ MUTATIONS = {
         sub(r"\[: len\(loader\.dataset\)\]", ""),
         {"ddp_odd_dataset"},
     ),
+    # A training loss's epoch mean of rank 0's batches only (Lightning #20683): neither reduced nor synchronized.
+    "training-mean-of-own-rank": (
+        "distributed/ddp_training_epoch_mean.py",
+        "ddp_training_epoch_mean",
+        lambda source: re.sub(r", total / count, sync_dist=True\)", ", losses.mean())", source),
+        {"report_lightning_20683"},
+    ),
     "callback-cache-cleared-at-train-epoch-end": (
         "caching/callback_owned_cache.py",
         "callback_owned_validation",
@@ -786,3 +793,32 @@ def test_a_loss_written_by_hand_is_bfloat16_under_bf16_mixed_and_holds_within_tw
     full = loaded.scenario("hand-loss-32", {"train_step": "hand-loss"})
     result = scenarios.cell_result(recipe, full, declared_warnings=accepted)
     assert result["outcome"] == "holds" and result["relative_error"] <= harness.REL_TOL, result
+
+
+def test_a_training_value_under_ddp_is_compared_with_every_ranks_batches():
+    """Lightning #20683: under DDP a module-side cache logs rank 0's own mean. The truth of a training value spans
+    every rank's batches (each rank keeps its record), so that recipe, run there anyway, differs, and the recipe that
+    adds up every rank's sums and counts holds."""
+    loaded = scenarios.load_space()
+    recipes = {r.id: r for r in loaded.recipes}
+    report = next(s for s in loaded.scenarios if s.id == "report_lightning_20683")
+    assert recipes["module_side"].expected(report) == "not applicable"
+    accepted = space.declared_warnings()
+    with harness.quiet(accepted):
+        rank_0 = harness.run_cell(dataclasses.replace(recipes["module_side"], outside=()), report)
+        every_rank = harness.run_cell(recipes["ddp_training_epoch_mean"], report)
+    assert rank_0["outcome"] == "differs" and rank_0["relative_error"] > 1e-3, rank_0
+    assert every_rank["outcome"] == "holds", every_rank
+
+
+def test_the_ground_truth_record_joins_every_ranks_training_batches(tmp_path):
+    import torch
+
+    file = tmp_path / "truth1.pt"
+    torch.save({"train": [{"batch_idx": 0}], "validation": [{"fn": "fit"}]}, file)
+    torch.save({"train": [{"batch_idx": 0}, {"batch_idx": 1}], "validation": []}, harness.rank_file(file, 1))
+    record = harness.load_record(file, 2)
+    assert [(e["rank"], e["batch_idx"]) for e in record["train"]] == [(0, 0), (1, 0), (1, 1)]
+    assert record["validation"] == [{"fn": "fit"}]  # evaluation runs stay rank 0's
+    with pytest.raises(RuntimeError, match=r"truth1\.rank2\.pt: rank 2 of 3 left no ground-truth record"):
+        harness.load_record(file, 3)

@@ -376,6 +376,34 @@ class DataSource:
         return DataModule()
 
 
+def rank_file(file: Path, rank: int) -> Path:
+    """Where rank ``rank`` keeps its ground-truth record: ``file`` for rank 0, ``<stem>.rank<r><suffix>`` beside it
+    for the others."""
+    file = Path(file)
+    return file if rank == 0 else file.with_name(f"{file.stem}.rank{rank}{file.suffix}")
+
+
+def load_record(file: Path, world_size: int) -> dict[str, Any]:
+    """Rank 0's ground-truth record (``file``), its ``train`` entries joined by every other rank's (each entry
+    tagged with its ``rank``): the batches each rank trained on. Evaluation runs stay rank 0's (their truth reads
+    the datasets, not the batches).
+
+    Raises:
+        RuntimeError: a rank of ``world_size`` left no record (a worker that never reached its teardown): the cell
+            raises, naming the file.
+    """
+    import torch
+
+    record = torch.load(file, weights_only=False)
+    train = [{**entry, "rank": 0} for entry in record["train"]]
+    for rank in range(1, world_size):
+        path = rank_file(file, rank)
+        if not path.exists():
+            raise RuntimeError(f"{path}: rank {rank} of {world_size} left no ground-truth record")
+        train += [{**entry, "rank": rank} for entry in torch.load(path, weights_only=False)["train"]]
+    return {**record, "train": train}
+
+
 # -- Observers beside the recipe --------------------------------------------------------------------------------
 @functools.cache
 def _observers():
@@ -414,10 +442,12 @@ def _observers():
                 handle.write(json.dumps({"step": step, "metrics": {k: float(v) for k, v in metrics.items()}}) + "\n")
 
     class GroundTruth(pl.Callback):
-        """Keeps what the ground truth needs, on rank 0, in ``file`` (``torch.save``): the weights each training
-        batch was computed with and the batch; for each validation, test and predict run, the weights and the
-        names of the datasets it read; and at the end of each stage run, ``trainer.callback_metrics`` (what a
-        disabled logger, under ``fast_dev_run``, would have received last)."""
+        """Keeps what the ground truth needs in ``file`` (``torch.save``): the weights each training batch was
+        computed with and the batch; for each validation, test and predict run, the weights and the names of the
+        datasets it read; and at the end of each stage run, ``trainer.callback_metrics`` (what a disabled logger,
+        under ``fast_dev_run``, would have received last). Under DDP each rank keeps its own record, rank ``r > 0``
+        in :func:`rank_file` of ``file``: a training value's truth spans every rank's batches
+        (:func:`load_record`)."""
 
         def __init__(self, file: Path, trainer_number: int = 0):
             self.file = Path(file)
@@ -438,14 +468,14 @@ def _observers():
 
         def on_exception(self, trainer, pl_module, exception):
             # An interrupted run's record is read too: the truth of a value carried across runs spans both.
-            if trainer.global_rank == 0:
-                torch.save(self.record, self.file)
+            torch.save(self.record, rank_file(self.file, trainer.global_rank))
 
         def setup(self, trainer, pl_module, stage):
             # Each Trainer call under ddp_fork starts from the main process's copy of this callback: carry on
-            # from what the previous call's rank 0 kept.
-            if self.file.exists():
-                self.record = torch.load(self.file, weights_only=False)
+            # from what the previous call's same rank kept.
+            own = rank_file(self.file, trainer.global_rank)
+            if own.exists():
+                self.record = torch.load(own, weights_only=False)
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
             if len(self.record["train"]) >= RUNAWAY_BATCHES:  # every rank counts the same: all stop together
@@ -493,8 +523,7 @@ def _observers():
             self._metrics("test", trainer)
 
         def teardown(self, trainer, pl_module, stage):
-            if trainer.global_rank == 0:
-                torch.save(self.record, self.file)
+            torch.save(self.record, rank_file(self.file, trainer.global_rank))
 
     class GraphCheck(pl.Callback):
         """After every training batch, looks for cached tensors that still hold an autograd graph in the recipe's
@@ -855,7 +884,7 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
         observed = attempt(2, model, callbacks, resumed_beside, ckpt_path=str(checkpoint) if checkpoint else None)
     else:
         observed = attempt(1, model, callbacks, [])
-    record = torch.load(observed["truth"], weights_only=False)
+    record = load_record(observed["truth"], scenario.world_size)
     if not record[recipe.stage]:  # e.g. a fit that ends (max_steps) before its first validation
         return {"outcome": "not applicable", "detail": NO_STAGE_RUN.format(stage=recipe.stage), "in_run": True}
     before = None
