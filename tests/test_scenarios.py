@@ -191,6 +191,20 @@ MUTATIONS = {
         sub(r"\[: len\(loader\.dataset\)\]", ""),
         {"ddp_odd_dataset"},
     ),
+    # Reading the gathered blocks rank by rank keeps a repeated sample and cuts a real one: only where the sampler
+    # repeats two samples or more (3 processes, 3k + 1 samples); with one repeat, the cut drops just that one.
+    "gathered-rank-by-rank": (
+        "distributed/ddp_per_rank_caches.py",
+        "ddp_dataset_mean",
+        sub(r"rows\.transpose\(0, 1\)\[kept\.T\]", "rows[kept]"),
+        {"ddp_3_two_repeated_samples"},
+    ),
+    "vectors-gathered-rank-by-rank": (
+        "distributed/ddp_gather_per_sample_vectors.py",
+        "ddp_gather_per_sample_vectors",
+        sub(r"rows\.transpose\(0, 1\)\[kept\.T\]", "rows[kept]"),
+        {"ddp_3_two_repeated_samples"},
+    ),
     # A training loss's epoch mean of rank 0's batches only (Lightning #20683): neither reduced nor synchronized.
     "training-mean-of-own-rank": (
         "distributed/ddp_training_epoch_mean.py",
@@ -822,3 +836,16 @@ def test_the_ground_truth_record_joins_every_ranks_training_batches(tmp_path):
     assert record["validation"] == [{"fn": "fit"}]  # evaluation runs stay rank 0's
     with pytest.raises(RuntimeError, match=r"truth1\.rank2\.pt: rank 2 of 3 left no ground-truth record"):
         harness.load_record(file, 3)
+
+
+def test_the_dataset_values_leave_every_remainder_over_2_and_3_ranks():
+    """DistributedSampler repeats ``-size % ranks`` samples: the map-style dataset values give validation sets of
+    every remainder modulo 2 and modulo 3 (with 3 ranks and 3k + 1 samples, two repeats), and the covering set meets
+    each dataset value with each number of processes."""
+    loaded = scenarios.load_space()
+    map_style = [v for v, value in loaded.axes["dataset"].values.items() if value.settings["data"]["kind"] == "map"]
+    for world in (2, 3):
+        sizes = {loaded.scenario("t", {"dataset": v, "strategy": f"ddp-{world}"}).data["val"] for v in map_style}
+        assert {size % world for size in sizes} == set(range(world)), (world, sizes)
+    pairs = scenarios.coverable_pairs(loaded)
+    assert {(("dataset", v), ("strategy", f"ddp-{w}")) for v in map_style for w in (2, 3)} <= pairs
