@@ -212,6 +212,13 @@ MUTATIONS = {
         lambda source: re.sub(r", total / count, sync_dist=True\)", ", losses.mean())", source),
         {"report_lightning_20683"},
     ),
+    # The writer reads the batch_indices Lightning passes: empty once a framework replaced the batch sampler.
+    "writer-reads-batch-indices": (
+        "distributed/ddp_predict_replaced_batch_sampler.py",
+        "ddp_predict_replayed_indices",
+        sub(r"itertools\.islice\(loader\.batch_sampler, len\(batches\)\)", "batch_indices[loaders.index(loader)]"),
+        {"report_bionemo_recipes_482"},
+    ),
     "callback-cache-cleared-at-train-epoch-end": (
         "caching/callback_owned_cache.py",
         "callback_owned_validation",
@@ -385,6 +392,8 @@ def test_missing_definition_names_the_page(tmp_path):
         (AXIS + RECIPE + '[[recipe.r.outside]]\naxis = "shuffle"\nvalues = ["off"]\nreason = "r"\nsee = "index"\n',
          r"\[recipe\.r\] outside: the default shuffle = 'off' must stay inside the domain"),
         ("[scenario\n", r"matrix\.toml: "),
+        ('[scenario.a]\ndata = { batch_sampler = "megatron" }\n',
+         r"\[scenario\.a\]: data\.batch_sampler must be one of"),
         ('[[warning]]\nmessage = "m"\ncategory = "UserWarning"\nreason = "r"\n',
          r"\[\[warning\]\]: .* declared with their reasons in docs/_ext/build_mechanics/declared_warnings\.py"),
     ],
@@ -849,3 +858,39 @@ def test_the_dataset_values_leave_every_remainder_over_2_and_3_ranks():
         assert {size % world for size in sizes} == set(range(world)), (world, sizes)
     pairs = scenarios.coverable_pairs(loaded)
     assert {(("dataset", v), ("strategy", f"ddp-{w}")) for v in map_style for w in (2, 3)} <= pairs
+
+
+def test_a_framework_batch_sampler_deals_blocks_of_each_global_batch():
+    """NVIDIA-BioNeMo/bionemo-recipes #482's framework replaces the batch sampler: rank r reads the r-th block of each
+    global batch; the ranks' batches hold every sample once, in shares of different lengths."""
+    *_, framework = harness._data_classes()
+    dealt = [list(framework(21, 4, rank, 2)) for rank in range(2)]
+    assert dealt == [[[0, 1, 2, 3], [8, 9, 10, 11], [16, 17, 18, 19]], [[4, 5, 6, 7], [12, 13, 14, 15], [20]]]
+    assert sorted(i for batches in dealt for batch in batches for i in batch) == list(range(21))
+    assert [len(framework(21, 4, rank, 3)) for rank in range(3)] == [2, 2, 2]
+
+
+def test_a_trap_of_a_named_scenario_sends_the_reader_to_a_recipe_that_holds_there(tmp_path):
+    """NVIDIA-BioNeMo/bionemo-recipes #482: the writer of Predictions under DDP saves no row when a framework replaced
+    the batch sampler; its declared trap sends the reader to the page whose writer holds there. A trap that sends the
+    reader to a page with no such recipe fails, naming it."""
+    text = space.MATRIX_FILE.read_text(encoding="utf-8")
+    head = '[[recipe.ddp_predict_writer.declared]]\nscenario = "report_bionemo_recipes_482"\n'
+    start = text.index(head)
+    at = text.index('\nsee = "examples/distributed/ddp_predict_replaced_batch_sampler"', start)
+    nowhere = tmp_path / "matrix.toml"
+    rest = text[at:].split("\n", 2)[2]  # after the see line
+    nowhere.write_text(text[:at] + '\nsee = "examples/distributed/ddp_predict"\n' + rest, encoding="utf-8")
+    with pytest.raises(
+        space.MatrixError,
+        match=(
+            r"\[recipe\.ddp_predict_writer\] sends scenario 'report_bionemo_recipes_482' to "
+            r"examples/distributed/ddp_predict, where no recipe is declared to hold there"
+        ),
+    ):
+        space.load_space(nowhere)
+    loaded = space.load_space()
+    report = next(s for s in loaded.scenarios if s.id == "report_bionemo_recipes_482")
+    recipes = {r.id: r for r in loaded.recipes}
+    assert recipes["ddp_predict_writer"].expected(report) == "differs"
+    assert recipes["ddp_predict_replayed_indices"].expected(report) == "holds"

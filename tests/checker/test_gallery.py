@@ -53,6 +53,7 @@ EXPECTED: dict[str, Counter[str]] = {
     "distributed/ddp_same_log_calls.py": Counter(),
     "distributed/ddp_training_epoch_mean.py": Counter(),
     "distributed/ddp_gather_per_sample_vectors.py": Counter(),
+    "distributed/ddp_predict_replaced_batch_sampler.py": Counter(),
     "pitfalls/interrupted_and_resumed_runs.py": Counter(),
     "performance/retained_memory.py": Counter(),
     "performance/time_per_epoch.py": Counter(),

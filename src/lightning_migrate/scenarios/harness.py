@@ -285,7 +285,29 @@ def _data_classes():
         def __len__(self):
             return len(self._indices())
 
-    return Samples, IterableSamples, OwnSplit
+    class FrameworkBatchSampler(Sampler):
+        """A framework's own batch sampler, put in by its strategy after Lightning prepared the loader (as NeMo's
+        Megatron data sampler deals micro-batches, NVIDIA-BioNeMo/bionemo-recipes #482): of each global batch of
+        ``batch_size * world`` consecutive samples, rank ``r`` reads the ``r``-th block of ``batch_size``; a rank
+        whose block of the last global batch is empty reads one batch fewer. No sample is repeated."""
+
+        def __init__(self, size: int, batch_size: int, rank: int, world: int):
+            self.size, self.batch_size, self.rank, self.world = size, batch_size, rank, world
+
+        def _batches(self):
+            for start in range(0, self.size, self.batch_size * self.world):
+                first = start + self.rank * self.batch_size
+                block = list(range(first, min(first + self.batch_size, self.size)))
+                if block:
+                    yield block
+
+        def __iter__(self):
+            return self._batches()
+
+        def __len__(self):
+            return sum(1 for _ in self._batches())
+
+    return Samples, IterableSamples, OwnSplit, FrameworkBatchSampler
 
 
 #: ``data.course = "not-monotone"``: every training sample is shifted by this (BoringModel learns a weight along
@@ -304,7 +326,7 @@ def make_datasets(data: dict[str, Any]) -> dict[str, Any]:
     and validation samples are reshaped so that the validation loss is not monotone and the sanity check's batches
     are easier than the rest (:data:`NOT_MONOTONE_TRAIN_SHIFT`, :data:`NOT_MONOTONE_VAL_SCALE`): a best-so-far
     value that counts the sanity check, or that restarts, shows there."""
-    Samples, _, _ = _data_classes()
+    Samples, *_ = _data_classes()
     datasets = {}
     for stage in ("train", "val", "test", "predict"):
         datasets[stage] = Samples(stage, data[stage])
@@ -332,7 +354,7 @@ class DataSource:
     def loader(self, name: str, shuffle: bool = False):
         from torch.utils.data import DataLoader
 
-        _, IterableSamples, OwnSplit = _data_classes()
+        _, IterableSamples, OwnSplit, _ = _data_classes()
         dataset = self.datasets[name]
         batch_size = self.data["batch_size"]
         if self.data["kind"] == "iterable":
@@ -710,7 +732,26 @@ def _strategy(scenario: Scenario):
 
     if scenario.settings["strategy"] != "ddp_fork":
         raise MatrixError(f"[scenario.{scenario.id}]: strategy must be ddp_fork, not {scenario.settings['strategy']!r}")
-    return {"strategy": DDPStrategy(start_method="fork", timeout=timedelta(seconds=DDP_TIMEOUT))}
+    if scenario.data["batch_sampler"] == "lightning":
+        return {"strategy": DDPStrategy(start_method="fork", timeout=timedelta(seconds=DDP_TIMEOUT))}
+    from torch.utils.data import DataLoader
+
+    *_, FrameworkBatchSampler = _data_classes()
+    batch_size = scenario.data["batch_size"]
+
+    class FrameworkStrategy(DDPStrategy):
+        """A framework's strategy: after Lightning prepared a predict loader, it makes the loader again with a batch
+        sampler of its own (:class:`FrameworkBatchSampler`), as NeMo's strategy does with its data sampler."""
+
+        def process_dataloader(self, dataloader):
+            dataloader = super().process_dataloader(dataloader)
+            if not self.lightning_module.trainer.predicting or not isinstance(dataloader, DataLoader):
+                return dataloader
+            size = len(dataloader.dataset)
+            sampler = FrameworkBatchSampler(size, batch_size, self.global_rank, self.world_size)
+            return DataLoader(dataloader.dataset, batch_sampler=sampler)
+
+    return {"strategy": FrameworkStrategy(start_method="fork", timeout=timedelta(seconds=DDP_TIMEOUT))}
 
 
 def _is_injected(error: BaseException) -> bool:
