@@ -894,3 +894,62 @@ def test_a_trap_of_a_named_scenario_sends_the_reader_to_a_recipe_that_holds_ther
     recipes = {r.id: r for r in loaded.recipes}
     assert recipes["ddp_predict_writer"].expected(report) == "differs"
     assert recipes["ddp_predict_replayed_indices"].expected(report) == "holds"
+
+
+class _Ranks:
+    """``world`` ranks run in threads, each with a module stand-in whose ``all_gather`` stacks what every rank passed
+    (as ``LightningModule.all_gather`` returns under DDP: one block per rank), so that a page's gather helper runs as
+    it does on every rank at once."""
+
+    def __init__(self, world: int):
+        import threading
+
+        self.world = world
+        self.barrier = threading.Barrier(world)
+        self.slots: list = [None] * world
+
+    def module(self, rank: int):
+        import torch
+
+        ranks = self
+
+        class Module:
+            def all_gather(self, tensor):
+                ranks.slots[rank] = tensor
+                ranks.barrier.wait()
+                stacked = torch.stack(list(ranks.slots))
+                ranks.barrier.wait()
+                return stacked
+
+        return Module()
+
+    def run(self, function, per_rank: list) -> list:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(self.world) as pool:
+            futures = [pool.submit(function, self.module(rank), per_rank[rank]) for rank in range(self.world)]
+            return [future.result(timeout=30) for future in futures]
+
+
+@pytest.mark.parametrize(
+    ("page", "owner"),
+    [
+        ("gallery/distributed/ddp_per_rank_caches.py", "DatasetMeanValidationLoss"),
+        ("gallery/distributed/ddp_gather_per_sample_vectors.py", "ValidationEmbeddings"),
+    ],
+)
+def test_the_gather_helpers_restore_the_samplers_order_for_rows_of_any_shape(page, owner):
+    """25 samples on 3 ranks as DistributedSampler deals them (rank r: positions r, r + 3, ... of the list padded with
+    samples 0 and 1), each sample a (2, 2) block: every rank gets all 27 rows in the sampler's order, so the first 25
+    are the dataset in order; shards of different lengths (an own split of 25: 9, 8, 8) too."""
+    import torch
+
+    helper = scenarios.page_definitions(ROOT / page, (owner,), object)[owner].gather_in_sampler_order
+    dataset = torch.arange(25 * 4, dtype=torch.float32).reshape(25, 2, 2)
+    padded = [*range(25), 0, 1]
+    shards = [dataset[padded[rank::3]] for rank in range(3)]
+    for gathered in _Ranks(3).run(helper, shards):
+        assert gathered.shape == (27, 2, 2) and torch.equal(gathered[:25], dataset)
+    own = [dataset[rank::3] for rank in range(3)]
+    for gathered in _Ranks(3).run(helper, own):
+        assert torch.equal(gathered, dataset)
