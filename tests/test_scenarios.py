@@ -191,6 +191,34 @@ MUTATIONS = {
         sub(r"\[: len\(loader\.dataset\)\]", ""),
         {"ddp_odd_dataset"},
     ),
+    # Reading the gathered blocks rank by rank keeps a repeated sample and cuts a real one: only where the sampler
+    # repeats two samples or more (3 processes, 3k + 1 samples); with one repeat, the cut drops just that one.
+    "gathered-rank-by-rank": (
+        "distributed/ddp_per_rank_caches.py",
+        "ddp_dataset_mean",
+        sub(r"rows\.transpose\(0, 1\)\[kept\.T\]", "rows[kept]"),
+        {"ddp_3_two_repeated_samples"},
+    ),
+    "vectors-gathered-rank-by-rank": (
+        "distributed/ddp_gather_per_sample_vectors.py",
+        "ddp_gather_per_sample_vectors",
+        sub(r"rows\.transpose\(0, 1\)\[kept\.T\]", "rows[kept]"),
+        {"ddp_3_two_repeated_samples"},
+    ),
+    # A training loss's epoch mean of rank 0's batches only (Lightning #20683): neither reduced nor synchronized.
+    "training-mean-of-own-rank": (
+        "distributed/ddp_training_epoch_mean.py",
+        "ddp_training_epoch_mean",
+        lambda source: re.sub(r", total / count, sync_dist=True\)", ", losses.mean())", source),
+        {"report_lightning_20683"},
+    ),
+    # The writer reads the batch_indices Lightning passes: empty once a framework replaced the batch sampler.
+    "writer-reads-batch-indices": (
+        "distributed/ddp_predict_replaced_batch_sampler.py",
+        "ddp_predict_replayed_indices",
+        sub(r"itertools\.islice\(loader\.batch_sampler, len\(batches\)\)", "batch_indices[loaders.index(loader)]"),
+        {"report_bionemo_recipes_482"},
+    ),
     "callback-cache-cleared-at-train-epoch-end": (
         "caching/callback_owned_cache.py",
         "callback_owned_validation",
@@ -364,6 +392,8 @@ def test_missing_definition_names_the_page(tmp_path):
         (AXIS + RECIPE + '[[recipe.r.outside]]\naxis = "shuffle"\nvalues = ["off"]\nreason = "r"\nsee = "index"\n',
          r"\[recipe\.r\] outside: the default shuffle = 'off' must stay inside the domain"),
         ("[scenario\n", r"matrix\.toml: "),
+        ('[scenario.a]\ndata = { batch_sampler = "megatron" }\n',
+         r"\[scenario\.a\]: data\.batch_sampler must be one of"),
         ('[[warning]]\nmessage = "m"\ncategory = "UserWarning"\nreason = "r"\n',
          r"\[\[warning\]\]: .* declared with their reasons in docs/_ext/build_mechanics/declared_warnings\.py"),
     ],
@@ -786,3 +816,154 @@ def test_a_loss_written_by_hand_is_bfloat16_under_bf16_mixed_and_holds_within_tw
     full = loaded.scenario("hand-loss-32", {"train_step": "hand-loss"})
     result = scenarios.cell_result(recipe, full, declared_warnings=accepted)
     assert result["outcome"] == "holds" and result["relative_error"] <= harness.REL_TOL, result
+
+
+def test_a_training_value_under_ddp_is_compared_with_every_ranks_batches():
+    """Lightning #20683: under DDP a module-side cache logs rank 0's own mean. The truth of a training value spans
+    every rank's batches (each rank keeps its record), so that recipe, run there anyway, differs, and the recipe that
+    adds up every rank's sums and counts holds."""
+    loaded = scenarios.load_space()
+    recipes = {r.id: r for r in loaded.recipes}
+    report = next(s for s in loaded.scenarios if s.id == "report_lightning_20683")
+    assert recipes["module_side"].expected(report) == "not applicable"
+    accepted = space.declared_warnings()
+    with harness.quiet(accepted):
+        rank_0 = harness.run_cell(dataclasses.replace(recipes["module_side"], outside=()), report)
+        every_rank = harness.run_cell(recipes["ddp_training_epoch_mean"], report)
+    assert rank_0["outcome"] == "differs" and rank_0["relative_error"] > 1e-3, rank_0
+    assert every_rank["outcome"] == "holds", every_rank
+
+
+def test_the_ground_truth_record_joins_every_ranks_training_batches(tmp_path):
+    import torch
+
+    file = tmp_path / "truth1.pt"
+    torch.save({"train": [{"batch_idx": 0}], "validation": [{"fn": "fit"}]}, file)
+    torch.save({"train": [{"batch_idx": 0}, {"batch_idx": 1}], "validation": []}, harness.rank_file(file, 1))
+    record = harness.load_record(file, 2)
+    assert [(e["rank"], e["batch_idx"]) for e in record["train"]] == [(0, 0), (1, 0), (1, 1)]
+    assert record["validation"] == [{"fn": "fit"}]  # evaluation runs stay rank 0's
+    with pytest.raises(RuntimeError, match=r"truth1\.rank2\.pt: rank 2 of 3 left no ground-truth record"):
+        harness.load_record(file, 3)
+
+
+def test_the_dataset_values_leave_every_remainder_over_2_and_3_ranks():
+    """DistributedSampler repeats ``-size % ranks`` samples: the map-style dataset values give validation sets of
+    every remainder modulo 2 and modulo 3 (with 3 ranks and 3k + 1 samples, two repeats), and the covering set meets
+    each dataset value with each number of processes."""
+    loaded = scenarios.load_space()
+    map_style = [v for v, value in loaded.axes["dataset"].values.items() if value.settings["data"]["kind"] == "map"]
+    for world in (2, 3):
+        sizes = {loaded.scenario("t", {"dataset": v, "strategy": f"ddp-{world}"}).data["val"] for v in map_style}
+        assert {size % world for size in sizes} == set(range(world)), (world, sizes)
+    pairs = scenarios.coverable_pairs(loaded)
+    assert {(("dataset", v), ("strategy", f"ddp-{w}")) for v in map_style for w in (2, 3)} <= pairs
+
+
+def test_a_framework_batch_sampler_deals_blocks_of_each_global_batch():
+    """NVIDIA-BioNeMo/bionemo-recipes #482's framework replaces the batch sampler: rank r reads the r-th block of each
+    global batch; the ranks' batches hold every sample once, in shares of different lengths."""
+    *_, framework = harness._data_classes()
+    dealt = [list(framework(21, 4, rank, 2)) for rank in range(2)]
+    assert dealt == [[[0, 1, 2, 3], [8, 9, 10, 11], [16, 17, 18, 19]], [[4, 5, 6, 7], [12, 13, 14, 15], [20]]]
+    assert sorted(i for batches in dealt for batch in batches for i in batch) == list(range(21))
+    assert [len(framework(21, 4, rank, 3)) for rank in range(3)] == [2, 2, 2]
+
+
+def test_a_trap_of_a_named_scenario_sends_the_reader_to_a_recipe_that_holds_there(tmp_path):
+    """NVIDIA-BioNeMo/bionemo-recipes #482: the writer of Predictions under DDP saves no row when a framework replaced
+    the batch sampler; its declared trap sends the reader to the page whose writer holds there. A trap that sends the
+    reader to a page with no such recipe fails, naming it."""
+    text = space.MATRIX_FILE.read_text(encoding="utf-8")
+    head = '[[recipe.ddp_predict_writer.declared]]\nscenario = "report_bionemo_recipes_482"\n'
+    start = text.index(head)
+    at = text.index('\nsee = "examples/distributed/ddp_predict_replaced_batch_sampler"', start)
+    nowhere = tmp_path / "matrix.toml"
+    rest = text[at:].split("\n", 2)[2]  # after the see line
+    nowhere.write_text(text[:at] + '\nsee = "examples/distributed/ddp_predict"\n' + rest, encoding="utf-8")
+    with pytest.raises(
+        space.MatrixError,
+        match=(
+            r"\[recipe\.ddp_predict_writer\] sends scenario 'report_bionemo_recipes_482' to "
+            r"examples/distributed/ddp_predict, where no recipe is declared to hold there"
+        ),
+    ):
+        space.load_space(nowhere)
+    loaded = space.load_space()
+    report = next(s for s in loaded.scenarios if s.id == "report_bionemo_recipes_482")
+    recipes = {r.id: r for r in loaded.recipes}
+    assert recipes["ddp_predict_writer"].expected(report) == "differs"
+    assert recipes["ddp_predict_replayed_indices"].expected(report) == "holds"
+
+
+class _Ranks:
+    """``world`` ranks run in threads, each with a module stand-in whose ``all_gather`` stacks what every rank passed
+    (as ``LightningModule.all_gather`` returns under DDP: one block per rank), so that a page's gather helper runs as
+    it does on every rank at once."""
+
+    def __init__(self, world: int):
+        import threading
+
+        self.world = world
+        self.barrier = threading.Barrier(world)
+        self.slots: list = [None] * world
+
+    def module(self, rank: int):
+        import torch
+
+        ranks = self
+
+        class Module:
+            def all_gather(self, tensor):
+                ranks.slots[rank] = tensor
+                ranks.barrier.wait()
+                stacked = torch.stack(list(ranks.slots))
+                ranks.barrier.wait()
+                return stacked
+
+        return Module()
+
+    def run(self, function, per_rank: list) -> list:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(self.world) as pool:
+            futures = [pool.submit(function, self.module(rank), per_rank[rank]) for rank in range(self.world)]
+            return [future.result(timeout=30) for future in futures]
+
+
+@pytest.mark.parametrize(
+    ("page", "owner"),
+    [
+        ("gallery/distributed/ddp_per_rank_caches.py", "DatasetMeanValidationLoss"),
+        ("gallery/distributed/ddp_gather_per_sample_vectors.py", "ValidationEmbeddings"),
+    ],
+)
+def test_the_gather_helpers_restore_the_samplers_order_for_rows_of_any_shape(page, owner):
+    """25 samples on 3 ranks as DistributedSampler deals them (rank r: positions r, r + 3, ... of the list padded with
+    samples 0 and 1), each sample a (2, 2) block: every rank gets all 27 rows in the sampler's order, so the first 25
+    are the dataset in order; shards of different lengths (an own split of 25: 9, 8, 8) too."""
+    import torch
+
+    helper = scenarios.page_definitions(ROOT / page, (owner,), object)[owner].gather_in_sampler_order
+    dataset = torch.arange(25 * 4, dtype=torch.float32).reshape(25, 2, 2)
+    padded = [*range(25), 0, 1]
+    shards = [dataset[padded[rank::3]] for rank in range(3)]
+    for gathered in _Ranks(3).run(helper, shards):
+        assert gathered.shape == (27, 2, 2) and torch.equal(gathered[:25], dataset)
+    own = [dataset[rank::3] for rank in range(3)]
+    for gathered in _Ranks(3).run(helper, own):
+        assert torch.equal(gathered, dataset)
+
+
+def test_the_monitors_best_score_of_a_bfloat16_loss_is_compared_within_its_tolerance():
+    """A hand-written loss under bf16-mixed is logged in bfloat16 (0.7109375 where the float32 truth was 0.70881, in a
+    cell of the covering set): the monitoring callbacks' best score, that same logged value, is compared with the best
+    epoch value within the tolerance of the value itself, two bfloat16 roundings, not float32's."""
+    loaded = scenarios.load_space()
+    recipe = next(r for r in loaded.recipes if r.id == "module_cache_reader")
+    values = {"train_step": "hand-loss", "precision": "bf16-mixed", "callbacks": "monitoring", "length": "epochs-3"}
+    result = scenarios.cell_result(
+        recipe, loaded.scenario("bf16-monitored", values), declared_warnings=space.declared_warnings()
+    )
+    assert result["outcome"] == "holds", result
+    assert harness.REL_TOL < result["relative_error"] <= harness.BF16_HAND_LOSS_REL_TOL

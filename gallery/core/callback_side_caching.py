@@ -129,7 +129,8 @@ for epoch, (seen, expected) in enumerate(zip(logged, reference_means, strict=Tru
 # %%
 # One logged mean per epoch, equal to the plain loop's, and an empty list at the end. A callback that forgets
 # ``.clear()`` or overwrites instead of appending fails these checks. Under DDP:
-# :claim:`callback-side-ddp-logs-rank-0` (:claim:`old-ddp-lists-per-rank`).
+# :claim:`callback-side-ddp-logs-rank-0` (:claim:`old-ddp-lists-per-rank`); for the mean over every rank's batches,
+# see :doc:`The epoch mean of a training loss over every rank </examples/distributed/ddp_training_epoch_mean>`.
 
 # sphinx_gallery_start_ignore
 assert len(logged) == EPOCHS and all(

@@ -41,6 +41,9 @@ class LossCachingModel(BoringModel):
 # %%
 # .. recipe-domain:: module_side
 #
+# Under DDP: :claim:`module-side-training-mean-is-rank-0s`. For the mean over every rank's batches, see
+# :doc:`The epoch mean of a training loss over every rank </examples/distributed/ddp_training_epoch_mean>`.
+#
 # .. dropdown:: Why each line
 #
 #    * ``.detach().clone()``: :claim:`undetached-cache-keeps-graph`; and

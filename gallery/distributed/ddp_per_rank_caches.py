@@ -14,14 +14,15 @@ twice. :claim:`All-gather-of-unequal-caches-aborts`.
 # %%
 # The recipe: gather the lengths, pad to the longest, keep ``len(dataset)``
 # -------------------------------------------------------------------------
-# ``gather_in_sampler_order`` first gathers how many values each rank holds, pads every rank's values to the
-# longest (``torch.nn.functional.pad``), gathers them, and reads them column by column, leaving the padding out:
-# the sampler's order whatever the shard sizes. The module keeps a cache per ``dataloader_idx``, empties it when each
-# validation run starts as well as when it ends (a run that stopped half-way leaves nothing behind), and logs one
-# value for every validation loader on every rank, so that every rank makes the same collective calls. The dataset
-# comes from ``self.trainer.val_dataloaders`` (one loader, or a list of them). Every rank computes the same mean;
-# ``sync_dist=True`` averages identical values, as Lightning recommends for epoch-level values under DDP. With one
-# process ``all_gather`` adds no dimension and nothing is cut.
+# ``gather_in_sampler_order`` first gathers how many rows each rank holds, pads every rank's rows with zeros to the
+# longest, gathers them, and reads them position by position across the ranks, leaving the padding out: the sampler's
+# order whatever the shard sizes, for per-sample values of any shape (a loss per sample here; an embedding per sample on
+# :doc:`Gathering per-sample vectors </examples/distributed/ddp_gather_per_sample_vectors>`). The module keeps a cache
+# per ``dataloader_idx``, empties it when each validation run starts as well as when it ends (a run that stopped
+# half-way leaves nothing behind), and logs one value for every validation loader on every rank, so that every rank
+# makes the same collective calls. The dataset comes from ``self.trainer.val_dataloaders`` (one loader, or a list of
+# them). Every rank computes the same mean; ``sync_dist=True`` averages identical values, as Lightning recommends for
+# epoch-level values under DDP. With one process ``all_gather`` adds no dimension and nothing is cut.
 import torch
 from lightning.pytorch.demos.boring_classes import BoringModel
 
@@ -49,12 +50,14 @@ class DatasetMeanValidationLoss(BoringModel):
         self.sample_losses.clear()
 
     def gather_in_sampler_order(self, values):
-        """Every rank's 1-D ``values``, whatever their lengths, in the order a distributed sampler dealt them."""
+        """Every rank's ``values`` (one row per sample along dimension 0, any shape beyond), whatever their lengths,
+        in the order a distributed sampler dealt them."""
         lengths = self.all_gather(torch.tensor([len(values)], device=values.device)).reshape(-1)
-        padded = torch.nn.functional.pad(values, (0, int(lengths.max()) - len(values)))
-        rows = self.all_gather(padded).reshape(len(lengths), -1)  # row r: rank r's values, then padding
+        padded = values.new_zeros(int(lengths.max()), *values.shape[1:])
+        padded[: len(values)] = values
+        rows = self.all_gather(padded).reshape(len(lengths), -1, *values.shape[1:])  # rank r's rows, then padding
         kept = torch.arange(rows.shape[1], device=values.device) < lengths[:, None]
-        return rows.T[kept.T]  # column by column: rank 0's first, rank 1's first, ..., without the padding
+        return rows.transpose(0, 1)[kept.T]  # rank 0's first row, rank 1's first, ..., without the padding
 
 
 # %%

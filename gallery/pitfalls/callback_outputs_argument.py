@@ -177,7 +177,8 @@ for epoch, (mean, expected) in enumerate(zip(logged, reference_means, strict=Tru
 
 # %%
 # One logged mean per epoch over both batches, equal to the plain loop's; the list is empty afterwards. Under DDP:
-# :claim:`callback-outputs-fix-ddp-logs-rank-0` (:claim:`old-ddp-lists-per-rank`).
+# :claim:`callback-outputs-fix-ddp-logs-rank-0` (:claim:`old-ddp-lists-per-rank`); for the mean over every rank's
+# batches, see :doc:`The epoch mean of a training loss over every rank </examples/distributed/ddp_training_epoch_mean>`.
 
 # sphinx_gallery_start_ignore
 assert len(logged) == 2

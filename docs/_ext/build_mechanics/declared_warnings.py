@@ -119,8 +119,9 @@ DECLARED: tuple[Declared, ...] = (
         message="It is recommended to use `self.log('",
         category="UserWarning",
         reason=(
-            "The DDP scenarios and ddp_per_rank_caches.py log per-rank values without sync_dist on purpose: "
-            "that per-rank difference is what they show (the example captures the warning and prints it)."
+            "The DDP scenarios, ddp_per_rank_caches.py and ddp_training_epoch_mean.py log per-rank values without "
+            "sync_dist on purpose: that per-rank difference is what they show (ddp_per_rank_caches.py captures the "
+            "warning and prints it)."
         ),
         witness="ddp-on-two-processes",
     ),
@@ -179,7 +180,8 @@ IN_SCENARIO_CELLS: tuple[Declared, ...] = (
         category="UserWarning",
         reason=(
             "An iterable dataset has no sampler whose indices Lightning could hand a prediction writer (the "
-            "iterable-dataset scenarios)."
+            "iterable-dataset scenarios), nor has a batch sampler a framework's strategy put in after Lightning "
+            "prepared the loader (NVIDIA-BioNeMo/bionemo-recipes #482's scenario)."
         ),
     ),
 )

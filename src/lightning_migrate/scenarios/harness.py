@@ -285,7 +285,29 @@ def _data_classes():
         def __len__(self):
             return len(self._indices())
 
-    return Samples, IterableSamples, OwnSplit
+    class FrameworkBatchSampler(Sampler):
+        """A framework's own batch sampler, put in by its strategy after Lightning prepared the loader (as NeMo's
+        Megatron data sampler deals micro-batches, NVIDIA-BioNeMo/bionemo-recipes #482): of each global batch of
+        ``batch_size * world`` consecutive samples, rank ``r`` reads the ``r``-th block of ``batch_size``; a rank
+        whose block of the last global batch is empty reads one batch fewer. No sample is repeated."""
+
+        def __init__(self, size: int, batch_size: int, rank: int, world: int):
+            self.size, self.batch_size, self.rank, self.world = size, batch_size, rank, world
+
+        def _batches(self):
+            for start in range(0, self.size, self.batch_size * self.world):
+                first = start + self.rank * self.batch_size
+                block = list(range(first, min(first + self.batch_size, self.size)))
+                if block:
+                    yield block
+
+        def __iter__(self):
+            return self._batches()
+
+        def __len__(self):
+            return sum(1 for _ in self._batches())
+
+    return Samples, IterableSamples, OwnSplit, FrameworkBatchSampler
 
 
 #: ``data.course = "not-monotone"``: every training sample is shifted by this (BoringModel learns a weight along
@@ -304,7 +326,7 @@ def make_datasets(data: dict[str, Any]) -> dict[str, Any]:
     and validation samples are reshaped so that the validation loss is not monotone and the sanity check's batches
     are easier than the rest (:data:`NOT_MONOTONE_TRAIN_SHIFT`, :data:`NOT_MONOTONE_VAL_SCALE`): a best-so-far
     value that counts the sanity check, or that restarts, shows there."""
-    Samples, _, _ = _data_classes()
+    Samples, *_ = _data_classes()
     datasets = {}
     for stage in ("train", "val", "test", "predict"):
         datasets[stage] = Samples(stage, data[stage])
@@ -332,7 +354,7 @@ class DataSource:
     def loader(self, name: str, shuffle: bool = False):
         from torch.utils.data import DataLoader
 
-        _, IterableSamples, OwnSplit = _data_classes()
+        _, IterableSamples, OwnSplit, _ = _data_classes()
         dataset = self.datasets[name]
         batch_size = self.data["batch_size"]
         if self.data["kind"] == "iterable":
@@ -376,6 +398,34 @@ class DataSource:
         return DataModule()
 
 
+def rank_file(file: Path, rank: int) -> Path:
+    """Where rank ``rank`` keeps its ground-truth record: ``file`` for rank 0, ``<stem>.rank<r><suffix>`` beside it
+    for the others."""
+    file = Path(file)
+    return file if rank == 0 else file.with_name(f"{file.stem}.rank{rank}{file.suffix}")
+
+
+def load_record(file: Path, world_size: int) -> dict[str, Any]:
+    """Rank 0's ground-truth record (``file``), its ``train`` entries joined by every other rank's (each entry
+    tagged with its ``rank``): the batches each rank trained on. Evaluation runs stay rank 0's (their truth reads
+    the datasets, not the batches).
+
+    Raises:
+        RuntimeError: a rank of ``world_size`` left no record (a worker that never reached its teardown): the cell
+            raises, naming the file.
+    """
+    import torch
+
+    record = torch.load(file, weights_only=False)
+    train = [{**entry, "rank": 0} for entry in record["train"]]
+    for rank in range(1, world_size):
+        path = rank_file(file, rank)
+        if not path.exists():
+            raise RuntimeError(f"{path}: rank {rank} of {world_size} left no ground-truth record")
+        train += [{**entry, "rank": rank} for entry in torch.load(path, weights_only=False)["train"]]
+    return {**record, "train": train}
+
+
 # -- Observers beside the recipe --------------------------------------------------------------------------------
 @functools.cache
 def _observers():
@@ -414,10 +464,12 @@ def _observers():
                 handle.write(json.dumps({"step": step, "metrics": {k: float(v) for k, v in metrics.items()}}) + "\n")
 
     class GroundTruth(pl.Callback):
-        """Keeps what the ground truth needs, on rank 0, in ``file`` (``torch.save``): the weights each training
-        batch was computed with and the batch; for each validation, test and predict run, the weights and the
-        names of the datasets it read; and at the end of each stage run, ``trainer.callback_metrics`` (what a
-        disabled logger, under ``fast_dev_run``, would have received last)."""
+        """Keeps what the ground truth needs in ``file`` (``torch.save``): the weights each training batch was
+        computed with and the batch; for each validation, test and predict run, the weights and the names of the
+        datasets it read; and at the end of each stage run, ``trainer.callback_metrics`` (what a disabled logger,
+        under ``fast_dev_run``, would have received last). Under DDP each rank keeps its own record, rank ``r > 0``
+        in :func:`rank_file` of ``file``: a training value's truth spans every rank's batches
+        (:func:`load_record`)."""
 
         def __init__(self, file: Path, trainer_number: int = 0):
             self.file = Path(file)
@@ -438,14 +490,14 @@ def _observers():
 
         def on_exception(self, trainer, pl_module, exception):
             # An interrupted run's record is read too: the truth of a value carried across runs spans both.
-            if trainer.global_rank == 0:
-                torch.save(self.record, self.file)
+            torch.save(self.record, rank_file(self.file, trainer.global_rank))
 
         def setup(self, trainer, pl_module, stage):
             # Each Trainer call under ddp_fork starts from the main process's copy of this callback: carry on
-            # from what the previous call's rank 0 kept.
-            if self.file.exists():
-                self.record = torch.load(self.file, weights_only=False)
+            # from what the previous call's same rank kept.
+            own = rank_file(self.file, trainer.global_rank)
+            if own.exists():
+                self.record = torch.load(own, weights_only=False)
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
             if len(self.record["train"]) >= RUNAWAY_BATCHES:  # every rank counts the same: all stop together
@@ -493,8 +545,7 @@ def _observers():
             self._metrics("test", trainer)
 
         def teardown(self, trainer, pl_module, stage):
-            if trainer.global_rank == 0:
-                torch.save(self.record, self.file)
+            torch.save(self.record, rank_file(self.file, trainer.global_rank))
 
     class GraphCheck(pl.Callback):
         """After every training batch, looks for cached tensors that still hold an autograd graph in the recipe's
@@ -681,7 +732,26 @@ def _strategy(scenario: Scenario):
 
     if scenario.settings["strategy"] != "ddp_fork":
         raise MatrixError(f"[scenario.{scenario.id}]: strategy must be ddp_fork, not {scenario.settings['strategy']!r}")
-    return {"strategy": DDPStrategy(start_method="fork", timeout=timedelta(seconds=DDP_TIMEOUT))}
+    if scenario.data["batch_sampler"] == "lightning":
+        return {"strategy": DDPStrategy(start_method="fork", timeout=timedelta(seconds=DDP_TIMEOUT))}
+    from torch.utils.data import DataLoader
+
+    *_, FrameworkBatchSampler = _data_classes()
+    batch_size = scenario.data["batch_size"]
+
+    class FrameworkStrategy(DDPStrategy):
+        """A framework's strategy: after Lightning prepared a predict loader, it makes the loader again with a batch
+        sampler of its own (:class:`FrameworkBatchSampler`), as NeMo's strategy does with its data sampler."""
+
+        def process_dataloader(self, dataloader):
+            dataloader = super().process_dataloader(dataloader)
+            if not self.lightning_module.trainer.predicting or not isinstance(dataloader, DataLoader):
+                return dataloader
+            size = len(dataloader.dataset)
+            sampler = FrameworkBatchSampler(size, batch_size, self.global_rank, self.world_size)
+            return DataLoader(dataloader.dataset, batch_sampler=sampler)
+
+    return {"strategy": FrameworkStrategy(start_method="fork", timeout=timedelta(seconds=DDP_TIMEOUT))}
 
 
 def _is_injected(error: BaseException) -> bool:
@@ -855,7 +925,7 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
         observed = attempt(2, model, callbacks, resumed_beside, ckpt_path=str(checkpoint) if checkpoint else None)
     else:
         observed = attempt(1, model, callbacks, [])
-    record = torch.load(observed["truth"], weights_only=False)
+    record = load_record(observed["truth"], scenario.world_size)
     if not record[recipe.stage]:  # e.g. a fit that ends (max_steps) before its first validation
         return {"outcome": "not applicable", "detail": NO_STAGE_RUN.format(stage=recipe.stage), "in_run": True}
     before = None
@@ -884,7 +954,8 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
         and settings["step"]["train"] == "hand-loss"
         and str(scenario.trainer.get("precision")) == "bf16-mixed"
     )
-    outcome, detail, error = _compare(seen, expected, BF16_HAND_LOSS_REL_TOL if bf16_hand_loss else REL_TOL)
+    tolerance = BF16_HAND_LOSS_REL_TOL if bf16_hand_loss else REL_TOL
+    outcome, detail, error = _compare(seen, expected, tolerance)
     if outcome == "holds" and observed["graph"].found:
         outcome, detail = "differs", f"{observed['graph'].found[0]} holds tensors with an autograd graph"
     monitors = observed["monitors"]
@@ -901,7 +972,8 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
             "subclass best_model_score": monitors[2].best_model_score,
         }
         for name, score in scores.items():
-            if score is None or not math.isclose(float(score), best, rel_tol=REL_TOL):
+            # the monitors keep the logged value: a bfloat16 loss's, within the same tolerance as the value itself
+            if score is None or not math.isclose(float(score), best, rel_tol=tolerance):
                 outcome, detail = "differs", f"{name} is {score}, the best epoch value is {best!r}"
                 break
     return {"outcome": outcome, "detail": detail, "relative_error": None if math.isinf(error) else error}

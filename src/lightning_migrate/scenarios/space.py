@@ -39,7 +39,7 @@ BASE_SETTINGS: dict[str, Any] = {
     "data": {
         "train": 40, "val": 24, "test": 24, "predict": 24, "second": 16, "batch_size": 8, "shuffle": False,
         "kind": "map", "source": "loaders", "train_loaders": 1, "eval_loaders": 1, "split": "sampler",
-        "course": "falling",
+        "course": "falling", "batch_sampler": "lightning",
     },
     "step": {"train": "loss-dict", "eval": "dict"},
     "callbacks": [],
@@ -52,6 +52,9 @@ EVAL_STEPS = ("dict", "tensor", "none")
 CALLBACKS = ("monitoring", "plateau", "prediction-writer", "accumulation-scheduler")
 #: ``data.course``: how the validation loss goes, run after run (see the header of the matrix file).
 COURSES = ("falling", "not-monotone")
+#: ``data.batch_sampler``: the loaders as Lightning prepares them, or a predict loader whose batch sampler a
+#: framework's strategy replaces afterwards (see the header of the matrix file).
+BATCH_SAMPLERS = ("lightning", "framework")
 #: ``resume``: no resume, a mid-epoch checkpoint (``true``), or a restart from ``last.ckpt`` (``"last"``).
 RESUMES = (False, True, "last")
 RUNS = ("fit", "validate", "test", "predict")
@@ -297,6 +300,8 @@ def _check_settings(where: str, settings: dict[str, Any]) -> None:
         raise MatrixError(f"{where}: callbacks must be among {CALLBACKS}")
     if settings.get("data", {}).get("course", COURSES[0]) not in COURSES:
         raise MatrixError(f"{where}: data.course must be one of {COURSES}")
+    if settings.get("data", {}).get("batch_sampler", BATCH_SAMPLERS[0]) not in BATCH_SAMPLERS:
+        raise MatrixError(f"{where}: data.batch_sampler must be one of {BATCH_SAMPLERS}")
     if settings.get("resume", False) not in RESUMES:
         raise MatrixError(f'{where}: resume must be true (a mid-epoch checkpoint) or "last" (a restart)')
 
@@ -435,7 +440,9 @@ def referral_problems(space: Space) -> list[str]:
     (``see``) an example page, or a page of recipes, where no recipe has each of those values inside its domain --
     there the covering set proves a recipe of that page in every value of its domain (each pair of a recipe and a
     value), so a referral to such a recipe is proven by the build. A referral whose page's recipes send the reader
-    back for the same value is named as a circle. Referrals to other pages (a reference page) are not checked."""
+    back for the same value is named as a circle. A trap declared for a named scenario (``[[recipe.X.declared]]``
+    with ``scenario``) that names an example page needs a recipe of that page declared to hold in that scenario,
+    which the build runs there. Referrals to other pages (a reference page) are not checked."""
     by_page: dict[str, list[Recipe]] = {}
     for recipe in space.recipes:
         by_page.setdefault(recipe_docname(recipe.page), []).append(recipe)
@@ -464,6 +471,16 @@ def referral_problems(space: Space) -> list[str]:
                         if candidates
                         else "no recipe of the matrix is shown"
                     )
+                )
+        named = {scenario.id: scenario for scenario in space.scenarios}
+        for entry in recipe.declared:
+            if entry.scenario is None or (not entry.see.startswith("examples/") and entry.see not in by_page):
+                continue
+            candidates = [r for r in by_page.get(entry.see, []) if r.id != recipe.id]
+            if not any(r.expected(named[entry.scenario]) == "holds" for r in candidates):
+                problems.append(
+                    f"{space.path}: [recipe.{recipe.id}] sends scenario {entry.scenario!r} to {entry.see}, where no "
+                    "recipe is declared to hold there"
                 )
     return problems
 

@@ -3,8 +3,10 @@
 What each quantity means, and so what the recipe is compared with:
 
 * **training** (``stage = "train"``): one value per training epoch, over the batches that epoch ran *in the
-  compared run*, at the weights each batch was computed with -- what the old ``outputs`` list held. Under DDP that
-  is rank 0's batches (each rank had its own list). After a crash and a re-run, only the re-run's batches. In a
+  compared run*, at the weights each batch was computed with -- what the old ``outputs`` list held in one process.
+  Under DDP that is every rank's batches (each rank's list held its own; a user asking for the epoch's mean asks
+  for all of them), each batch as it ran, a sample the distributed sampler repeated to even out the ranks
+  included (Lightning #20683). After a crash and a re-run, only the re-run's batches. In a
   run **resumed from a mid-epoch checkpoint**, the resumed epoch's value is over the batches that ran after the
   resume, in the resumed process: the old ``outputs`` list was never checkpointed, so it held just those
   (Lightning 2.6 restarts a map-style loader at its first batch: they are the epoch's first batches again, under
