@@ -243,11 +243,12 @@ def bench(session):
 
 # -- Old and 2.x Lightning releases: data/compat/<version>.json, rendered by docs/_ext/compat_table.py ------------
 def _compat_matrix():
-    """The declared releases (data/compat/matrix.toml), read without importing the project."""
-    import tomllib
+    """The declared releases (data/compat/matrix.toml), checked against its schema (``compat_schema``: the standard
+    library only, so nox imports it without the project's dependencies)."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from lightning_migrate import compat_schema
 
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "compat", "matrix.toml"), "rb") as file:
-        return tomllib.load(file)
+    return compat_schema.read(ROOT / "data" / "compat" / "matrix.toml")
 
 
 COMPAT = _compat_matrix()
@@ -308,7 +309,7 @@ def explore(session):
     """Not a default session: draw many more scenarios than the build runs, at random, for a time budget, and print
     every cell that does not behave as data/scenarios.toml declares (``nox -s explore -- --minutes 10 --seed 1``)."""
     install_build(session)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "_ext"))
+    sys.path[:0] = [str(ROOT / "docs" / "_ext"), str(ROOT / "src")]  # the filters, and the list they apply
     from build_mechanics import declared_warnings  # the build's warning filters (conf.py sets the same)
 
     env = {

@@ -349,23 +349,31 @@ def test_missing_definition_names_the_page(tmp_path):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[scenario.a]\nruns = ["train"]\n', r"\[scenario\.a\]: runs must list"),
-        ('[scenario.a]\nbase = "nope"\n', r"\[scenario\.a\]: unknown settings \['base'\]"),
+        ('[scenario.a]\nruns = ["train"]\n',
+         r"matrix\.toml:1: \[scenario\.a\]: runs\[0\] = 'train' is not one of 'fit', 'validate', 'test', 'predict'"),
+        ('[scenario.a]\nruns = []\n', r"\[scenario\.a\]: runs must list at least one Trainer call"),
+        ('[scenario.a]\ntitle = "a"\n\n[scenario.b]\ntrainr = {}\n',
+         r"matrix\.toml:4: \[scenario\.b\]: unknown key 'trainr' \(did you mean 'trainer'\?\)"),
         ('[recipe.r]\ntitle = "t"\n', r"\[recipe\.r\] lacks \['define', 'metric', 'module', 'page', 'stage'"),
         (
             '[recipe.r]\ntitle="t"\npage="p"\ndefine=[]\nmodule="M"\nstage="train"\nweighting="batch"\nmetric="m"\n'
             '[[recipe.r.declared]]\nvalues = {}\noutcome = "holds"\n',
-            r"declared: needs outcome = differs \| raises, a reason and see",
+            r"matrix\.toml:9: \[recipe\.r\] declared 1: outcome = 'holds' is not one of 'differs', 'raises'",
+        ),
+        (
+            '[recipe.r]\ntitle="t"\npage="p"\ndefine=[]\nmodule="M"\nstage="train"\nweighting="batch"\nmetric="m"\n'
+            '[[recipe.r.declared]]\nvalues = {}\noutcome = "differs"\nreason = "r"\nsee = "s"\nmach = "x"\n',
+            r"\[recipe\.r\] declared 1: unknown key 'mach' \(did you mean 'match'\?\)",
         ),
         ('[axis.a]\ntitle = "A"\nstages = ["train"]\ndefault = "x"\nvalues = { x = { label = "x" } }\n',
-         r"\[axis\.a\] value 'x' needs a label and a source"),
+         r"matrix\.toml:5: \[axis\.a\] value 'x' lacks \['source'\]"),
         (AXIS + '[[constraint]]\nvalues = { calls = "fit", shuffle = "sideways" }\nreason = "r"\n',
          r"constraint 1: unknown axis or values shuffle = \['sideways'\]"),
         (AXIS + RECIPE + '[[recipe.r.outside]]\naxis = "shuffle"\nvalues = ["off"]\nreason = "r"\nsee = "index"\n',
          r"\[recipe\.r\] outside: the default shuffle = 'off' must stay inside the domain"),
         ("[scenario\n", r"matrix\.toml: "),
         ('[[warning]]\nmessage = "m"\ncategory = "UserWarning"\nreason = "r"\n',
-         r"\[\[warning\]\]: .* declared with their reasons in docs/_ext/build_mechanics/declared_warnings\.py"),
+         r"\[\[warning\]\]: .* declared with their reasons in src/lightning_migrate/declared_warnings\.py"),
     ],
 )  # fmt: skip
 def test_malformed_matrix_names_file_and_table(tmp_path, text, message):

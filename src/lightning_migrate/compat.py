@@ -50,17 +50,20 @@ import os
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from lightning_migrate import equivalence, observations, probes, records, rewrite_equivalence
+from lightning_migrate.compat_schema import GROUPS, read
+from lightning_migrate.data_schema import Lines, did_you_mean
 from lightning_migrate.source_tree import DATA, ROOT
 
 COMPAT_DIR = DATA / "compat"
 #: Where ``--check`` writes a run's record (beside the build's output, never committed).
 CHECK_DIR = ROOT / "_build" / "compat"
 MATRIX_FILE = COMPAT_DIR / "matrix.toml"
+#: The implementation of each ``equivalence`` kind (:data:`lightning_migrate.compat_schema.EQUIVALENCE`): the
+#: variants its run compares.
 EQUIVALENCE_MODES = {
     "old": ("old",),
     "old-and-replacements": ("old", "callback", "module"),
@@ -69,7 +72,7 @@ EQUIVALENCE_MODES = {
 
 
 def load_matrix(path: Path = MATRIX_FILE) -> dict[str, Any]:
-    """Parse the matrix definition.
+    """Parse the matrix definition, checked against its schema (:mod:`lightning_migrate.compat_schema`).
 
     Returns:
         ``{"sha256": hex digest of the file, "versions": {version: {"group": "legacy"|"matrix", "pins": [...],
@@ -77,33 +80,27 @@ def load_matrix(path: Path = MATRIX_FILE) -> dict[str, Any]:
         "scripts": [path, ...]}``.
 
     Raises:
-        ValueError: naming the file and the cause, when a section or key is missing or an equivalence mode is
-            unknown.
+        ValueError: naming the file, the line and table, and the cause, when the file departs from its schema (an
+            unknown key names the closest known one) or the reference is not a declared release.
     """
     raw = path.read_bytes()
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{path}: {err}") from None
+    data = read(path)
+    lines = Lines(raw.decode("utf-8"), path)
     versions: dict[str, Any] = {}
-    for group in ("legacy", "matrix"):
-        if group not in data:
-            raise ValueError(f"{path}: missing section [{group}]")
+    for group in GROUPS:
         for version, entry in data[group].items():
-            mode = entry.get("equivalence")
-            if mode not in EQUIVALENCE_MODES:
-                raise ValueError(f"{path}: [{group}] {version}: equivalence must be one of {list(EQUIVALENCE_MODES)}")
-            if not entry.get("pins"):
-                raise ValueError(f"{path}: [{group}] {version}: no pins")
             versions[version] = {
                 "group": group,
                 "pins": list(entry["pins"]),
                 "after": list(entry.get("after", [])),
-                "equivalence": mode,
+                "equivalence": entry["equivalence"],
             }
-    reference = data.get("equivalence", {}).get("reference")
+    reference = data["equivalence"]["reference"]
     if reference not in versions:
-        raise ValueError(f"{path}: [equivalence] reference {reference!r} is not a declared version")
+        raise ValueError(
+            f"{lines.where('[equivalence]')}: reference {reference!r} is not a declared version"
+            f"{did_you_mean(reference, versions)}"
+        )
     return {
         "sha256": hashlib.sha256(raw).hexdigest(),
         "versions": versions,

@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from ..records import write_atomic
+from . import harness as harness_module
 from . import space as space_module
+from . import truth as truth_module
 from .harness import OUTCOMES, REL_TOL, TRANSFORMS, page_definitions, page_source, quiet, run_cell
 from .progress import Progress
 from .space import (
@@ -218,13 +220,34 @@ def _scenario_entry(scenario: Scenario) -> dict[str, Any]:
     }
 
 
+def _shows_the_difference(cell: dict[str, Any], declared: dict[str, Any]) -> str | None:
+    """A declared difference is one of value, not of count (or its ``match`` is in the detail): ``None`` when the
+    cell shows it, else what it lacks."""
+    if declared.get("match"):
+        return None if declared["match"] in cell["detail"] else f" with {declared['match']!r}"
+    return None if cell.get("relative_error") is not None else " in value"
+
+
+def _shows_the_error(cell: dict[str, Any], declared: dict[str, Any]) -> str | None:
+    """A declared error is that error: its ``match`` is in the detail."""
+    match = declared.get("match") or ""
+    return None if match in cell["detail"] else f" with {match!r}"
+
+
+#: The implementation of each declared ``outcome`` (a trap's): how a cell shows it.
+DECLARED_OUTCOMES: dict[str, Callable[[dict[str, Any], dict[str, Any]], str | None]] = {
+    "differs": _shows_the_difference,
+    "raises": _shows_the_error,
+}
+
+
 def failures(document: dict[str, Any]) -> list[str]:
     """One line per cell whose outcome is not the declared one.
 
     A declared ``raises`` must raise an error whose text contains its ``match``; a declared ``differs`` must log as
-    many values as expected, with different values (or contain its ``match``). Each line reads
-    ``recipe × scenario: expected X, got Y: detail [page]``, ``page`` being the recipe's page (with the line, for
-    an exception raised there).
+    many values as expected, with different values (or contain its ``match``) (:data:`DECLARED_OUTCOMES`). Each
+    line reads ``recipe × scenario: expected X, got Y: detail [page]``, ``page`` being the recipe's page (with the
+    line, for an exception raised there).
     """
     pages = {recipe["id"]: recipe["page"] for recipe in document["recipes"]}
     lines = []
@@ -234,13 +257,58 @@ def failures(document: dict[str, Any]) -> list[str]:
         if cell["outcome"] != cell["expected"]:
             lines.append(f"{head}, got {cell['outcome']}: {cell['detail']} [{where}]")
             continue
-        declared = cell.get("declared") or {}
-        if declared.get("match") and declared["match"] not in cell["detail"]:
-            lines.append(f"{head} with {declared['match']!r}, got: {cell['detail']} [{where}]")
-        elif cell["outcome"] == "differs" and cell.get("relative_error") is None and not declared.get("match"):
-            # a declared difference is a difference of value: missing or extra values are a different failure
-            lines.append(f"{head} in value, got: {cell['detail']} [{where}]")
+        declared = cell.get("declared")
+        if cell["outcome"] in DECLARED_OUTCOMES and (declared or cell["outcome"] == "differs"):
+            lacks = DECLARED_OUTCOMES[cell["outcome"]](cell, declared or {})
+            if lacks:
+                lines.append(f"{head}{lacks}, got: {cell['detail']} [{where}]")
     return lines
+
+
+#: Where each kind the schema declares (:func:`lightning_migrate.scenario_schema.declared_kinds`, by its dotted
+#: path) is implemented: one table per kind, keyed by its values, each entry the code that does it.
+#: ``tests/test_scenario_schema.py`` fails when the two disagree.
+IMPLEMENTATIONS: dict[str, Any] = {
+    "axis.stages": space_module.STAGE_RUNS,
+    "recipe.stage": space_module.STAGE_RUNS,
+    "recipe.weighting": truth_module.WEIGHTINGS,
+    "recipe.over_runs": truth_module.OVER_RUNS,
+    "recipe.transform": TRANSFORMS,
+    "recipe.declared.outcome": DECLARED_OUTCOMES,
+    "runs": harness_module.CALLS,
+    "resume": harness_module.RESUMES,
+    "strategy": harness_module.STRATEGIES,
+    "data.kind": harness_module.DATA_KINDS,
+    "data.source": harness_module.DATA_SOURCES,
+    "data.train_loaders": harness_module.TRAIN_LOADER_COUNTS,
+    "data.eval_loaders": harness_module.EVAL_LOADER_COUNTS,
+    "data.split": harness_module.SPLITS,
+    "data.course": harness_module.COURSES,
+    "step.train": harness_module.TRAIN_STEPS,
+    "step.eval": harness_module.EVAL_STEPS,
+    "callbacks": harness_module.BESIDE,
+}
+
+
+def implementation_gaps() -> list[str]:
+    """One line per kind declared in the schema (:func:`lightning_migrate.scenario_schema.declared_kinds`) without
+    its implementation in :data:`IMPLEMENTATIONS`, or implemented without being declared: ``[]`` when they agree."""
+    from ..scenario_schema import declared_kinds
+
+    declared = {path: set(key.choices or ()) for path, key in declared_kinds().items()}
+    gaps = [
+        f"{path}: declared in the schema, no implementation table" for path in declared.keys() - IMPLEMENTATIONS.keys()
+    ]
+    gaps += [f"{path}: implemented, not declared in the schema" for path in IMPLEMENTATIONS.keys() - declared.keys()]
+    for path in sorted(declared.keys() & IMPLEMENTATIONS.keys()):
+        implemented = set(IMPLEMENTATIONS[path])
+        gaps += [
+            f"{path} = {kind!r}: declared, not implemented" for kind in sorted(declared[path] - implemented, key=str)
+        ]
+        gaps += [
+            f"{path} = {kind!r}: implemented, not declared" for kind in sorted(implemented - declared[path], key=str)
+        ]
+    return gaps
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,40 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..source_tree import DATA, DECLARED_WARNINGS, ROOT
+from .. import declared_warnings as accepted
+from .. import scenario_schema as schema
+from ..data_schema import Key, Lines, did_you_mean, problems, table_problems
+from ..source_tree import DATA, ROOT
 
 MATRIX_FILE = DATA / "scenarios.toml"
-STAGES = ("train", "validation", "test", "predict")
-#: The Trainer calls that run each stage a recipe can reduce.
+STAGES = tuple(schema.STAGES)
+#: The Trainer calls that run each stage a recipe can reduce (the implementation of the schema's stages).
 STAGE_RUNS = {"train": ("fit",), "validation": ("fit", "validate"), "test": ("test",), "predict": ("predict",)}
-WEIGHTINGS = ("batch", "batch_max", "sample", "predictions")
-TRANSFORMS = ("lightning-migrate",)
-#: The settings a scenario starts from, before its axis values' (see the header of the matrix file).
-BASE_SETTINGS: dict[str, Any] = {
-    "runs": ["fit"],
-    "crash": False,
-    "resume": False,
-    "trainer": {},
-    "strategy": None,
-    "data": {
-        "train": 40, "val": 24, "test": 24, "predict": 24, "second": 16, "batch_size": 8, "shuffle": False,
-        "kind": "map", "source": "loaders", "train_loaders": 1, "eval_loaders": 1, "split": "sampler",
-        "course": "falling",
-    },
-    "step": {"train": "loss-dict", "eval": "dict"},
-    "callbacks": [],
-    "predict_kwargs": {},
-}  # fmt: skip
-SETTING_KEYS = set(BASE_SETTINGS)
-TRAIN_STEPS = ("loss-dict", "tensor", "none-batch-1", "manual", "manual-nothing", "manual-no-loss",
-               "manual-two-optimizers", "manual-gan-losses", "hand-loss")  # fmt: skip
-EVAL_STEPS = ("dict", "tensor", "none")
-CALLBACKS = ("monitoring", "plateau", "prediction-writer", "accumulation-scheduler")
-#: ``data.course``: how the validation loss goes, run after run (see the header of the matrix file).
-COURSES = ("falling", "not-monotone")
-#: ``resume``: no resume, a mid-epoch checkpoint (``true``), or a restart from ``last.ckpt`` (``"last"``).
-RESUMES = (False, True, "last")
-RUNS = ("fit", "validate", "test", "predict")
+#: The settings a scenario starts from, before its axis values' (the schema's defaults).
+BASE_SETTINGS: dict[str, Any] = schema.BASE_SETTINGS
 
 
 class MatrixError(ValueError):
@@ -202,30 +179,14 @@ class ScenarioWarning:
 
 
 #: The build's one list of accepted warnings, each with its reason; its ``IN_SCENARIO_CELLS`` are the matrix's.
-DECLARED_WARNINGS_FILE = DECLARED_WARNINGS
+DECLARED_WARNINGS_FILE = Path(accepted.__file__)
 
 
-def declared_warnings(path: Path = DECLARED_WARNINGS_FILE) -> tuple[ScenarioWarning, ...]:
-    """The warnings the cells ignore: ``IN_SCENARIO_CELLS`` of the build's list of accepted warnings (``path``,
-    read by its file path: the matrix also runs outside the Sphinx build, where ``docs/_ext`` is not importable).
-    Every other warning stays under the process's filters (an error in the build).
-
-    Raises:
-        MatrixError: ``path`` cannot be read or defines no ``IN_SCENARIO_CELLS``.
-    """
-    import importlib.util
-    import sys
-
-    name = f"_declared_warnings_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    try:
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # importlib's recipe for a module loaded from its path (its dataclasses look it up)
-        spec.loader.exec_module(module)
-        entries = module.IN_SCENARIO_CELLS
-    except (OSError, AttributeError) as error:
-        raise MatrixError(f"{path}: the accepted warnings of the scenario matrix: {error}") from None
-    return tuple(ScenarioWarning(entry.message, entry.category, entry.reason) for entry in entries)
+def declared_warnings() -> tuple[ScenarioWarning, ...]:
+    """The warnings the cells ignore: ``IN_SCENARIO_CELLS`` of the build's list of accepted warnings
+    (:mod:`lightning_migrate.declared_warnings`). Every other warning stays under the process's filters (an error
+    in the build)."""
+    return tuple(ScenarioWarning(entry.message, entry.category, entry.reason) for entry in accepted.IN_SCENARIO_CELLS)
 
 
 @dataclass(frozen=True)
@@ -253,7 +214,10 @@ class Space:
         for axis_id, value_id in values.items():
             axis = self.axes.get(axis_id)
             if axis is None or value_id not in axis.values:
-                raise MatrixError(f"{self.path}: [scenario.{sid}] names an unknown axis value {axis_id} = {value_id!r}")
+                hint = did_you_mean(axis_id, self.axes) if axis is None else did_you_mean(value_id, axis.values)
+                raise MatrixError(
+                    f"{self.path}: [scenario.{sid}] names an unknown axis value {axis_id} = {value_id!r}{hint}"
+                )
             _merge(settings, axis.values[value_id].settings)
         source = extra.pop("source", None)
         _merge(settings, extra)
@@ -278,122 +242,155 @@ def _merge(settings: dict[str, Any], extra: dict[str, Any]) -> None:
 
 def _value_set(where: str, axes: dict[str, Axis], axis: str, value: Any) -> frozenset[str]:
     values = frozenset([value] if isinstance(value, str) else value)
-    if axis not in axes or not values or values - set(axes[axis].values):
-        raise MatrixError(f"{where}: unknown axis or values {axis} = {sorted(values)}")
+    if axis not in axes:
+        raise MatrixError(f"{where}: unknown axis or values {axis} = {sorted(values)}{did_you_mean(axis, axes)}")
+    unknown = sorted(values - set(axes[axis].values))
+    if not values or unknown:
+        hint = did_you_mean(unknown[0], axes[axis].values) if unknown else ""
+        raise MatrixError(f"{where}: unknown axis or values {axis} = {sorted(values)}{hint}")
     return values
 
 
+def _schema_problems(document: dict[str, Any], lines: Lines) -> list[str]:
+    """Every departure of the file from its schema (:mod:`lightning_migrate.scenario_schema`), one line each, naming
+    the file, the line and table, the key, and the closest known key of an unknown one."""
+    path = lines.path
+    found = [
+        f"{path}: unknown table {text}; known: {', '.join(schema.FILE)}" for text in _unknown(document, schema.FILE)
+    ]
+    top = {"values": Key(schema.AXIS["values"].doc, (dict,), required=True)}
+    for aid, table in _tables(document, "axis", path, found):
+        found += table_problems(table, {**schema.AXIS, **top}, lines.where(f"[axis.{aid}]"))
+        if isinstance(table.get("values"), dict):
+            for vid, spec in table["values"].items():
+                where = lines.where(f"[axis.{aid}.values]", key=vid, label=f"[axis.{aid}] value {vid!r}")
+                found += problems(spec, Key("", (dict,), keys=schema.VALUE), where)
+    for number, table in enumerate(_list(document, "constraint", path, found)):
+        where = lines.where("[[constraint]]", number, label=f"constraint {number + 1}")
+        found += problems(table, Key("", (dict,), keys=schema.CONSTRAINT), where)
+    for sid, table in _tables(document, "scenario", path, found):
+        found += problems(table, Key("", (dict,), keys=schema.SCENARIO), lines.where(f"[scenario.{sid}]"))
+    lists = {name: Key(schema.RECIPE[name].doc, (list,)) for name in ("outside", "declared")}
+    for rid, table in _tables(document, "recipe", path, found):
+        found += table_problems(table, {**schema.RECIPE, **lists}, lines.where(f"[recipe.{rid}]"))
+        for name, keys in (("outside", schema.OUTSIDE), ("declared", schema.DECLARED)):
+            for number, entry in enumerate(table.get(name, []) if isinstance(table.get(name), list) else []):
+                where = lines.where(f"[[recipe.{rid}.{name}]]", number, label=f"[recipe.{rid}] {name} {number + 1}")
+                found += problems(entry, Key("", (dict,), keys=keys), where)
+    return found
+
+
+def _unknown(table: dict[str, Any], known: Any) -> list[str]:
+    return [f"{key!r}{did_you_mean(key, known)}" for key in table if key not in known]
+
+
+def _tables(document: dict[str, Any], name: str, path: Path, found: list[str]) -> list[tuple[str, Any]]:
+    tables = document.get(name, {})
+    if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
+        found.append(f"{path}: {name} must be tables [{name}.<id>]")
+        return []
+    return list(tables.items())
+
+
+def _list(document: dict[str, Any], name: str, path: Path, found: list[str]) -> list[Any]:
+    tables = document.get(name, [])
+    if not isinstance(tables, list):
+        found.append(f"{path}: {name} must be tables [[{name}]]")
+        return []
+    return tables
+
+
 def _check_settings(where: str, settings: dict[str, Any]) -> None:
-    unknown = set(settings) - SETTING_KEYS - {"label", "source"}
-    if unknown:
-        raise MatrixError(f"{where}: unknown settings {sorted(unknown)} (see the header of the matrix file)")
-    runs = settings.get("runs")
-    if runs is not None and (not runs or {r.lstrip("+") for r in runs} - set(RUNS)):
-        raise MatrixError(f'{where}: runs must list fit/validate/test/predict ("+": a new Trainer), not {runs}')
-    step = settings.get("step", {})
-    if step.get("train", TRAIN_STEPS[0]) not in TRAIN_STEPS or step.get("eval", EVAL_STEPS[0]) not in EVAL_STEPS:
-        raise MatrixError(f"{where}: step.train must be one of {TRAIN_STEPS}, step.eval one of {EVAL_STEPS}")
-    if set(settings.get("callbacks", ())) - set(CALLBACKS):
-        raise MatrixError(f"{where}: callbacks must be among {CALLBACKS}")
-    if settings.get("data", {}).get("course", COURSES[0]) not in COURSES:
-        raise MatrixError(f"{where}: data.course must be one of {COURSES}")
-    if settings.get("resume", False) not in RESUMES:
-        raise MatrixError(f'{where}: resume must be true (a mid-epoch checkpoint) or "last" (a restart)')
+    """What the schema cannot say of a value's or a scenario's settings (its types and kinds are checked already)."""
+    if "runs" in settings and not settings["runs"]:
+        raise MatrixError(f"{where}: runs must list at least one Trainer call")
 
 
 def load_space(path: Path = MATRIX_FILE) -> Space:
     """Read the matrix file.
 
     Raises:
-        MatrixError: a table lacks a required key or names an unknown axis value, stage, weighting, setting or
-            scenario; the message names the file and the table.
+        MatrixError: the file departs from its schema (:mod:`lightning_migrate.scenario_schema`: an unknown key,
+            with the closest known one, a missing key, a type, a value outside its kind), or names an unknown axis
+            value or scenario, or a referral proves nothing; the message names the file, the line and the table.
     """
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise MatrixError(f"{path}: {error}") from None
+    lines = Lines(text, path)
+    if "warning" in document:
+        raise MatrixError(
+            f"{path}: [[warning]]: the warnings the cells accept are declared with their reasons in "
+            f"{DECLARED_WARNINGS_FILE.relative_to(ROOT)} (IN_SCENARIO_CELLS), the build's one list"
+        )
+    found = _schema_problems(document, lines)
+    if found:
+        raise MatrixError("\n".join(found))
     axes: dict[str, Axis] = {}
     for aid, table in document.get("axis", {}).items():
-        where = f"{path}: [axis.{aid}]"
-        missing = {"title", "stages", "default", "values"} - set(table)
-        if missing:
-            raise MatrixError(f"{where} lacks {sorted(missing)}")
-        if set(table["stages"]) - set(STAGES):
-            raise MatrixError(f"{where} stages must be among {STAGES}")
+        where = lines.where(f"[axis.{aid}]")
         values = {}
         for vid, spec in table["values"].items():
-            if not spec.get("source") or not spec.get("label"):
-                raise MatrixError(f"{where} value {vid!r} needs a label and a source (a report or documentation)")
             settings = {k: v for k, v in spec.items() if k not in ("label", "source")}
-            _check_settings(f"{where} value {vid!r}", settings)
+            _check_settings(lines.where(f"[axis.{aid}.values]", key=vid, label=f"[axis.{aid}] value {vid!r}"), settings)
             values[vid] = AxisValue(vid, spec["label"], spec["source"], settings)
         if table["default"] not in values:
             raise MatrixError(f"{where} default {table['default']!r} is not one of its values")
         axes[aid] = Axis(aid, table["title"], tuple(table["stages"]), table["default"], values)
     constraints = []
     for number, table in enumerate(document.get("constraint", []), 1):
-        where = f"{path}: constraint {number}"
-        if not table.get("reason") or len(table.get("values", {})) < 2:
-            raise MatrixError(f"{where} needs values of two axes or more and a reason")
+        where = lines.where("[[constraint]]", number - 1, label=f"constraint {number}")
+        if len(table["values"]) < 2:
+            raise MatrixError(f"{where} needs values of two axes or more")
         values = {axis: _value_set(where, axes, axis, v) for axis, v in table["values"].items()}
         constraints.append(Constraint(values, table["reason"]))
     space = Space(path, axes, tuple(constraints), (), ())
     scenarios = []
     for sid, table in document.get("scenario", {}).items():
+        where = lines.where(f"[scenario.{sid}]")
         extra = {k: v for k, v in table.items() if k not in ("title", "values")}
-        _check_settings(f"{path}: [scenario.{sid}]", {k: v for k, v in extra.items() if k != "source"})
-        scenario = space.scenario(sid, table.get("values", {}), table.get("title", sid), **extra)
+        _check_settings(where, extra)
+        try:
+            scenario = space.scenario(sid, table.get("values", {}), table.get("title", sid), **extra)
+        except MatrixError as error:
+            raise MatrixError(f"{where} {str(error).removeprefix(f'{path}: [scenario.{sid}] ')}") from None
         constraint = space.excluded(scenario.values)
         if constraint:
-            raise MatrixError(f"{path}: [scenario.{sid}] combines values that cannot combine: {constraint.reason}")
+            raise MatrixError(f"{where} combines values that cannot combine: {constraint.reason}")
         scenarios.append(scenario)
     named = {s.id for s in scenarios}
-    recipes = [_load_recipe(path, rid, table, axes, named) for rid, table in document.get("recipe", {}).items()]
-    if "warning" in document:
-        raise MatrixError(
-            f"{path}: [[warning]]: the warnings the cells accept are declared with their reasons in "
-            f"{DECLARED_WARNINGS_FILE.relative_to(ROOT)} (IN_SCENARIO_CELLS), the build's one list"
-        )
+    recipes = [_load_recipe(lines, rid, table, axes, named) for rid, table in document.get("recipe", {}).items()]
     loaded = Space(path, axes, tuple(constraints), tuple(scenarios), tuple(recipes), declared_warnings())
-    problems = referral_problems(loaded)
-    if problems:
-        raise MatrixError("every referral must name a page whose recipe holds there:\n" + "\n".join(problems))
+    problems_found = referral_problems(loaded)
+    if problems_found:
+        raise MatrixError("every referral must name a page whose recipe holds there:\n" + "\n".join(problems_found))
     return loaded
 
 
-def _load_recipe(path: Path, rid: str, table: dict, axes: dict[str, Axis], named: set[str]) -> Recipe:
-    where = f"{path}: [recipe.{rid}]"
-    missing = {"title", "page", "define", "module", "stage", "weighting", "metric"} - set(table)
-    if missing:
-        raise MatrixError(f"{where} lacks {sorted(missing)}")
-    if table["stage"] not in STAGE_RUNS:
-        raise MatrixError(f"{where} stage must be one of {sorted(STAGE_RUNS)}, not {table['stage']!r}")
-    if table["weighting"] not in WEIGHTINGS:
-        raise MatrixError(f"{where} weighting must be one of {WEIGHTINGS}, not {table['weighting']!r}")
-    if table.get("over_runs") not in (None, "running_min"):
-        raise MatrixError(f"{where} over_runs must be running_min, not {table['over_runs']!r}")
-    if table.get("transform") not in (None, *TRANSFORMS):
-        raise MatrixError(f"{where} transform must be one of {TRANSFORMS}, not {table['transform']!r}")
+def _load_recipe(lines: Lines, rid: str, table: dict, axes: dict[str, Axis], named: set[str]) -> Recipe:
+    where = lines.where(f"[recipe.{rid}]")
     outside = []
-    for entry in table.get("outside", []):
-        if not {"axis", "values", "reason", "see"} <= set(entry):
-            raise MatrixError(f"{where} outside: each entry needs axis, values, reason and see (the variant's page)")
-        values = _value_set(f"{where} outside", axes, entry["axis"], entry["values"])
+    for number, entry in enumerate(table.get("outside", [])):
+        here = lines.where(f"[[recipe.{rid}.outside]]", number, label=f"[recipe.{rid}] outside")
+        values = _value_set(here, axes, entry["axis"], entry["values"])
         if axes[entry["axis"]].default in values:
-            raise MatrixError(f"{where} outside: the default {entry['axis']} = {axes[entry['axis']].default!r} "
+            raise MatrixError(f"{here}: the default {entry['axis']} = {axes[entry['axis']].default!r} "
                               "must stay inside the domain")  # fmt: skip
         outside.append(Outside(entry["axis"], values, entry["reason"], entry["see"]))
     declared = []
-    for entry in table.get("declared", []):
-        if entry.get("outcome") not in ("differs", "raises") or not entry.get("reason") or not entry.get("see"):
-            raise MatrixError(f"{where} declared: needs outcome = differs | raises, a reason and see")
+    for number, entry in enumerate(table.get("declared", [])):
+        here = lines.where(f"[[recipe.{rid}.declared]]", number, label=f"[recipe.{rid}] declared")
         if entry["outcome"] == "raises" and not entry.get("match"):
-            raise MatrixError(f"{where} declared: a declared error needs match = text of the error")
+            raise MatrixError(f"{here}: a declared error needs match = text of the error")
         if ("scenario" in entry) == ("values" in entry):
-            raise MatrixError(f"{where} declared: give either scenario = <named id> or values = {{...}}")
+            raise MatrixError(f"{here}: give either scenario = <named id> or values = {{...}}")
         if "scenario" in entry and entry["scenario"] not in named:
-            raise MatrixError(f"{where} declared: names unknown scenario {entry['scenario']!r}")
-        values = {a: _value_set(f"{where} declared", axes, a, v) for a, v in entry.get("values", {}).items()}
+            raise MatrixError(
+                f"{here}: names unknown scenario {entry['scenario']!r}{did_you_mean(entry['scenario'], named)}"
+            )
+        values = {a: _value_set(here, axes, a, v) for a, v in entry.get("values", {}).items()}
         declared.append(
             Declared(entry["outcome"], entry["reason"], entry["see"], entry.get("match"), values, entry.get("scenario"))
         )
