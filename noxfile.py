@@ -78,10 +78,19 @@ def build_requirements() -> str:
     return HOSTED_REQUIREMENTS
 
 
+#: Dask, pinned: the scenario matrix and the exploration run their cells on a Dask scheduler's workers when given
+#: its address (``GUIDE_DASK_SCHEDULER``, or ``nox -s explore -- --scheduler ADDRESS``).
+DASK_REQUIREMENTS = "requirements-dask.txt"
+SCHEDULER_VARIABLE = "GUIDE_DASK_SCHEDULER"
+
+
 def install_build(session):
     """Install the site's pinned build environment (:func:`build_requirements`) into the session: the pins and this
-    project itself, whose ``lightning-migrate`` command the pages run."""
+    project itself, whose ``lightning-migrate`` command the pages run; and Dask when ``GUIDE_DASK_SCHEDULER`` names
+    a scheduler for the scenario matrix."""
     session.install("-r", build_requirements_once())
+    if os.environ.get(SCHEDULER_VARIABLE):
+        session.install("-r", DASK_REQUIREMENTS)
 
 
 def requirement_pin(name: str) -> str:
@@ -307,8 +316,10 @@ def record(session, version):
 @nox.session(python=PYTHON)
 def explore(session):
     """Not a default session: draw many more scenarios than the build runs, at random, for a time budget, and print
-    every cell that does not behave as data/scenarios.toml declares (``nox -s explore -- --minutes 10 --seed 1``)."""
+    every cell that does not behave as data/scenarios.toml declares (``nox -s explore -- --minutes 10 --seed 1``;
+    ``-- --scheduler tcp://host:8786`` runs the cells on a Dask scheduler's workers)."""
     install_build(session)
+    session.install("-r", DASK_REQUIREMENTS)
     sys.path[:0] = [str(ROOT / "docs" / "_ext"), str(ROOT / "src")]  # the filters, and the list they apply
     from build_mechanics import declared_warnings  # the build's warning filters (conf.py sets the same)
 

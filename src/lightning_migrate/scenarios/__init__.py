@@ -18,8 +18,10 @@ unless the matrix file declares it a trap kept as evidence (``declared``, with i
 
 ``python -m lightning_migrate.scenarios --output FILE`` writes the results as JSON (atomically) and exits 1 when a
 cell's outcome is not the declared one, naming the recipe, the scenario and what happened. Cells run side by side
-in joblib's loky workers (``--jobs``; default: every core). The Sphinx extension ``docs/_ext/scenario_matrix.py``
-runs it at every build and renders ``docs/reference/scenarios.rst`` and each recipe page's domain box.
+in joblib's loky workers (``--jobs``; default: every core), or on the workers of a Dask scheduler (``--scheduler
+ADDRESS``, default ``$GUIDE_DASK_SCHEDULER``: :func:`on_dask`, joblib's ``dask`` backend). The Sphinx extension
+``docs/_ext/guide/scenario_matrix.py`` runs it at every build and renders ``docs/reference/scenarios.rst`` and each
+recipe page's domain box.
 """
 
 from __future__ import annotations
@@ -92,13 +94,17 @@ def run_cells(
     declared=(),
     progress: Callable[[int], Progress] | None = None,
     run: Callable[..., dict] = cell_result,
+    scheduler: str | None = None,
 ) -> list:
     """Results of ``cells``, in order, run in ``jobs`` loky worker processes (joblib's reusable executor; ``1``:
-    in this process). ``then``, when given, is called once every cell is submitted and returns more cells to run
-    (the build generates the covering set while the named cells run). ``declared``: the matrix file's warnings.
-    ``progress``, when given, is called with the number of cells once they are all known and returns the
-    :class:`.progress.Progress` each finished cell advances (``main`` prints the matrix's progress so). ``run``: what
-    runs one cell, ``run(recipe, scenario, root, declared)`` (default :func:`cell_result`)."""
+    in this process), or with ``scheduler`` on the workers of that Dask scheduler (:func:`on_dask`). ``then``, when
+    given, is called once every cell is submitted and returns more cells to run (the build generates the covering set
+    while the named cells run). ``declared``: the matrix file's warnings. ``progress``, when given, is called with the
+    number of cells once they are all known and returns the :class:`.progress.Progress` each finished cell advances
+    (``main`` prints the matrix's progress so). ``run``: what runs one cell, ``run(recipe, scenario, root,
+    declared)`` (default :func:`cell_result`)."""
+    if scheduler:
+        return on_dask(scheduler, [*cells, *(then() if then else [])], root, declared, progress, run)
     jobs = jobs or os.cpu_count() or 1
     if jobs == 1:
         cells = [*cells, *(then() if then else [])]
@@ -122,6 +128,67 @@ def run_cells(
     return [future.result() for future in futures]
 
 
+#: The environment variable that names a Dask scheduler (``tcp://host:8786``) for the matrix and the exploration:
+#: the default of their ``--scheduler``, so that the build's matrix, started by Sphinx, runs there too.
+SCHEDULER_VARIABLE = "GUIDE_DASK_SCHEDULER"
+
+
+def _indexed(index: int, run: Callable[..., dict], *args: Any) -> tuple[int, dict]:
+    return index, run(*args)
+
+
+def _daemonic() -> bool:
+    import multiprocessing
+
+    return bool(multiprocessing.current_process().daemon)
+
+
+def on_dask(
+    address: str,
+    cells: list[tuple[Recipe, Scenario]],
+    root: Path = ROOT,
+    declared=(),
+    progress: Callable[[int], Progress] | None = None,
+    run: Callable[..., dict] = cell_result,
+) -> list:
+    """Results of ``cells``, in order, run on the workers of the Dask scheduler at ``address``, through joblib's
+    ``dask`` backend (``joblib.parallel_config(backend="dask")``); ``progress`` as :func:`run_cells` takes it.
+
+    The workers run the project from a checkout at the same path as ``root`` (the cells read the recipes' pages
+    there), with this environment's packages, ``PYTHONPATH`` holding the checkout's ``src``, and the build's warning
+    filters (``PYTHONWARNINGS``) when the run is the build's; each runs one cell at a time (``--nthreads 1``: a cell
+    sets process-wide state, the warning filters, Lightning's log level, the seeds, standard output), and the
+    multi-process cells need workers that may start processes (``DASK_DISTRIBUTED__WORKER__DAEMON=False``).
+
+    Raises:
+        MatrixError: a worker runs several threads, or a multi-process cell would run on a daemonic worker.
+    """
+    import joblib
+    from distributed import Client
+
+    results: list[Any] = [None] * len(cells)
+    with Client(address) as client:
+        threads = {worker: n for worker, n in client.nthreads().items() if n != 1}
+        if threads:
+            raise MatrixError(
+                f"the Dask workers of {address} must run one cell at a time (start them with --nthreads 1): {threads}"
+            )
+        if any(scenario.distributed for _, scenario in cells) and any(client.run(_daemonic).values()):
+            raise MatrixError(
+                f"the Dask workers of {address} are daemonic processes, which cannot start the processes of the DDP "
+                "cells: start them with DASK_DISTRIBUTED__WORKER__DAEMON=False"
+            )
+        tracker = progress(len(cells)) if progress else None
+        with joblib.parallel_config(backend="dask"):
+            parallel = joblib.Parallel(n_jobs=-1, return_as="generator_unordered")
+            tasks = (joblib.delayed(_indexed)(i, run, r, s, root, declared) for i, (r, s) in enumerate(cells))
+            for index, result in parallel(tasks):
+                results[index] = result
+                if tracker:
+                    tracker.advance()
+    return results
+
+
 def run_matrix(
     space: Space,
     root: Path = ROOT,
@@ -131,10 +198,12 @@ def run_matrix(
     cache_dir: Path | None = None,
     covering: bool = True,
     progress: Callable[[int], Progress] | None = None,
+    scheduler: str | None = None,
 ) -> dict[str, Any]:
     """Run the named scenarios for every recipe (or the recipes in ``only``) and the covering set (unless
     ``covering`` is false); ``scenarios`` keeps the cells of those scenario ids only; ``progress``: as
-    :func:`run_cells` takes it. Returns the JSON document the pages are rendered from."""
+    :func:`run_cells` takes it; ``scheduler``: a Dask scheduler's address, where the cells run
+    (:func:`on_dask`). Returns the JSON document the pages are rendered from."""
     import lightning
     import torch
 
@@ -151,7 +220,9 @@ def run_matrix(
                     generated.append((by_id[rid], scenario))
         return generated
 
-    cells = run_cells(named, root, jobs, then=covering_cells, declared=space.warnings, progress=progress)
+    cells = run_cells(
+        named, root, jobs, then=covering_cells, declared=space.warnings, progress=progress, scheduler=scheduler
+    )
     shown = [s for s in space.scenarios if not scenarios or s.id in scenarios]
     return {
         "lightning": lightning.__version__,
@@ -322,6 +393,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
     parser.add_argument("--cache", type=Path, help="keep the generated covering set in this folder")
     parser.add_argument("--named-only", action="store_true", help="run the named scenarios, not the covering set")
+    parser.add_argument(
+        "--scheduler",
+        default=os.environ.get(SCHEDULER_VARIABLE) or None,
+        help=f"run the cells on this Dask scheduler's workers (default: ${SCHEDULER_VARIABLE}, else here)",
+    )
     args = parser.parse_args(argv)
     try:
         space = load_space(args.matrix)
@@ -337,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
             args.cache,
             covering=not args.named_only,
             progress=Progress,  # cells done / total and the time left, every 10 s, on standard output
+            scheduler=args.scheduler,
         )
     except MatrixError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -345,9 +422,10 @@ def main(argv: list[str] | None = None) -> int:
         write_atomic(args.output, json.dumps(document, indent=1, default=str) + "\n")
     counts = {outcome: sum(c["outcome"] == outcome for c in document["cells"]) for outcome in OUTCOMES}
     scenarios = len(document["scenarios"])
+    where = f"the Dask scheduler {args.scheduler}" if args.scheduler else f"{document['jobs']} workers"
     print(
         f"scenario matrix: {len(document['cells'])} cells ({scenarios} scenarios, {document['covering']['cells']} "
-        f"generated) in {document['seconds']} s on {document['jobs']} workers: {counts}"
+        f"generated) in {document['seconds']} s on {where}: {counts}"
     )
     bad = failures(document)
     for line in bad:
