@@ -278,10 +278,13 @@ def install_lightning_release(session, entry):
         session.install("--no-deps", *entry["after"])
 
 
-def run_release(session, group, version, *args):
-    """Install ``version`` in the session's own environment and run lightning_migrate.compat there with ``args``."""
+def run_release(session, group, version, *args, extra=()):
+    """Install ``version`` in the session's own environment (and the pins ``extra``) and run lightning_migrate.compat
+    there with ``args``."""
     try:
         install_lightning_release(session, COMPAT[group][version])
+        if extra:
+            session.install(*extra)
         src = str(ROOT / "src")  # the project's code runs from the tree: its records are read and written there
         session.run("python", "-m", "lightning_migrate.compat", "--version", version, *args, env={"PYTHONPATH": src})
     finally:
@@ -300,8 +303,18 @@ def legacy(session, version):
 @nox.parametrize("version", list(COMPAT["matrix"]))
 def matrix(session, version):
     """The replacement examples and the old patterns on the declared 2.x releases (run after `legacy`, whose
-    records of this run they compare with); fails when the run differs from the committed record."""
-    run_release(session, "matrix", version, "--check")
+    records of this run they compare with); fails when the run differs from the committed record. On a release
+    other than the build's own (which runs the whole scenario matrix), every recipe of data/scenarios.toml runs too,
+    in the smallest set of cells that meets each value of its domain (``--scenario-cells``); on each, the pages are
+    checked for names and arguments the release lacks (``--pages``)."""
+    checks = ["--check", "--pages"]
+    if version != requirement_pin("lightning").removeprefix("lightning=="):
+        checks.append("--scenario-cells")
+    # the recipes' cells: joblib's workers, the checker (a rewrite's recipe runs its fix), matplotlib (a page's import)
+    extra = (
+        [requirement_pin(name) for name in ("joblib", "libcst", "matplotlib")] if "--scenario-cells" in checks else []
+    )
+    run_release(session, "matrix", version, *checks, extra=extra)
 
 
 @nox.session(python=PYTHON, default=False)

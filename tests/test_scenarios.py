@@ -446,7 +446,7 @@ def test_every_declared_trap_has_a_cell_that_shows_it():
     recipes = {r.id: r for r in declared.recipes}
     for recipe in declared.recipes:
         for number, entry in enumerate(recipe.declared, 1):
-            if not entry.values:
+            if not entry.values or not entry.here():  # a trap of other releases runs in their sessions only
                 continue
             shown = [s for s in declared.scenarios if recipe.declared_for(s) is entry]
             shown += [s for rid, s in traps if rid == recipe.id and s.id == f"trap-{recipe.id}-{number}"]

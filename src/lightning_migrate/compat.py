@@ -237,6 +237,18 @@ def main(argv: list[str] | None = None) -> int:
         help=f"write the run's record under {CHECK_DIR.relative_to(ROOT)} and exit 1 when it differs from the "
         f"committed one in {COMPAT_DIR.relative_to(ROOT)} (default: record, rewriting the committed file)",
     )
+    parser.add_argument(
+        "--scenario-cells",
+        action="store_true",
+        help="also run every recipe of data/scenarios.toml on this release, in the smallest set of cells that meets "
+        "each value of its domain (lightning_migrate.scenarios.releases), against the build's ground truth",
+    )
+    parser.add_argument("--jobs", type=int, help="worker processes of the scenario cells (default: one per core)")
+    parser.add_argument(
+        "--pages",
+        action="store_true",
+        help="check that the pages import and call only what this release has (lightning_migrate.release_api)",
+    )
     args = parser.parse_args(argv)
     matrix = load_matrix()
     if args.version not in matrix["versions"]:
@@ -269,6 +281,25 @@ def main(argv: list[str] | None = None) -> int:
     if failed:  # recorded in the data file, and a failure of the session: the guide claims they work here
         print(f"failed on Lightning {args.version}: {', '.join(failed)}", file=sys.stderr)
         code = 1
+    if args.pages:
+        from lightning_migrate import release_api
+
+        lacking = release_api.problems()
+        print(f"pages on Lightning {args.version}: {len(release_api.pages())} read, {len(lacking)} use what it lacks")
+        for line in lacking:
+            print(line, file=sys.stderr)
+        code = code or (1 if lacking else 0)
+    if args.scenario_cells:
+        from lightning_migrate.scenarios import releases
+
+        lines, cells, seconds = releases.check_release(args.version, args.jobs)
+        print(
+            f"scenario cells on Lightning {args.version}: {cells} cells in {seconds:.0f} s, "
+            f"{len(lines)} not as declared"
+        )
+        for line in lines:
+            print(line, file=sys.stderr)
+        code = code or (1 if lines else 0)
     return code
 
 

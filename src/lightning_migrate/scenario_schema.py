@@ -236,6 +236,11 @@ DECLARED = {
     "reason": Key("why, for the reader", (str,), required=True),
     "see": Key("the page to read", (str,), required=True),
     "match": Key("text the error (or the difference) must contain; required for raises", (str,)),
+    "releases": Key(
+        "the Lightning releases it holds on, where Lightning changed between releases (default: every release)",
+        (list,),
+        items=Key("a release of data/compat/matrix.toml", (str,)),
+    ),
 }
 RECIPE = {
     "title": Key("what the reader sees", (str,), required=True),

@@ -262,6 +262,7 @@ def run_matrix(
                         "see": d.see,
                     }
                     for d in r.declared
+                    if d.here()  # a trap of other releases only is evidence of their sessions, not of this build
                 ],
             }
             for r in recipes

@@ -111,14 +111,15 @@ def reduce(per_batch: list, weighting: str):
     return WEIGHTINGS[weighting](per_batch)
 
 
-def evaluated_indices(size: int, scenario: Scenario, stage: str) -> list[int]:
+def evaluated_indices(size: int, scenario: Scenario, stage: str, ran: int | None = None) -> list[int]:
     """The samples of a dataset of ``size`` that one evaluation run reads, each once, in dataset order.
 
     Each rank reads its share: Lightning's ``DistributedSampler`` pads the index list to a multiple of the world
     size with its first indices and deals them out (rank ``r``: positions ``r, r + world, ...``); an own split or
     an iterable dataset deals ``r, r + world, ...`` without padding. Each rank then runs its first ``limit``
     batches (``limit_<stage>_batches``: an int, or a fraction of the rank's batches, rounded down;
-    ``fast_dev_run``: one).
+    ``fast_dev_run``: one), and at most ``ran`` batches when given: how many rank 0 evaluated in that run (fewer when
+    Lightning finishes an evaluation a resumed checkpoint interrupted).
     """
     world = scenario.world_size
     batch_size = scenario.data["batch_size"]
@@ -138,6 +139,8 @@ def evaluated_indices(size: int, scenario: Scenario, stage: str) -> list[int]:
             batches = int(batches * limit)
         elif isinstance(limit, int) and not isinstance(limit, bool):
             batches = min(batches, limit)
+        if ran is not None:
+            batches = min(batches, ran)
         seen.update(shard[: batches * batch_size])
     return sorted(seen)
 
@@ -172,9 +175,9 @@ def ground_truth(
     carried = list(before or [])
     for entry in [*carried, *record[recipe.stage]]:
         per_loader = []
-        for name in entry["datasets"]:
+        for number, name in enumerate(entry["datasets"]):
             dataset = datasets[name]
-            indices = evaluated_indices(len(dataset), scenario, recipe.stage)
+            indices = evaluated_indices(len(dataset), scenario, recipe.stage, entry.get("batches", {}).get(number))
             samples = dataset.data[indices]
             batches = [samples[start : start + batch_size] for start in range(0, len(samples), batch_size)]
             results = [loss_per_sample(entry["weights"], batch, scenario) for batch in batches]
