@@ -794,3 +794,25 @@ def test_a_loss_written_by_hand_is_bfloat16_under_bf16_mixed_and_holds_within_tw
     full = loaded.scenario("hand-loss-32", {"train_step": "hand-loss"})
     result = scenarios.cell_result(recipe, full, declared_warnings=accepted)
     assert result["outcome"] == "holds" and result["relative_error"] <= harness.REL_TOL, result
+
+
+def test_a_checkpoint_compares_only_validations_after_an_optimizer_step():
+    """Lightning's ModelCheckpoint saves, and so compares, only after an optimizer step since its last save (its
+    count starts at 0): with validation every 2 batches under accumulation 3, some validations are never its best."""
+    watched = [(1.9, 0), (1.5, 1), (0.9, 1), (1.2, 2), (1.1, 2)]  # (value, optimizer steps before it)
+    assert harness.checkpoint_candidates(watched) == [1.5, 1.2]
+    assert harness.checkpoint_candidates([(2.0, None), (1.0, None)]) == [2.0, 1.0]  # training epochs: every one
+
+
+@pytest.mark.parametrize(
+    ("recipe_id", "scenario_id"),
+    [("module_side", "bf16_hand_loss_monitored"), ("validation", "checkpoint_skips_a_validation_without_a_step")],
+)
+def test_the_monitors_are_compared_with_what_they_could_see(recipe_id, scenario_id):
+    """Exploration (seed 29): a monitored bfloat16 loss within the recipe's own tolerance, and a ModelCheckpoint that
+    skipped a validation without an optimizer step, were called failures of the recipe."""
+    loaded = scenarios.load_space()
+    recipe = next(r for r in loaded.recipes if r.id == recipe_id)
+    scenario = next(s for s in loaded.scenarios if s.id == scenario_id)
+    result = scenarios.cell_result(recipe, scenario, declared_warnings=space.declared_warnings())
+    assert (result["outcome"], result["expected"]) == ("holds", "holds"), result

@@ -180,11 +180,11 @@ def check_release(
     # process and in the workers it starts.
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
     warnings.simplefilter("ignore")
-    # Every release runs on the build's torch (data/compat/matrix.toml: torch first, held). Lightning before 2.4
-    # loads its checkpoints with torch.load's default, which torch 2.6 turned to weights_only=True: a resumed run
-    # fails on its own hyperparameters and loop state, whatever the recipe ("Weights only load failed"; Lightning
-    # 2.0.9 and 2.2.5 under torch 2.13, measured by these cells). torch's documented switch restores the default those
-    # releases were written against, for the cells only.
+    # Every release runs on the build's torch (data/compat/matrix.toml: torch first, held). An older Lightning may
+    # load its checkpoints with torch.load's default, which torch 2.6 turned to weights_only=True: a resumed run
+    # fails on its own hyperparameters and loop state, whatever the recipe ("Weights only load failed": Lightning
+    # 2.0.9 under torch 2.13, measured by these cells; 2.2.5 resumes). torch's documented switch restores the default
+    # such a release was written against, for the cells only.
     os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
     started = time.perf_counter()
     space = space or load_space()
