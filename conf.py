@@ -18,9 +18,10 @@ sys.path.insert(0, str(ROOT / "src"))  # the registry of old patterns, shared wi
 # The examples train toy models: one intra-op thread per process is faster than two threads contending
 # for two cores with Sphinx, the probes and the notebook kernel (measured: benchmarks/build_speed.py).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# A Python warning fails the build unless docs/_ext/build_mechanics/declared_warnings.py declares it, with its
-# reason. The processes the build starts inherit the filters through PYTHONWARNINGS: sphinx-gallery's workers, the
-# notebook kernel, the probes and the scenario matrix; sphinx-gallery's reset_modules entry
+# A Python warning fails the build unless src/lightning_migrate/declared_warnings.py declares it, with its reason
+# (docs/_ext/build_mechanics/declared_warnings.py applies the list). The processes the build starts inherit the
+# filters through PYTHONWARNINGS: sphinx-gallery's workers, the notebook kernel, the probes and the scenario matrix;
+# sphinx-gallery's reset_modules entry
 # `declared_warnings.strict_warnings` installs them around each example (also in this process, with -j 1). A warning
 # is then an exception naming its file and line.
 from build_mechanics import declared_warnings  # noqa: E402 - docs/_ext is on sys.path from here
@@ -52,6 +53,7 @@ extensions = [
     "sphinxext.opengraph",
     "build_mechanics.site_address",  # html_baseurl drives the 404 page, link previews and the checker's links
     "build_mechanics.project_links",  # the repository's address and release tag from pyproject.toml
+    "build_mechanics.data_schemas",  # a data file's schema on the contributing page, from its one declaration
     "guide.compat_table",  # the recorded releases (data/compat/*.json)
     "build_mechanics.identifier_breaks",  # inline code breaks after _ . ( , only, never inside a word
     "build_mechanics.phone_tables",  # a table marked stack-on-phone reads one block per row on a phone

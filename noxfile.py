@@ -78,10 +78,19 @@ def build_requirements() -> str:
     return HOSTED_REQUIREMENTS
 
 
+#: Dask, pinned: the scenario matrix and the exploration run their cells on a Dask scheduler's workers when given
+#: its address (``GUIDE_DASK_SCHEDULER``, or ``nox -s explore -- --scheduler ADDRESS``).
+DASK_REQUIREMENTS = "requirements-dask.txt"
+SCHEDULER_VARIABLE = "GUIDE_DASK_SCHEDULER"
+
+
 def install_build(session):
     """Install the site's pinned build environment (:func:`build_requirements`) into the session: the pins and this
-    project itself, whose ``lightning-migrate`` command the pages run."""
+    project itself, whose ``lightning-migrate`` command the pages run; and Dask when ``GUIDE_DASK_SCHEDULER`` names
+    a scheduler for the scenario matrix."""
     session.install("-r", build_requirements_once())
+    if os.environ.get(SCHEDULER_VARIABLE):
+        session.install("-r", DASK_REQUIREMENTS)
 
 
 def requirement_pin(name: str) -> str:
@@ -243,11 +252,12 @@ def bench(session):
 
 # -- Old and 2.x Lightning releases: data/compat/<version>.json, rendered by docs/_ext/compat_table.py ------------
 def _compat_matrix():
-    """The declared releases (data/compat/matrix.toml), read without importing the project."""
-    import tomllib
+    """The declared releases (data/compat/matrix.toml), checked against its schema (``compat_schema``: the standard
+    library only, so nox imports it without the project's dependencies)."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from lightning_migrate import compat_schema
 
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "compat", "matrix.toml"), "rb") as file:
-        return tomllib.load(file)
+    return compat_schema.read(ROOT / "data" / "compat" / "matrix.toml")
 
 
 COMPAT = _compat_matrix()
@@ -268,10 +278,13 @@ def install_lightning_release(session, entry):
         session.install("--no-deps", *entry["after"])
 
 
-def run_release(session, group, version, *args):
-    """Install ``version`` in the session's own environment and run lightning_migrate.compat there with ``args``."""
+def run_release(session, group, version, *args, extra=()):
+    """Install ``version`` in the session's own environment (and the pins ``extra``) and run lightning_migrate.compat
+    there with ``args``."""
     try:
         install_lightning_release(session, COMPAT[group][version])
+        if extra:
+            session.install(*extra)
         src = str(ROOT / "src")  # the project's code runs from the tree: its records are read and written there
         env = {"PYTHONPATH": src, "OMP_NUM_THREADS": "1"}  # toy models: one intra-op thread, as the build has
         session.run("python", "-m", "lightning_migrate.compat", "--version", version, *args, env=env)
@@ -291,8 +304,18 @@ def legacy(session, version):
 @nox.parametrize("version", list(COMPAT["matrix"]))
 def matrix(session, version):
     """The replacement examples and the old patterns on the declared 2.x releases (run after `legacy`, whose
-    records of this run they compare with); fails when the run differs from the committed record."""
-    run_release(session, "matrix", version, "--check")
+    records of this run they compare with); fails when the run differs from the committed record. On a release
+    other than the build's own (which runs the whole scenario matrix), every recipe of data/scenarios.toml runs too,
+    in the smallest set of cells that meets each value of its domain (``--scenario-cells``); on each, the pages are
+    checked for names and arguments the release lacks (``--pages``)."""
+    checks = ["--check", "--pages"]
+    if version != requirement_pin("lightning").removeprefix("lightning=="):
+        checks.append("--scenario-cells")
+    # the recipes' cells: joblib's workers, the checker (a rewrite's recipe runs its fix), matplotlib (a page's import)
+    extra = (
+        [requirement_pin(name) for name in ("joblib", "libcst", "matplotlib")] if "--scenario-cells" in checks else []
+    )
+    run_release(session, "matrix", version, *checks, extra=extra)
 
 
 @nox.session(python=PYTHON, default=False)
@@ -307,9 +330,11 @@ def record(session, version):
 @nox.session(python=PYTHON)
 def explore(session):
     """Not a default session: draw many more scenarios than the build runs, at random, for a time budget, and print
-    every cell that does not behave as data/scenarios.toml declares (``nox -s explore -- --minutes 10 --seed 1``)."""
+    every cell that does not behave as data/scenarios.toml declares (``nox -s explore -- --minutes 10 --seed 1``;
+    ``-- --scheduler tcp://host:8786`` runs the cells on a Dask scheduler's workers)."""
     install_build(session)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "_ext"))
+    session.install("-r", DASK_REQUIREMENTS)
+    sys.path[:0] = [str(ROOT / "docs" / "_ext"), str(ROOT / "src")]  # the filters, and the list they apply
     from build_mechanics import declared_warnings  # the build's warning filters (conf.py sets the same)
 
     env = {

@@ -231,3 +231,32 @@ def test_the_column_of_the_installed_release_follows_this_builds_probe_records(t
 def committed_label(version: str) -> str:
     record = _records(version)["training-epoch-end"]
     return f"raises {record['error_type']}" if record["outcome"] == "error" else PROBE_OUTCOMES[record["outcome"]]
+
+
+def test_every_declared_equivalence_kind_is_implemented_and_no_other():
+    from lightning_migrate import compat_schema
+
+    assert set(compat_schema.EQUIVALENCE) == set(compat.EQUIVALENCE_MODES)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('"1.9.5" = { pins', '"1.9.5" = { pinz = [], pins',
+         r":\d+: \[legacy\] 1\.9\.5: unknown key 'pinz' \(did you mean 'pins'\?\)"),
+        ('equivalence = "replacements" }', 'equivalence = "replacement" }',
+         r"\[matrix\] 2\.0\.9: equivalence = 'replacement' is not one of 'old', 'old-and-replacements', 'replacements' "
+         r"\(did you mean 'replacements'\?\)"),
+        ('reference = "1.9.5"', 'reference = "1.9.6"',
+         r":\d+: \[equivalence\]: reference '1\.9\.6' is not a declared version \(did you mean '1\.9\.5'\?\)"),
+        ("[examples]\n", "[example]\n", r"unknown table 'example' \(did you mean 'examples'\?\)"),
+    ],
+)  # fmt: skip
+def test_a_malformed_release_table_names_the_file_line_and_the_closest_key(tmp_path, old, new, message):
+    text = compat.MATRIX_FILE.read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "matrix.toml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(ValueError, match=message) as raised:
+        compat.load_matrix(path)
+    assert str(raised.value).startswith(str(path))

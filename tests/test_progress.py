@@ -73,7 +73,7 @@ def test_a_fast_matrix_prints_only_its_last_line():
 def test_exploration_prints_its_budget_left_every_ten_seconds_at_most(monkeypatch):
     clock = Clock(tick=3.0)
 
-    def fake_run_cells(cells, root, jobs, declared=()):
+    def fake_run_cells(cells, root, jobs, declared=(), scheduler=None):
         clock.now += clock.tick * len(cells)
         return [
             {"recipe": recipe.id, "scenario": scenario.id, "outcome": "holds", "expected": "holds"}

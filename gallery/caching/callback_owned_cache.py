@@ -29,7 +29,7 @@ from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
 
-pl.seed_everything(0, verbose=False)  # seeded before the data is drawn: the same numbers at every run
+pl.seed_everything(0)  # seeded before the data is drawn: the same numbers at every run
 loader = DataLoader(RandomDataset(32, 64), batch_size=8)  # training and validation alike
 
 
@@ -141,7 +141,7 @@ def mean_loss(weights, batches):
         return torch.stack([reference.step(batch) for batch in batches]).mean().item()
 
 
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 cache, snapshots = ValidationCache(), WeightSnapshots()
 logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
 trainer = fit([cache, snapshots], logger=logger, max_epochs=2)
@@ -184,7 +184,7 @@ class ClearsAtTrainEpochEnd(ValidationCache):
         self.losses.clear()
 
 
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 wrong, snapshots = ClearsAtTrainEpochEnd(), WeightSnapshots()
 logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
 trainer = fit([wrong, snapshots], logger=logger, val_check_interval=0.5)

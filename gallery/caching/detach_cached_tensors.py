@@ -108,7 +108,7 @@ class OutputsSeen(pl.Callback):
 
 
 def train(detach):
-    pl.seed_everything(0, verbose=False)
+    pl.seed_everything(0)
     model = CachingModel(detach)
     model.outputs_seen = OutputsSeen()
     trainer = pl.Trainer(

@@ -103,7 +103,7 @@ def logged(logger, name):
         return [float(row[name]) for row in csv.DictReader(file) if row.get(name)]
 
 
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 train_loader = DataLoader(RandomDataset(32, 40), batch_size=8)
 observer = BatchWeights()
 logger = CSVLogger(tempfile.mkdtemp(), name="", version="")

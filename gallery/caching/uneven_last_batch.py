@@ -46,7 +46,7 @@ from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
 
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 val_loader = DataLoader(RandomDataset(32, 10), batch_size=4)
 
 

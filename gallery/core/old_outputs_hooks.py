@@ -39,7 +39,7 @@ def make_trainer(callbacks=()):
 
 def fit_and_capture(model, callbacks=()):
     """Fit ``model``; return the exception Lightning raised (``None`` if none) and the trainer it came from."""
-    pl.seed_everything(0, verbose=False)
+    pl.seed_everything(0)
     trainer = make_trainer(callbacks)
     try:
         trainer.fit(model, DataLoader(RandomDataset(32, 32), batch_size=8))

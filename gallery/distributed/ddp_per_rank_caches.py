@@ -166,7 +166,7 @@ def make_trainer(**kwargs):
 # ``strategy="ddp_fork"`` forks the worker processes (gloo on CPU), which also works inside a Jupyter
 # kernel, so this page's notebook runs as it is. The main process takes no part in
 # training: it waits for the workers, then receives rank 0's ``callback_metrics`` and trained weights.
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 ddp_model = ShardCachingModel()
 initial_weight = ddp_model.layer.weight.detach().clone()
 ddp_trainer = make_trainer(devices=WORLD_SIZE, strategy="ddp_fork")
@@ -270,7 +270,7 @@ def dataset_mean_loss(model, dataset):
         return per_sample_loss(model, torch.stack([dataset[i] for i in range(len(dataset))])).mean().item()
 
 
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 naive_model = GatheredMean()
 naive_trainer = make_trainer(devices=WORLD_SIZE, strategy="ddp_fork", max_epochs=2, limit_val_batches=None)
 naive_trainer.fit(naive_model, train_loader, val_loader)
@@ -350,7 +350,7 @@ def standard_error_into(path):
             torch_log.handlers = saved_handlers
 
 
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 unequal_trainer = make_trainer(
     devices=WORLD_SIZE, strategy="ddp_fork", max_epochs=1, limit_val_batches=None, use_distributed_sampler=False
 )
@@ -395,7 +395,7 @@ runs = {
 }
 recipe_results = {}
 for name, (recipe_model, options) in runs.items():
-    pl.seed_everything(0, verbose=False)
+    pl.seed_everything(0)
     recipe_trainer = make_trainer(max_epochs=2, limit_val_batches=None, **options)
     own_loader = isinstance(recipe_model, DatasetMeanOwnShards)
     recipe_trainer.fit(recipe_model, train_loader, None if own_loader else val_loader)

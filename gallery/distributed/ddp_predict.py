@@ -111,7 +111,7 @@ def make_trainer(callbacks=(), **kwargs):
     )
 
 
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 predict_loader = DataLoader(RandomDataset(32, 21), batch_size=4)
 model = PredictionCache()
 

@@ -31,7 +31,7 @@ print(f"Lightning {lightning.__version__}")
 
 WORLD_SIZE = 2
 NUM_CLASSES = 4
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 labels = torch.tensor([0, 0, 1, 2, 2, 3, 0, 0, 1, 2, 2, 3])
 val_dataset = TensorDataset(torch.randn(len(labels), 32), labels)
 train_loader = DataLoader(RandomDataset(32, 16), batch_size=4)
@@ -201,7 +201,7 @@ class PerClassValidationLoss(BoringModel):
 
 results = {}
 for name, devices in (("2 processes", WORLD_SIZE), ("1 process", 1)):
-    pl.seed_everything(0, verbose=False)
+    pl.seed_everything(0)
     fixed_model = PerClassValidationLoss()
     fixed_trainer = make_trainer(strategy="ddp_fork" if devices > 1 else "auto", devices=devices)
     fixed_trainer.fit(fixed_model, train_loader, val_loader)

@@ -66,7 +66,7 @@ from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
 
-pl.seed_everything(0, verbose=False)  # seeded before the data is drawn: the same numbers at every run
+pl.seed_everything(0)  # seeded before the data is drawn: the same numbers at every run
 train_loader = DataLoader(RandomDataset(32, 16), batch_size=8)
 
 
@@ -148,7 +148,7 @@ assert silent.received == [None, None], "a default outputs=None receives None at
 # -----------------------------------------------
 # A ``CSVLogger`` keeps what the callback logs, and the reference is the same training as a plain PyTorch loop
 # from the same initial weights, with the optimizer and scheduler ``BoringModel.configure_optimizers`` returns.
-pl.seed_everything(4, verbose=False)
+pl.seed_everything(4)
 model = BoringModel()
 initial_weights = {name: value.clone() for name, value in model.state_dict().items()}
 caching = CachingCallback()

@@ -284,7 +284,7 @@ class ValidationOutputsSeen(pl.Callback):
         self.outputs.append(outputs)
 
 
-pl.seed_everything(6, verbose=False)
+pl.seed_everything(6)
 fit_loaders = DataLoader(RandomDataset(32, 32), batch_size=8), DataLoader(RandomDataset(32, 16), batch_size=8)
 
 

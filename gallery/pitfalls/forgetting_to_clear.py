@@ -53,7 +53,7 @@ from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
 
-pl.seed_everything(0, verbose=False)  # seeded before the data is drawn: the same numbers at every run
+pl.seed_everything(0)  # seeded before the data is drawn: the same numbers at every run
 train_loader = DataLoader(RandomDataset(32, 64), batch_size=8)
 val_loader = DataLoader(RandomDataset(32, 16), batch_size=8)
 
@@ -95,7 +95,7 @@ class CacheObserver(pl.Callback):
 
 
 def run(model_class):
-    pl.seed_everything(0, verbose=False)
+    pl.seed_everything(0)
     observer = CacheObserver()
     logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
     trainer = pl.Trainer(

@@ -144,7 +144,7 @@ def epoch_mean_by_hand(steps, epoch):
 # %%
 # The reference: an uninterrupted run
 # -----------------------------------
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 initial = LossCachingModel().state_dict()
 reference_model = LossCachingModel()
 reference_model.load_state_dict(initial)
@@ -186,7 +186,7 @@ assert all(map(math.isclose, results["LossCachingModel"], reference_logged))
 # The stopped run saved a checkpoint after batch 3 of epoch 1. A new module resumes from it (``ckpt_path``):
 # :claim:`mid-epoch-resume-restarts-the-dataloader`.
 checkpoint = Path(tempfile.mkdtemp(), "mid-epoch.ckpt")
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 stopped = LossCachingModel()
 stopped.load_state_dict(initial)
 fit(stopped, [Preempted(checkpoint)])

@@ -110,7 +110,7 @@ def make_trainer(callbacks, epochs=2, logger=False):
     )
 
 
-pl.seed_everything(0, verbose=False)  # seeded before the data is drawn: the same numbers at every run
+pl.seed_everything(0)  # seeded before the data is drawn: the same numbers at every run
 loader = DataLoader(RandomDataset(32, 32), batch_size=8)
 calls = []
 monitor = "train_loss_epoch_mean"

@@ -63,7 +63,7 @@ from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
 
-pl.seed_everything(4, verbose=False)
+pl.seed_everything(4)
 train_loader = DataLoader(RandomDataset(32, 8), batch_size=8)
 val_loaders = [DataLoader(RandomDataset(32, 16), batch_size=8), DataLoader(RandomDataset(32, 24), batch_size=8)]
 

@@ -67,7 +67,7 @@ from torch.utils.data import DataLoader
 
 print(f"Lightning {lightning.__version__}")
 
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 train_loader = DataLoader(RandomDataset(32, 32), batch_size=8)
 val_loader = DataLoader(RandomDataset(32, 16), batch_size=8)
 

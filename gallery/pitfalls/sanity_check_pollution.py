@@ -70,7 +70,7 @@ from torch.utils.data import DataLoader
 print(f"Lightning {lightning.__version__}")
 
 VALUES = [1.0, 2.0, 3.0, 4.0]
-pl.seed_everything(0, verbose=False)  # seeded before the data is drawn: the same numbers at every run
+pl.seed_everything(0)  # seeded before the data is drawn: the same numbers at every run
 train_loader = DataLoader(RandomDataset(32, 8), batch_size=8)
 val_loader = DataLoader(RandomDataset(32, 32), batch_size=8)
 
@@ -194,7 +194,7 @@ def logged(logger, name):
         return [float(row[name]) for row in csv.DictReader(file) if row.get(name)]
 
 
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 observer = ValidationObserver()
 logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
 trainer = pl.Trainer(

@@ -84,7 +84,7 @@ def make_trainer(callbacks=()):
     )
 
 
-pl.seed_everything(11, verbose=False)
+pl.seed_everything(11)
 predict_loader = DataLoader(RandomDataset(32, 20), batch_size=4)
 
 
@@ -124,7 +124,7 @@ assert all(
 # The proof: the model applied by hand
 # ------------------------------------
 # All three, from one predict run.
-pl.seed_everything(12, verbose=False)
+pl.seed_everything(12)
 model = PredictionCache()
 reader = PredictionsReader()
 returned = make_trainer([reader]).predict(model, predict_loader)
@@ -229,7 +229,7 @@ class CatsOneList(BasePredictionWriter):
         self.all_predictions = torch.cat(predictions)
 
 
-pl.seed_everything(13, verbose=False)
+pl.seed_everything(13)
 predict_loaders = [DataLoader(RandomDataset(32, 12), batch_size=4), DataLoader(RandomDataset(32, 6), batch_size=4)]
 one_list_error = None
 try:

@@ -77,7 +77,7 @@ def make_trainer(logger=False):
     )
 
 
-pl.seed_everything(5, verbose=False)
+pl.seed_everything(5)
 train_loader = DataLoader(RandomDataset(32, 32), batch_size=8)
 test_loader = DataLoader(RandomDataset(32, 40), batch_size=8)
 

@@ -77,7 +77,7 @@ class MetricObserver(pl.Callback):
 
 
 EPOCHS = 3
-pl.seed_everything(2, verbose=False)
+pl.seed_everything(2)
 train_loader = DataLoader(RandomDataset(32, 32), batch_size=8)
 val_dataset = RandomDataset(32, 20)
 val_loader = DataLoader(val_dataset, batch_size=8)

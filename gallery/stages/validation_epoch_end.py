@@ -84,7 +84,7 @@ def make_trainer(callbacks=(), logger=False):
     )
 
 
-pl.seed_everything(3, verbose=False)
+pl.seed_everything(3)
 train_loader = DataLoader(RandomDataset(32, 32), batch_size=8)
 val_loader = DataLoader(RandomDataset(32, 24), batch_size=8)
 

@@ -29,9 +29,12 @@ A claim (``[claim.<id>]``):
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Any
+
+# the data files' one "did you mean", re-exported for the claims extension
+from .data_schema import did_you_mean as did_you_mean
+from .data_schema import unknown_keys as unknown_keys
 
 #: The keys of a claim's table, each with what it holds.
 CLAIM_KEYS = {
@@ -126,17 +129,6 @@ EVIDENCE_KINDS: dict[str, KindSpec] = {
 }
 #: Keys that replace ``field`` and ``equals``.
 FIELDS_KEYS = ("field", "equals")
-
-
-def did_you_mean(name: str, known: Any) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``known`` to ``name``, or ``""``."""
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def unknown_keys(table: dict[str, Any], known: Any) -> list[str]:
-    """Each key of ``table`` not in ``known``, worded with its closest known key."""
-    return [f"{key!r}{did_you_mean(key, known)}" for key in table if key not in known]
 
 
 def kind_of(table: dict[str, Any]) -> list[str]:

@@ -50,17 +50,20 @@ import os
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from lightning_migrate import equivalence, observations, probes, records, rewrite_equivalence
+from lightning_migrate.compat_schema import GROUPS, read
+from lightning_migrate.data_schema import Lines, did_you_mean
 from lightning_migrate.source_tree import DATA, ROOT
 
 COMPAT_DIR = DATA / "compat"
 #: Where ``--check`` writes a run's record (beside the build's output, never committed).
 CHECK_DIR = ROOT / "_build" / "compat"
 MATRIX_FILE = COMPAT_DIR / "matrix.toml"
+#: The implementation of each ``equivalence`` kind (:data:`lightning_migrate.compat_schema.EQUIVALENCE`): the
+#: variants its run compares.
 EQUIVALENCE_MODES = {
     "old": ("old",),
     "old-and-replacements": ("old", "callback", "module"),
@@ -69,7 +72,7 @@ EQUIVALENCE_MODES = {
 
 
 def load_matrix(path: Path = MATRIX_FILE) -> dict[str, Any]:
-    """Parse the matrix definition.
+    """Parse the matrix definition, checked against its schema (:mod:`lightning_migrate.compat_schema`).
 
     Returns:
         ``{"sha256": hex digest of the file, "versions": {version: {"group": "legacy"|"matrix", "pins": [...],
@@ -77,33 +80,27 @@ def load_matrix(path: Path = MATRIX_FILE) -> dict[str, Any]:
         "scripts": [path, ...]}``.
 
     Raises:
-        ValueError: naming the file and the cause, when a section or key is missing or an equivalence mode is
-            unknown.
+        ValueError: naming the file, the line and table, and the cause, when the file departs from its schema (an
+            unknown key names the closest known one) or the reference is not a declared release.
     """
     raw = path.read_bytes()
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{path}: {err}") from None
+    data = read(path)
+    lines = Lines(raw.decode("utf-8"), path)
     versions: dict[str, Any] = {}
-    for group in ("legacy", "matrix"):
-        if group not in data:
-            raise ValueError(f"{path}: missing section [{group}]")
+    for group in GROUPS:
         for version, entry in data[group].items():
-            mode = entry.get("equivalence")
-            if mode not in EQUIVALENCE_MODES:
-                raise ValueError(f"{path}: [{group}] {version}: equivalence must be one of {list(EQUIVALENCE_MODES)}")
-            if not entry.get("pins"):
-                raise ValueError(f"{path}: [{group}] {version}: no pins")
             versions[version] = {
                 "group": group,
                 "pins": list(entry["pins"]),
                 "after": list(entry.get("after", [])),
-                "equivalence": mode,
+                "equivalence": entry["equivalence"],
             }
-    reference = data.get("equivalence", {}).get("reference")
+    reference = data["equivalence"]["reference"]
     if reference not in versions:
-        raise ValueError(f"{path}: [equivalence] reference {reference!r} is not a declared version")
+        raise ValueError(
+            f"{lines.where('[equivalence]')}: reference {reference!r} is not a declared version"
+            f"{did_you_mean(reference, versions)}"
+        )
     return {
         "sha256": hashlib.sha256(raw).hexdigest(),
         "versions": versions,
@@ -240,6 +237,18 @@ def main(argv: list[str] | None = None) -> int:
         help=f"write the run's record under {CHECK_DIR.relative_to(ROOT)} and exit 1 when it differs from the "
         f"committed one in {COMPAT_DIR.relative_to(ROOT)} (default: record, rewriting the committed file)",
     )
+    parser.add_argument(
+        "--scenario-cells",
+        action="store_true",
+        help="also run every recipe of data/scenarios.toml on this release, in the smallest set of cells that meets "
+        "each value of its domain (lightning_migrate.scenarios.releases), against the build's ground truth",
+    )
+    parser.add_argument("--jobs", type=int, help="worker processes of the scenario cells (default: one per core)")
+    parser.add_argument(
+        "--pages",
+        action="store_true",
+        help="check that the pages import and call only what this release has (lightning_migrate.release_api)",
+    )
     args = parser.parse_args(argv)
     matrix = load_matrix()
     if args.version not in matrix["versions"]:
@@ -272,6 +281,25 @@ def main(argv: list[str] | None = None) -> int:
     if failed:  # recorded in the data file, and a failure of the session: the guide claims they work here
         print(f"failed on Lightning {args.version}: {', '.join(failed)}", file=sys.stderr)
         code = 1
+    if args.pages:
+        from lightning_migrate import release_api
+
+        lacking = release_api.problems()
+        print(f"pages on Lightning {args.version}: {len(release_api.pages())} read, {len(lacking)} use what it lacks")
+        for line in lacking:
+            print(line, file=sys.stderr)
+        code = code or (1 if lacking else 0)
+    if args.scenario_cells:
+        from lightning_migrate.scenarios import releases
+
+        lines, cells, seconds = releases.check_release(args.version, args.jobs)
+        print(
+            f"scenario cells on Lightning {args.version}: {cells} cells in {seconds:.0f} s, "
+            f"{len(lines)} not as declared"
+        )
+        for line in lines:
+            print(line, file=sys.stderr)
+        code = code or (1 if lines else 0)
     return code
 
 

@@ -265,7 +265,7 @@ def probe(pattern: registry.OldPattern, pl=None) -> dict[str, Any]:
 
 def _reemit(warning: warnings.WarningMessage, pattern_id: str) -> None:
     """Emit a caught warning again under the process's filters (the build's declared warnings:
-    ``docs/_ext/build_mechanics/declared_warnings.py``).
+    :mod:`lightning_migrate.declared_warnings`).
 
     Raises:
         RuntimeError: the filters made it an error; the message names the file and line that warned, and the pattern.
@@ -276,7 +276,7 @@ def _reemit(warning: warnings.WarningMessage, pattern_id: str) -> None:
         raise RuntimeError(
             f"{warning.filename}:{warning.lineno}: {warning.category.__name__}: {error} "
             f"(while probing {pattern_id}; accepted warnings are declared in "
-            "docs/_ext/build_mechanics/declared_warnings.py)"
+            "src/lightning_migrate/declared_warnings.py)"
         ) from None
 
 

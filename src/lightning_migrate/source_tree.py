@@ -2,10 +2,11 @@
 
 The release runs (:mod:`lightning_migrate.compat`), the scenario matrix (:mod:`lightning_migrate.scenarios`) and the
 rewrite-equivalence runs (:mod:`lightning_migrate.rewrite_equivalence`) read the checkout's data files
-(``data/compat``, ``data/scenarios.toml``, ``data/rewrites``) and the build's list of accepted warnings
-(``docs/_ext/build_mechanics/declared_warnings.py``); they run from the checkout (``PYTHONPATH=src``, as the noxfile
-and the build run them), never from an installed ``lightning-migrate``, whose checker needs none of this. Every path
-into the checkout is made here, from this file's place in ``src/lightning_migrate``, instead of in each module.
+(``data/compat``, ``data/scenarios.toml``, ``data/rewrites``), never the docs tree (the build's list of accepted
+warnings is :mod:`lightning_migrate.declared_warnings`, imported); they run from the checkout (``PYTHONPATH=src``, as
+the noxfile and the build run them), never from an installed ``lightning-migrate``, whose checker needs none of this.
+Every path into the checkout is made here, from this file's place in ``src/lightning_migrate``, instead of in each
+module.
 """
 
 from __future__ import annotations
@@ -16,5 +17,3 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 #: The checkout's data files.
 DATA = ROOT / "data"
-#: The build's one list of accepted warnings (its ``IN_SCENARIO_CELLS`` are the scenario matrix's).
-DECLARED_WARNINGS = ROOT / "docs" / "_ext" / "build_mechanics" / "declared_warnings.py"

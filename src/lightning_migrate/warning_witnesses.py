@@ -1,6 +1,6 @@
 """Witnesses of the warnings the site's build declares: small runs that record every warning they emit.
 
-The build accepts a few warnings, each declared with its reason (``docs/_ext/build_mechanics/declared_warnings.py``);
+The build accepts a few warnings, each declared with its reason (:mod:`lightning_migrate.declared_warnings`);
 every other warning fails it. A declared warning is a claim about Lightning (or torch, ipykernel): "this run emits
 this warning". Each declaration names its *witness*, one of :data:`WITNESSES`, and the build runs them all in one
 process (``python -m lightning_migrate.warning_witnesses --output FILE``) and fails when a declared warning is not

@@ -76,7 +76,8 @@ def inputs_key(matrix_file: Path = scenarios.MATRIX_FILE, root: Path = ROOT) -> 
     """Hash of everything the matrix's results depend on (see the module docstring)."""
     space = scenarios.load_space(matrix_file)
     package = Path(scenarios.__file__).parent
-    files = [matrix_file, scenarios.space.DECLARED_WARNINGS_FILE, *sorted(package.glob("*.py"))]
+    schemas = [package.parent / name for name in ("scenario_schema.py", "data_schema.py")]
+    files = [matrix_file, scenarios.space.DECLARED_WARNINGS_FILE, *schemas, *sorted(package.glob("*.py"))]
     files += sorted({root / r.page for r in space.recipes})
     if any(r.transform for r in space.recipes):  # the code that runs is what the checker's rewrite makes
         files += sorted((package.parent / "checker").rglob("*.py"))

@@ -1,6 +1,6 @@
 """Sphinx extension: every declared warning is still emitted, by its witness, on the packages this build uses.
 
-``docs/_ext/build_mechanics/declared_warnings.py`` lists the warnings the build accepts; each names a witness, a small
+``src/lightning_migrate/declared_warnings.py`` lists the warnings the build accepts; each names a witness, a small
 run of :mod:`lightning_migrate.warning_witnesses` that emits it. At ``config-inited`` this extension starts
 ``python -m lightning_migrate.warning_witnesses`` in its own process (Lightning is never imported into Sphinx), beside
 the examples; at ``env-check-consistency`` it waits for it and logs a warning -- an error under ``-W`` -- naming
@@ -29,7 +29,8 @@ logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[3]
 SRC = ROOT / "src"
 WITNESS_SOURCE = SRC / "lightning_migrate" / "warning_witnesses.py"
-DECLARATIONS = Path(declared_warnings.__file__).resolve()
+#: The list of accepted warnings (``build_mechanics.declared_warnings`` re-exports it).
+DECLARATIONS = SRC / "lightning_migrate" / "declared_warnings.py"
 #: The recorder's name (``build_mechanics.recorded_run``): its record is ``warning-witnesses.json`` in the doctree
 #: directory.
 NAME = "warning-witnesses"

@@ -18,8 +18,10 @@ unless the matrix file declares it a trap kept as evidence (``declared``, with i
 
 ``python -m lightning_migrate.scenarios --output FILE`` writes the results as JSON (atomically) and exits 1 when a
 cell's outcome is not the declared one, naming the recipe, the scenario and what happened. Cells run side by side
-in joblib's loky workers (``--jobs``; default: every core). The Sphinx extension ``docs/_ext/scenario_matrix.py``
-runs it at every build and renders ``docs/reference/scenarios.rst`` and each recipe page's domain box.
+in joblib's loky workers (``--jobs``; default: every core), or on the workers of a Dask scheduler (``--scheduler
+ADDRESS``, default ``$GUIDE_DASK_SCHEDULER``: :func:`on_dask`, joblib's ``dask`` backend). The Sphinx extension
+``docs/_ext/guide/scenario_matrix.py`` runs it at every build and renders ``docs/reference/scenarios.rst`` and each
+recipe page's domain box.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from ..records import write_atomic
+from . import harness as harness_module
 from . import space as space_module
+from . import truth as truth_module
 from .harness import OUTCOMES, REL_TOL, TRANSFORMS, page_definitions, page_source, quiet, run_cell
 from .progress import Progress
 from .space import (
@@ -96,17 +100,21 @@ def run_cells(
     declared=(),
     progress: Callable[[int], Progress] | None = None,
     run: Callable[..., dict] = cell_result,
+    scheduler: str | None = None,
 ) -> list:
     """Results of ``cells``, in order, run in ``jobs`` loky worker processes (joblib's reusable executor; ``1``:
-    in this process). ``then``, when given, is called once every cell is submitted and returns more cells to run
-    (the build generates the covering set while the named cells run). ``declared``: the matrix file's warnings.
-    ``progress``, when given, is called with the number of cells once they are all known and returns the
-    :class:`.progress.Progress` each finished cell advances (``main`` prints the matrix's progress so). ``run``: what
-    runs one cell, ``run(recipe, scenario, root, declared)`` (default :func:`cell_result`).
+    in this process), or with ``scheduler`` on the workers of that Dask scheduler (:func:`on_dask`). ``then``, when
+    given, is called once every cell is submitted and returns more cells to run (the build generates the covering set
+    while the named cells run). ``declared``: the matrix file's warnings. ``progress``, when given, is called with the
+    number of cells once they are all known and returns the :class:`.progress.Progress` each finished cell advances
+    (``main`` prints the matrix's progress so). ``run``: what runs one cell, ``run(recipe, scenario, root,
+    declared)`` (default :func:`cell_result`).
 
     With ``jobs`` unset, one worker per core -- unless every cell is known (no ``then``) and there are fewer than
     :data:`IN_PROCESS_BELOW`: then they run in this process, since a worker costs an import of torch and Lightning
     (about 4 s of processor time) where a cell costs about 0.2 s."""
+    if scheduler:
+        return on_dask(scheduler, [*cells, *(then() if then else [])], root, declared, progress, run)
     if jobs is None and then is None and len(cells) < IN_PROCESS_BELOW:
         jobs = 1
     jobs = jobs or os.cpu_count() or 1
@@ -132,6 +140,67 @@ def run_cells(
     return [future.result() for future in futures]
 
 
+#: The environment variable that names a Dask scheduler (``tcp://host:8786``) for the matrix and the exploration:
+#: the default of their ``--scheduler``, so that the build's matrix, started by Sphinx, runs there too.
+SCHEDULER_VARIABLE = "GUIDE_DASK_SCHEDULER"
+
+
+def _indexed(index: int, run: Callable[..., dict], *args: Any) -> tuple[int, dict]:
+    return index, run(*args)
+
+
+def _daemonic() -> bool:
+    import multiprocessing
+
+    return bool(multiprocessing.current_process().daemon)
+
+
+def on_dask(
+    address: str,
+    cells: list[tuple[Recipe, Scenario]],
+    root: Path = ROOT,
+    declared=(),
+    progress: Callable[[int], Progress] | None = None,
+    run: Callable[..., dict] = cell_result,
+) -> list:
+    """Results of ``cells``, in order, run on the workers of the Dask scheduler at ``address``, through joblib's
+    ``dask`` backend (``joblib.parallel_config(backend="dask")``); ``progress`` as :func:`run_cells` takes it.
+
+    The workers run the project from a checkout at the same path as ``root`` (the cells read the recipes' pages
+    there), with this environment's packages, ``PYTHONPATH`` holding the checkout's ``src``, and the build's warning
+    filters (``PYTHONWARNINGS``) when the run is the build's; each runs one cell at a time (``--nthreads 1``: a cell
+    sets process-wide state, the warning filters, Lightning's log level, the seeds, standard output), and the
+    multi-process cells need workers that may start processes (``DASK_DISTRIBUTED__WORKER__DAEMON=False``).
+
+    Raises:
+        MatrixError: a worker runs several threads, or a multi-process cell would run on a daemonic worker.
+    """
+    import joblib
+    from distributed import Client
+
+    results: list[Any] = [None] * len(cells)
+    with Client(address) as client:
+        threads = {worker: n for worker, n in client.nthreads().items() if n != 1}
+        if threads:
+            raise MatrixError(
+                f"the Dask workers of {address} must run one cell at a time (start them with --nthreads 1): {threads}"
+            )
+        if any(scenario.distributed for _, scenario in cells) and any(client.run(_daemonic).values()):
+            raise MatrixError(
+                f"the Dask workers of {address} are daemonic processes, which cannot start the processes of the DDP "
+                "cells: start them with DASK_DISTRIBUTED__WORKER__DAEMON=False"
+            )
+        tracker = progress(len(cells)) if progress else None
+        with joblib.parallel_config(backend="dask"):
+            parallel = joblib.Parallel(n_jobs=-1, return_as="generator_unordered")
+            tasks = (joblib.delayed(_indexed)(i, run, r, s, root, declared) for i, (r, s) in enumerate(cells))
+            for index, result in parallel(tasks):
+                results[index] = result
+                if tracker:
+                    tracker.advance()
+    return results
+
+
 def run_matrix(
     space: Space,
     root: Path = ROOT,
@@ -141,10 +210,12 @@ def run_matrix(
     cache_dir: Path | None = None,
     covering: bool = True,
     progress: Callable[[int], Progress] | None = None,
+    scheduler: str | None = None,
 ) -> dict[str, Any]:
     """Run the named scenarios for every recipe (or the recipes in ``only``) and the covering set (unless
     ``covering`` is false); ``scenarios`` keeps the cells of those scenario ids only; ``progress``: as
-    :func:`run_cells` takes it. Returns the JSON document the pages are rendered from."""
+    :func:`run_cells` takes it; ``scheduler``: a Dask scheduler's address, where the cells run
+    (:func:`on_dask`). Returns the JSON document the pages are rendered from."""
     import lightning
     import torch
 
@@ -161,7 +232,7 @@ def run_matrix(
         return generated
 
     then = covering_cells if covering else None
-    cells = run_cells(named, root, jobs, then=then, declared=space.warnings, progress=progress)
+    cells = run_cells(named, root, jobs, then=then, declared=space.warnings, progress=progress, scheduler=scheduler)
     shown = [s for s in space.scenarios if not scenarios or s.id in scenarios]
     return {
         "lightning": lightning.__version__,
@@ -201,6 +272,7 @@ def run_matrix(
                         "see": d.see,
                     }
                     for d in r.declared
+                    if d.here()  # a trap of other releases only is evidence of their sessions, not of this build
                 ],
             }
             for r in recipes
@@ -230,13 +302,34 @@ def _scenario_entry(scenario: Scenario) -> dict[str, Any]:
     }
 
 
+def _shows_the_difference(cell: dict[str, Any], declared: dict[str, Any]) -> str | None:
+    """A declared difference is one of value, not of count (or its ``match`` is in the detail): ``None`` when the
+    cell shows it, else what it lacks."""
+    if declared.get("match"):
+        return None if declared["match"] in cell["detail"] else f" with {declared['match']!r}"
+    return None if cell.get("relative_error") is not None else " in value"
+
+
+def _shows_the_error(cell: dict[str, Any], declared: dict[str, Any]) -> str | None:
+    """A declared error is that error: its ``match`` is in the detail."""
+    match = declared.get("match") or ""
+    return None if match in cell["detail"] else f" with {match!r}"
+
+
+#: The implementation of each declared ``outcome`` (a trap's): how a cell shows it.
+DECLARED_OUTCOMES: dict[str, Callable[[dict[str, Any], dict[str, Any]], str | None]] = {
+    "differs": _shows_the_difference,
+    "raises": _shows_the_error,
+}
+
+
 def failures(document: dict[str, Any]) -> list[str]:
     """One line per cell whose outcome is not the declared one.
 
     A declared ``raises`` must raise an error whose text contains its ``match``; a declared ``differs`` must log as
-    many values as expected, with different values (or contain its ``match``). Each line reads
-    ``recipe × scenario: expected X, got Y: detail [page]``, ``page`` being the recipe's page (with the line, for
-    an exception raised there).
+    many values as expected, with different values (or contain its ``match``) (:data:`DECLARED_OUTCOMES`). Each
+    line reads ``recipe × scenario: expected X, got Y: detail [page]``, ``page`` being the recipe's page (with the
+    line, for an exception raised there).
     """
     pages = {recipe["id"]: recipe["page"] for recipe in document["recipes"]}
     lines = []
@@ -246,13 +339,59 @@ def failures(document: dict[str, Any]) -> list[str]:
         if cell["outcome"] != cell["expected"]:
             lines.append(f"{head}, got {cell['outcome']}: {cell['detail']} [{where}]")
             continue
-        declared = cell.get("declared") or {}
-        if declared.get("match") and declared["match"] not in cell["detail"]:
-            lines.append(f"{head} with {declared['match']!r}, got: {cell['detail']} [{where}]")
-        elif cell["outcome"] == "differs" and cell.get("relative_error") is None and not declared.get("match"):
-            # a declared difference is a difference of value: missing or extra values are a different failure
-            lines.append(f"{head} in value, got: {cell['detail']} [{where}]")
+        declared = cell.get("declared")
+        if cell["outcome"] in DECLARED_OUTCOMES and (declared or cell["outcome"] == "differs"):
+            lacks = DECLARED_OUTCOMES[cell["outcome"]](cell, declared or {})
+            if lacks:
+                lines.append(f"{head}{lacks}, got: {cell['detail']} [{where}]")
     return lines
+
+
+#: Where each kind the schema declares (:func:`lightning_migrate.scenario_schema.declared_kinds`, by its dotted
+#: path) is implemented: one table per kind, keyed by its values, each entry the code that does it.
+#: ``tests/test_scenario_schema.py`` fails when the two disagree.
+IMPLEMENTATIONS: dict[str, Any] = {
+    "axis.stages": space_module.STAGE_RUNS,
+    "recipe.stage": space_module.STAGE_RUNS,
+    "recipe.weighting": truth_module.WEIGHTINGS,
+    "recipe.over_runs": truth_module.OVER_RUNS,
+    "recipe.transform": TRANSFORMS,
+    "recipe.declared.outcome": DECLARED_OUTCOMES,
+    "runs": harness_module.CALLS,
+    "resume": harness_module.RESUMES,
+    "strategy": harness_module.STRATEGIES,
+    "data.kind": harness_module.DATA_KINDS,
+    "data.source": harness_module.DATA_SOURCES,
+    "data.train_loaders": harness_module.TRAIN_LOADER_COUNTS,
+    "data.eval_loaders": harness_module.EVAL_LOADER_COUNTS,
+    "data.split": harness_module.SPLITS,
+    "data.course": harness_module.COURSES,
+    "data.batch_sampler": harness_module.BATCH_SAMPLERS,
+    "step.train": harness_module.TRAIN_STEPS,
+    "step.eval": harness_module.EVAL_STEPS,
+    "callbacks": harness_module.BESIDE,
+}
+
+
+def implementation_gaps() -> list[str]:
+    """One line per kind declared in the schema (:func:`lightning_migrate.scenario_schema.declared_kinds`) without
+    its implementation in :data:`IMPLEMENTATIONS`, or implemented without being declared: ``[]`` when they agree."""
+    from ..scenario_schema import declared_kinds
+
+    declared = {path: set(key.choices or ()) for path, key in declared_kinds().items()}
+    gaps = [
+        f"{path}: declared in the schema, no implementation table" for path in declared.keys() - IMPLEMENTATIONS.keys()
+    ]
+    gaps += [f"{path}: implemented, not declared in the schema" for path in IMPLEMENTATIONS.keys() - declared.keys()]
+    for path in sorted(declared.keys() & IMPLEMENTATIONS.keys()):
+        implemented = set(IMPLEMENTATIONS[path])
+        gaps += [
+            f"{path} = {kind!r}: declared, not implemented" for kind in sorted(declared[path] - implemented, key=str)
+        ]
+        gaps += [
+            f"{path} = {kind!r}: implemented, not declared" for kind in sorted(implemented - declared[path], key=str)
+        ]
+    return gaps
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,6 +405,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
     parser.add_argument("--cache", type=Path, help="keep the generated covering set in this folder")
     parser.add_argument("--named-only", action="store_true", help="run the named scenarios, not the covering set")
+    parser.add_argument(
+        "--scheduler",
+        default=os.environ.get(SCHEDULER_VARIABLE) or None,
+        help=f"run the cells on this Dask scheduler's workers (default: ${SCHEDULER_VARIABLE}, else here)",
+    )
     args = parser.parse_args(argv)
     try:
         space = load_space(args.matrix)
@@ -281,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             args.cache,
             covering=not args.named_only,
             progress=Progress,  # cells done / total and the time left, every 10 s, on standard output
+            scheduler=args.scheduler,
         )
     except MatrixError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -289,9 +434,10 @@ def main(argv: list[str] | None = None) -> int:
         write_atomic(args.output, json.dumps(document, indent=1, default=str) + "\n")
     counts = {outcome: sum(c["outcome"] == outcome for c in document["cells"]) for outcome in OUTCOMES}
     scenarios = len(document["scenarios"])
+    where = f"the Dask scheduler {args.scheduler}" if args.scheduler else f"{document['jobs']} workers"
     print(
         f"scenario matrix: {len(document['cells'])} cells ({scenarios} scenarios, {document['covering']['cells']} "
-        f"generated) in {document['seconds']} s on {document['jobs']} workers: {counts}"
+        f"generated) in {document['seconds']} s on {where}: {counts}"
     )
     bad = failures(document)
     for line in bad:

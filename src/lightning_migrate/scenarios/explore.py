@@ -18,28 +18,47 @@ import sys
 import time
 from pathlib import Path
 
-from . import MATRIX_FILE, ROOT, MatrixError, failures, load_space, random_cells, run_cells, scenario_table
+from . import (
+    MATRIX_FILE,
+    ROOT,
+    SCHEDULER_VARIABLE,
+    MatrixError,
+    failures,
+    load_space,
+    random_cells,
+    run_cells,
+    scenario_table,
+)
 from .progress import INTERVAL, duration
 
 
 def explore(
-    space, root: Path, minutes: float, seed: int, jobs: int | None, out=sys.stdout, clock=time.monotonic
+    space,
+    root: Path,
+    minutes: float,
+    seed: int,
+    jobs: int | None,
+    out=sys.stdout,
+    clock=time.monotonic,
+    scheduler: str | None = None,
 ) -> tuple[int, int]:
     """Run random cells for ``minutes``; print every unexpected cell with its table, and a progress line (cells
     run, findings, the time spent and the budget left) at most every :data:`.progress.INTERVAL` seconds of
-    ``clock`` and after the last batch. Returns (cells, findings)."""
+    ``clock`` and after the last batch. ``scheduler``: run the cells on that Dask scheduler's workers
+    (:func:`lightning_migrate.scenarios.on_dask`), four per worker in each batch. Returns (cells, findings)."""
     by_id = {r.id: r for r in space.recipes}
     draws = random_cells(space, seed)
     started = clock()
     deadline = started + minutes * 60
-    jobs = jobs or os.cpu_count() or 1  # a batch is small, but the workers are reused from batch to batch
+    # a batch is small, but the workers are reused from batch to batch
+    jobs = jobs or (_workers(scheduler) if scheduler else os.cpu_count() or 1)
     batch = 4 * jobs
     ran = found = 0
     last = started
     pages = {r.id: r.page for r in space.recipes}
     while clock() < deadline:
         cells = [(by_id[rid], scenario) for rid, scenario in itertools.islice(draws, batch)]
-        results = run_cells(cells, root, jobs, declared=space.warnings)
+        results = run_cells(cells, root, jobs, declared=space.warnings, scheduler=scheduler)
         ran += len(results)
         document = {"recipes": [{"id": rid, "page": page} for rid, page in pages.items()], "cells": results}
         scenarios = {scenario.id: scenario for _, scenario in cells}
@@ -55,6 +74,14 @@ def explore(
             print(f"explore: {ran} cells, {found} not as declared, {duration(now - started)} so far, {left}",
                   file=out, flush=True)  # fmt: skip
     return ran, found
+
+
+def _workers(address: str) -> int:
+    """How many workers the Dask scheduler at ``address`` has."""
+    from distributed import Client
+
+    with Client(address) as client:
+        return max(1, len(client.nthreads()))
 
 
 def random_cells_from(space, seed: int):
@@ -88,12 +115,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0, help="time budget (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the draws (default: %(default)s)")
     parser.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
+    parser.add_argument(
+        "--scheduler",
+        default=os.environ.get(SCHEDULER_VARIABLE) or None,
+        help=f"run the cells on this Dask scheduler's workers (default: ${SCHEDULER_VARIABLE}, else here)",
+    )
     parser.add_argument("--matrix", type=Path, default=MATRIX_FILE, help="the matrix file (default: %(default)s)")
     parser.add_argument("--root", type=Path, default=ROOT, help="the tree whose recipe pages run")
     args = parser.parse_args(argv)
     try:
         space = load_space(args.matrix)
-        ran, found = explore(space, args.root.resolve(), args.minutes, args.seed, args.jobs)
+        ran, found = explore(space, args.root.resolve(), args.minutes, args.seed, args.jobs, scheduler=args.scheduler)
     except MatrixError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -58,26 +58,70 @@ def loss_per_sample(weights: dict, batch, scenario: Scenario, target: float = 1.
     return losses, predictions
 
 
-def reduce(per_batch: list, weighting: str) -> float:
-    """Mean of per-batch means (``batch``), the largest per-batch mean (``batch_max``: the epoch's worst batch) or
-    the mean of every sample (``sample``) of a list of per-sample loss tensors."""
+def _mean_of_batch_means(per_batch: list) -> float:
     import torch
 
-    if weighting == "batch":
-        return torch.stack([losses.mean() for losses in per_batch]).mean().item()
-    if weighting == "batch_max":
-        return torch.stack([losses.mean() for losses in per_batch]).max().item()
+    return torch.stack([losses.mean() for losses in per_batch]).mean().item()
+
+
+def _largest_batch_mean(per_batch: list) -> float:
+    import torch
+
+    return torch.stack([losses.mean() for losses in per_batch]).max().item()
+
+
+def _sample_mean(per_batch: list) -> float:
+    import torch
+
     return torch.cat(per_batch).mean().item()
 
 
-def evaluated_indices(size: int, scenario: Scenario, stage: str) -> list[int]:
+def _every_prediction(per_batch: list):
+    import torch
+
+    return torch.cat(per_batch)
+
+
+#: The implementation of each ``weighting``: a run's value from its batches' per-sample losses (``predictions``:
+#: from its batches' predictions).
+WEIGHTINGS = {
+    "batch": _mean_of_batch_means,
+    "batch_max": _largest_batch_mean,
+    "sample": _sample_mean,
+    "predictions": _every_prediction,
+}
+
+
+def _running_min(runs: list[list[float]]) -> list[list[float]]:
+    return [[min(r[0] for r in runs[: n + 1])] for n in range(len(runs))]
+
+
+#: The implementation of each ``over_runs``: the values carried across runs, from each run's own.
+OVER_RUNS = {"running_min": _running_min}
+
+
+def reduce(per_batch: list, weighting: str):
+    """Mean of per-batch means (``batch``), the largest per-batch mean (``batch_max``: the epoch's worst batch),
+    the mean of every sample (``sample``) of a list of per-sample loss tensors, or every prediction of a list of
+    prediction tensors (``predictions``) (:data:`WEIGHTINGS`).
+
+    Raises:
+        MatrixError: an unknown weighting.
+    """
+    if weighting not in WEIGHTINGS:
+        raise MatrixError(f"weighting = {weighting!r}: the ground truth implements {sorted(WEIGHTINGS)} only")
+    return WEIGHTINGS[weighting](per_batch)
+
+
+def evaluated_indices(size: int, scenario: Scenario, stage: str, ran: int | None = None) -> list[int]:
     """The samples of a dataset of ``size`` that one evaluation run reads, each once, in dataset order.
 
     Each rank reads its share: Lightning's ``DistributedSampler`` pads the index list to a multiple of the world
     size with its first indices and deals them out (rank ``r``: positions ``r, r + world, ...``); an own split or
     an iterable dataset deals ``r, r + world, ...`` without padding. Each rank then runs its first ``limit``
     batches (``limit_<stage>_batches``: an int, or a fraction of the rank's batches, rounded down;
-    ``fast_dev_run``: one).
+    ``fast_dev_run``: one), and at most ``ran`` batches when given: how many rank 0 evaluated in that run (fewer when
+    Lightning finishes an evaluation a resumed checkpoint interrupted).
     """
     world = scenario.world_size
     batch_size = scenario.data["batch_size"]
@@ -97,6 +141,8 @@ def evaluated_indices(size: int, scenario: Scenario, stage: str) -> list[int]:
             batches = int(batches * limit)
         elif isinstance(limit, int) and not isinstance(limit, bool):
             batches = min(batches, limit)
+        if ran is not None:
+            batches = min(batches, ran)
         seen.update(shard[: batches * batch_size])
     return sorted(seen)
 
@@ -112,7 +158,6 @@ def ground_truth(
     after (its ``record`` entries). A value carried across runs (``over_runs = "running_min"``) is the best over
     those and the resumed run's so far: none of them is compared (the interrupted run's values were logged by it),
     but each counts in the best."""
-    import torch
 
     if recipe.stage == "train":
         if recipe.targets:  # the recipe's own step computes one loss per metric: every batch has them all
@@ -132,21 +177,21 @@ def ground_truth(
     carried = list(before or [])
     for entry in [*carried, *record[recipe.stage]]:
         per_loader = []
-        for name in entry["datasets"]:
+        for number, name in enumerate(entry["datasets"]):
             dataset = datasets[name]
-            indices = evaluated_indices(len(dataset), scenario, recipe.stage)
+            indices = evaluated_indices(len(dataset), scenario, recipe.stage, entry.get("batches", {}).get(number))
             samples = dataset.data[indices]
             batches = [samples[start : start + batch_size] for start in range(0, len(samples), batch_size)]
             results = [loss_per_sample(entry["weights"], batch, scenario) for batch in batches]
-            if recipe.weighting == "predictions":
-                per_loader.append(torch.cat([predictions for _, predictions in results]))
-            else:
-                per_loader.append(reduce([losses for losses, _ in results], recipe.weighting))
+            which = 1 if recipe.weighting == "predictions" else 0  # the predictions, or the per-sample losses
+            per_loader.append(reduce([result[which] for result in results], recipe.weighting))
         runs.append(per_loader)
     if recipe.weighting == "predictions":
         return [run[0] if len(run) == 1 else run for run in runs[len(carried) :]], tags
-    if recipe.over_runs == "running_min":  # the best value so far, run after run (a "best_val_loss")
-        runs = [[min(r[0] for r in runs[: n + 1])] for n in range(len(runs))]
+    if recipe.over_runs is not None:  # e.g. the best value so far, run after run (a "best_val_loss")
+        if recipe.over_runs not in OVER_RUNS:
+            raise MatrixError(f"over_runs = {recipe.over_runs!r}: the ground truth implements {sorted(OVER_RUNS)} only")
+        runs = OVER_RUNS[recipe.over_runs](runs)
     return _named(recipe, runs[len(carried) :]), tags
 
 
