@@ -95,7 +95,7 @@ class RankByRank(ValidationEmbeddings):
 
 def validate_after_training(module, devices):
     """Fit ``module`` for one epoch on ``devices`` processes; it validates the 25 samples at the epoch's end."""
-    pl.seed_everything(0, verbose=False)
+    pl.seed_everything(0)
     trainer = pl.Trainer(
         accelerator="cpu",
         devices=devices,

@@ -125,7 +125,7 @@ class ReceivedIndices(BasePredictionWriter):
         torch.save(record, Path(self.folder, f"rank{trainer.global_rank}.pt"))
 
 
-pl.seed_everything(0, verbose=False)
+pl.seed_everything(0)
 model = BoringModel().eval()
 predict_loader = DataLoader(RandomDataset(32, 21), batch_size=BATCH_SIZE)
 folder = tempfile.mkdtemp()

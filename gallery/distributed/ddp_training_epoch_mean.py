@@ -92,7 +92,7 @@ class BatchLossesPerRank(pl.Callback):
 
 def train(devices):
     """Fit ``AlsoOwnRankMean`` on ``devices`` processes; return what it logged per epoch and each rank's losses."""
-    pl.seed_everything(0, verbose=False)
+    pl.seed_everything(0)
     folder = tempfile.mkdtemp()
     logger = CSVLogger(folder, name="", version="")
     trainer = pl.Trainer(
