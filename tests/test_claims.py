@@ -28,13 +28,16 @@ CONF = f"""
 import sys
 sys.path.insert(0, {str(EXT)!r})
 sys.path.insert(0, {str(ROOT / "src")!r})
-extensions = ["sphinx_gallery.gen_gallery", "guide.claims", "build_mechanics.notebook_baseurl"]
+extensions = [
+    "sphinx_gallery.gen_gallery", "guide.claims", "build_mechanics.notebook_baseurl", "build_mechanics.run_records"
+]
 html_baseurl = "https://example.org/guide/"
 exclude_patterns = ["examples/*.py", "**.ipynb"]
 sphinx_gallery_conf = {{
     "examples_dirs": "../gallery",
     "gallery_dirs": "examples",
     "filename_pattern": "",
+    "reset_modules": ("build_mechanics.run_records.record_runs",),
     "pypandoc": {{
         "extra_args": ["--from={MECHANICS / "notebook_rst_reader.lua"}", "--to=gfm", "--wrap=none"],
         "filters": ["{MECHANICS / "notebook_links.lua"}"],
@@ -542,3 +545,114 @@ def test_the_real_claims_file_and_its_evidence_that_needs_no_build():
     problems += [f"{claim_id}: no page uses it" for claim_id in known if claim_id not in used]
     assert problems == [], "\n".join(problems)
     assert len(known) > 100
+
+
+LIGHTNING_PAGE = '''"""
+Runs
+====
+
+A page that trains in one process, with gradient accumulation.
+"""
+
+# %%
+# Its claims: :claim:`one-process`; :claim:`two-processes`; :claim:`accumulation-unsaid`.
+import lightning.pytorch as pl
+from lightning.pytorch.demos.boring_classes import BoringModel
+
+trainer = pl.Trainer(
+    max_epochs=1, limit_train_batches=3, limit_val_batches=1, accumulate_grad_batches=3, logger=False,
+    enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+)
+trainer.fit(BoringModel())
+assert trainer.global_step == 1, "three batches made one optimizer step"
+'''
+RUN_CLAIMS = """
+[claim.one-process]
+text = "three batches make one optimizer step"
+scope = { processes = 1, accumulate_grad_batches = 3 }
+evidence = [{ assert = "gallery/runs.py", message = "three batches made one optimizer step" }]
+
+[claim.two-processes]
+text = "three batches make one optimizer step"
+scope = { strategy = "ddp_fork", processes = 2, accumulate_grad_batches = 3 }
+evidence = [{ assert = "gallery/runs.py", message = "three batches made one optimizer step" }]
+
+[claim.accumulation-unsaid]
+text = "three batches make one optimizer step"
+scope = { processes = 1 }
+evidence = [{ assert = "gallery/runs.py", message = "three batches made one optimizer step" }]
+"""
+
+
+def test_a_claims_scope_is_compared_with_the_configuration_its_page_ran(tmp_path):
+    """The page's Trainer records what it ran in (one process, accumulate_grad_batches=3) while the page runs --
+    its code untouched: Lightning adds the recorder through its callbacks_factory entry point. A scope that says
+    two ddp_fork processes fails the build naming the claim and what the page ran; a scope that leaves out the
+    accumulation every run had fails too; the scope that says what ran passes."""
+    project = claims_project(tmp_path)
+    (project / "gallery" / "runs.py").write_text(LIGHTNING_PAGE, encoding="utf-8")
+    data = project / "data" / "claims.toml"
+    data.write_text(data.read_text(encoding="utf-8") + RUN_CLAIMS, encoding="utf-8")
+    output = build(project, expect_failure=True)
+    [record] = (project / "_build" / "html" / ".doctrees" / "run-configurations" / "gallery").glob("runs.py.jsonl")
+    [run] = [json.loads(line) for line in record.read_text().splitlines()]
+    assert run["processes"] == 1 and run["accumulate_grad_batches"] == 3 and run["stage"] == "fit"
+    assert run["page"] == "gallery/runs.py" and run["line"] == 17  # trainer.fit(...)
+    assert (
+        "WARNING: claim two-processes: scope: the scope (2 processes · ddp_fork · accumulate_grad_batches=3) is not "
+        'what the assert "three batches made one optimizer step" of gallery/runs.py ran: processes=1, '
+        "precision=32-true, optimization=automatic, stage=fit, accumulate_grad_batches=3" in output
+    ), output[-4000:]
+    assert (
+        "WARNING: claim accumulation-unsaid: scope: every run of its evidence had accumulate_grad_batches = 3, which "
+        "the scope does not say" in output
+    )
+    assert "claim one-process:" not in output
+    assert "claim sum-is-two:" not in output  # a page that ran no Trainer ran in its own one process
+
+
+MEASURED_PAGE = '''"""
+Sizes
+=====
+
+A page that measures a size.
+"""
+
+# %%
+# :claim:`Size-measured`.
+buffer = bytes(3 * 4)
+size = len(buffer)
+assert size == 3 * 4, "the buffer holds its elements' bytes"
+'''
+MEASURED_CLAIM = """
+[claim.size-measured]
+text = "the buffer holds {size} bytes"
+scope = { processes = 1 }
+evidence = [{ assert = "gallery/sizes.py", message = "the buffer holds its elements' bytes" }]
+"""
+
+
+def test_a_number_a_page_measures_is_printed_from_its_assert_and_follows_it(tmp_path):
+    """The page asserts the size it measured; the claim prints it as ``{size}``. Typing the number fails the file;
+    a page that measures another value fails its assert, so the build; measuring and asserting the new value
+    changes the sentence on the page."""
+    project = claims_project(tmp_path)
+    page = project / "gallery" / "sizes.py"
+    page.write_text(MEASURED_PAGE, encoding="utf-8")
+    data = project / "data" / "claims.toml"
+    data.write_text(data.read_text(encoding="utf-8") + MEASURED_CLAIM, encoding="utf-8")
+    build(project)
+    html = project / "_build" / "html" / "examples" / "sizes.html"
+    assert "The buffer holds 12 bytes" in html.read_text(encoding="utf-8")
+
+    page.write_text(MEASURED_PAGE.replace("bytes(3 * 4)", "bytes(5 * 4)"), encoding="utf-8")  # the value changed
+    output = build(project, expect_failure=True)
+    assert "claim size-measured: assert evidence: gallery/sizes.py did not run to its end in this build" in output
+
+    page.write_text(MEASURED_PAGE.replace("3 * 4", "5 * 4"), encoding="utf-8")  # and the page asserts it
+    build(project)
+    assert "The buffer holds 20 bytes" in html.read_text(encoding="utf-8")
+
+    data.write_text(data.read_text(encoding="utf-8").replace("{size} bytes", "20 bytes"), encoding="utf-8")
+    output = build(project, expect_failure=True)
+    assert "the wording types the number 20, which its evidence compares: write {size}" in output

@@ -647,7 +647,7 @@ def test_the_guard_reads_every_place_text_reaches_a_reader(tmp_path):
     conf = project / "conf.py"
     conf.write_text(
         conf.read_text(encoding="utf-8").replace(
-            '"build_mechanics.notebook_baseurl"]', '"build_mechanics.notebook_baseurl", "myst_parser"]'
+            '"build_mechanics.run_records"', '"build_mechanics.run_records", "myst_parser"'
         )
         + 'templates_path = ["_templates"]\n',
         encoding="utf-8",
