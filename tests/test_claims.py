@@ -656,3 +656,54 @@ def test_a_number_a_page_measures_is_printed_from_its_assert_and_follows_it(tmp_
     data.write_text(data.read_text(encoding="utf-8").replace("{size} bytes", "20 bytes"), encoding="utf-8")
     output = build(project, expect_failure=True)
     assert "the wording types the number 20, which its evidence compares: write {size}" in output
+
+
+RECORD_CLAIM = """
+[claim.old-hook-error]
+text = "the old hook fails with a ``{error_type}``: {error_message}"
+scope = { processes = 1 }
+evidence = [{ recorded = "9.9.9", pattern = "module-on-train-epoch-end-outputs", fields = { error_type = "TypeError", \
+error_message = "missing 1 required positional argument: 'outputs'" } }]
+"""
+
+
+def test_changing_a_record_changes_its_sentence_or_fails_the_build(tmp_path):
+    """A claim printing a recorded error's type and message: a record that changes alone fails the build, naming the
+    claim and the field; the record and the claim changed together change the sentence on the page."""
+    project = claims_project(tmp_path)
+    (project / "data" / "compat").mkdir()
+    record = {
+        "pattern": "module-on-train-epoch-end-outputs",
+        "outcome": "error",
+        "error_type": "TypeError",
+        "error_message": "missing 1 required positional argument: 'outputs'",
+        "configuration": {"processes": 1, "stage": "fit"},
+    }
+    recorded = project / "data" / "compat" / "9.9.9.json"
+    recorded.write_text(json.dumps({"probes": {"records": [record]}}), encoding="utf-8")
+    data = project / "data" / "claims.toml"
+    data.write_text(data.read_text(encoding="utf-8") + RECORD_CLAIM, encoding="utf-8")
+    script = project / "gallery" / "two.py"
+    script.write_text(
+        script.read_text(encoding="utf-8").replace(
+            "`epoch-end-removed`.", "`epoch-end-removed`. And :claim:`old-hook-error`."
+        ),
+        encoding="utf-8",
+    )
+    page = project / "_build" / "html" / "examples" / "two.html"
+    build(project)
+    assert "the old hook fails with a <code" in page.read_text(encoding="utf-8")
+    assert "TypeError</span></code>: missing 1 required positional argument: ‘outputs’" in page.read_text()
+
+    for name, value in (("error_type", "RuntimeError"), ("error_message", "outputs is not accepted")):
+        recorded.write_text(json.dumps({"probes": {"records": [{**record, name: value}]}}), encoding="utf-8")
+        output = build(project, expect_failure=True)
+        assert "claim old-hook-error: recorded evidence: data/compat/9.9.9.json probes " in output
+        assert f"module-on-train-epoch-end-outputs: {name} is {value!r}, the claim needs" in output
+
+    changed = {**record, "error_type": "RuntimeError", "error_message": "outputs is not accepted"}
+    recorded.write_text(json.dumps({"probes": {"records": [changed]}}), encoding="utf-8")
+    claims_text = data.read_text(encoding="utf-8").replace('"TypeError"', '"RuntimeError"')
+    data.write_text(claims_text.replace("missing 1 required positional argument: 'outputs'", "outputs is not accepted"))
+    build(project)
+    assert "RuntimeError</span></code>: outputs is not accepted" in page.read_text(encoding="utf-8")

@@ -146,6 +146,11 @@ class Evidence:
         """The recorded releases it ran on (empty for this build's installed release or a cited fact)."""
         return []
 
+    def files(self) -> list[Path]:
+        """The project's files its check and its printed values read (a page, a release's record): a page that
+        prints the claim depends on them, so a change of one re-reads the page and re-checks the claim."""
+        return []
+
     def values(self) -> dict[str, Any]:
         """The values it compares with its record, each a ``{name}`` a wording may print."""
         return dict(self.fields.get("fields", {}))
@@ -199,6 +204,9 @@ class AssertEvidence(Evidence):
 
     def runs(self) -> set[str]:
         return {f"page {self.target}"}
+
+    def files(self) -> list[Path]:
+        return [self.root / self.target]
 
     def values(self) -> dict[str, Any]:
         """The numbers the assert compares a variable of the page with (``assert loss_bytes == 512, ...``: ``{
@@ -271,6 +279,9 @@ class RecordedEvidence(Evidence):
 
     def releases(self) -> list[str]:
         return [self.target]
+
+    def files(self) -> list[Path]:
+        return [self.root / "data" / "compat" / f"{self.target}.json"]
 
     def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
         document = sources.recorded(self.target)
@@ -1193,6 +1204,10 @@ class ClaimRole(SphinxRole):
             )
             return [self.inliner.problematic(self.rawtext, self.rawtext, message)], [message]
         claim_data = known[claim_id]
+        for item in claim_data.evidence:
+            for path in item.files():
+                if path.is_file():
+                    self.env.note_dependency(str(path))
         versions = installed_versions()
         usage = self.env.claims_used.setdefault(self.env.docname, {})  # type: ignore[attr-defined]
         usage.setdefault(claim_id, self.lineno)
