@@ -516,7 +516,9 @@ def test_a_legacy_block_appended_in_the_earlier_form_loads_and_migrates(tmp_path
 def test_the_real_claims_file_and_its_evidence_that_needs_no_build():
     """data/claims.toml loads under every wording and scope rule; every recorded-run and changelog evidence holds
     on the committed records and the registry; every assert evidence names a top-level assert of its page (whether
-    the page ran is the build's check); every claim is used by a page, a rule text or a template. Seconds."""
+    the page ran is the build's check); the scope of every claim is what its recorded runs, matrix scenarios and
+    cells ran in (a page's and a probe's configurations are recorded by the build); every claim is used by a page,
+    a rule text or a template. Seconds."""
     import re
 
     known = claims.load_claims(ROOT / "data" / "claims.toml")
@@ -532,6 +534,9 @@ def test_the_real_claims_file_and_its_evidence_that_needs_no_build():
                 continue
             if reason:
                 problems.append(f"{claim.id}: {reason}")
+        # the scope against what the recorded runs, the matrix's named scenarios and the claims' cells ran in
+        for reason in claims.configuration_problems(claim, sources, kinds=("recorded", "cell", "matrix")):
+            problems.append(f"{claim.id}: scope: {reason}")
         claims.render_text(claim, claims.installed_versions())  # every placeholder has its value
     texts = [
         path.read_text(encoding="utf-8")
@@ -707,3 +712,47 @@ def test_changing_a_record_changes_its_sentence_or_fails_the_build(tmp_path):
     data.write_text(claims_text.replace("missing 1 required positional argument: 'outputs'", "outputs is not accepted"))
     build(project)
     assert "RuntimeError</span></code>: outputs is not accepted" in page.read_text(encoding="utf-8")
+
+
+def test_each_scope_rule_on_recorded_configurations():
+    """configuration_problems on evidence whose runs are given: a scope no run of an evidence is in, a listed value
+    no evidence ran, a non-default value every run had that the scope leaves out, and a quantifying wording on one
+    run, each reported; the scope that says what ran, none."""
+
+    class Ran(claims.Evidence):
+        def describe(self) -> str:
+            return f"the runs {self.target}"
+
+        def configurations(self, sources):
+            return self.fields["runs"]
+
+    def problems(scope, *runs_per_evidence, text="the hook runs"):
+        evidence = tuple(
+            Ran(
+                "assert",
+                f"e{n}",
+                {"runs": [{**run, "release": "2.6.6", "run": f"e{n}-{i}"} for i, run in enumerate(r)]},
+            )
+            for n, r in enumerate(runs_per_evidence)
+        )
+        claim = claims.Claim("c", text, "", False, evidence, 1, scope)
+        return claims.configuration_problems(claim, claims.Sources(ROOT))
+
+    one = {"processes": 1, "stage": "fit"}
+    fork = {"processes": 2, "strategy": "ddp_fork", "stage": "fit"}
+    assert problems({"processes": 1}, [one]) == []
+    [wrong] = problems({"strategy": "ddp_fork", "processes": 2}, [one])
+    assert wrong.startswith("the scope (2 processes · ddp_fork) is not what the runs e0 ran: processes=1, ")
+    assert problems({"processes": [1, 2]}, [one], [fork]) == []
+    assert problems({"processes": [1, 2]}, [one]) == ["the scope names processes 2, which none of its evidence ran"]
+    [unsaid] = problems({"processes": 1}, [{**one, "optimization": "manual"}])
+    assert unsaid.startswith("every run of its evidence had optimization = 'manual', which the scope does not say")
+    assert problems({"processes": 1}, [{**one, "optimization": "manual"}, one]) == []  # both modes ran
+    [bf16] = problems({"processes": 1}, [{**one, "precision": "bf16-mixed"}])
+    assert "precision = 'bf16-mixed'" in bf16
+    assert problems({"processes": 1}, [{**one, "precision": "32"}]) == []  # 1.x's name of 32-true
+    [always] = problems({"processes": 1}, [one], text="the hook always runs")
+    assert always.startswith("the wording says 'always' of the configurations it covers, and its evidence rests on")
+    assert problems({"processes": 1}, [one, {**one, "stage": "validate"}], text="the hook always runs") == []
+    [predict] = problems({"processes": 1}, [{**one, "stage": "predict", "return_predictions": False}])
+    assert "return_predictions = False" in predict
