@@ -756,3 +756,20 @@ def test_each_scope_rule_on_recorded_configurations():
     assert problems({"processes": 1}, [one, {**one, "stage": "validate"}], text="the hook always runs") == []
     [predict] = problems({"processes": 1}, [{**one, "stage": "predict", "return_predictions": False}])
     assert "return_predictions = False" in predict
+
+
+def test_the_numbers_an_assert_compares_a_variable_with(tmp_path):
+    """A name, an attribute or a list compared with a number (a literal, a page constant, arithmetic of them) is a
+    value a wording prints; a comparison inside a generator, or with a computed value, is not."""
+    page = tmp_path / "page.py"
+    page.write_text(
+        "BATCH, CLASSES = 64, 10\n"
+        "rows, size, trainer = [11, 10], len(bytes(2564)), object()\n"
+        "assert rows == [11, 10] and size == BATCH * CLASSES * 4 + 4 and trainer.global_step == 4 and "
+        "all(x == 9 for x in rows) and size > len(rows), 'm'\n"
+        "assert size == 2564 and size == 2565, 'twice'\n",
+        encoding="utf-8",
+    )
+    assert claims.assert_values(page, "m") == {"rows.0": 11, "rows.1": 10, "size": 2564, "trainer.global_step": 4}
+    with pytest.raises(claims.ClaimsError, match="compares size with two numbers"):
+        claims.assert_values(page, "twice")

@@ -207,10 +207,11 @@ print(f"resumed epoch's logged mean: {resumed_logged}; uninterrupted epoch 1: {r
 # The resumed epoch ran 4 steps, numbered 4 to 7 -- on samples 0 to 31, the first 4 batches again. Its cache held
 # those 4 losses: the logged value is their mean at the weights each was computed with, not the epoch's 8 batches,
 # and not the uninterrupted run's value.
+resumed_batch_idx = [batch_idx for batch_idx, _ in resumed_steps]
 assert (
     len(resume_warnings) == 1
     and "dataloader is not resumable" in resume_warnings.pop()
-    and [batch_idx for batch_idx, _ in resumed_steps] == [4, 5, 6, 7]
+    and resumed_batch_idx == [4, 5, 6, 7]
     and [samples for _, samples in resumed_steps] == [list(range(8 * i, 8 * i + 8)) for i in range(4)]
 ), "resumed after batch 3, the epoch ran batch_idx 4 to 7 on the loader's first 4 batches, with Lightning's warning"
 assert len(resumed_logged) == 1

@@ -846,7 +846,8 @@ def assert_values(path: Path, message: str) -> dict[str, int | float]:
     """The numbers the top-level assert of ``path`` with ``message`` compares a variable with: in its test (and the
     operands of an ``and``), each comparison whose one side is a name and the other a number -- a literal, a page
     constant or arithmetic of them (``x == 512``, ``x == BATCH * 2 * 4``, ``ratio >= 100``, ``a == 4 == b``) --
-    gives ``{name: number}``. The page ran the assert, so the number is what its
+    gives ``{name: number}`` (``trainer.global_step == 4``: ``{trainer.global_step}``; ``rows == [11, 10]``:
+    ``{rows.0}`` and ``{rows.1}``). The page ran the assert, so the number is what its
     run computed (``==``) or the bound it met; a wording prints it as ``{name}`` instead of typing it.
 
     Raises:
@@ -868,12 +869,30 @@ def assert_values(path: Path, message: str) -> dict[str, int | float]:
             continue
         operands = [test.left, *test.comparators]
         for left, right in zip(operands, operands[1:], strict=False):
-            for name, number in ((left, _number(right, constants)), (right, _number(left, constants))):
-                if isinstance(name, ast.Name) and name.id not in constants and number is not None:
-                    if found.get(name.id, number) != number:
-                        raise ClaimsError(f"{path}: the assert {message!r} compares {name.id} with two numbers")
-                    found[name.id] = number
+            for name, other in ((left, right), (right, left)):
+                dotted = _dotted(name)
+                if dotted is None or dotted in constants:
+                    continue
+                numbers = {dotted: _number(other, constants)}
+                if isinstance(other, ast.List | ast.Tuple):  # rows == [11, 10]: {rows.0}, {rows.1}
+                    numbers = {f"{dotted}.{i}": _number(item, constants) for i, item in enumerate(other.elts)}
+                for key, number in numbers.items():
+                    if number is None:
+                        continue
+                    if found.get(key, number) != number:
+                        raise ClaimsError(f"{path}: the assert {message!r} compares {key} with two numbers")
+                    found[key] = number
     return found
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``name`` or ``name.attribute...`` of a variable of the page; ``None`` for any other expression."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return None if inner is None else f"{inner}.{node.attr}"
+    return None
 
 
 def page_assert_lines(path: Path) -> dict[str, int]:
