@@ -10,8 +10,8 @@ of them, a copy of the slice, one scalar per step in two ways -- and after ``.cl
 # %%
 # Measuring a cache
 # -----------------
-# A tensor holds its *storage*, which a view (a slice, a ``.detach()``) shares with the tensor it came
-# from. The bytes a cache holds are the sizes of its distinct storages (``untyped_storage().nbytes()``,
+# A tensor's bytes are in its *storage*; a view of it (a slice, a ``.detach()``) is another tensor on the same
+# storage. The bytes a cache holds are the sizes of its distinct storages (``untyped_storage().nbytes()``,
 # counted once per storage ``data_ptr``).
 import weakref
 

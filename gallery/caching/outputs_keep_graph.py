@@ -89,9 +89,8 @@ assert len(compare.seen) == 8 and all(
 # The callback caches ``outputs["confidence"]`` as it comes and logs the epoch's mean confidence. A check that
 # runs before it at epoch end measures the cache: how many cached tensors still have a ``grad_fn``, how many
 # graph nodes are reachable from them, and the bytes of the tensors those nodes saved for a backward pass that
-# never comes. PyTorch lists a node's saved tensors in its attributes whose names start with ``_saved_`` (its
-# tutorial "Hooks for autograd saved tensors" reads them so); one the backward pass already freed raises when
-# read and is not counted.
+# never comes. It reads a node's saved tensors from its attributes whose names start with ``_saved_``, as
+# PyTorch's tutorial "Hooks for autograd saved tensors" does, and counts only those it can read.
 
 
 class ConfidenceCallback(pl.Callback):

@@ -12,9 +12,8 @@ the fix: the same names on every rank, from sums and counts reduced across the r
 # %%
 # A labelled validation set
 # -------------------------
-# 12 samples of 4 classes. The distributed sampler gives rank 0 the samples 0, 2, 4, ... and rank 1 the samples
-# 1, 3, 5, ... (:claim:`distributed-sampler-repeats-a-sample`; here nothing needs repeating): rank 0 sees classes 0,
-# 1 and 2, rank 1 sees classes 0, 2 and 3.
+# 12 samples of 4 classes, ordered so that each rank gets three of the classes
+# (:claim:`distributed-sampler-repeats-a-sample`; here nothing needs repeating); the page prints which.
 import datetime
 import math
 import re

@@ -22,11 +22,11 @@ measured on :doc:`Time per epoch of each approach </examples/performance/time_pe
 # %%
 # What "the old contract" is on this page
 # ---------------------------------------
-# Since :claim:`epoch-end-hooks-removed-in-2-0`, this page reproduces what 1.x kept. The recorded
+# Since :claim:`epoch-end-hooks-removed-in-2-0`, this page reproduces the old list itself. The recorded
 # runs of the last 1.x releases say what that was: :claim:`old-outputs-on-1-9-5`;
 # :claim:`old-list-loss-detached-copy`; :claim:`old-list-kept-until-training-epoch-end`. The run below checks that
-# :claim:`closure-result-outputs-on-2x`: a callback that appends that dictionary in ``on_train_batch_end`` keeps what
-# 1.9.5 kept.
+# :claim:`closure-result-outputs-on-2x`: a callback that appends that dictionary in ``on_train_batch_end`` keeps the
+# old list's entries.
 import ctypes
 import gc
 
@@ -173,7 +173,7 @@ class CallbackCache(Approach):
 
 
 class MetricMean(Approach):
-    """torchmetrics: ``MeanMetric`` accumulates a running sum and weight; nothing per step is kept."""
+    """torchmetrics: one ``MeanMetric``, updated every step."""
 
     def __init__(self):
         self.mean = torchmetrics.MeanMetric()
@@ -279,7 +279,7 @@ class LossForms(pl.Callback):
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         loss = pl_module.last_loss
-        self.bytes = {  # the columns: the loss, .detach(), .detach().clone(), .item(), the outputs["loss"] received
+        self.bytes = {  # the columns: the loss, its forms, and outputs["loss"]
             "loss": storage_bytes(loss),
             ".detach()": storage_bytes(loss.detach()),
             "+.clone()": storage_bytes(loss.detach().clone()),
@@ -470,8 +470,7 @@ assert old_bytes_loss == 4 and old_bytes_logits == logits_bytes + 4 == BATCH * C
 )
 
 # %%
-# The headline, asserted: :claim:`replacements-keep-one-element-per-step` (a ``MeanMetric`` keeps its sum and its
-# weight), and :claim:`hundredfold-with-logits`.
+# The headline, asserted: :claim:`replacements-keep-one-element-per-step`, and :claim:`hundredfold-with-logits`.
 cache_bytes_per_step, metric_bytes = (
     per_step["loss + logits", REPLACEMENTS[0]],
     constant["loss + logits", REPLACEMENTS[2]],

@@ -102,7 +102,7 @@ class CallbackCache(NoCache):
 
 
 class MetricMean(NoCache):
-    """torchmetrics: ``MeanMetric`` accumulates a running sum and weight; nothing per step is kept."""
+    """torchmetrics: one ``MeanMetric``, updated every step."""
 
     def __init__(self):
         self.mean = torchmetrics.MeanMetric()
@@ -164,7 +164,7 @@ def fit(approach_cls, returns_logits):
     return model.epoch_ended - start.time, getattr(model if approach.module_caches else approach, "epoch_mean", None)
 
 
-module_hook_last = []  # per fit: whether the module's on_train_epoch_end ran after the callbacks'
+module_hook_last = []  # per fit: the order of the module's and the callbacks' on_train_epoch_end, as a bool
 
 
 for returns_logits in SHAPES.values():  # warm-up, not timed: the first fits of a process are slower

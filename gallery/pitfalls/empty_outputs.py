@@ -152,10 +152,10 @@ def train(module_class, recipe, epochs=2):
         warnings.simplefilter("always")
         try:
             trainer.fit(module, DataLoader(RandomDataset(32, 32), batch_size=8))
-        except Exception as err:  # the page prints what Lightning or Python raised
+        except Exception as err:  # the page prints the exception as it came
             error = err
     for warning in {f"{w.category.__name__}: {w.message}" for w in caught if "returned `None`" in str(w.message)}:
-        print(warning)  # Lightning's own words about the skipped batch, without the path of its source file
+        print(warning)  # the warning's own words about the skipped batch, without the path of its source file
     return seen, inputs, logged_values(logger, "train_loss_epoch_mean"), error
 
 
@@ -353,8 +353,8 @@ for module_class in (ValidationReturnsLoss, ValidationOnlyLogs):
 
 # %%
 # A bare loss is a 0-d tensor, which cannot be indexed (``IndexError``); ``None`` cannot be indexed either
-# (``TypeError``). Both come after the sanity check and the whole training epoch: the guard that skips the sanity
-# check also skipped the line that fails.
+# (``TypeError``). The output above gives the training steps taken before each: the guard for the sanity check
+# also guards the line that fails.
 trainer, error = validation_symptoms["ValidationReturnsLoss"]
 assert isinstance(error, IndexError) and trainer.global_step == 4
 trainer, error = validation_symptoms["ValidationOnlyLogs"]

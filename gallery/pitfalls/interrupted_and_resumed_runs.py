@@ -158,8 +158,8 @@ for epoch, value in enumerate(reference_logged):
 # Run again with the same module object
 # -------------------------------------
 # The run stops after batch 5 of epoch 1, and ``fit`` is called again, from the start, with the same module object
-# (here reloaded with the initial weights). ``ClearedOnlyAtEnd`` never reached its ``on_train_epoch_end``: the 6
-# cached losses of the stopped epoch are still there when the new run begins.
+# (here reloaded with the initial weights). What ``ClearedOnlyAtEnd`` cached in the stopped epoch is still in its
+# cache when the new run begins: the output below gives how many losses.
 results = {}
 for model_class in (ClearedOnlyAtEnd, LossCachingModel):
     model = model_class()

@@ -161,8 +161,8 @@ print(f"sanity check started: {sanity.started}, finished: {sanity.finished}")
 print(f"training steps taken: {trainer.global_step}")
 
 # %%
-# The sanity check ran through, the epoch's validation logged one mean, equal to the hand-computed reference,
-# all four training steps ran, and the list is empty.
+# With the fix: a sanity check to its end, one logged mean for the epoch's validation, equal to the
+# hand-computed reference, every training step, and an empty list.
 
 # sphinx_gallery_start_ignore
 assert sanity.started and sanity.finished

@@ -55,12 +55,12 @@ class PredictionsReader(pl.Callback):
 #
 # .. dropdown:: Why each line
 #
-#    Both keep one tensor per predict dataloader in ``all_predictions``, as the old hooks received one list per
-#    dataloader: :claim:`predict-loop-predictions-shape`, and the module keys its list by ``dataloader_idx``. The
+#    Both keep one tensor per predict dataloader in ``all_predictions``, one list per dataloader as before:
+#    :claim:`predict-loop-predictions-shape`, and the module keys its list by ``dataloader_idx``. The
 #    module also empties its list when each predict run starts, so a run that stopped half-way leaves nothing
-#    behind. The list returned by ``trainer.predict`` is a third way
-#    (:claim:`predict-returns-one-entry-per-batch`). With ``return_predictions=False``, use the module's list or a
-#    ``BasePredictionWriter`` (below): :claim:`return-predictions-false-keeps-none`.
+#    behind. The return value of ``trainer.predict`` is a third way: :claim:`predict-returns-one-entry-per-batch`.
+#    With ``return_predictions=False``, use the module's list or a ``BasePredictionWriter`` (below):
+#    :claim:`return-predictions-false-keeps-none`.
 #
 # The old code, run today
 # -----------------------
@@ -217,8 +217,7 @@ assert quiet_model.predict_step_outputs == {}
 # %%
 # Two predict dataloaders
 # -----------------------
-# With a list of loaders for ``trainer.predict``, code written for one loader -- ``torch.cat(predictions)`` --
-# meets a list of lists:
+# Code written for one loader -- ``torch.cat(predictions)`` -- with a list of loaders for ``trainer.predict``:
 
 
 class CatsOneList(BasePredictionWriter):

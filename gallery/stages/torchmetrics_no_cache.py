@@ -15,8 +15,8 @@ that the metric started each epoch empty.
 # ----------
 # .. recipe-domain:: torchmetrics torchmetrics_log
 #
-# ``MeanMetric`` accumulates a weighted sum and the sum of the weights; ``self.log`` is given the metric object itself,
-# not its value: :claim:`logged-metric-computed-and-reset`. Each update carries the batch's sample count as its weight.
+# The module updates a ``MeanMetric`` and hands ``self.log`` the metric object itself, not its value:
+# :claim:`logged-metric-computed-and-reset`. Each update carries the batch's sample count as its weight.
 # The loss is also logged as a plain scalar: :claim:`self-log-on-epoch-sample-mean`. The reset at the start of each
 # validation run keeps ``trainer.validate()`` before ``trainer.fit()`` working (the last section of this page shows
 # why).
