@@ -490,7 +490,7 @@ def test_every_declared_evidence_kind_is_implemented_and_every_implementation_de
 
     assert set(claims.IMPLEMENTATIONS) == set(claim_schema.EVIDENCE_KINDS)
     for kind, implementation in claims.IMPLEMENTATIONS.items():
-        for method in ("describe", "check", "runs"):
+        for method in ("describe", "check", "runs", "configurations"):
             assert getattr(implementation, method) is not getattr(claims.Evidence, method), (kind, method)
 
 

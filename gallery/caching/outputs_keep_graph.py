@@ -76,8 +76,7 @@ print("key: (the tensor training_step returned?, grad_fn, requires_grad)")
 print(compare.seen[0])
 
 # %%
-# Here ``outputs["confidence"]`` is the tensor ``training_step`` returned, with its ``grad_fn``, and
-# ``outputs["loss"]`` has none: :claim:`extra-keys-as-returned`.
+# The output above compares both keys with what ``training_step`` returned: :claim:`extra-keys-as-returned`.
 assert len(compare.seen) == 8 and all(
     seen["confidence"] == (True, "AmaxBackward0", True) and seen["loss"] == (False, "NoneType", False)
     for seen in compare.seen
@@ -148,8 +147,8 @@ def measure(recipe):
 naive = measure(ConfidenceCallback())
 
 # %%
-# All 8 cached tensors carry a graph: its nodes, and the tensors they saved, stay alive as long as the cache
-# holds them, here until the callback's epoch-end hook clears it.
+# Every cached tensor has a graph, as the output above counts: :claim:`undetached-cache-keeps-graph`; here the
+# callback's epoch-end hook clears the cache.
 # :doc:`Detach what you cache in training </examples/caching/detach_cached_tensors>` measures the same mistake in a
 # module's own cache.
 assert naive.cached == naive.with_grad_fn == 8 and naive.nodes > 0 and naive.saved_bytes > 0, (

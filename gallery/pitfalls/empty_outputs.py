@@ -394,8 +394,8 @@ class ValidationCache(pl.Callback):
 
 
 # %%
-# The reference is the trained model's mean validation loss over the 2 batches, computed by hand (the one
-# validation run after training used the final weights).
+# The reference is the trained model's mean validation loss over the 2 batches, computed by hand with the final
+# weights, those of the one validation run after training.
 fixed = {}
 for module_class in (BoringModel, ValidationReturnsLoss, ValidationOnlyLogs):
     recipe = ValidationCache()

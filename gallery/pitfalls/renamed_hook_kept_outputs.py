@@ -124,7 +124,8 @@ assert trainer.global_step == 0
 # Without the sanity check it comes later
 # ---------------------------------------
 # ``num_sanity_val_steps=0`` only moves the failure to the first real validation run, after the first
-# training epoch: four steps here, hours on a real model.
+# training epoch (:claim:`renamed-validation-hook-fails-in-sanity-check`): the output below gives the steps taken,
+# which on a real model can be hours.
 trainer = make_trainer(num_sanity_val_steps=0)
 later_error = None
 try:

@@ -199,8 +199,7 @@ for name, predictions in kept_elsewhere.items():
     print(f"return_predictions=False, {name}: equal to the reference: {torch.equal(predictions, reference)}")
 
 # %%
-# Without ``return_predictions`` the return value is ``None`` and the predict loop's list is empty; the writer
-# and the module's cache hold exactly the reference.
+# :claim:`Return-predictions-false-keeps-none`; the writer and the module's cache hold exactly the reference.
 
 # sphinx_gallery_start_ignore
 assert not_returned is None and kept == [], (

@@ -136,8 +136,8 @@ print(f"MeanMetric.update_count at each validation end: {observer.updates_at_end
 # What Lightning did for us
 # -------------------------
 # Both epoch values equal the reference (compared with a relative tolerance of 1e-6: the metric and the
-# logger accumulate sums in their own order, and bitwise equality is not something they promise). The metric
-# had seen three updates when each validation run ended and none when the next one began.
+# logger accumulate sums in their own order, and bitwise equality is not something they promise), and
+# :claim:`logged-metric-computed-and-reset`.
 assert [len(batch) for batch in val_loader] == [8, 8, 4]
 assert all(
     math.isclose(metric, expected, rel_tol=1e-6) and math.isclose(scalar, expected, rel_tol=1e-6)
