@@ -166,8 +166,9 @@ assert cache.losses == {}
 # %%
 # Clearing in the wrong hook
 # --------------------------
-# The same callback clearing only in ``on_train_epoch_end`` instead: with ``val_check_interval=0.5`` validation
-# runs twice in the epoch, and the second run reduces its own 3 batches together with the first run's 3.
+# The same callback clearing only in ``on_train_epoch_end`` instead, with ``val_check_interval=0.5``:
+# :claim:`val-check-interval-half-validates-twice`, and the second run reduces its own 3 batches together with the
+# first run's 3.
 
 
 class ClearsAtTrainEpochEnd(ValidationCache):

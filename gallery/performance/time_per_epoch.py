@@ -182,8 +182,8 @@ assert all(module_hook_last), "in every fit the module's on_train_epoch_end ran 
 # %%
 # Same result
 # -----------
-# Every approach computed the mean loss of the same seeded epoch; they agree to float32 rounding (the metric
-# sums step by step, the others stack and reduce once).
+# Every approach computed the mean loss of the same seeded epoch; they agree to float32 rounding (they add the
+# same numbers in different orders).
 for shape in SHAPES:
     reference = epoch_means[shape, "old contract (1.x outputs)"]
     for name in list(APPROACHES)[1:]:

@@ -262,8 +262,8 @@ assert results["ManualReturnsNothing"][0] == []
 # %%
 # Validation ``outputs``
 # ----------------------
-# :claim:`Validation-outputs-as-returned`. Three validation steps a user writes -- ``BoringModel``'s own returns ``{"x":
-# loss}`` -- and a callback that records what it receives.
+# :claim:`Validation-outputs-as-returned`. Three validation steps a user writes -- one of them ``BoringModel``'s own:
+# :claim:`boring-model-validation-step-returns-x` -- and a callback that records what it receives.
 
 
 class ValidationReturnsLoss(BoringModel):

@@ -65,7 +65,8 @@ class PredictionsReader(pl.Callback):
 # The old code, run today
 # -----------------------
 # :claim:`Old-predict-epoch-end-received-predictions`; :claim:`predict-epoch-end-called-without-them`.
-# Five batches of 4 random vectors; ``BoringModel``'s ``predict_step`` returns the model's output for the batch.
+# Five batches of 4 random vectors, and ``BoringModel``'s ``predict_step``; the reference below applies the model to
+# each batch by hand.
 import lightning
 from lightning.pytorch.callbacks import BasePredictionWriter
 from lightning.pytorch.demos.boring_classes import RandomDataset
