@@ -71,7 +71,7 @@ assert isinstance(error, NotImplementedError) and trainer.global_step == 0, (
 
 # %%
 # ``validation_epoch_end`` and ``trainer.fit``, without validation data
-# --------------------------------------------------------------------
+# ---------------------------------------------------------------------
 # :claim:`Limit-val-batches-zero-runs-no-validation`.
 control = make_trainer(limit_val_batches=0)
 control.fit(BoringModel(), train_loader)
