@@ -773,3 +773,45 @@ def test_the_numbers_an_assert_compares_a_variable_with(tmp_path):
     assert claims.assert_values(page, "m") == {"rows.0": 11, "rows.1": 10, "size": 2564, "trainer.global_step": 4}
     with pytest.raises(claims.ClaimsError, match="compares size with two numbers"):
         claims.assert_values(page, "twice")
+
+
+def test_the_configuration_of_matrix_cells_and_recorded_runs():
+    """A scenario's runs carry its processes, strategy, precision, optimization, accumulation and stages; a recorded
+    run its record's configuration, or the one its recording code gives (marked declared)."""
+    from lightning_migrate import run_configurations, scenarios
+
+    space = scenarios.load_space()
+    [ddp_manual] = run_configurations.scenario_configurations(
+        space.scenario("s", {"strategy": "ddp-2", "train_step": "manual", "precision": "bf16-mixed"})
+    )
+    assert ddp_manual == {
+        "processes": 2,
+        "strategy": "ddp_fork",
+        "precision": "bf16-mixed",
+        "optimization": "manual",
+        "accumulate_grad_batches": 1,
+        "stage": "fit",
+        "return_predictions": None,
+    }
+    runs = run_configurations.scenario_configurations(
+        space.scenario("s", {"calls": "predict-fit-predict", "accumulation": "fixed-3", "strategy": "ddp-3"})
+    )
+    assert [(r["stage"], r["return_predictions"], r["accumulate_grad_batches"], r["processes"]) for r in runs] == [
+        ("predict", False, 3, 3),
+        ("fit", None, 3, 3),
+        ("predict", False, 3, 3),
+    ]
+    scheduled = run_configurations.scenario_configurations(space.scenario("s", {"accumulation": "scheduled"}))
+    assert scheduled[0]["accumulate_grad_batches"] is None
+
+    recorded = run_configurations.recorded_configuration
+    assert recorded("probes", "test-epoch-end", {}, {}) == {
+        "processes": 1, "strategy": None, "declared": True, "stage": "test"
+    }  # fmt: skip
+    assert recorded("observations", "p", {"world_size": 2}, {})["strategy"] == "ddp_fork"
+    fields = {"runs.accumulate_3.logged.0.1": 1.0}
+    assert recorded("rewrites", "module_training_epoch_end.py", {}, fields)["accumulate_grad_batches"] == 3
+    own = {"configuration": {"processes": 1, "stage": "fit", "precision": "32"}}
+    assert recorded("probes", "test-epoch-end", own, {}) == own["configuration"]
+    assert run_configurations.value(own["configuration"], "precision") == "32-true"
+    assert run_configurations.value({"stage": "predict"}, "return_predictions") is True
