@@ -485,12 +485,15 @@ assert (
     and cache_bytes_per_step == 4
     and metric_bytes == 2 * 4
 ), "the replacements keep one float32 element per step, or a constant 8 bytes"
-assert all(
-    direct["loss + logits", OLD][n][0] >= 100 * direct["loss + logits", name][n][0]
+times_fewer = min(
+    direct["loss + logits", OLD][n][0] / direct["loss + logits", name][n][0]
     for name in REPLACEMENTS
     for n in CHECKPOINTS
     if n >= 1_000
-), "from 1,000 steps each replacement keeps at least 100 times fewer bytes than the old contract"
+)
+assert times_fewer >= 100, (
+    "from 1,000 steps each replacement keeps at least 100 times fewer bytes than the old contract"
+)
 
 # %%
 # The same caches in process RSS
