@@ -560,7 +560,7 @@ A page that trains in one process, with gradient accumulation.
 """
 
 # %%
-# Its claims: :claim:`one-process`; :claim:`two-processes`; :claim:`accumulation-unsaid`.
+# Its claims: :claim:`one-process`; :claim:`two-processes`; :claim:`accumulation-unsaid`; :claim:`fork-refuses`.
 import lightning.pytorch as pl
 from lightning.pytorch.demos.boring_classes import BoringModel
 
@@ -570,6 +570,15 @@ trainer = pl.Trainer(
 )
 trainer.fit(BoringModel())
 assert trainer.global_step == 1, "three batches made one optimizer step"
+
+refused = None
+try:
+    pl.Trainer(strategy="ddp_fork", devices=2, accelerator="cpu", logger=False, enable_progress_bar=False).predict(
+        BoringModel(), return_predictions=True
+    )
+except Exception as error:  # refused in the workers, before the loop is set up
+    refused = error
+assert refused is not None, "ddp_fork refused return_predictions=True"
 '''
 RUN_CLAIMS = """
 [claim.one-process]
@@ -581,6 +590,11 @@ evidence = [{ assert = "gallery/runs.py", message = "three batches made one opti
 text = "three batches make one optimizer step"
 scope = { strategy = "ddp_fork", processes = 2, accumulate_grad_batches = 3 }
 evidence = [{ assert = "gallery/runs.py", message = "three batches made one optimizer step" }]
+
+[claim.fork-refuses]
+text = "``return_predictions=True`` is refused"
+scope = { strategy = "ddp_fork", processes = 2, return_predictions = true }
+evidence = [{ assert = "gallery/runs.py", message = "ddp_fork refused return_predictions=True" }]
 
 [claim.accumulation-unsaid]
 text = "three batches make one optimizer step"
@@ -600,7 +614,11 @@ def test_a_claims_scope_is_compared_with_the_configuration_its_page_ran(tmp_path
     data.write_text(data.read_text(encoding="utf-8") + RUN_CLAIMS, encoding="utf-8")
     output = build(project, expect_failure=True)
     [record] = (project / "_build" / "html" / ".doctrees" / "run-configurations" / "gallery").glob("runs.py.jsonl")
-    [run] = [json.loads(line) for line in record.read_text().splitlines()]
+    run, predict = [json.loads(line) for line in record.read_text().splitlines()]
+    # the predict the workers refused, heard of in this process, with what the call asked for
+    assert (predict["processes"], predict["strategy"], predict["stage"], predict["return_predictions"]) == (
+        2, "ddp_fork", "predict", True
+    )  # fmt: skip
     assert run["processes"] == 1 and run["accumulate_grad_batches"] == 3 and run["stage"] == "fit"
     assert run["page"] == "gallery/runs.py" and run["line"] == 17  # trainer.fit(...)
     assert (
@@ -612,7 +630,7 @@ def test_a_claims_scope_is_compared_with_the_configuration_its_page_ran(tmp_path
         "WARNING: claim accumulation-unsaid: scope: every run of its evidence had accumulate_grad_batches = 3, which "
         "the scope does not say" in output
     )
-    assert "claim one-process:" not in output
+    assert "claim one-process:" not in output and "claim fork-refuses:" not in output
     assert "claim sum-is-two:" not in output  # a page that ran no Trainer ran in its own one process
 
 

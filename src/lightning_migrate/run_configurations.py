@@ -19,7 +19,8 @@ with what each piece of evidence recorded here. A *run* is one call of ``trainer
 ``accumulate_grad_batches``
     ``trainer.accumulate_grad_batches`` as the run starts;
 ``return_predictions``
-    ``trainer.predict_loop.return_predictions`` in a ``predict`` run, else ``None``.
+    in a ``predict`` run, what the ``Trainer.predict`` call asked for, or the loop's ``return_predictions``; else
+    ``None``.
 
 The gallery's pages are recorded without touching their code: :func:`callbacks` is a factory of Lightning's
 documented entry-point group ``lightning.pytorch.callbacks_factory`` (Lightning calls it in every ``Trainer()`` and
@@ -30,7 +31,8 @@ metadata, so an installed ``lightning-migrate`` adds nothing to a user's Trainer
 :class:`RunRecorder` only when :data:`DIRECTORY` names a folder. The recorder appends one JSON line per run to
 ``<folder>/<page>.jsonl`` (``page``: the gallery script's path from the project's root, found on the call stack,
 with ``line``: the line of the page's top-level statement that started the run), at ``setup`` in rank 0, or at
-``on_exception`` for a run refused before ``setup`` (Lightning checks a module before it calls ``setup``).
+``on_exception`` for a run refused before ``setup`` (Lightning checks a module before it calls ``setup``; a
+``ddp_fork`` worker that refuses a call is heard of in the process that started it).
 
 The probes record the same configuration in each record (:func:`configuration`, called on their own Trainer).
 """
@@ -62,15 +64,37 @@ def _strategy(trainer: Any) -> str | None:
     if "DDP" not in type(strategy).__name__:
         return None
     process = type(multiprocessing.current_process()).__name__
+    if process == "_MainProcess" and getattr(strategy, "launcher", None) is not None:
+        # the process that started the workers: a fork launcher is the one that works in Jupyter
+        return "ddp_fork" if strategy.launcher.is_interactive_compatible else "ddp"
     return {"ForkProcess": "ddp_fork", "SpawnProcess": "ddp_spawn"}.get(process, "ddp")
+
+
+def requested_return_predictions() -> bool | None:
+    """The ``return_predictions`` the page passed to ``Trainer.predict``, read from that call's frame on the stack
+    (``None``: no ``predict`` call is running, or it passed none). A ``predict`` refused before the loop is set up
+    (``ddp_fork`` with ``return_predictions=True``) leaves no other trace of it."""
+    import inspect
+
+    for info in inspect.stack(0):
+        local = info.frame.f_locals
+        if (
+            info.function == "predict"
+            and "return_predictions" in local
+            and type(local.get("self")).__name__ == "Trainer"
+        ):
+            return local["return_predictions"]
+    return None
 
 
 def configuration(trainer: Any, module: Any, stage: str) -> dict[str, Any]:
     """The configuration of the run ``trainer`` is making of ``module`` in ``stage`` (see the module docstring).
 
-    Read with public attributes only, which every release the project records has (1.4.9 to 2.x).
+    Read with public attributes only, which every release the project records has (1.4.9 to 2.x); in a ``predict``
+    run, ``return_predictions`` is the loop's, or what the call asked for (:func:`requested_return_predictions`).
     """
     predict_loop = getattr(trainer, "predict_loop", None)
+    asked = requested_return_predictions() if stage == "predict" else None
     return {
         "processes": int(trainer.world_size),
         "strategy": _strategy(trainer),
@@ -80,7 +104,9 @@ def configuration(trainer: Any, module: Any, stage: str) -> dict[str, Any]:
         "accumulate_grad_batches": int(trainer.accumulate_grad_batches)
         if isinstance(trainer.accumulate_grad_batches, int)
         else None,
-        "return_predictions": bool(predict_loop.return_predictions)
+        "return_predictions": bool(asked)
+        if asked is not None
+        else bool(predict_loop.return_predictions)
         if stage == "predict" and predict_loop is not None and predict_loop.return_predictions is not None
         else None,
     }
@@ -152,7 +178,9 @@ def _recorder_class() -> type:
             self.recorded = False  # the same Trainer may run again
 
         def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
-            if not self.recorded and getattr(trainer.strategy, "launcher", None) is None:
+            # a run refused before setup: in this process, or in the workers (the process that started them hears
+            # of it here; a run the workers had set up is recorded twice, the same configuration)
+            if not self.recorded:
                 self._record(trainer, pl_module, str(trainer.state.fn.value))
             self.recorded = False
 
