@@ -89,7 +89,7 @@ assert len(compare.seen) == 8 and all(
 # runs before it at epoch end measures the cache: how many cached tensors still have a ``grad_fn``, how many
 # graph nodes are reachable from them, and the bytes of the tensors those nodes saved for a backward pass that
 # never comes. It reads a node's saved tensors from its attributes whose names start with ``_saved_``, as
-# PyTorch's tutorial "Hooks for autograd saved tensors" does, and counts only those it can read.
+# PyTorch's tutorial on hooks for saved tensors does, and counts only those it can read.
 
 
 class ConfidenceCallback(pl.Callback):

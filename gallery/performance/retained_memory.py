@@ -155,7 +155,7 @@ class ModuleCache(Approach):
 
 
 class CallbackCache(Approach):
-    """Callback-side caching: a detached scalar appended in ``on_train_batch_end``."""
+    """Callback-side caching: ``on_train_batch_end`` appends one scalar per step."""
 
     def __init__(self):
         self.losses = []
@@ -173,7 +173,7 @@ class CallbackCache(Approach):
 
 
 class MetricMean(Approach):
-    """torchmetrics: one ``MeanMetric``, updated every step."""
+    """torchmetrics: the step's loss goes into a ``MeanMetric``."""
 
     def __init__(self):
         self.mean = torchmetrics.MeanMetric()

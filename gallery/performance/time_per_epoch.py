@@ -102,7 +102,7 @@ class CallbackCache(NoCache):
 
 
 class MetricMean(NoCache):
-    """torchmetrics: one ``MeanMetric``, updated every step."""
+    """torchmetrics: the step's loss goes into a ``MeanMetric``."""
 
     def __init__(self):
         self.mean = torchmetrics.MeanMetric()

@@ -124,7 +124,7 @@ class StepInputs(pl.Callback):
 
 
 def loss_by_hand(weights, batch):
-    """BoringModel's loss written out: a linear layer, then the mean squared error against ones."""
+    """The loss of ``BoringModel`` by hand: a linear layer, then the mean squared error against ones."""
     with torch.no_grad():
         predictions = batch @ weights["layer.weight"].T + weights["layer.bias"]
         return ((predictions - 1) ** 2).mean().item()
@@ -305,7 +305,7 @@ def validate_and_fit(module_class, callback):
         warnings.simplefilter("always")
         try:
             trainer.fit(module_class(), *fit_loaders)
-        except Exception as err:  # the page prints what Lightning or Python raised
+        except Exception as err:  # the page prints the exception as it came
             error = err
     return trainer, error
 
@@ -353,8 +353,8 @@ for module_class in (ValidationReturnsLoss, ValidationOnlyLogs):
 
 # %%
 # A bare loss is a 0-d tensor, which cannot be indexed (``IndexError``); ``None`` cannot be indexed either
-# (``TypeError``). The output above gives the training steps taken before each: the guard for the sanity check
-# also guards the line that fails.
+# (``TypeError``). The output above gives the training steps taken before each: the sanity-check guard
+# also covers the failing line.
 trainer, error = validation_symptoms["ValidationReturnsLoss"]
 assert isinstance(error, IndexError) and trainer.global_step == 4
 trainer, error = validation_symptoms["ValidationOnlyLogs"]

@@ -67,7 +67,7 @@ class EpochEndParameters(Rule):
         "dropped. Any other extra parameter stops the hook before its body runs -- "
         ":claim:`extra-parameters-never-passed` --: dropping it would make the body run for the first time, and the "
         "fix is **manual**. **proven** (plain ``--fix``) when the "
-        "body reads the ``outputs`` a 1.x release passed and the rewrite's shape is "
+        "body reads the old ``outputs`` and the rewrite's shape is "
         "proven (**unsafe**, opt-in with ``--unsafe-fixes``, where none does): on a module, module-side "
         "caching (as for LM001); on a callback, callback-side caching -- the callback's batch-end hook collects "
         f"each batch's ``outputs`` and the epoch-end hook takes and clears them. What the old hooks received: "
