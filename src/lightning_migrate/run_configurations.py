@@ -60,13 +60,14 @@ def project_root() -> Path:
 
 
 def _strategy(trainer: Any) -> str | None:
-    strategy = getattr(trainer, "strategy", None) or getattr(trainer, "training_type_plugin", None)
+    strategy: Any = getattr(trainer, "strategy", None) or getattr(trainer, "training_type_plugin", None)
     if "DDP" not in type(strategy).__name__:
         return None
     process = type(multiprocessing.current_process()).__name__
-    if process == "_MainProcess" and getattr(strategy, "launcher", None) is not None:
+    launcher = getattr(strategy, "launcher", None)
+    if process == "_MainProcess" and launcher is not None:
         # the process that started the workers: a fork launcher is the one that works in Jupyter
-        return "ddp_fork" if strategy.launcher.is_interactive_compatible else "ddp"
+        return "ddp_fork" if launcher.is_interactive_compatible else "ddp"
     return {"ForkProcess": "ddp_fork", "SpawnProcess": "ddp_spawn"}.get(process, "ddp")
 
 
