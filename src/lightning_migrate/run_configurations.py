@@ -7,9 +7,11 @@ with what each piece of evidence recorded here. A *run* is one call of ``trainer
 ``processes``
     ``trainer.world_size``: how many processes ran it;
 ``strategy``
-    ``None`` in one process without a distributed strategy; ``"ddp_fork"``, ``"ddp_spawn"`` or ``"ddp"`` for a
-    ``DDPStrategy`` whose processes were forked, spawned or started as scripts (read in the process that trains:
-    ``multiprocessing.current_process()`` is a ``ForkProcess``, a ``SpawnProcess`` or the main process);
+    ``None`` in one process without a distributed strategy; for a ``DDPStrategy``, ``"ddp_fork"`` when its launcher
+    forks (the launcher's public ``is_interactive_compatible``: of Lightning's launchers, only the forking one works
+    in Jupyter), ``"ddp_spawn"`` in a spawned worker, ``"ddp"`` otherwise (a parent that spawned or started scripts
+    reads as ``"ddp"``). Read from the launcher, not from the process: the build's examples run in worker processes
+    of their own (a process-type test read the process that started a ``ddp_fork`` run inside one as ``"ddp"``);
 ``precision``
     ``str(trainer.precision)`` (``"32-true"``; ``"32"`` on 1.x, which held an int);
 ``optimization``
@@ -63,12 +65,10 @@ def _strategy(trainer: Any) -> str | None:
     strategy: Any = getattr(trainer, "strategy", None) or getattr(trainer, "training_type_plugin", None)
     if "DDP" not in type(strategy).__name__:
         return None
-    process = type(multiprocessing.current_process()).__name__
     launcher = getattr(strategy, "launcher", None)
-    if process == "_MainProcess" and launcher is not None:
-        # the process that started the workers: a fork launcher is the one that works in Jupyter
-        return "ddp_fork" if launcher.is_interactive_compatible else "ddp"
-    return {"ForkProcess": "ddp_fork", "SpawnProcess": "ddp_spawn"}.get(process, "ddp")
+    if launcher is not None and launcher.is_interactive_compatible:
+        return "ddp_fork"  # of Lightning's launchers, the one that forks is the one that works in Jupyter
+    return "ddp_spawn" if type(multiprocessing.current_process()).__name__ == "SpawnProcess" else "ddp"
 
 
 def requested_return_predictions() -> bool | None:
