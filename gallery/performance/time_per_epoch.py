@@ -88,7 +88,7 @@ class ModuleCache(NoCache):
 
 
 class CallbackCache(NoCache):
-    """Callback-side caching: a detached scalar appended in ``on_train_batch_end``."""
+    """Callback-side caching: ``on_train_batch_end`` appends one scalar per step."""
 
     def __init__(self):
         self.losses = []
