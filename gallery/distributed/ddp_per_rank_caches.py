@@ -160,9 +160,8 @@ def make_trainer(**kwargs):
 # %%
 # Two processes
 # -------------
-# ``strategy="ddp_fork"`` forks the worker processes (gloo on CPU), which also works inside a Jupyter
-# kernel, so this page's notebook runs as it is. The main process takes no part in
-# training: it waits for the workers, then receives rank 0's ``callback_metrics`` and trained weights.
+# The page uses ``strategy="ddp_fork"`` (gloo on CPU), so that its notebook runs in Jupyter as it is:
+# :claim:`ddp-fork-main-process-waits`.
 pl.seed_everything(0, verbose=False)
 ddp_model = ShardCachingModel()
 initial_weight = ddp_model.layer.weight.detach().clone()
