@@ -38,6 +38,7 @@ extensions = [
     "sphinx.ext.doctest",
     "sphinx_gallery.gen_gallery",
     "build_mechanics.example_workers",  # sphinx-gallery's parallel workers, started only when an example will run
+    "build_mechanics.run_records",  # each example records the Trainer configuration of its runs, for the claims
     "build_mechanics.gallery_orphans",  # removes the generated pages of deleted or renamed gallery scripts
     "myst_nb",
     "sphinx_design",
@@ -101,11 +102,13 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
-    # Before each example: matplotlib's state reset, and the heap the worker has already walked frozen
+    # Before each example: matplotlib's state reset, the heap the worker has already walked frozen, and the recorder of
+    # its runs' configurations on the path (docs/_ext/build_mechanics/run_records.py)
     "reset_modules": (
         "matplotlib",
         "build_mechanics.example_workers.freeze_survivors",
         "build_mechanics.declared_warnings.strict_warnings",
+        "build_mechanics.run_records.record_runs",
     ),
     # Before each example and after it: declared_warnings.strict_warnings saves and restores the warning filters.
     "reset_modules_order": "both",

@@ -28,13 +28,16 @@ CONF = f"""
 import sys
 sys.path.insert(0, {str(EXT)!r})
 sys.path.insert(0, {str(ROOT / "src")!r})
-extensions = ["sphinx_gallery.gen_gallery", "guide.claims", "build_mechanics.notebook_baseurl"]
+extensions = [
+    "sphinx_gallery.gen_gallery", "guide.claims", "build_mechanics.notebook_baseurl", "build_mechanics.run_records"
+]
 html_baseurl = "https://example.org/guide/"
 exclude_patterns = ["examples/*.py", "**.ipynb"]
 sphinx_gallery_conf = {{
     "examples_dirs": "../gallery",
     "gallery_dirs": "examples",
     "filename_pattern": "",
+    "reset_modules": ("build_mechanics.run_records.record_runs",),
     "pypandoc": {{
         "extra_args": ["--from={MECHANICS / "notebook_rst_reader.lua"}", "--to=gfm", "--wrap=none"],
         "filters": ["{MECHANICS / "notebook_links.lua"}"],
@@ -487,7 +490,7 @@ def test_every_declared_evidence_kind_is_implemented_and_every_implementation_de
 
     assert set(claims.IMPLEMENTATIONS) == set(claim_schema.EVIDENCE_KINDS)
     for kind, implementation in claims.IMPLEMENTATIONS.items():
-        for method in ("describe", "check", "runs"):
+        for method in ("describe", "check", "runs", "configurations"):
             assert getattr(implementation, method) is not getattr(claims.Evidence, method), (kind, method)
 
 
@@ -513,7 +516,9 @@ def test_a_legacy_block_appended_in_the_earlier_form_loads_and_migrates(tmp_path
 def test_the_real_claims_file_and_its_evidence_that_needs_no_build():
     """data/claims.toml loads under every wording and scope rule; every recorded-run and changelog evidence holds
     on the committed records and the registry; every assert evidence names a top-level assert of its page (whether
-    the page ran is the build's check); every claim is used by a page, a rule text or a template. Seconds."""
+    the page ran is the build's check); the scope of every claim is what its recorded runs, matrix scenarios and
+    cells ran in (a page's and a probe's configurations are recorded by the build); every claim is used by a page,
+    a rule text or a template. Seconds."""
     import re
 
     known = claims.load_claims(ROOT / "data" / "claims.toml")
@@ -529,6 +534,9 @@ def test_the_real_claims_file_and_its_evidence_that_needs_no_build():
                 continue
             if reason:
                 problems.append(f"{claim.id}: {reason}")
+        # the scope against what the recorded runs, the matrix's named scenarios and the claims' cells ran in
+        for reason in claims.configuration_problems(claim, sources, kinds=("recorded", "cell", "matrix")):
+            problems.append(f"{claim.id}: scope: {reason}")
         claims.render_text(claim, claims.installed_versions())  # every placeholder has its value
     texts = [
         path.read_text(encoding="utf-8")
@@ -542,3 +550,286 @@ def test_the_real_claims_file_and_its_evidence_that_needs_no_build():
     problems += [f"{claim_id}: no page uses it" for claim_id in known if claim_id not in used]
     assert problems == [], "\n".join(problems)
     assert len(known) > 100
+
+
+LIGHTNING_PAGE = '''"""
+Runs
+====
+
+A page that trains in one process, with gradient accumulation.
+"""
+
+# %%
+# Its claims: :claim:`one-process`; :claim:`two-processes`; :claim:`accumulation-unsaid`; :claim:`fork-refuses`.
+import lightning.pytorch as pl
+from lightning.pytorch.demos.boring_classes import BoringModel
+
+trainer = pl.Trainer(
+    max_epochs=1, limit_train_batches=3, limit_val_batches=1, accumulate_grad_batches=3, logger=False,
+    enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+)
+trainer.fit(BoringModel())
+assert trainer.global_step == 1, "three batches made one optimizer step"
+
+refused = None
+try:
+    pl.Trainer(strategy="ddp_fork", devices=2, accelerator="cpu", logger=False, enable_progress_bar=False).predict(
+        BoringModel(), return_predictions=True
+    )
+except Exception as error:  # refused in the workers, before the loop is set up
+    refused = error
+assert refused is not None, "ddp_fork refused return_predictions=True"
+'''
+RUN_CLAIMS = """
+[claim.one-process]
+text = "three batches make one optimizer step"
+scope = { processes = 1, accumulate_grad_batches = 3 }
+evidence = [{ assert = "gallery/runs.py", message = "three batches made one optimizer step" }]
+
+[claim.two-processes]
+text = "three batches make one optimizer step"
+scope = { strategy = "ddp_fork", processes = 2, accumulate_grad_batches = 3 }
+evidence = [{ assert = "gallery/runs.py", message = "three batches made one optimizer step" }]
+
+[claim.fork-refuses]
+text = "``return_predictions=True`` is refused"
+scope = { strategy = "ddp_fork", processes = 2, return_predictions = true }
+evidence = [{ assert = "gallery/runs.py", message = "ddp_fork refused return_predictions=True" }]
+
+[claim.accumulation-unsaid]
+text = "three batches make one optimizer step"
+scope = { processes = 1 }
+evidence = [{ assert = "gallery/runs.py", message = "three batches made one optimizer step" }]
+"""
+
+
+def test_a_claims_scope_is_compared_with_the_configuration_its_page_ran(tmp_path):
+    """The page's Trainer records what it ran in (one process, accumulate_grad_batches=3) while the page runs --
+    its code untouched: Lightning adds the recorder through its callbacks_factory entry point. A scope that says
+    two ddp_fork processes fails the build naming the claim and what the page ran; a scope that leaves out the
+    accumulation every run had fails too; the scope that says what ran passes."""
+    project = claims_project(tmp_path)
+    (project / "gallery" / "runs.py").write_text(LIGHTNING_PAGE, encoding="utf-8")
+    data = project / "data" / "claims.toml"
+    data.write_text(data.read_text(encoding="utf-8") + RUN_CLAIMS, encoding="utf-8")
+    output = build(project, expect_failure=True)
+    [record] = (project / "_build" / "html" / ".doctrees" / "run-configurations" / "gallery").glob("runs.py.jsonl")
+    run, predict = [json.loads(line) for line in record.read_text().splitlines()]
+    # the predict the workers refused, heard of in this process, with what the call asked for
+    assert (predict["processes"], predict["strategy"], predict["stage"], predict["return_predictions"]) == (
+        2, "ddp_fork", "predict", True
+    )  # fmt: skip
+    assert run["processes"] == 1 and run["accumulate_grad_batches"] == 3 and run["stage"] == "fit"
+    assert run["page"] == "gallery/runs.py" and run["line"] == 17  # trainer.fit(...)
+    assert (
+        "WARNING: claim two-processes: scope: the scope (2 processes · ddp_fork · accumulate_grad_batches=3) is not "
+        'what the assert "three batches made one optimizer step" of gallery/runs.py ran: processes=1, '
+        "precision=32-true, optimization=automatic, stage=fit, accumulate_grad_batches=3" in output
+    ), output[-4000:]
+    assert (
+        "WARNING: claim accumulation-unsaid: scope: every run of its evidence had accumulate_grad_batches = 3, which "
+        "the scope does not say" in output
+    )
+    assert "claim one-process:" not in output and "claim fork-refuses:" not in output
+    assert "claim sum-is-two:" not in output  # a page that ran no Trainer ran in its own one process
+
+
+MEASURED_PAGE = '''"""
+Sizes
+=====
+
+A page that measures a size.
+"""
+
+# %%
+# :claim:`Size-measured`.
+buffer = bytes(3 * 4)
+size = len(buffer)
+assert size == 3 * 4, "the buffer holds its elements' bytes"
+'''
+MEASURED_CLAIM = """
+[claim.size-measured]
+text = "the buffer holds {size} bytes"
+scope = { processes = 1 }
+evidence = [{ assert = "gallery/sizes.py", message = "the buffer holds its elements' bytes" }]
+"""
+
+
+def test_a_number_a_page_measures_is_printed_from_its_assert_and_follows_it(tmp_path):
+    """The page asserts the size it measured; the claim prints it as ``{size}``. Typing the number fails the file;
+    a page that measures another value fails its assert, so the build; measuring and asserting the new value
+    changes the sentence on the page."""
+    project = claims_project(tmp_path)
+    page = project / "gallery" / "sizes.py"
+    page.write_text(MEASURED_PAGE, encoding="utf-8")
+    data = project / "data" / "claims.toml"
+    data.write_text(data.read_text(encoding="utf-8") + MEASURED_CLAIM, encoding="utf-8")
+    build(project)
+    html = project / "_build" / "html" / "examples" / "sizes.html"
+    assert "The buffer holds 12 bytes" in html.read_text(encoding="utf-8")
+
+    page.write_text(MEASURED_PAGE.replace("bytes(3 * 4)", "bytes(5 * 4)"), encoding="utf-8")  # the value changed
+    output = build(project, expect_failure=True)
+    assert "claim size-measured: assert evidence: gallery/sizes.py did not run to its end in this build" in output
+
+    page.write_text(MEASURED_PAGE.replace("3 * 4", "5 * 4"), encoding="utf-8")  # and the page asserts it
+    build(project)
+    assert "The buffer holds 20 bytes" in html.read_text(encoding="utf-8")
+
+    data.write_text(data.read_text(encoding="utf-8").replace("{size} bytes", "20 bytes"), encoding="utf-8")
+    output = build(project, expect_failure=True)
+    assert "the wording types the number 20, which its evidence compares: write {size}" in output
+
+
+RECORD_CLAIM = """
+[claim.old-hook-error]
+text = "the old hook fails with a ``{error_type}``: {error_message}"
+scope = { processes = 1 }
+evidence = [{ recorded = "9.9.9", pattern = "module-on-train-epoch-end-outputs", fields = { error_type = "TypeError", \
+error_message = "missing 1 required positional argument: 'outputs'" } }]
+"""
+
+
+def test_changing_a_record_changes_its_sentence_or_fails_the_build(tmp_path):
+    """A claim printing a recorded error's type and message: a record that changes alone fails the build, naming the
+    claim and the field; the record and the claim changed together change the sentence on the page."""
+    project = claims_project(tmp_path)
+    (project / "data" / "compat").mkdir()
+    record = {
+        "pattern": "module-on-train-epoch-end-outputs",
+        "outcome": "error",
+        "error_type": "TypeError",
+        "error_message": "missing 1 required positional argument: 'outputs'",
+        "configuration": {"processes": 1, "stage": "fit"},
+    }
+    recorded = project / "data" / "compat" / "9.9.9.json"
+    recorded.write_text(json.dumps({"probes": {"records": [record]}}), encoding="utf-8")
+    data = project / "data" / "claims.toml"
+    data.write_text(data.read_text(encoding="utf-8") + RECORD_CLAIM, encoding="utf-8")
+    script = project / "gallery" / "two.py"
+    script.write_text(
+        script.read_text(encoding="utf-8").replace(
+            "`epoch-end-removed`.", "`epoch-end-removed`. And :claim:`old-hook-error`."
+        ),
+        encoding="utf-8",
+    )
+    page = project / "_build" / "html" / "examples" / "two.html"
+    build(project)
+    assert "the old hook fails with a <code" in page.read_text(encoding="utf-8")
+    assert "TypeError</span></code>: missing 1 required positional argument: ‘outputs’" in page.read_text()
+
+    for name, value in (("error_type", "RuntimeError"), ("error_message", "outputs is not accepted")):
+        recorded.write_text(json.dumps({"probes": {"records": [{**record, name: value}]}}), encoding="utf-8")
+        output = build(project, expect_failure=True)
+        assert "claim old-hook-error: recorded evidence: data/compat/9.9.9.json probes " in output
+        assert f"module-on-train-epoch-end-outputs: {name} is {value!r}, the claim needs" in output
+
+    changed = {**record, "error_type": "RuntimeError", "error_message": "outputs is not accepted"}
+    recorded.write_text(json.dumps({"probes": {"records": [changed]}}), encoding="utf-8")
+    claims_text = data.read_text(encoding="utf-8").replace('"TypeError"', '"RuntimeError"')
+    data.write_text(claims_text.replace("missing 1 required positional argument: 'outputs'", "outputs is not accepted"))
+    build(project)
+    assert "RuntimeError</span></code>: outputs is not accepted" in page.read_text(encoding="utf-8")
+
+
+def test_each_scope_rule_on_recorded_configurations():
+    """configuration_problems on evidence whose runs are given: a scope no run of an evidence is in, a listed value
+    no evidence ran, a non-default value every run had that the scope leaves out, and a quantifying wording on one
+    run, each reported; the scope that says what ran, none."""
+
+    class Ran(claims.Evidence):
+        def describe(self) -> str:
+            return f"the runs {self.target}"
+
+        def configurations(self, sources):
+            return self.fields["runs"]
+
+    def problems(scope, *runs_per_evidence, text="the hook runs"):
+        evidence = tuple(
+            Ran(
+                "assert",
+                f"e{n}",
+                {"runs": [{**run, "release": "2.6.6", "run": f"e{n}-{i}"} for i, run in enumerate(r)]},
+            )
+            for n, r in enumerate(runs_per_evidence)
+        )
+        claim = claims.Claim("c", text, "", False, evidence, 1, scope)
+        return claims.configuration_problems(claim, claims.Sources(ROOT))
+
+    one = {"processes": 1, "stage": "fit"}
+    fork = {"processes": 2, "strategy": "ddp_fork", "stage": "fit"}
+    assert problems({"processes": 1}, [one]) == []
+    [wrong] = problems({"strategy": "ddp_fork", "processes": 2}, [one])
+    assert wrong.startswith("the scope (2 processes · ddp_fork) is not what the runs e0 ran: processes=1, ")
+    assert problems({"processes": [1, 2]}, [one], [fork]) == []
+    assert problems({"processes": [1, 2]}, [one]) == ["the scope names processes 2, which none of its evidence ran"]
+    [unsaid] = problems({"processes": 1}, [{**one, "optimization": "manual"}])
+    assert unsaid.startswith("every run of its evidence had optimization = 'manual', which the scope does not say")
+    assert problems({"processes": 1}, [{**one, "optimization": "manual"}, one]) == []  # both modes ran
+    [bf16] = problems({"processes": 1}, [{**one, "precision": "bf16-mixed"}])
+    assert "precision = 'bf16-mixed'" in bf16
+    assert problems({"processes": 1}, [{**one, "precision": "32"}]) == []  # 1.x's name of 32-true
+    [always] = problems({"processes": 1}, [one], text="the hook always runs")
+    assert always.startswith("the wording says 'always' of the configurations it covers, and its evidence rests on")
+    assert problems({"processes": 1}, [one, {**one, "stage": "validate"}], text="the hook always runs") == []
+    [predict] = problems({"processes": 1}, [{**one, "stage": "predict", "return_predictions": False}])
+    assert "return_predictions = False" in predict
+
+
+def test_the_numbers_an_assert_compares_a_variable_with(tmp_path):
+    """A name, an attribute or a list compared with a number (a literal, a page constant, arithmetic of them) is a
+    value a wording prints; a comparison inside a generator, or with a computed value, is not."""
+    page = tmp_path / "page.py"
+    page.write_text(
+        "BATCH, CLASSES = 64, 10\n"
+        "rows, size, trainer = [11, 10], len(bytes(2564)), object()\n"
+        "assert rows == [11, 10] and size == BATCH * CLASSES * 4 + 4 and trainer.global_step == 4 and "
+        "all(x == 9 for x in rows) and size > len(rows), 'm'\n"
+        "assert size == 2564 and size == 2565, 'twice'\n",
+        encoding="utf-8",
+    )
+    assert claims.assert_values(page, "m") == {"rows.0": 11, "rows.1": 10, "size": 2564, "trainer.global_step": 4}
+    with pytest.raises(claims.ClaimsError, match="compares size with two numbers"):
+        claims.assert_values(page, "twice")
+
+
+def test_the_configuration_of_matrix_cells_and_recorded_runs():
+    """A scenario's runs carry its processes, strategy, precision, optimization, accumulation and stages; a recorded
+    run its record's configuration, or the one its recording code gives (marked declared)."""
+    from lightning_migrate import run_configurations, scenarios
+
+    space = scenarios.load_space()
+    [ddp_manual] = run_configurations.scenario_configurations(
+        space.scenario("s", {"strategy": "ddp-2", "train_step": "manual", "precision": "bf16-mixed"})
+    )
+    assert ddp_manual == {
+        "processes": 2,
+        "strategy": "ddp_fork",
+        "precision": "bf16-mixed",
+        "optimization": "manual",
+        "accumulate_grad_batches": 1,
+        "stage": "fit",
+        "return_predictions": None,
+    }
+    runs = run_configurations.scenario_configurations(
+        space.scenario("s", {"calls": "predict-fit-predict", "accumulation": "fixed-3", "strategy": "ddp-3"})
+    )
+    assert [(r["stage"], r["return_predictions"], r["accumulate_grad_batches"], r["processes"]) for r in runs] == [
+        ("predict", False, 3, 3),
+        ("fit", None, 3, 3),
+        ("predict", False, 3, 3),
+    ]
+    scheduled = run_configurations.scenario_configurations(space.scenario("s", {"accumulation": "scheduled"}))
+    assert scheduled[0]["accumulate_grad_batches"] is None
+
+    recorded = run_configurations.recorded_configuration
+    assert recorded("probes", "test-epoch-end", {}, {}) == {
+        "processes": 1, "strategy": None, "declared": True, "stage": "test"
+    }  # fmt: skip
+    assert recorded("observations", "p", {"world_size": 2}, {})["strategy"] == "ddp_fork"
+    fields = {"runs.accumulate_3.logged.0.1": 1.0}
+    assert recorded("rewrites", "module_training_epoch_end.py", {}, fields)["accumulate_grad_batches"] == 3
+    own = {"configuration": {"processes": 1, "stage": "fit", "precision": "32"}}
+    assert recorded("probes", "test-epoch-end", own, {}) == own["configuration"]
+    assert run_configurations.value(own["configuration"], "precision") == "32-true"
+    assert run_configurations.value({"stage": "predict"}, "return_predictions") is True

@@ -10,9 +10,9 @@ of them, a copy of the slice, one scalar per step in two ways -- and after ``.cl
 # %%
 # Measuring a cache
 # -----------------
-# A tensor holds its *storage*, which a view (a slice, a ``.detach()``) shares with the tensor it came
-# from. The bytes a cache holds are the sizes of its distinct storages (``untyped_storage().nbytes()``,
-# counted once per storage ``data_ptr``).
+# A tensor's bytes are in its *storage*; a view of it (such as a slice) is another tensor on the same storage;
+# so is the result of ``.detach()``. The bytes a cache holds are the sizes of its distinct storages
+# (``untyped_storage().nbytes()``, counted once per storage ``data_ptr``).
 import weakref
 
 import lightning

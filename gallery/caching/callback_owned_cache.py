@@ -4,7 +4,7 @@ A callback that owns its cache, and the sanity check
 
 A callback can keep its own cache: append in ``on_validation_batch_end``, reduce and clear in
 ``on_validation_epoch_end``. This page counts what such a callback sees with and without skipping the sanity check
-(``trainer.sanity_checking``), then checks the recipe against losses computed by hand.
+(``trainer.sanity_checking``), then compares the recipe with losses computed by hand.
 
 Before training, ``fit`` runs a *sanity check*, a short validation loop: :claim:`sanity-check-calls-the-same-hooks`.
 """
@@ -166,8 +166,9 @@ assert cache.losses == {}
 # %%
 # Clearing in the wrong hook
 # --------------------------
-# The same callback clearing only in ``on_train_epoch_end`` instead: with ``val_check_interval=0.5`` validation
-# runs twice in the epoch, and the second run reduces its own 3 batches together with the first run's 3.
+# The same callback clearing only in ``on_train_epoch_end`` instead, with ``val_check_interval=0.5``:
+# :claim:`val-check-interval-half-validates-twice`, and the second run reduces its own 3 batches together with the
+# first run's 3.
 
 
 class ClearsAtTrainEpochEnd(ValidationCache):

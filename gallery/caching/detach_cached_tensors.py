@@ -39,7 +39,7 @@ class CachingModel(BoringModel):
         else:
             self.losses.append(loss)
             self.confidences.append(confidence)
-        return {"loss": loss, "confidence": confidence}  # Lightning needs the loss's graph for the backward pass
+        return {"loss": loss, "confidence": confidence}  # the loss keeps its graph: the backward pass uses it
 
     def on_train_epoch_end(self):
         self.at_epoch_end = footprint(self.losses + self.confidences, exclude=list(self.parameters()))

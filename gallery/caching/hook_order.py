@@ -231,9 +231,9 @@ assert {"val_loss", "train_loss_epoch_mean"} <= set(separate_trainer.callback_me
 # %%
 # Consequence 2: ``val_check_interval < 1.0``
 # -------------------------------------------
-# :claim:`Val-check-interval-half-validates-twice`. A validation cache must
-# be cleared in the validation hook (``on_validation_epoch_end``): cleared there it holds exactly one
-# run's batches; cleared only in ``on_train_epoch_end`` it mixes both runs.
+# :claim:`Val-check-interval-half-validates-twice`. So clear a validation cache in the validation hook
+# (``on_validation_epoch_end``): the run below compares a cache cleared there with one cleared only in
+# ``on_train_epoch_end``.
 
 
 class ValidationRuns(BoringModel):

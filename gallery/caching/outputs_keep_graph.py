@@ -76,8 +76,7 @@ print("key: (the tensor training_step returned?, grad_fn, requires_grad)")
 print(compare.seen[0])
 
 # %%
-# Here ``outputs["confidence"]`` is the tensor ``training_step`` returned, with its ``grad_fn``, and
-# ``outputs["loss"]`` has none: :claim:`extra-keys-as-returned`.
+# The output above compares both keys with what ``training_step`` returned: :claim:`extra-keys-as-returned`.
 assert len(compare.seen) == 8 and all(
     seen["confidence"] == (True, "AmaxBackward0", True) and seen["loss"] == (False, "NoneType", False)
     for seen in compare.seen
@@ -89,9 +88,8 @@ assert len(compare.seen) == 8 and all(
 # The callback caches ``outputs["confidence"]`` as it comes and logs the epoch's mean confidence. A check that
 # runs before it at epoch end measures the cache: how many cached tensors still have a ``grad_fn``, how many
 # graph nodes are reachable from them, and the bytes of the tensors those nodes saved for a backward pass that
-# never comes. PyTorch lists a node's saved tensors in its attributes whose names start with ``_saved_`` (its
-# tutorial "Hooks for autograd saved tensors" reads them so); one the backward pass already freed raises when
-# read and is not counted.
+# never comes. It reads a node's saved tensors from its attributes whose names start with ``_saved_``, as
+# PyTorch's tutorial on hooks for saved tensors does, and counts only those it can read.
 
 
 class ConfidenceCallback(pl.Callback):
@@ -149,8 +147,8 @@ def measure(recipe):
 naive = measure(ConfidenceCallback())
 
 # %%
-# All 8 cached tensors carry a graph: its nodes, and the tensors they saved, stay alive as long as the cache
-# holds them, here until the callback's epoch-end hook clears it.
+# Every cached tensor has a graph, as the output above counts: :claim:`undetached-cache-keeps-graph`; here the
+# callback's epoch-end hook clears the cache.
 # :doc:`Detach what you cache in training </examples/caching/detach_cached_tensors>` measures the same mistake in a
 # module's own cache.
 assert naive.cached == naive.with_grad_fn == 8 and naive.nodes > 0 and naive.saved_bytes > 0, (
@@ -160,9 +158,8 @@ assert naive.cached == naive.with_grad_fn == 8 and naive.nodes > 0 and naive.sav
 # %%
 # The cause
 # ---------
-# The backward pass needs the loss's graph, and :claim:`outputs-loss-detached-other-keys-not`. The graph of
-# ``confidence`` did not take part in the loss: the backward pass never ran through it and never freed what it
-# saved.
+# :claim:`Outputs-loss-detached-other-keys-not`. The graph of ``confidence`` did not take part in the loss, and
+# what its nodes saved is still there at epoch end, as the output above measures.
 #
 # The fix
 # -------

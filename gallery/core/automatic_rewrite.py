@@ -51,7 +51,7 @@ project = Path(tempfile.mkdtemp())
 # What the rewrite will change
 # ----------------------------
 # ``--diff`` prints the rewrite without writing it: a *proven* fix, one whose shape gives the values the old code
-# gave on Lightning 1.x (its box above), so plain ``--fix`` applies it. The checker is
+# gave where it last ran (its box above), so plain ``--fix`` applies it. The checker is
 # run here as ``python -m lightning_migrate.checker``, the module behind the ``lightning-migrate`` command.
 def lightning_migrate(*args):
     command = [sys.executable, "-m", "lightning_migrate.checker", *args]
@@ -148,18 +148,18 @@ assert model.training_step_outputs == []
 # ---------------------------------------------------
 # The rewrite keeps what the old code computed, not what you may want now:
 #
-# * it keeps **every** output of the epoch in memory until the epoch ends, as Lightning 1.x did -- the cost the
-#   ``outputs`` argument was removed for (:doc:`Memory retained by cached outputs
+# * it keeps **every** output of the epoch in memory until the epoch ends, as the old list did -- the cost the
+#   ``outputs`` argument went for (:doc:`Memory retained by cached outputs
 #   </examples/performance/retained_memory>`); caching only the loss, as
 #   :doc:`module-side caching </examples/core/module_side_caching>` does, costs one number per batch;
-# * under ``accumulate_grad_batches=N`` it averages what 1.5 to 1.9 put in ``outputs``, the loss divided by ``N``
+# * under gradient accumulation it averages what the old list held: :claim:`old-list-loss-whole-then-divided`
 #   (:doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`);
-# * under DDP each rank averages its own batches, as each rank did in 1.x
+# * under DDP each rank averages its own batches: :claim:`old-ddp-lists-per-rank`
 #   (:doc:`per-rank caches </examples/distributed/ddp_per_rank_caches>`);
 # * where the old code raised -- every step returning nothing under manual optimization leaves ``outputs`` empty --
 #   the rewritten code raises the same error;
-# * the cached outputs are detached: code that back-propagated through them at epoch end no longer can, and a
-#   subclass whose own ``on_train_batch_end`` leaves out ``super()`` caches nothing.
+# * it caches detached outputs, so nothing at epoch end back-propagates through them; and a subclass whose own
+#   ``on_train_batch_end`` leaves out ``super()`` caches nothing.
 #
 # Each shape the checker rewrites -- training, validation, test and predict hooks, several dataloaders, callbacks
 # -- has its entry on :doc:`Where each recipe holds </reference/scenarios>`; the box at the top of this page is

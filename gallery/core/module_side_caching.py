@@ -48,8 +48,8 @@ class LossCachingModel(BoringModel):
 #
 #    * ``.detach().clone()``: :claim:`undetached-cache-keeps-graph`; and
 #      :claim:`mse-loss-keeps-elementwise-buffer`, while :claim:`detach-clone-keeps-one-element`.
-#    * ``.clear()`` in ``on_train_epoch_end`` frees the epoch's losses; the ``.clear()`` in ``on_train_epoch_start``
-#      makes a run that stopped half-way and is started again with the same module leave nothing behind
+#    * :claim:`Cleared-cache-frees`; the ``.clear()`` in ``on_train_epoch_start`` leaves nothing behind when a
+#      run that stopped half-way is started again with the same module
 #      (:doc:`Interrupted runs and mid-epoch checkpoints </examples/pitfalls/interrupted_and_resumed_runs>`).
 #    * A ``training_step`` that returns a bare tensor, ``None`` or no ``"loss"``: append the loss where you compute
 #      it, or cache it in a callback (:doc:`Callback-side caching </examples/core/callback_side_caching>`).

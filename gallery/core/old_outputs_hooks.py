@@ -2,8 +2,8 @@
 The old ``outputs`` hooks on Lightning 2.x
 ==========================================
 
-This page runs three old hook shapes written to read the epoch's ``training_step`` outputs, and shows what each
-raises today, and **when**: how many training steps ran before the failure. The fix is on
+This page runs three old hook shapes written to read the epoch's ``training_step`` outputs, and shows the error
+of each today, and **when**: how many training steps ran before the failure. The fix is on
 :doc:`Module-side caching </examples/core/module_side_caching>` (a module's hook) and
 :doc:`Callback-side caching </examples/core/callback_side_caching>` (a callback's).
 
@@ -53,7 +53,7 @@ def fit_and_capture(model, callbacks=()):
 # %%
 # ``LightningModule.on_train_epoch_end(self, outputs)``
 # -----------------------------------------------------
-# The module hook with the ``outputs`` argument that 1.3 deprecated.
+# The module hook with the ``outputs`` argument.
 
 
 class ModuleHookWithOutputs(BoringModel):
@@ -92,7 +92,7 @@ assert isinstance(callback_hook_error, TypeError) and trainer.global_step == tra
 # %%
 # ``LightningModule.training_epoch_end(self, outputs)``
 # -----------------------------------------------------
-# The hook 2.0 removed.
+# The module's old epoch-end hook.
 
 
 class TrainingEpochEnd(BoringModel):

@@ -3,7 +3,7 @@ Per-rank caches under DDP
 =========================
 
 This page trains on 2 CPU processes with Lightning's ``ddp_fork`` strategy and shows the per-rank cache lengths,
-what ``self.all_gather`` returns, and the difference ``self.log(..., sync_dist=True)`` makes; then it validates on
+the result of ``self.all_gather``, and the difference ``self.log(..., sync_dist=True)`` makes; then it validates on
 21 samples, which do not divide by 2, with Lightning's sampler and with one that does not pad. The recipe, first,
 gathers caches of any lengths and counts every sample once.
 
@@ -21,8 +21,8 @@ twice. :claim:`All-gather-of-unequal-caches-aborts`.
 # per ``dataloader_idx``, empties it when each validation run starts as well as when it ends (a run that stopped
 # half-way leaves nothing behind), and logs one value for every validation loader on every rank, so that every rank
 # makes the same collective calls. The dataset comes from ``self.trainer.val_dataloaders`` (one loader, or a list of
-# them). Every rank computes the same mean; ``sync_dist=True`` averages identical values, as Lightning recommends for
-# epoch-level values under DDP. With one process ``all_gather`` adds no dimension and nothing is cut.
+# them). Every rank computes the same mean; ``sync_dist=True``, as Lightning recommends for epoch-level values under
+# DDP, has identical values to average; with one process nothing is cut (:claim:`all-gather-one-process-no-dimension`).
 import torch
 from lightning.pytorch.demos.boring_classes import BoringModel
 
@@ -65,8 +65,8 @@ class DatasetMeanValidationLoss(BoringModel):
 #
 # The module
 # ----------
-# Sample ``i`` of the dataset is a vector filled with the value ``i``, so a cache of ``batch[:, 0]`` tells
-# which samples a rank saw. ``training_step`` appends them; ``on_train_epoch_end`` gathers the per-rank
+# Sample ``i`` of the dataset is a vector filled with the value ``i``, so a cache of ``batch[:, 0]`` lists
+# a rank's samples. ``training_step`` appends them; ``on_train_epoch_end`` gathers the per-rank
 # cache length and mean across processes and logs them. Values computed in the worker processes reach the
 # main process through ``trainer.callback_metrics`` (the only logged values the launcher sends back).
 import contextlib
@@ -163,9 +163,8 @@ def make_trainer(**kwargs):
 # %%
 # Two processes
 # -------------
-# ``strategy="ddp_fork"`` forks the worker processes (gloo on CPU), which also works inside a Jupyter
-# kernel, so this page's notebook runs as it is. The main process takes no part in
-# training: it waits for the workers, then receives rank 0's ``callback_metrics`` and trained weights.
+# The page uses ``strategy="ddp_fork"`` (gloo on CPU), so that its notebook runs in Jupyter as it is:
+# :claim:`ddp-fork-main-process-waits`.
 pl.seed_everything(0)
 ddp_model = ShardCachingModel()
 initial_weight = ddp_model.layer.weight.detach().clone()
@@ -220,13 +219,9 @@ assert unsynced_warning.startswith("PossibleUserWarning") and not any(
 # %%
 # A dataset that does not divide by 2
 # -----------------------------------
-# Validation over 21 samples on 2 ranks: :claim:`distributed-sampler-repeats-a-sample` -- it lists the dataset's
-# indices, appends the first ones again up to a multiple of the world size (here one: sample 0), and hands rank
-# ``r`` every second index starting at ``r``.
-# Each rank caches 11 per-sample losses, so a cache gathered with ``self.all_gather`` holds 22 -- sample 0
-# twice. The module below is what a migration often writes: gather the per-sample losses and take their
-# mean. It also gathers which samples it saw (sample ``i`` is filled with ``i``), so the page can show the
-# repeat.
+# Validation over 21 samples on 2 ranks: :claim:`distributed-sampler-repeats-a-sample`. The module below is what a
+# migration often writes: gather the per-sample losses and take their mean. It also gathers which samples it saw
+# (sample ``i`` is filled with ``i``), so the page can show the repeat.
 VAL_SAMPLES = 21
 val_loader = DataLoader(IndexDataset(VAL_SAMPLES), batch_size=8)
 train_loader = DataLoader(RandomDataset(32, 42), batch_size=8)
@@ -284,7 +279,8 @@ print(f"last sample of rank 1: {naive['rank1_last_sample']:.0f}")
 print(f"mean of the gathered cache: {naive['val_loss_all_gathered']:.6f}; over the dataset: {true_mean:.6f}")
 
 # %%
-# The gathered mean is off: it is the dataset's mean with sample 0 counted a second time.
+# The gathered mean is off: it is the dataset's mean with sample 0 counted a second time, the sample the sampler
+# repeated.
 assert (
     naive["gathered_samples"] == 22 and naive["distinct_samples"] == VAL_SAMPLES and naive["rank1_last_sample"] == 0
 ), "Lightning's sampler gave each rank 11 of the 21 samples: rank 1's last is sample 0 again"
@@ -296,11 +292,11 @@ assert naive["first_21_in_dataset_order"] == 1.0
 # %%
 # Gathering assumes every rank cached as many values
 # --------------------------------------------------
-# ``all_gather`` stacks the ranks' caches: row ``r`` is rank ``r``'s losses, in the order its batches ran. Reading
+# The gathered tensor has one row per rank: row ``r`` is rank ``r``'s losses, in the order its batches ran. Reading
 # the rows column by column (``gathered.T.reshape(-1)``) restores the sampler's list of indices (the dataset's order
 # here, asserted above), the repeated samples at its tail, so the first ``len(dataset)`` values are every sample
-# once. The module below does exactly that -- and holds only while every rank caches the same number of losses, as
-# Lightning's ``DistributedSampler`` makes them do.
+# once. The module below does exactly that -- and holds only while every rank caches the same number of losses:
+# :claim:`distributed-sampler-repeats-a-sample`.
 
 
 class EqualLengthGather(BoringModel):

@@ -2,9 +2,9 @@
 Predictions under DDP
 =====================
 
-The recipe first: a ``BasePredictionWriter`` that gathers every rank's predictions on rank 0 and saves them in the
-dataset's order, one tensor per predict dataloader. Then this page predicts on 2 CPU processes with a module that
-caches its predictions, and with the writer.
+The recipe first: a prediction writer, subclass of ``BasePredictionWriter``; it gathers every rank's predictions on
+rank 0 and saves them in the dataset's order, one tensor per predict dataloader. Then this page predicts on 2 CPU
+processes with a module that caches its predictions, and with the writer.
 
 :claim:`Ddp-predict-shares-stay-in-workers`.
 """

@@ -12,9 +12,8 @@ the fix: the same names on every rank, from sums and counts reduced across the r
 # %%
 # A labelled validation set
 # -------------------------
-# 12 samples of 4 classes. The distributed sampler gives rank 0 the samples 0, 2, 4, ... and rank 1 the samples
-# 1, 3, 5, ... (:claim:`distributed-sampler-repeats-a-sample`; here nothing needs repeating): rank 0 sees classes 0,
-# 1 and 2, rank 1 sees classes 0, 2 and 3.
+# 12 samples of 4 classes, ordered so that each rank gets three of the classes
+# (:claim:`distributed-sampler-repeats-a-sample`; here nothing needs repeating); the page prints which.
 import datetime
 import math
 import re
@@ -87,7 +86,7 @@ class PerClassLossByKeys(BoringModel):
 
 # %%
 # The reference: each class's mean loss over the dataset, by hand, with the weights the workers trained and sent
-# back (validation ran after the last training step, on those weights).
+# back (the weights of the last validation, as the checks below confirm).
 
 
 def class_means(model, indices=slice(None)):
@@ -117,9 +116,8 @@ for c in range(NUM_CLASSES):
 #
 # The cause
 # ---------
-# :claim:`Sync-dist-reduces-by-call-order`: rank 0's ``val_loss_class1`` was averaged with rank 1's
-# ``val_loss_class2``, rank 0's ``val_loss_class2`` with rank 1's ``val_loss_class3``. The checks compute those pairs
-# from each rank's own samples.
+# :claim:`Sync-dist-reduces-by-call-order`. The checks compute which of the other rank's values each logged name was
+# averaged with, from each rank's own samples.
 rank_means = [class_means(by_keys_model, slice(rank, None, WORLD_SIZE)) for rank in range(WORLD_SIZE)]
 assert (
     math.isclose(by_keys["val_loss_class0"], true_means[0], rel_tol=1e-5)

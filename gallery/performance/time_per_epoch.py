@@ -88,7 +88,7 @@ class ModuleCache(NoCache):
 
 
 class CallbackCache(NoCache):
-    """Callback-side caching: a detached scalar appended in ``on_train_batch_end``."""
+    """Callback-side caching: ``on_train_batch_end`` appends one scalar per step."""
 
     def __init__(self):
         self.losses = []
@@ -102,7 +102,7 @@ class CallbackCache(NoCache):
 
 
 class MetricMean(NoCache):
-    """torchmetrics: ``MeanMetric`` accumulates a running sum and weight; nothing per step is kept."""
+    """torchmetrics: the step's loss goes into a ``MeanMetric``."""
 
     def __init__(self):
         self.mean = torchmetrics.MeanMetric()
@@ -164,7 +164,7 @@ def fit(approach_cls, returns_logits):
     return model.epoch_ended - start.time, getattr(model if approach.module_caches else approach, "epoch_mean", None)
 
 
-module_hook_last = []  # per fit: whether the module's on_train_epoch_end ran after the callbacks'
+module_hook_last = []  # per fit: the order of the module's and the callbacks' on_train_epoch_end, as a bool
 
 
 for returns_logits in SHAPES.values():  # warm-up, not timed: the first fits of a process are slower
@@ -182,8 +182,8 @@ assert all(module_hook_last), "in every fit the module's on_train_epoch_end ran 
 # %%
 # Same result
 # -----------
-# Every approach computed the mean loss of the same seeded epoch; they agree to float32 rounding (the metric
-# sums step by step, the others stack and reduce once).
+# Every approach computed the mean loss of the same seeded epoch; they agree to float32 rounding (they add the
+# same numbers in different orders).
 for shape in SHAPES:
     reference = epoch_means[shape, "old contract (1.x outputs)"]
     for name in list(APPROACHES)[1:]:

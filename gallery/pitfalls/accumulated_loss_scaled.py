@@ -93,7 +93,7 @@ class OutputsLoss(pl.Callback):
 
 
 def loss_by_hand(weights, batch):
-    """BoringModel's loss written out: a linear layer, then the mean squared error against ones."""
+    """The loss of ``BoringModel`` by hand: a linear layer, then the mean squared error against ones."""
     with torch.no_grad():
         predictions = batch @ weights["layer.weight"].T + weights["layer.bias"]
         return ((predictions - 1) ** 2).mean().item()

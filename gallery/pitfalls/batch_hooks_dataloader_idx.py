@@ -70,9 +70,9 @@ class BatchHooksCallback(pl.Callback):
 #    :claim:`Train-batch-hooks-dataloader-idx-removed`: training uses one (possibly combined) dataloader.
 #    :claim:`Eval-batch-hooks-dataloader-idx-only-with-several`.
 #
-# The old code, run today: the old signatures fail
-# -------------------------------------------------
-# Two old module hooks, each run by the ``Trainer`` entry point of its stage, with one dataloader.
+# The old code, run today
+# -----------------------
+# Two old module hooks, each with the ``Trainer`` entry point of its stage and one dataloader.
 import lightning
 from lightning.pytorch.demos.boring_classes import RandomDataset
 from torch.utils.data import DataLoader

@@ -124,7 +124,7 @@ class StepInputs(pl.Callback):
 
 
 def loss_by_hand(weights, batch):
-    """BoringModel's loss written out: a linear layer, then the mean squared error against ones."""
+    """The loss of ``BoringModel`` by hand: a linear layer, then the mean squared error against ones."""
     with torch.no_grad():
         predictions = batch @ weights["layer.weight"].T + weights["layer.bias"]
         return ((predictions - 1) ** 2).mean().item()
@@ -152,10 +152,10 @@ def train(module_class, recipe, epochs=2):
         warnings.simplefilter("always")
         try:
             trainer.fit(module, DataLoader(RandomDataset(32, 32), batch_size=8))
-        except Exception as err:  # the page prints what Lightning or Python raised
+        except Exception as err:  # the page prints the exception as it came
             error = err
     for warning in {f"{w.category.__name__}: {w.message}" for w in caught if "returned `None`" in str(w.message)}:
-        print(warning)  # Lightning's own words about the skipped batch, without the path of its source file
+        print(warning)  # the warning's own words about the skipped batch, without the path of its source file
     return seen, inputs, logged_values(logger, "train_loss_epoch_mean"), error
 
 
@@ -262,8 +262,8 @@ assert results["ManualReturnsNothing"][0] == []
 # %%
 # Validation ``outputs``
 # ----------------------
-# :claim:`Validation-outputs-as-returned`. Three validation steps a user writes -- ``BoringModel``'s own returns ``{"x":
-# loss}`` -- and a callback that records what it receives.
+# :claim:`Validation-outputs-as-returned`. Three validation steps a user writes -- one of them ``BoringModel``'s own:
+# :claim:`boring-model-validation-step-returns-x` -- and a callback that records what it receives.
 
 
 class ValidationReturnsLoss(BoringModel):
@@ -305,7 +305,7 @@ def validate_and_fit(module_class, callback):
         warnings.simplefilter("always")
         try:
             trainer.fit(module_class(), *fit_loaders)
-        except Exception as err:  # the page prints what Lightning or Python raised
+        except Exception as err:  # the page prints the exception as it came
             error = err
     return trainer, error
 
@@ -353,8 +353,8 @@ for module_class in (ValidationReturnsLoss, ValidationOnlyLogs):
 
 # %%
 # A bare loss is a 0-d tensor, which cannot be indexed (``IndexError``); ``None`` cannot be indexed either
-# (``TypeError``). Both come after the sanity check and the whole training epoch: the guard that skips the sanity
-# check also skipped the line that fails.
+# (``TypeError``). The output above gives the training steps taken before each: the sanity-check guard
+# also covers the failing line.
 trainer, error = validation_symptoms["ValidationReturnsLoss"]
 assert isinstance(error, IndexError) and trainer.global_step == 4
 trainer, error = validation_symptoms["ValidationOnlyLogs"]
@@ -394,8 +394,8 @@ class ValidationCache(pl.Callback):
 
 
 # %%
-# The reference is the trained model's mean validation loss over the 2 batches, computed by hand (the one
-# validation run after training used the final weights).
+# The reference is the trained model's mean validation loss over the 2 batches, computed by hand with the final
+# weights, those of the one validation run after training.
 fixed = {}
 for module_class in (BoringModel, ValidationReturnsLoss, ValidationOnlyLogs):
     recipe = ValidationCache()

@@ -130,7 +130,7 @@ def fit(model, callbacks=(), ckpt_path=None):
 
 
 def loss_by_hand(weights, batch):
-    """BoringModel's loss written out: a linear layer, then the mean squared error against ones."""
+    """The loss of ``BoringModel`` by hand: a linear layer, then the mean squared error against ones."""
     with torch.no_grad():
         predictions = batch @ weights["layer.weight"].T + weights["layer.bias"]
         return ((predictions - 1) ** 2).mean().item()
@@ -158,8 +158,8 @@ for epoch, value in enumerate(reference_logged):
 # Run again with the same module object
 # -------------------------------------
 # The run stops after batch 5 of epoch 1, and ``fit`` is called again, from the start, with the same module object
-# (here reloaded with the initial weights). ``ClearedOnlyAtEnd`` never reached its ``on_train_epoch_end``: the 6
-# cached losses of the stopped epoch are still there when the new run begins.
+# (here reloaded with the initial weights). What ``ClearedOnlyAtEnd`` cached in the stopped epoch is still in its
+# cache when the new run begins: the output below gives how many losses.
 results = {}
 for model_class in (ClearedOnlyAtEnd, LossCachingModel):
     model = model_class()
@@ -207,10 +207,11 @@ print(f"resumed epoch's logged mean: {resumed_logged}; uninterrupted epoch 1: {r
 # The resumed epoch ran 4 steps, numbered 4 to 7 -- on samples 0 to 31, the first 4 batches again. Its cache held
 # those 4 losses: the logged value is their mean at the weights each was computed with, not the epoch's 8 batches,
 # and not the uninterrupted run's value.
+resumed_batch_idx = [batch_idx for batch_idx, _ in resumed_steps]
 assert (
     len(resume_warnings) == 1
     and "dataloader is not resumable" in resume_warnings.pop()
-    and [batch_idx for batch_idx, _ in resumed_steps] == [4, 5, 6, 7]
+    and resumed_batch_idx == [4, 5, 6, 7]
     and [samples for _, samples in resumed_steps] == [list(range(8 * i, 8 * i + 8)) for i in range(4)]
 ), "resumed after batch 3, the epoch ran batch_idx 4 to 7 on the loader's first 4 batches, with Lightning's warning"
 assert len(resumed_logged) == 1

@@ -2,8 +2,8 @@
 Monitoring callbacks find the module's cache cleared
 ====================================================
 
-:claim:`Monitoring-callbacks-after-module`: a ``ModelCheckpoint`` or ``EarlyStopping`` subclass that reads the
-module's cache finds it already cleared. The fix: read the value the module logged, or read the cache from a plain
+:claim:`Monitoring-callbacks-after-module`. So a subclass of one of them that reads the module's cache comes after
+the module cleared it. The fix: read the value the module logged, or read the cache from a plain
 ``Callback``. This page shows the order of the hooks, the subclass failing, and both reads holding.
 """
 
@@ -140,8 +140,8 @@ assert (
 # %%
 # The symptom
 # -----------
-# A ``ModelCheckpoint`` subclass that computes its own score from the cache trains through a whole epoch and
-# then fails in ``torch.stack``.
+# Below, a subclass of ``ModelCheckpoint`` with its own score from the cache: a whole epoch trains, then
+# ``torch.stack`` fails.
 
 
 class CheckpointScoringTheCache(ModelCheckpoint):
@@ -193,7 +193,7 @@ class StepInputs(pl.Callback):
 
 
 def loss_by_hand(weights, batch):
-    """BoringModel's loss written out: a linear layer, then the mean squared error against ones."""
+    """The loss of ``BoringModel`` by hand: a linear layer, then the mean squared error against ones."""
     with torch.no_grad():
         predictions = batch @ weights["layer.weight"].T + weights["layer.bias"]
         return ((predictions - 1) ** 2).mean().item()

@@ -123,7 +123,7 @@ assert (
 class CacheObserver(pl.Callback):
     def __init__(self):
         self.snapshots = []
-        self.cache_sizes = []  # one entry per on_validation_epoch_end call
+        self.cache_sizes = []  # one entry per validation epoch end
 
     def on_validation_epoch_start(self, trainer, pl_module):
         self.snapshots.append(copy.deepcopy(pl_module.state_dict()))
@@ -342,7 +342,7 @@ validated = metric_trainer.validate(metric_model, val_loaders, verbose=False)
 with open(Path(metric_logger.log_dir, "metrics.csv"), newline="") as file:
     rows = [row for row in csv.DictReader(file) if row.get("val_metric_0")]
 metric_logged = [[float(row[f"val_metric_{idx}"]) for idx in (0, 1)] for row in rows]
-real_runs = metric_observer.snapshots[1:]  # the first snapshot is the sanity check's, which Lightning does not log
+real_runs = metric_observer.snapshots[1:]  # the first snapshot is the sanity check's, not in the log
 metric_references = [[sample_mean(state, [loader]) for loader in val_loaders] for state in real_runs]
 for run, (seen, expected) in enumerate(zip(metric_logged, metric_references, strict=True)):
     print(f"run {run}: logged {[round(v, 6) for v in seen]} (by hand: {[round(v, 6) for v in expected]})")

@@ -124,7 +124,8 @@ assert trainer.global_step == 0
 # Without the sanity check it comes later
 # ---------------------------------------
 # ``num_sanity_val_steps=0`` only moves the failure to the first real validation run, after the first
-# training epoch: four steps here, hours on a real model.
+# training epoch (:claim:`renamed-validation-hook-fails-in-sanity-check`): the output below gives the steps taken,
+# which on a real model can be hours.
 trainer = make_trainer(num_sanity_val_steps=0)
 later_error = None
 try:
@@ -161,8 +162,8 @@ print(f"sanity check started: {sanity.started}, finished: {sanity.finished}")
 print(f"training steps taken: {trainer.global_step}")
 
 # %%
-# The sanity check ran through, the epoch's validation logged one mean, equal to the hand-computed reference,
-# all four training steps ran, and the list is empty.
+# With the fix: a sanity check to its end, one logged mean for the epoch's validation, equal to the
+# hand-computed reference, every training step, and an empty list.
 
 # sphinx_gallery_start_ignore
 assert sanity.started and sanity.finished

@@ -2,10 +2,10 @@
 Sanity-check values in the first epoch
 ======================================
 
-Code that skips the sanity check's ``on_validation_epoch_end`` without emptying its cache averages the sanity
-batches into epoch 0; code that tracks a "best" value records the sanity check's value from the untrained model.
-The fix: clear the cache every time, and skip only the logging and the tracking while ``trainer.sanity_checking``.
-This page counts exactly what each variant sees, and checks the fix.
+Code whose ``on_validation_epoch_end`` returns early during sanity checking, without emptying its cache, averages
+the sanity batches into epoch 0; code that tracks a "best" value records the sanity check's value from the
+untrained model. The fix: clear the cache every time, and skip only the logging and the tracking while
+``trainer.sanity_checking``. This page counts exactly what each variant sees, and checks the fix.
 
 The sanity check, a few validation batches before training:
 :claim:`default-sanity-check-and-checkpointing`; and :claim:`validation-epoch-end-after-sanity-check`.
@@ -55,7 +55,7 @@ class Guarded(BoringModel):
 # Scripted validation values
 # --------------------------
 # Four validation batches whose "loss" is scripted as 1, 2, 3, 4 (the mean of one full run is 2.5). The sanity
-# check sees the first two.
+# check's batches are the first ones: :claim:`default-sanity-check-and-checkpointing`.
 import copy
 import csv
 import tempfile

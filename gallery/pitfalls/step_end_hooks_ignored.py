@@ -99,7 +99,7 @@ print(f"training steps: {trainer.global_step}; *_step_end calls: {old.calls}")
 print(f"warnings that mention a *_step_end hook: {step_end_warnings}")
 
 # %%
-# Three batches ran in every stage, no hook was called, and Lightning said nothing about them.
+# Three batches in every stage, and :claim:`step-end-hooks-ignored`.
 
 # sphinx_gallery_start_ignore
 assert trainer.global_step == 3

@@ -55,17 +55,18 @@ class PredictionsReader(pl.Callback):
 #
 # .. dropdown:: Why each line
 #
-#    Both keep one tensor per predict dataloader in ``all_predictions``, as the old hooks received one list per
-#    dataloader: :claim:`predict-loop-predictions-shape`, and the module keys its list by ``dataloader_idx``. The
+#    Both keep one tensor per predict dataloader in ``all_predictions``, one list per dataloader as before:
+#    :claim:`predict-loop-predictions-shape`, and the module keys its list by ``dataloader_idx``. The
 #    module also empties its list when each predict run starts, so a run that stopped half-way leaves nothing
-#    behind. The list returned by ``trainer.predict`` is a third way
-#    (:claim:`predict-returns-one-entry-per-batch`). With ``return_predictions=False``, use the module's list or a
-#    ``BasePredictionWriter`` (below): :claim:`return-predictions-false-keeps-none`.
+#    behind. The return value of ``trainer.predict`` is a third way: :claim:`predict-returns-one-entry-per-batch`.
+#    With ``return_predictions=False``, use the module's list or a ``BasePredictionWriter`` (below):
+#    :claim:`return-predictions-false-keeps-none`.
 #
 # The old code, run today
 # -----------------------
 # :claim:`Old-predict-epoch-end-received-predictions`; :claim:`predict-epoch-end-called-without-them`.
-# Five batches of 4 random vectors; ``BoringModel``'s ``predict_step`` returns the model's output for the batch.
+# Five batches of 4 random vectors, and ``BoringModel``'s ``predict_step``; the reference below applies the model to
+# each batch by hand.
 import lightning
 from lightning.pytorch.callbacks import BasePredictionWriter
 from lightning.pytorch.demos.boring_classes import RandomDataset
@@ -199,8 +200,7 @@ for name, predictions in kept_elsewhere.items():
     print(f"return_predictions=False, {name}: equal to the reference: {torch.equal(predictions, reference)}")
 
 # %%
-# Without ``return_predictions`` the return value is ``None`` and the predict loop's list is empty; the writer
-# and the module's cache hold exactly the reference.
+# :claim:`Return-predictions-false-keeps-none`; the writer and the module's cache hold exactly the reference.
 
 # sphinx_gallery_start_ignore
 assert not_returned is None and kept == [], (
@@ -217,8 +217,7 @@ assert quiet_model.predict_step_outputs == {}
 # %%
 # Two predict dataloaders
 # -----------------------
-# With a list of loaders for ``trainer.predict``, code written for one loader -- ``torch.cat(predictions)`` --
-# meets a list of lists:
+# Code written for one loader -- ``torch.cat(predictions)`` -- with a list of loaders for ``trainer.predict``:
 
 
 class CatsOneList(BasePredictionWriter):

@@ -127,7 +127,8 @@ print(f"on_test_epoch_end mean {logged[0]:.6f} (by hand: {reference:.6f})")
 print(f"trainer.test returned {results}")
 
 # %%
-# One logged mean, equal to the reference, also returned by ``trainer.test``; the list is empty afterwards.
+# One logged mean, equal to the reference, also in the return value of ``trainer.test``; the list is empty
+# afterwards.
 
 # sphinx_gallery_start_ignore
 assert logged == [reference]

@@ -15,8 +15,8 @@ that the metric started each epoch empty.
 # ----------
 # .. recipe-domain:: torchmetrics torchmetrics_log
 #
-# ``MeanMetric`` accumulates a weighted sum and the sum of the weights; ``self.log`` is given the metric object itself,
-# not its value: :claim:`logged-metric-computed-and-reset`. Each update carries the batch's sample count as its weight.
+# The module's ``MeanMetric``: updated in every step, and logged as the metric object itself, not its value:
+# :claim:`logged-metric-computed-and-reset`. Each update carries the batch's sample count as its weight.
 # The loss is also logged as a plain scalar: :claim:`self-log-on-epoch-sample-mean`. The reset at the start of each
 # validation run keeps ``trainer.validate()`` before ``trainer.fit()`` working (the last section of this page shows
 # why).
@@ -136,8 +136,8 @@ print(f"MeanMetric.update_count at each validation end: {observer.updates_at_end
 # What Lightning did for us
 # -------------------------
 # Both epoch values equal the reference (compared with a relative tolerance of 1e-6: the metric and the
-# logger accumulate sums in their own order, and bitwise equality is not something they promise). The metric
-# had seen three updates when each validation run ended and none when the next one began.
+# logger accumulate sums in their own order, and bitwise equality is not something they promise), and
+# :claim:`logged-metric-computed-and-reset`.
 assert [len(batch) for batch in val_loader] == [8, 8, 4]
 assert all(
     math.isclose(metric, expected, rel_tol=1e-6) and math.isclose(scalar, expected, rel_tol=1e-6)

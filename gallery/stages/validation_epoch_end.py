@@ -117,7 +117,7 @@ assert old_error is not None and "validation_epoch_end" in str(old_error) and ol
 # ----------------------------------------------------------------
 # A ``CSVLogger`` keeps every value the module logs, and a small callback keeps a copy of the weights each time
 # validation starts (they change between validation runs), so the reference below evaluates exactly the weights
-# Lightning validated. It also notes whether autograd was on and whether the last cached loss requires grad.
+# Lightning validated. It also notes the autograd mode of each batch and whether the last cached loss requires grad.
 
 
 class ValidationObserver(pl.Callback):
@@ -164,8 +164,8 @@ print(f"cached losses that required grad: {sum(observer.cached_with_graph)} of {
 print(f"validation batches run with autograd on: {sum(observer.grad_enabled)} of {len(observer.grad_enabled)}")
 
 # %%
-# One logged mean per epoch, equal to the reference; ``trainer.callback_metrics`` holds the last one; autograd was
-# off in every validation batch and no cached loss required grad; the list is empty after every epoch.
+# One logged mean per epoch, equal to the reference, the last one in ``trainer.callback_metrics``; no cached loss
+# required grad, since :claim:`validation-runs-without-autograd`; the list is empty after every epoch.
 
 # sphinx_gallery_start_ignore
 assert len(logged) == len(reference_means) == 2, "one logged mean per validation run"

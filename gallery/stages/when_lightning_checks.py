@@ -2,7 +2,7 @@
 When Lightning notices a removed epoch-end hook
 ===============================================
 
-This page defines each of the removed ``training_epoch_end``, ``validation_epoch_end`` and ``test_epoch_end`` in
+This page defines each of the old ``training_epoch_end``, ``validation_epoch_end`` and ``test_epoch_end`` in
 turn, fits the model (and tests it), and records how many training steps were taken before the error.
 
 :claim:`Fit-refuses-removed-training-and-validation-hooks`; :claim:`test-epoch-end-refused-only-by-test`.
@@ -60,8 +60,8 @@ class WithTestEpochEnd(BoringModel):
 
 
 # %%
-# ``training_epoch_end``: refused by ``trainer.fit``
-# --------------------------------------------------
+# ``training_epoch_end`` and ``trainer.fit``
+# ------------------------------------------
 trainer = make_trainer()
 error = run_and_capture(trainer.fit, WithTrainingEpochEnd(), train_loader)
 print(f"training steps taken: {trainer.global_step}")
@@ -70,8 +70,8 @@ assert isinstance(error, NotImplementedError) and trainer.global_step == 0, (
 )
 
 # %%
-# ``validation_epoch_end``: refused by ``trainer.fit``, even without validation data
-# ----------------------------------------------------------------------------------
+# ``validation_epoch_end`` and ``trainer.fit``, without validation data
+# ---------------------------------------------------------------------
 # :claim:`Limit-val-batches-zero-runs-no-validation`.
 control = make_trainer(limit_val_batches=0)
 control.fit(BoringModel(), train_loader)

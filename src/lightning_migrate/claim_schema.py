@@ -16,8 +16,9 @@ A claim (``[claim.<id>]``):
     second evidence's), so the words follow the record.
 ``scope``
     the configuration the evidence ran in, one value per axis of :data:`SCOPE_AXES` (``{ processes = 1 }``,
-    ``{ strategy = "ddp_fork", processes = 2 }``, ``{ optimization = "manual" }``); the releases come from the
-    evidence itself.
+    ``{ strategy = "ddp_fork", processes = 2 }``, ``{ optimization = "manual" }``), or a list of values that the
+    evidence ran each of (``processes = [1, 2]``); the releases come from the evidence itself. The build compares it
+    with the configuration each piece of evidence recorded (``docs/_ext/guide/claims.py``: ``configuration_problems``).
 ``checked``
     the earlier form of ``scope``: a phrase of the wording (``"in one process"``); the phrases of
     :data:`LEGACY_CHECKED` are read as their scope, so a block appended in that form still loads.
@@ -39,7 +40,7 @@ from .data_schema import unknown_keys as unknown_keys
 #: The keys of a claim's table, each with what it holds.
 CLAIM_KEYS = {
     "text": "the wording (reStructuredText inline markup), in the reader's voice",
-    "scope": "the configuration the evidence ran in: a table of SCOPE_AXES values",
+    "scope": "the configuration the evidence ran in: a table of SCOPE_AXES values (a list: each of them)",
     "checked": "the earlier form of scope: a phrase of the wording (see LEGACY_CHECKED)",
     "general": "true for a claim about every scenario of the scenario matrix",
     "evidence": "a list of evidence tables",
@@ -142,14 +143,17 @@ def scope_problems(scope: Any) -> list[str]:
     if not isinstance(scope, dict):
         return ["scope is a table of axis = value, e.g. { processes = 1 }"]
     problems = [f"unknown scope axis {key}; known: {', '.join(SCOPE_AXES)}" for key in unknown_keys(scope, SCOPE_AXES)]
-    for axis, value in scope.items():
+    for axis, given in scope.items():
         if axis not in SCOPE_AXES:
             continue
         kind = SCOPE_AXES[axis][0]
-        if type(value) is not kind:
-            problems.append(f"scope {axis} is a {kind.__name__}, got {value!r}")
-        elif axis in SCOPE_VALUES and value not in SCOPE_VALUES[axis]:
-            problems.append(f"scope {axis} is one of {', '.join(SCOPE_VALUES[axis])}; got {value!r}")
+        if isinstance(given, list) and len(given) < 2:
+            problems.append(f"scope {axis}: a list names several values, each of which the evidence ran; got {given!r}")
+        for value in given if isinstance(given, list) else [given]:
+            if type(value) is not kind:
+                problems.append(f"scope {axis} is a {kind.__name__} or a list of them, got {value!r}")
+            elif axis in SCOPE_VALUES and value not in SCOPE_VALUES[axis]:
+                problems.append(f"scope {axis} is one of {', '.join(SCOPE_VALUES[axis])}; got {value!r}")
     return problems
 
 
@@ -159,9 +163,11 @@ def scope_words(scope: dict[str, Any]) -> list[str]:
     for axis, (_, template) in SCOPE_AXES.items():
         if axis in scope:
             value = scope[axis]
-            text = template.format(value=value)
+            given = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+            joined = ", ".join(given[:-1]) + " and " + given[-1] if len(given) > 1 else given[0]
+            text = template.format(value=joined)
             if axis == "processes":
-                text = "1 process" if value == 1 else f"{value} processes"
+                text = "1 process" if value == 1 else f"{joined} processes"
             words.append(text)
     return words
 

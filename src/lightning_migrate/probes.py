@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from lightning_migrate import records, registry
+from lightning_migrate import records, registry, run_configurations
 
 TRAIN_BATCHES, EVAL_BATCHES, BATCH_SIZE, FEATURES, EPOCHS = 4, 2, 2, 4, 2
 #: Schema version of the records: bump when a field changes meaning.
@@ -203,7 +203,8 @@ def probe(pattern: registry.OldPattern, pl=None) -> dict[str, Any]:
         ``predict``) or its epoch end (``train_epoch_end``, ``validation_epoch_end``, ...)), ``batches`` (batches
         finished per loop before the end or the failure), ``training_steps`` (``trainer.global_step``),
         ``hook_calls`` (how often the old hook ran), ``received`` (a summary of its first call's argument) and
-        ``warnings`` (category and text of every deprecation warning emitted).
+        ``warnings`` (category and text of every deprecation warning emitted) and ``configuration`` (what the run
+        ran in: :func:`lightning_migrate.run_configurations.configuration`).
     """
     import torch
 
@@ -260,6 +261,7 @@ def probe(pattern: registry.OldPattern, pl=None) -> dict[str, Any]:
         "hook_calls": len(calls),
         "received": _summarize(calls[0]) if calls else None,
         "warnings": unique_deprecations,
+        "configuration": run_configurations.configuration(trainer, model, pattern.run),
     }
 
 
@@ -330,13 +332,16 @@ def trainer_defaults(pl) -> dict[str, Any]:
     return values
 
 
-def probe_all(pattern_ids: list[str] | None = None) -> dict[str, Any]:
+def probe_all(pattern_ids: list[str] | None = None, configurations: bool = False) -> dict[str, Any]:
     """Probe the given patterns (all by default) on the installed Lightning.
 
     Returns:
         ``{"schema", "lightning": {"distribution", "version"}, "torch", "python", "records": [...],
         "trainer_defaults": {...}}`` with one record per pattern, as :func:`probe` describes, and what a default
-        ``Trainer`` holds (:func:`trainer_defaults`).
+        ``Trainer`` holds (:func:`trainer_defaults`). With ``configurations``, each record keeps the configuration
+        its run ran in (:func:`lightning_migrate.run_configurations.configuration`), which the build's claims
+        compare with their scope; the releases' committed records (:mod:`lightning_migrate.compat`) were made
+        without it, and a key they lack would be a difference of every release.
 
     Raises:
         KeyError: an id that is not in the registry.
@@ -350,9 +355,15 @@ def probe_all(pattern_ids: list[str] | None = None) -> dict[str, Any]:
         "lightning": {"distribution": dist, "version": version},
         "torch": torch.__version__.split("+")[0],
         "python": platform.python_version(),
-        "records": [probe(pattern, pl) for pattern in patterns],
+        "records": [_without_configuration(probe(pattern, pl), configurations) for pattern in patterns],
         "trainer_defaults": trainer_defaults(pl),
     }
+
+
+def _without_configuration(record: dict[str, Any], keep: bool) -> dict[str, Any]:
+    if not keep:
+        record.pop("configuration")
+    return record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -361,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("patterns", nargs="*", help="pattern ids (default: all)")
     args = parser.parse_args(argv)
     _quiet_lightning()
-    result = probe_all(args.patterns or None)
+    result = probe_all(args.patterns or None, configurations=True)
     if args.output is None:
         sys.stdout.write(records.dumps(result))
     else:

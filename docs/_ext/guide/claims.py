@@ -115,6 +115,10 @@ class ClaimsError(ValueError):
     """The claims file is malformed; the message names the file, the line and the cause."""
 
 
+class NoConfiguration(LookupError):
+    """A piece of evidence recorded no configuration to compare with its claim's scope; the message says why."""
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One piece of evidence: its kind (:data:`KINDS`), what it names (a page, a pattern, a release, a recipe, a
@@ -123,6 +127,8 @@ class Evidence:
     kind: str
     target: str
     fields: dict[str, Any]
+    #: The project's root, where a page's path starts (the folder above the claims file's ``data/``).
+    root: Path = Path(".")
 
     def describe(self) -> str:
         """One line of plain text: what this evidence is."""
@@ -140,9 +146,23 @@ class Evidence:
         """The recorded releases it ran on (empty for this build's installed release or a cited fact)."""
         return []
 
+    def files(self) -> list[Path]:
+        """The project's files its check and its printed values read (a page, a release's record): a page that
+        prints the claim depends on them, so a change of one re-reads the page and re-checks the claim."""
+        return []
+
     def values(self) -> dict[str, Any]:
         """The values it compares with its record, each a ``{name}`` a wording may print."""
         return dict(self.fields.get("fields", {}))
+
+    def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
+        """The configuration of each run it rests on (:mod:`lightning_migrate.run_configurations`: one value per
+        axis, with ``release`` and ``run``, what names the run); ``None`` for a cited fact, which ran in none.
+
+        Raises:
+            NoConfiguration: the evidence recorded none (the message says why).
+        """
+        raise NotImplementedError
 
     @classmethod
     def validate(cls, fields: dict[str, Any], where: str) -> None:
@@ -185,8 +205,31 @@ class AssertEvidence(Evidence):
     def runs(self) -> set[str]:
         return {f"page {self.target}"}
 
+    def files(self) -> list[Path]:
+        return [self.root / self.target]
+
     def values(self) -> dict[str, Any]:
-        return {}
+        """The numbers the assert compares a variable of the page with (``assert loss_bytes == 512, ...``: ``{
+        "loss_bytes": 512}``): the value the page computed, as its run checked it, which a wording prints as
+        ``{loss_bytes}`` (:func:`assert_values`)."""
+        path = self.root / self.target
+        return assert_values(path, self.fields["message"]) if path.is_file() else {}
+
+    def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
+        """The page's runs that started before its assert (the assert's verdict rests on them), as the page
+        recorded them while it ran; a page that ran no ``Trainer`` before the assert ran in its own one process."""
+        recorded = sources.page_runs(self.target)
+        if recorded is None:
+            raise NoConfiguration(
+                f"{self.target} recorded no run configuration in this build (it did not run since the recorder "
+                "existed: build with CI=true)"
+            )
+        line = page_assert_lines(sources.root / self.target).get(self.fields["message"], 0)
+        before = [run for run in recorded if run["line"] < line]
+        release = sources.versions["lightning"]
+        if not before:
+            return [{"processes": 1, "release": release, "run": f"{self.target} (no Trainer)"}]
+        return [{**run, "release": release, "run": f"{self.target}:{run['line']} {run['stage']}"} for run in before]
 
 
 @implements("probe")
@@ -201,6 +244,17 @@ class ProbeEvidence(Evidence):
 
     def runs(self) -> set[str]:
         return {f"probe {pattern}" for pattern in self.target.split()}
+
+    def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
+        found = []
+        for pattern in self.target.split():
+            record = _record(sources.probes()["records"], pattern)
+            if "configuration" not in record:
+                raise NoConfiguration(f"the probe record of {pattern} holds no configuration")
+            found.append(
+                {**record["configuration"], "release": sources.versions["lightning"], "run": f"probe {pattern}"}
+            )
+        return found
 
 
 @implements("recorded")
@@ -225,6 +279,22 @@ class RecordedEvidence(Evidence):
 
     def releases(self) -> list[str]:
         return [self.target]
+
+    def files(self) -> list[Path]:
+        return [self.root / "data" / "compat" / f"{self.target}.json"]
+
+    def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
+        document = sources.recorded(self.target)
+        section = self.fields.get("section", "probes")
+        records = document["probes"]["records"] if section == "probes" else document[section]
+        return [
+            {
+                **recorded_configuration(section, pattern, _record(records, pattern), self.fields["fields"]),
+                "release": self.target,
+                "run": f"{self.target} {section} {pattern}",
+            }
+            for pattern in self.fields["pattern"].split()
+        ]
 
 
 @implements("matrix")
@@ -258,6 +328,22 @@ class MatrixEvidence(Evidence):
     def values(self) -> dict[str, Any]:
         scenarios = self.fields["scenarios"]
         return {"scenarios": len(scenarios)} if isinstance(scenarios, list) else {}
+
+    def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
+        from lightning_migrate import run_configurations
+
+        space = sources.space()
+        named = {scenario.id: scenario for scenario in space.scenarios}
+        wanted = self.fields["scenarios"]
+        if wanted == "all":
+            wanted = sorted({s for (r, s), o in sources.matrix().items() if r == self.target and o != "not applicable"})
+        release = sources.versions["lightning"]
+        return [
+            {**run, "release": release, "run": f"matrix {self.target} {sid} {run['stage']}"}
+            for sid in wanted
+            if sid in named
+            for run in run_configurations.scenario_configurations(named[sid])
+        ]
 
 
 @implements("cell")
@@ -307,6 +393,20 @@ class CellEvidence(Evidence):
     def runs(self) -> set[str]:
         return {f"cell {self.key()}"}
 
+    def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
+        from lightning_migrate import run_configurations
+
+        space = sources.space()
+        if "scenario" in self.fields:
+            scenario = next(s for s in space.scenarios if s.id == self.fields["scenario"])
+        else:
+            scenario = space.scenario("claim-cell", dict(self.fields["values"]))
+        release = sources.versions["lightning"]
+        return [
+            {**run, "release": release, "run": f"cell {self.key()} {run['stage']}"}
+            for run in run_configurations.scenario_configurations(scenario)
+        ]
+
     def values(self) -> dict[str, Any]:
         return {name: self.fields[name] for name in ("outcome", "error_type", "match") if name in self.fields}
 
@@ -342,6 +442,9 @@ class ChangelogEvidence(Evidence):
     def runs(self) -> set[str]:
         return set()  # a cited fact, no run
 
+    def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
+        return None  # a cited fact ran in no configuration
+
     def releases(self) -> list[str]:
         return [str(v) for k, v in self.fields["fields"].items() if k in ("deprecated_in", "removed_in") and v]
 
@@ -361,6 +464,18 @@ class DefaultEvidence(Evidence):
 
     def runs(self) -> set[str]:
         return {"Trainer()"}
+
+    def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
+        # the probes read a Trainer() built with every default: one process, as this build's probe records say
+        defaults = sources.probes().get("trainer_defaults", {})
+        return [
+            {
+                "processes": 1,
+                "accumulate_grad_batches": defaults.get("accumulate_grad_batches", 1),
+                "release": sources.versions["lightning"],
+                "run": "Trainer()",
+            }
+        ]
 
     def values(self) -> dict[str, Any]:
         return {self.target: self.fields["equals"]}
@@ -449,7 +564,7 @@ def _evidence(path: Path, line: int, claim_id: str, table: Any) -> Evidence:
         target = " ".join(map(str, target))
     if kind == "recorded" and isinstance(fields["pattern"], list):
         fields["pattern"] = " ".join(map(str, fields["pattern"]))
-    return implementation(kind, str(target), fields)
+    return implementation(kind, str(target), fields, path.resolve().parent.parent)
 
 
 def evidence_values(claim_data: Claim | tuple[Evidence, ...]) -> dict[str, list[tuple[int, Any]]]:
@@ -483,7 +598,7 @@ def _value_of(name: str, number: str | None, values: dict[str, list[tuple[int, A
 def _format_value(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10000:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 1000:
         return f"{value:,}"
     return str(value)
 
@@ -684,6 +799,225 @@ def page_assert_messages(path: Path) -> set[str]:
     return messages
 
 
+_ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+               ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a**b}  # fmt: skip
+
+
+def _number(node: ast.expr, constants: dict[str, int | float]) -> int | float | None:
+    """The value of a number literal, a page constant (a top-level ``BATCH = 64``) or arithmetic of them
+    (``BATCH * CLASSES * 4 + 4``); ``None`` for anything else."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.Name):
+        return constants.get(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand, constants)
+        return None if inner is None else -inner
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = _number(node.left, constants), _number(node.right, constants)
+        return None if left is None or right is None else _ARITHMETIC[type(node.op)](left, right)
+    return None
+
+
+def _page_constants(tree: ast.Module) -> dict[str, int | float]:
+    """The page's number constants: names assigned once, at the top level, a number or arithmetic of numbers."""
+    constants: dict[str, int | float] = {}
+    assigned: dict[str, int] = {}
+    for node in ast.walk(tree):
+        for target in getattr(node, "targets", []) + [getattr(node, "target", None)]:
+            for name in ast.walk(target) if target is not None else ():
+                if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
+                    assigned[name.id] = assigned.get(name.id, 0) + 1
+    for statement in tree.body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            continue
+        target, value = statement.targets[0], statement.value
+        pairs = [(target, value)]
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            pairs = list(zip(target.elts, value.elts, strict=True))  # FEATURES, CLASSES, BATCH = 32, 10, 64
+        for name, expression in pairs:
+            number = _number(expression, constants)
+            if isinstance(name, ast.Name) and assigned.get(name.id) == 1 and number is not None:
+                constants[name.id] = number
+    return constants
+
+
+def assert_values(path: Path, message: str) -> dict[str, int | float]:
+    """The numbers the top-level assert of ``path`` with ``message`` compares a variable with: in its test (and the
+    operands of an ``and``), each comparison whose one side is a name and the other a number -- a literal, a page
+    constant or arithmetic of them (``x == 512``, ``x == BATCH * 2 * 4``, ``ratio >= 100``, ``a == 4 == b``) --
+    gives ``{name: number}`` (``trainer.global_step == 4``: ``{trainer.global_step}``; ``rows == [11, 10]``:
+    ``{rows.0}`` and ``{rows.1}``). The page ran the assert, so the number is what its
+    run computed (``==``) or the bound it met; a wording prints it as ``{name}`` instead of typing it.
+
+    Raises:
+        ClaimsError: a name compared with two different numbers."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    constants = _page_constants(tree)
+    tests = [
+        s.test
+        for s in tree.body
+        if isinstance(s, ast.Assert) and isinstance(s.msg, ast.Constant) and s.msg.value == message
+    ]
+    found: dict[str, int | float] = {}
+    while tests:
+        test = tests.pop()
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            tests += test.values
+            continue
+        if not isinstance(test, ast.Compare):
+            continue
+        operands = [test.left, *test.comparators]
+        for left, right in zip(operands, operands[1:], strict=False):
+            for name, other in ((left, right), (right, left)):
+                dotted = _dotted(name)
+                if dotted is None or dotted in constants:
+                    continue
+                numbers = {dotted: _number(other, constants)}
+                if isinstance(other, ast.List | ast.Tuple):  # rows == [11, 10]: {rows.0}, {rows.1}
+                    numbers = {f"{dotted}.{i}": _number(item, constants) for i, item in enumerate(other.elts)}
+                for key, number in numbers.items():
+                    if number is None:
+                        continue
+                    if found.get(key, number) != number:
+                        raise ClaimsError(f"{path}: the assert {message!r} compares {key} with two numbers")
+                    found[key] = number
+    return found
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``name`` or ``name.attribute...`` of a variable of the page; ``None`` for any other expression."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return None if inner is None else f"{inner}.{node.attr}"
+    return None
+
+
+def page_assert_lines(path: Path) -> dict[str, int]:
+    """``{message: line}`` of the top-level asserts of a gallery script (a MyST notebook's: ``{}``, its cells have no
+    line of the page's own)."""
+    if path.suffix != ".py":
+        return {}
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return {
+        statement.msg.value: statement.lineno
+        for statement in tree.body
+        if isinstance(statement, ast.Assert)
+        and isinstance(statement.msg, ast.Constant)
+        and isinstance(statement.msg.value, str)
+    }
+
+
+def recorded_configuration(section: str, pattern: str, record: dict[str, Any], fields: dict[str, Any]) -> dict:
+    """:func:`lightning_migrate.run_configurations.recorded_configuration`."""
+    from lightning_migrate import run_configurations
+
+    return run_configurations.recorded_configuration(section, pattern, record, fields)
+
+
+#: The axes of a scope that a run records (:data:`lightning_migrate.run_configurations.AXES`); ``trainer`` and
+#: ``module`` name what a claim is about, not a setting of the run, and are not compared.
+COMPARED_AXES = ("processes", "strategy", "precision", "optimization", "stage", "accumulate_grad_batches",
+                 "return_predictions")  # fmt: skip
+#: Axes whose value a scope must name when every run of its evidence had one other than the default: a marker that
+#: says nothing of them reads as the default.
+NAMED_WHEN_NOT_DEFAULT = ("processes", "strategy", "precision", "optimization", "accumulate_grad_batches",
+                          "return_predictions")  # fmt: skip
+
+
+def _scope_values(scope: dict[str, Any], axis: str) -> list[Any]:
+    wanted = scope[axis]
+    return list(wanted) if isinstance(wanted, list) else [wanted]
+
+
+def _in_scope(run: dict[str, Any], scope: dict[str, Any]) -> bool:
+    from lightning_migrate.run_configurations import value
+
+    return all(value(run, axis) in _scope_values(scope, axis) for axis in COMPARED_AXES if axis in scope)
+
+
+def _describe_runs(runs: list[dict[str, Any]]) -> str:
+    from lightning_migrate.run_configurations import value
+
+    shown = sorted(
+        {
+            ", ".join(f"{axis}={value(run, axis)}" for axis in COMPARED_AXES if value(run, axis) is not None)
+            for run in runs
+        }
+    )
+    return "; ".join(shown[:4]) + (f"; and {len(shown) - 4} more" if len(shown) > 4 else "")
+
+
+def configuration_problems(
+    claim_data: Claim, sources: Sources, kinds: tuple[str, ...] = KINDS, not_run: frozenset[str] = frozenset()
+) -> list[str]:
+    """Where the claim's scope says more than, or something else than, what its evidence ran (only the evidence of
+    ``kinds`` is read), each a sentence naming the evidence and the mismatch:
+
+    - an evidence none of whose runs is in the scope (``processes = 2`` on a page that ran one process);
+    - a value of a list (``processes = [1, 2]``) that no evidence ran;
+    - an axis the scope leaves out while every run in it had a value other than the default
+      (:data:`NAMED_WHEN_NOT_DEFAULT`: a claim resting on ``accumulate_grad_batches=3`` runs says so);
+    - a wording that quantifies over configurations ("always", "never", "any ...") resting on one run in scope.
+
+    A general claim (every scenario of the matrix) and a changelog fact are not compared, nor the asserts of the
+    pages this build was asked not to run (``not_run``).
+    """
+    from lightning_migrate.run_configurations import default, value
+
+    if claim_data.general:
+        return []
+    problems, in_scope = [], []
+    scope = {axis: v for axis, v in claim_data.scope.items() if axis in COMPARED_AXES}
+    for item in claim_data.evidence:
+        if item.kind not in kinds or (item.kind == "assert" and item.target in not_run):
+            continue
+        try:
+            runs = item.configurations(sources)
+        except NoConfiguration as error:
+            problems.append(f"{item.kind} evidence: {error}")
+            continue
+        except (KeyError, FileNotFoundError, StopIteration) as error:
+            problems.append(f"{item.kind} evidence: no configuration: {type(error).__name__}: {error}")
+            continue
+        if runs is None:
+            continue
+        matched = [run for run in runs if _in_scope(run, scope)]
+        if not matched:
+            problems.append(
+                f"the scope ({' · '.join(claim_schema.scope_words(scope))}) is not what {item.describe()} ran: "
+                f"{_describe_runs(runs) or 'no run'}"
+            )
+        in_scope += matched
+    if not in_scope:
+        return problems
+    for axis in COMPARED_AXES:
+        if axis in scope and isinstance(scope[axis], list):
+            ran = {value(run, axis) for run in in_scope}
+            problems += [
+                f"the scope names {axis} {v!r}, which none of its evidence ran" for v in scope[axis] if v not in ran
+            ]
+    for axis in NAMED_WHEN_NOT_DEFAULT:
+        ran = {json.dumps(value(run, axis)) for run in in_scope}
+        if axis not in claim_data.scope and len(ran) == 1:
+            only = value(in_scope[0], axis)
+            if only is not None and only != default(axis):
+                problems.append(
+                    f"every run of its evidence had {axis} = {only!r}, which the scope does not say: its marker reads "
+                    f"as the default ({default(axis)!r}); add {axis} = {json.dumps(only)} to the scope"
+                )
+    universal = _universal_words(claim_data.text)
+    distinct = {(run["release"], run["run"]) for run in in_scope}
+    if universal and len(distinct) < 2:
+        problems.append(
+            f"the wording says {universal[0]!r} of the configurations it covers, and its evidence rests on one run "
+            f"({next(iter(distinct))[1]} on {next(iter(distinct))[0]})"
+        )
+    return problems
+
+
 def field_value(record: Any, dotted: str) -> Any:
     """``record["a"]["b"]`` for ``"a.b"``; a key that holds dots itself (a hook name such as
     ``"LightningModule.on_train_epoch_end"``) is matched whole, the longest first. ``KeyError`` names the missing
@@ -716,6 +1050,32 @@ class Sources:
     root: Path
     app: Sphinx | None = None
     _cache: dict[str, Any] = field(default_factory=dict)
+    #: The folder of the pages' run records (``None``: this build's, :mod:`build_mechanics.run_records`).
+    runs_dir: Path | None = None
+
+    @property
+    def versions(self) -> dict[str, str]:
+        if "versions" not in self._cache:
+            self._cache["versions"] = installed_versions()
+        return self._cache["versions"]
+
+    def page_runs(self, page: str) -> list[dict[str, Any]] | None:
+        """The runs a gallery page recorded as it last ran (:mod:`lightning_migrate.run_configurations`)."""
+        from lightning_migrate import run_configurations
+
+        folder = self.runs_dir
+        if folder is None:
+            from build_mechanics import run_records
+
+            folder = run_records.directory(self.app)
+        return run_configurations.read(folder, page)
+
+    def space(self) -> Any:
+        if "space" not in self._cache:
+            from lightning_migrate import scenarios
+
+            self._cache["space"] = scenarios.load_space()
+        return self._cache["space"]
 
     def probes(self) -> dict[str, Any]:
         if "probes" not in self._cache:
@@ -863,6 +1223,10 @@ class ClaimRole(SphinxRole):
             )
             return [self.inliner.problematic(self.rawtext, self.rawtext, message)], [message]
         claim_data = known[claim_id]
+        for item in claim_data.evidence:
+            for path in item.files():
+                if path.is_file():
+                    self.env.note_dependency(str(path))
         versions = installed_versions()
         usage = self.env.claims_used.setdefault(self.env.docname, {})  # type: ignore[attr-defined]
         usage.setdefault(claim_id, self.lineno)
@@ -1113,6 +1477,8 @@ def verify(app: Sphinx) -> list[tuple[Claim, str]]:
             reason = check_evidence(evidence, sources, ran)
             if reason:
                 problems.append((claim_data, f"{evidence.kind} evidence: {reason}"))
+        reasons = configuration_problems(claim_data, sources, not_run=frozenset(ran.not_run))
+        problems += [(claim_data, f"scope: {reason}") for reason in reasons]
     used = {claim_id for usage in app.env.claims_used.values() for claim_id in usage}
     problems += [(c, "no page uses this claim") for c in known.values() if c.id not in used]
     if ran.not_run:

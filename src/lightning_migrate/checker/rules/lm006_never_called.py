@@ -56,7 +56,7 @@ class NeverCalled(Rule):
         "(:claim:`batch-hooks-ran-for-training-batches`), unless the class already defines the new hook or the "
         "body uses one of the new parameter names. It is not safe: :claim:`stageless-hooks-ignored`, so a project "
         "that runs on a release without it has been running without this code, and the rename makes it "
-        "run again (a callback that validates the best checkpoint can stop a run that used to complete). Without "
+        "run again (a callback that validates the best checkpoint can stop a run that completed before). Without "
         "the option, ``--fix`` leaves a marker that says so. **manual** for the epoch hooks: "
         ":claim:`epoch-hooks-ran-for-every-loop`, so pick the stage hooks you meant."
     )

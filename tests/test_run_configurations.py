@@ -1,0 +1,38 @@
+"""The configuration a run records (src/lightning_migrate/run_configurations.py), read off stand-in objects."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+from lightning_migrate import run_configurations
+
+
+class ForkLauncher:
+    is_interactive_compatible = True  # Lightning's forking launcher: the one that works in Jupyter
+
+
+class ScriptLauncher:
+    is_interactive_compatible = False
+
+
+class DDPStrategy:
+    def __init__(self, launcher):
+        self.launcher = launcher
+
+
+class Trainer:
+    def __init__(self, launcher):
+        self.strategy = DDPStrategy(launcher)
+
+
+def strategy_of(forks: bool) -> str | None:
+    return run_configurations._strategy(Trainer(ForkLauncher() if forks else ScriptLauncher()))
+
+
+def test_a_ddp_fork_run_started_inside_a_worker_process_reads_as_ddp_fork():
+    """The build's examples run in worker processes of their own: the process that starts a ddp_fork run (and hears
+    of a call its workers refused) is not the main process, and still reads ``ddp_fork``."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.map(strategy_of, [True, False]) == ["ddp_fork", "ddp_spawn"]
+    assert strategy_of(True) == "ddp_fork" and strategy_of(False) == "ddp"
+    assert run_configurations._strategy(object()) is None  # no DDP strategy: one process
