@@ -997,3 +997,17 @@ def test_the_monitors_are_compared_with_what_they_could_see(recipe_id, scenario_
     scenario = next(s for s in loaded.scenarios if s.id == scenario_id)
     result = scenarios.cell_result(recipe, scenario, declared_warnings=space.declared_warnings())
     assert (result["outcome"], result["expected"]) == ("holds", "holds"), result
+
+
+def test_a_myst_pages_python_is_its_code_cells_without_their_options(tmp_path):
+    """A MyST notebook's code cells, line for line, with a cell's options (``:tags: [remove-cell]``) blanked: they
+    are MyST's, not Python."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Title\n\n```{code-cell} ipython3\n:tags: [remove-cell]\n\nimport logging\n```\n\nText.\n\n"
+        "```{code-cell} ipython3\nx = 1\n```\n",
+        encoding="utf-8",
+    )
+    source = harness.page_source(page)
+    assert source.splitlines() == ["", "", "", "", "", "import logging", "", "", "", "", "", "x = 1", ""]
+    compile(source, str(page), "exec")

@@ -108,15 +108,18 @@ def page_source(page: Path, transform: str | None = None) -> str:
         return function(text, str(page))
     if page.suffix != ".md":
         return text
-    lines, inside = [], False
+    lines, inside, options = [], False, False
     for line in text.splitlines():
         if line.startswith("```{code-cell}"):
-            inside = True
+            inside, options = True, True
             lines.append("")
         elif inside and line.startswith("```"):
             inside = False
             lines.append("")
+        elif inside and options and re.match(r":[\w-]+:", line):  # a cell's options (``:tags: [remove-cell]``)
+            lines.append("")
         else:
+            options = False
             lines.append(line if inside else "")
     return "\n".join(lines) + "\n"
 
@@ -898,10 +901,12 @@ BATCH_SAMPLERS: dict[str, Callable[[Any, Scenario], Any]] = {
 
 
 def _strategy(scenario: Scenario):
+    batch_sampler = _kind(BATCH_SAMPLERS, scenario.data["batch_sampler"], "data.batch_sampler")
     if scenario.settings["strategy"] is None:
+        if scenario.data["batch_sampler"] != "lightning":  # a framework's batch sampler is put in by its strategy
+            raise MatrixError(f"[scenario.{scenario.id}]: data.batch_sampler = 'framework' needs a strategy")
         return {}
     strategy = _kind(STRATEGIES, scenario.settings["strategy"], "strategy")()
-    batch_sampler = _kind(BATCH_SAMPLERS, scenario.data["batch_sampler"], "data.batch_sampler")
     return {"strategy": batch_sampler(strategy, scenario)}
 
 
