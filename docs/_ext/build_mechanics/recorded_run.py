@@ -1,9 +1,9 @@
 """A recorder run beside the build: hash its inputs, start it in a Python process of its own, wait, keep its document.
 
 The guide's recorders -- the probes (``guide.probe_records``), the scenario matrix (``guide.scenario_matrix``), the
-declared warnings' witnesses (``guide.warning_witnesses``) -- each run Lightning in a process of their own (Lightning
-is never imported into Sphinx) and write one JSON document that the pages read. This module is their one mechanism
-(the claims' cells, ``guide.claims``, still start and keep theirs themselves):
+declared warnings' witnesses (``guide.warning_witnesses``), the cells the claims cite (``guide.claims``) -- each run
+Lightning in a process of their own (Lightning is never imported into Sphinx) and write one JSON document that the
+pages read. This module is their one mechanism:
 
 * :func:`inputs_key`: the SHA-256 (64 hex digits) of every file the run reads and the installed versions it runs on;
 * :func:`start`: nothing to run when the build directory's document was made from the same key (its ``.key`` file

@@ -64,11 +64,9 @@ was checked and where it is used.
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import os
 import re
-import subprocess
 import tomllib
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -1378,38 +1376,32 @@ def page_runs(app: Sphinx) -> Any:
 
 
 # -- The cells claims cite (lightning_migrate.claim_cells), run beside the build ------------------------------------
-CELLS = "claim-cells.json"
-
-
-def _cells_paths(app: Sphinx) -> tuple[Path, Path, Path]:
-    base = Path(app.doctreedir)
-    return base / CELLS, base / "claim-cells.key", base / "claim-cells.log"
+#: The claims' cells' recorder (:mod:`build_mechanics.recorded_run`): ``<doctrees>/claim-cells.json`` and its files.
+CELLS = "claim-cells"
+#: What a failed run of the cells says.
+CELLS_FAILURE_TITLE = ("the claims' cells", "src/lightning_migrate/claim_cells.py")
 
 
 def cells_key(app: Sphinx, cited: list[dict[str, Any]]) -> str:
-    """Hash of what the cited cells' results depend on: the cells, the scenario package and matrix file, the recipes'
-    pages, the runner, and the installed Lightning and torch."""
+    """The SHA-256 (64 hex digits) of what the cited cells' results depend on: the runner, the scenario package and
+    matrix file, the recipes' pages, the installed Lightning, torch and torchmetrics, and the cells themselves."""
+    from build_mechanics import recorded_run
+
     from lightning_migrate import claim_cells, scenarios
 
     root = Path(app.confdir)
-    digest = hashlib.sha256(json.dumps(cited, sort_keys=True).encode())
     space = scenarios.load_space()
     pages = sorted({root / r.page for r in space.recipes if r.id in {c["recipe"] for c in cited}})
     package = Path(scenarios.__file__).parent
-    for path in (Path(claim_cells.__file__), scenarios.MATRIX_FILE, *sorted(package.glob("*.py")), *pages):
-        digest.update(path.name.encode() + path.read_bytes())
-    for name in ("lightning", "torch", "torchmetrics"):
-        try:
-            digest.update(f"{name}={metadata.version(name)}".encode())
-        except metadata.PackageNotFoundError:
-            digest.update(f"{name}=absent".encode())
-    return digest.hexdigest()
+    files = (Path(claim_cells.__file__), scenarios.MATRIX_FILE, *sorted(package.glob("*.py")), *pages)
+    cells = json.dumps(cited, sort_keys=True)
+    return recorded_run.inputs_key(files, ("lightning", "torch", "torchmetrics"), cells)
 
 
 def _start_cells(app: Sphinx) -> None:
-    """Start running the cells the claims cite, unless this build's inputs are those of the last run's record."""
-    from build_mechanics import run_cache
-    from build_mechanics.execution_mode import forced_execution
+    """Start running the cells the claims cite (:func:`build_mechanics.recorded_run.start`: nothing runs when this
+    build's inputs are those of the last run's document, or this test run kept a run of them)."""
+    from build_mechanics import recorded_run
 
     from lightning_migrate.claim_cells import cited_cells
 
@@ -1417,50 +1409,36 @@ def _start_cells(app: Sphinx) -> None:
     path = claims_path(app)
     claims(app)  # a malformed file stops the build here, naming its line
     cited = cited_cells(path)
-    record, key_file, log = _cells_paths(app)
+    folder = Path(app.doctreedir)
     if not cited:
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps({"cells": []}), encoding="utf-8")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{CELLS}.json").write_text(json.dumps({"cells": []}), encoding="utf-8")
         return
-    key = cells_key(app, cited)
-    if not forced_execution() and record.exists() and key_file.exists() and key_file.read_text() == key:
-        return
-    record.parent.mkdir(parents=True, exist_ok=True)
-    if run_cache.lookup("claim-cells", key, record):
-        key_file.write_text(key, encoding="utf-8")
-        return
-    logger.info(f"claims: running the {len(cited)} cell(s) the claims cite (lightning_migrate.claim_cells) ...")
-    root = Path(__file__).resolve().parents[3]
-    pythonpath = [str(root / "src"), str(root / "docs" / "_ext"), os.environ.get("PYTHONPATH", "")]
-    environment = record.with_suffix(".environment.json")
-    args = ("--claims", str(path), "--output", str(record))
-    with log.open("w", encoding="utf-8") as handle:
-        process = subprocess.Popen(
-            run_cache.run_command("lightning_migrate.claim_cells", *args, environment=environment),
-            cwd=root,
-            env=dict(os.environ, PYTHONPATH=os.pathsep.join(pythonpath)),
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-        )
-    app._claim_cells = (process, key)  # type: ignore[attr-defined]
+    arguments = ("--claims", str(path), "--output")
+    run = recorded_run.start(
+        CELLS,
+        folder,
+        cells_key(app, cited),
+        "lightning_migrate.claim_cells",
+        lambda output: (*arguments, str(output)),
+        cwd=Path(app.confdir),
+    )
+    if run.process is not None:
+        logger.info(f"claims: running the {len(cited)} cell(s) the claims cite (lightning_migrate.claim_cells) ...")
+    app._claim_cells = run  # type: ignore[attr-defined]
 
 
-def _finish_cells(app: Sphinx | None) -> Path:
-    """Wait for the cells' run started at ``builder-inited``; the path of its record."""
-    from build_mechanics import run_cache
-    from sphinx.errors import ExtensionError
+def _finish_cells(app: Sphinx) -> Path:
+    """Wait for the cells' run started at ``builder-inited`` (:func:`build_mechanics.recorded_run.finish`, which
+    raises :class:`sphinx.errors.ExtensionError` with the end of its output when it failed); the path of its
+    document."""
+    from build_mechanics import recorded_run
 
-    record, key_file, log = _cells_paths(app)
-    running = getattr(app, "_claim_cells", None)
-    if running is not None:
+    run = getattr(app, "_claim_cells", None)
+    if run is not None:
         app._claim_cells = None  # type: ignore[attr-defined]
-        process, key = running
-        if process.wait() != 0:
-            tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-30:])
-            raise ExtensionError(f"the claims' cells failed to run (src/lightning_migrate/claim_cells.py):\n{tail}")
-        key_file.write_text(key, encoding="utf-8")
-        run_cache.store("claim-cells", key, record, record.with_suffix(".environment.json"))
-    return record
+        recorded_run.finish(run, recorded_run.default_failure(*CELLS_FAILURE_TITLE))
+    return Path(app.doctreedir) / f"{CELLS}.json"
 
 
 def _as_list(value: Any) -> list[str]:
