@@ -365,8 +365,8 @@ def load_space(path: Path = MATRIX_FILE) -> Space:
         where = lines.where("[[constraint]]", number - 1, label=f"constraint {number}")
         if len(table["values"]) < 2:
             raise MatrixError(f"{where} needs values of two axes or more")
-        values = {axis: _value_set(where, axes, axis, v) for axis, v in table["values"].items()}
-        constraints.append(Constraint(values, table["reason"]))
+        excluded = {axis: _value_set(where, axes, axis, v) for axis, v in table["values"].items()}
+        constraints.append(Constraint(excluded, table["reason"]))
     space = Space(path, axes, tuple(constraints), (), ())
     scenarios = []
     for sid, table in document.get("scenario", {}).items():
@@ -411,7 +411,7 @@ def _load_recipe(lines: Lines, rid: str, table: dict, axes: dict[str, Axis], nam
             raise MatrixError(
                 f"{here}: names unknown scenario {entry['scenario']!r}{did_you_mean(entry['scenario'], named)}"
             )
-        values = {a: _value_set(here, axes, a, v) for a, v in entry.get("values", {}).items()}
+        trap_values = {a: _value_set(here, axes, a, v) for a, v in entry.get("values", {}).items()}
         releases = frozenset(entry["releases"]) if "releases" in entry else None
         declared.append(
             Declared(
@@ -419,7 +419,7 @@ def _load_recipe(lines: Lines, rid: str, table: dict, axes: dict[str, Axis], nam
                 entry["reason"],
                 entry["see"],
                 entry.get("match"),
-                values,
+                trap_values,
                 entry.get("scenario"),
                 releases,
             )
@@ -495,13 +495,13 @@ def referral_problems(space: Space) -> list[str]:
                     )
                 )
         named = {scenario.id: scenario for scenario in space.scenarios}
-        for entry in recipe.declared:
-            if entry.scenario is None or (not entry.see.startswith("examples/") and entry.see not in by_page):
+        for trap in recipe.declared:
+            if trap.scenario is None or (not trap.see.startswith("examples/") and trap.see not in by_page):
                 continue
-            candidates = [r for r in by_page.get(entry.see, []) if r.id != recipe.id]
-            if not any(r.expected(named[entry.scenario]) == "holds" for r in candidates):
+            candidates = [r for r in by_page.get(trap.see, []) if r.id != recipe.id]
+            if not any(r.expected(named[trap.scenario]) == "holds" for r in candidates):
                 problems.append(
-                    f"{space.path}: [recipe.{recipe.id}] sends scenario {entry.scenario!r} to {entry.see}, where no "
+                    f"{space.path}: [recipe.{recipe.id}] sends scenario {trap.scenario!r} to {trap.see}, where no "
                     "recipe is declared to hold there"
                 )
     return problems
@@ -705,7 +705,7 @@ def coverable_pairs(space: Space) -> set[tuple[tuple[str, str], tuple[str, str]]
 
 def covered_pairs(cells: list[tuple[str, Scenario]]) -> set[tuple[tuple[str, str], tuple[str, str]]]:
     """The pairs of values that ``cells`` hold, in :func:`parameters` order of their parameters."""
-    pairs = set()
+    pairs: set[tuple[tuple[str, str], tuple[str, str]]] = set()
     for rid, scenario in cells:
         items = [(RECIPE_AXIS, rid), *scenario.values.items()]
         pairs.update(itertools.combinations(items, 2))
