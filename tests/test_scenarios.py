@@ -240,6 +240,14 @@ MUTATIONS = {
         sub(r"self\.val_mean_loss\.reset\(\).*$", "pass"),
         {"validate_then_fit"},
     ),
+    "several-losses-rank-0-mean": (
+        "caching/several_losses_manual_optimization.py",
+        "several_losses_manual",
+        lambda source: sub(r", sync_dist=True\)", ")")(
+            sub(r"reduce = self\.trainer\.strategy\.reduce", "reduce = lambda value, reduce_op: value")(source)
+        ),
+        {"report_gan_under_ddp"},  # DDP and a GAN's losses at once: each rank's own mean, rank 0's logged
+    ),
 }
 
 
