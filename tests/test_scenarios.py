@@ -248,6 +248,12 @@ MUTATIONS = {
         ),
         {"report_gan_under_ddp"},  # DDP and a GAN's losses at once: each rank's own mean, rank 0's logged
     ),
+    "uneven-predictions-kept-bfloat16": (
+        "caching/uneven_last_batch.py",
+        "uneven_predictions",
+        sub(r"torch\.cat\(self\.predictions\)\.float\(\)", "torch.cat(self.predictions)"),
+        {"bf16_hand_written_loss"},  # the loss at epoch end, outside autocast, in bfloat16
+    ),
 }
 
 
