@@ -1173,3 +1173,18 @@ def test_the_box_names_the_page_that_holds_two_settings_at_once_and_each_gap():
     detail = "\n".join(not_with_lines(results, "r"))
     assert "- manual-gan-losses -- no loss, also with DDP. Use :doc:`/examples/gan`." in detail
     assert "an error: a trap. See :doc:`/examples/why`." in detail
+
+def test_a_notebook_cells_options_are_not_python(tmp_path):
+    """A MyST notebook's cell that opens with ``:tags: [remove-cell]`` (which-replacement.md's quiet-log cell): the
+    recipe's source blanks the option, keeps every line number, and still defines the page's classes."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Title\n\n```{code-cell} ipython3\n:tags: [remove-cell]\n\nimport math\n```\n\ntext\n\n"
+        "```{code-cell} ipython3\nclass Kept:\n    value = math.pi\n```\n",
+        encoding="utf-8",
+    )
+    source = harness.page_source(page)
+    assert source.splitlines()[3] == "" and source.splitlines()[5] == "import math"
+    assert len(source.splitlines()) == len(page.read_text(encoding="utf-8").splitlines())
+    namespace = harness.page_definitions(page, ("Kept",), object)
+    assert namespace["Kept"].value == pytest.approx(3.14159, rel=1e-5)
