@@ -53,7 +53,11 @@ def test_a_cell_that_does_not_behave_names_the_release_the_recipe_and_the_scenar
     from test_scenarios import OLD_HOOK_PAGE, small_project
 
     monkeypatch.setenv("PYTHONWARNINGS", "ignore")
-    monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", raising=False)
+    # set, then removed: the test's end removes what check_release sets (a delenv of a variable that is not set
+    # restores nothing, and it reached a site build later in the same worker, whose cells torch then warned in)
+    before = os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "")
+    monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
     project = small_project(tmp_path, OLD_HOOK_PAGE.replace(", outputs):", "):"))
     small = scenarios.load_space(project / "matrix.toml")
     cells = releases.release_cells(small, "2.0.9")
@@ -63,6 +67,8 @@ def test_a_cell_that_does_not_behave_names_the_release_the_recipe_and_the_scenar
     # on 2.0.9 a resumed run fails in torch.load's weights_only default (torch 2.6+) whatever the recipe: the cells
     # restore the default that release was written against
     assert os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] == "1"
+    monkeypatch.undo()
+    assert os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD") == before  # nothing leaks into the worker's later tests
     [line] = lines
     failing = next(s.id for _, s in cells if s.values["train_step"] == "none-batch-1")
     assert line.startswith(f"Lightning 2.0.9: r × {failing}: expected holds, got raises: KeyError: 'loss'")
