@@ -1163,16 +1163,19 @@ def test_the_box_names_the_page_that_holds_two_settings_at_once_and_each_gap():
                     {"id": "s0", "values": {"strategy": "single", "train_step": "loss-dict"}}]  # fmt: skip
     document = {"recipes": [recipe], "axes": axes, "cells": cells, "stage_calls": {"train": ["fit"]},
                 "scenarios": scenarios_of, "lightning": "2.6.6"}  # fmt: skip
-    results = Results(document)
+    results = Results(document, checked={"r": ["2.2.5", "2.0.9"]})
     text = "\n".join(summary_of(results, "r"))
     assert "manual-gan-losses (use :doc:`/examples/gan`, also with DDP)" in text
     assert "DDP (use :doc:`/examples/ddp`)" in text  # that page does not hold with several losses: no "also"
     # the words of exactly those values: "a tensor or None" would say more than the gap
     assert "**No recipe here yet** for DDP and tensor together: none checked yet." in text
     assert "(see :doc:`/examples/why`)" in text  # the trap's values meet the gap: its page is read, not used
+    assert "**Checked on** Lightning 2.0.9, 2.2.5 and 2.6.6." in text  # the records', and this build's
+    assert "**Checked on** Lightning 2.6.6." in "\n".join(summary_of(Results(document), "r"))
     detail = "\n".join(not_with_lines(results, "r"))
     assert "- manual-gan-losses -- no loss, also with DDP. Use :doc:`/examples/gan`." in detail
     assert "an error: a trap. See :doc:`/examples/why`." in detail
+
 
 def test_a_notebook_cells_options_are_not_python(tmp_path):
     """A MyST notebook's cell that opens with ``:tags: [remove-cell]`` (which-replacement.md's quiet-log cell): the

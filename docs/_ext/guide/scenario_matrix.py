@@ -168,10 +168,19 @@ def _sources(text: str) -> str:
 
 
 class Results:
-    """The results document, indexed for rendering."""
+    """The results document, indexed for rendering; ``releases``: the other releases' records of the recipes' runs
+    (:func:`release_records`), ``{release: its data/compat JSON}``, and ``checked``: ``{recipe id: [release, ...]}``,
+    the releases where the recipe's current runs were recorded, every one as declared."""
 
-    def __init__(self, document: dict[str, Any]):
+    def __init__(
+        self,
+        document: dict[str, Any],
+        releases: dict[str, dict[str, Any]] | None = None,
+        checked: dict[str, list[str]] | None = None,
+    ):
         self.document = document
+        self.releases = releases or {}
+        self.checked = checked or {}
         self.recipes = {r["id"]: r for r in document["recipes"]}
         self.scenarios = {s["id"]: s for s in document["scenarios"]}
         self.axes = {a["id"]: a for a in document["axes"]}
@@ -260,6 +269,42 @@ READER_WORDS: dict[str, list[tuple[str | None, set[str]]]] = {
     ],  # fmt: skip
     "shuffle": [("shuffled data", {"on"})],
 }
+
+
+def release_records(app: Sphinx, document: dict[str, Any]) -> Results:
+    """The results of this build with the records of the other declared 2.x releases (``data/compat/<release>.json``,
+    their recipes' runs, :func:`lightning_migrate.scenarios.releases.checked_on`): each record file is noted as a
+    dependency of the page, which is re-read when it changes."""
+    from lightning_migrate import compat
+    from lightning_migrate.scenarios import releases
+
+    records = {}
+    for version, entry in compat.load_matrix()["versions"].items():
+        path = compat.data_path(version)
+        if entry["group"] == "matrix" and version != document["lightning"] and path.is_file():
+            app.env.note_dependency(str(path))
+            records[version] = json.loads(path.read_text(encoding="utf-8"))
+    space = scenarios.load_space(_matrix_file(app))
+    return Results(document, records, releases.checked_on(space, records) if records else {})
+
+
+def checked_releases(results: Results, recipe_id: str) -> list[str]:
+    """The releases ``recipe_id`` ran and held on: each other release whose record holds its current runs, all as
+    declared (:attr:`Results.checked`), and this build's (whose runs fail the build when one does not behave), if a
+    run of it held here; oldest first."""
+    found = list(results.checked.get(recipe_id, []))
+    if held_cells(results, [recipe_id]):
+        found.append(results.document["lightning"])
+    return sorted(set(found), key=lambda v: tuple(int(part) for part in v.split(".") if part.isdigit()))
+
+
+def checked_line(results: Results, recipe_id: str, indent: str = "") -> list[str]:
+    """ "Checked on Lightning 2.0.9, 2.2.5 and 2.6.6." (:func:`checked_releases`), or nothing."""
+    found = checked_releases(results, recipe_id)
+    if not found:
+        return []
+    said = found[0] if len(found) == 1 else f"{', '.join(found[:-1])} and {found[-1]}"
+    return [f"{indent}**Checked on** Lightning {said}.", ""]
 
 
 def held_cells(results: Results, recipe_ids: list[str]) -> int:
@@ -429,7 +474,7 @@ def summary_of(results: Results, recipe_id: str, indent: str = "", traps: bool =
             for what, (_, _, see), more, trap in zip(short, not_with, also, values, strict=True)
         )
         lines += [f"{indent}**Not with** {items}.", ""]
-    return [*lines, *gap_lines(results, recipe_id, indent)]
+    return [*lines, *gap_lines(results, recipe_id, indent), *checked_line(results, recipe_id, indent)]
 
 
 def domain_lines(
@@ -485,7 +530,7 @@ class ScenarioMatrix(SphinxDirective):
         document = matrix_results(current_app.get())
         self.env.note_dependency(self.env.scenario_matrix_results)  # type: ignore[attr-defined]
         self.env.note_dependency(str(_matrix_file(current_app.get())))
-        results = Results(document)
+        results = release_records(current_app.get(), document)
         lines = summary_lines(results)
         lines += _heading("Each recipe", "-")
         for rid in results.recipes:
@@ -516,6 +561,15 @@ def summary_lines(results: Results) -> list[str]:
         f"recipe, where the recipe's use and Lightning allow; {traps} more runs each show a pitfall a recipe declares "
         "that no named configuration shows."
     )
+    if results.releases:
+        runs = [
+            (v, sum(len(e["runs"]) for e in r.get("scenario_cells", {}).values())) for v, r in results.releases.items()
+        ]
+        said = " and ".join(f"Lightning {v} ({n} runs)" for v, n in runs)
+        how += (
+            f" Every recipe also ran on {said}, in runs that together meet each value of each of its settings at "
+            "least once; each recipe's section names the releases it held on."
+        )
     table = [
         ".. list-table:: Runs per recipe: " + ", ".join(f"{s} {o}" for o, s in SYMBOLS.items()),
         "   :header-rows: 1",
@@ -651,7 +705,7 @@ class RecipeDomain(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         document = matrix_results(current_app.get())
         self.env.note_dependency(self.env.scenario_matrix_results)  # type: ignore[attr-defined]
-        results = Results(document)
+        results = release_records(current_app.get(), document)
         unknown = [rid for rid in self.arguments if rid not in results.recipes]
         if unknown:
             raise self.error(f"recipe-domain: no recipe {unknown} in {_matrix_file(current_app.get()).name}")
