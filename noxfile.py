@@ -308,23 +308,30 @@ def matrix(session, version):
     other than the build's own (which runs the whole scenario matrix), every recipe of data/scenarios.toml runs too,
     in the smallest set of cells that meets each value of its domain (``--scenario-cells``); on each, the pages are
     checked for names and arguments the release lacks (``--pages``)."""
-    checks = ["--check", "--pages"]
-    if version != requirement_pin("lightning").removeprefix("lightning=="):
-        checks.append("--scenario-cells")
-    # the recipes' cells: joblib's workers, the checker (a rewrite's recipe runs its fix), matplotlib (a page's import)
-    extra = (
-        [requirement_pin(name) for name in ("joblib", "libcst", "matplotlib")] if "--scenario-cells" in checks else []
-    )
-    run_release(session, "matrix", version, *checks, extra=extra)
+    run_release(session, "matrix", version, "--check", "--pages", *scenario_cells(version), extra=cell_pins(version))
+
+
+def scenario_cells(version: str) -> list[str]:
+    """``--scenario-cells`` on a 2.x release other than the build's own (which runs the whole scenario matrix): every
+    recipe of data/scenarios.toml in the release's cells, their outcomes part of its record."""
+    build = requirement_pin("lightning").removeprefix("lightning==")
+    return ["--scenario-cells"] if version in COMPAT["matrix"] and version != build else []
+
+
+def cell_pins(version: str) -> list[str]:
+    """What the recipes' cells need beside Lightning: joblib's workers, the checker (a rewrite's recipe runs its fix),
+    matplotlib (a page's import)."""
+    return [requirement_pin(name) for name in ("joblib", "libcst", "matplotlib")] if scenario_cells(version) else []
 
 
 @nox.session(python=PYTHON, default=False)
 @nox.parametrize("version", [*COMPAT["legacy"], *COMPAT["matrix"]])
 def record(session, version):
     """Rewrite data/compat/<version>.json from a run on that release, on purpose (legacy releases first: the 2.x
-    releases compare with the reference release's new record). Review the diff, then commit it."""
+    releases compare with the reference release's new record), with the outcomes of the recipes' cells on the 2.x
+    releases other than the build's own. Review the diff, then commit it."""
     group = "legacy" if version in COMPAT["legacy"] else "matrix"
-    run_release(session, group, version)
+    run_release(session, group, version, *scenario_cells(version), extra=cell_pins(version))
 
 
 @nox.session(python=PYTHON)

@@ -5,6 +5,7 @@ the release, the recipe and the scenario. And the pages use only what each relea
 from __future__ import annotations
 
 import collections
+import json
 import os
 import textwrap
 
@@ -53,19 +54,57 @@ def test_a_cell_that_does_not_behave_names_the_release_the_recipe_and_the_scenar
     from test_scenarios import OLD_HOOK_PAGE, small_project
 
     monkeypatch.setenv("PYTHONWARNINGS", "ignore")
-    monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", raising=False)
+    # set, then removed: the test's end removes what check_release sets (a delenv of a variable that is not set
+    # restores nothing, and it reached a site build later in the same worker, whose cells torch then warned in)
+    before = os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "")
+    monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
     project = small_project(tmp_path, OLD_HOOK_PAGE.replace(", outputs):", "):"))
     small = scenarios.load_space(project / "matrix.toml")
     cells = releases.release_cells(small, "2.0.9")
     assert [s.values["train_step"] for _, s in cells].count("none-batch-1") == 1
-    lines, count, _ = releases.check_release("2.0.9", jobs=1, space=small, root=project)
+    lines, count, _, record = releases.check_release("2.0.9", jobs=1, space=small, root=project)
     assert count == len(cells) == 2
     # on 2.0.9 a resumed run fails in torch.load's weights_only default (torch 2.6+) whatever the recipe: the cells
     # restore the default that release was written against
     assert os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] == "1"
+    monkeypatch.undo()
+    assert os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD") == before  # nothing leaks into the worker's later tests
     [line] = lines
     failing = next(s.id for _, s in cells if s.values["train_step"] == "none-batch-1")
     assert line.startswith(f"Lightning 2.0.9: r × {failing}: expected holds, got raises: KeyError: 'loss'")
+    # the release's record keeps each cell's outcome, and that the recipe did not behave there
+    [recipe] = small.recipes
+    assert record == {
+        "r": {
+            "cells": releases.cells_digest(small, recipe, "2.0.9"),
+            "runs": {
+                s.id.removeprefix("release-2.0.9-r-"): ("raises" if s.id == failing else "holds") for _, s in cells
+            },
+            "as_declared": False,
+        }
+    }
+    assert releases.checked_on(small, {"2.0.9": {"scenario_cells": record}}) == {"r": []}
+    held = {"r": {**record["r"], "as_declared": True}}
+    assert releases.checked_on(small, {"2.0.9": {"scenario_cells": held}, "2.2.5": {}}) == {"r": ["2.0.9"]}
+
+
+def test_a_release_is_named_for_a_recipe_only_while_its_record_holds_the_current_cells(space):
+    """A record of other cells (the recipe's domain changed since) names no release: the digest of the cells the
+    file generates now differs; the committed records of 2.0.9 and 2.2.5 hold every recipe's current cells."""
+    recipe = next(r for r in space.recipes if r.id == "callback_side")
+    digest = releases.cells_digest(space, recipe, "2.0.9")
+    assert digest != releases.cells_digest(space, recipe, "2.2.5")  # the release orders the values
+    record = {"callback_side": {"cells": digest, "runs": {"1": "holds"}, "as_declared": True}}
+    assert releases.checked_on(space, {"2.0.9": {"scenario_cells": record}})["callback_side"] == ["2.0.9"]
+    stale = {"callback_side": {**record["callback_side"], "cells": "0" * 16}}
+    assert releases.checked_on(space, {"2.0.9": {"scenario_cells": stale}})["callback_side"] == []
+    committed = {v: json.loads(compat.data_path(v).read_text(encoding="utf-8")) for v in OTHERS}
+    checked = releases.checked_on(space, committed)
+    assert {rid: found for rid, found in checked.items() if found != OTHERS} == {}, "record them: nox -s record"
+    for version in OTHERS:
+        runs = sum(len(e["runs"]) for e in committed[version]["scenario_cells"].values())
+        assert runs >= len(releases.release_cells(space, version))
 
 
 def test_a_page_that_uses_what_the_release_lacks_is_named(tmp_path):

@@ -240,6 +240,20 @@ MUTATIONS = {
         sub(r"self\.val_mean_loss\.reset\(\).*$", "pass"),
         {"validate_then_fit"},
     ),
+    "several-losses-rank-0-mean": (
+        "caching/several_losses_manual_optimization.py",
+        "several_losses_manual",
+        lambda source: sub(r", sync_dist=True\)", ")")(
+            sub(r"reduce = self\.trainer\.strategy\.reduce", "reduce = lambda value, reduce_op: value")(source)
+        ),
+        {"report_gan_under_ddp"},  # DDP and a GAN's losses at once: each rank's own mean, rank 0's logged
+    ),
+    "uneven-predictions-kept-bfloat16": (
+        "caching/uneven_last_batch.py",
+        "uneven_predictions",
+        sub(r"torch\.cat\(self\.predictions\)\.float\(\)", "torch.cat(self.predictions)"),
+        {"bf16_hand_written_loss"},  # the loss at epoch end, outside autocast, in bfloat16
+    ),
 }
 
 
@@ -760,14 +774,134 @@ def test_a_circle_of_referrals_fails_naming_both_recipes(tmp_path):
         space.load_space(circle)
     message = str(raised.value)
     assert (
-        "[recipe.callback_side] sends train_step = 'manual-gan-losses' to examples/core/module_side_caching, where no "
-        "recipe holds it (module_side, module_cache_reader declare it outside too, sending it back to "
+        "[recipe.callback_side] sends train_step in ['manual-no-loss', 'manual-gan-losses'] to "
+        "examples/core/module_side_caching, where no recipe holds it (a recipe there sends it back to "
         "examples/core/callback_side_caching: a circle)"
     ) in message
-    assert "[recipe.module_side] sends train_step = 'manual-no-loss' to examples/core/callback_side_caching" in message
+    assert (
+        "[recipe.module_side] sends train_step in ['manual-no-loss', 'manual-gan-losses'] to "
+        "examples/core/callback_side_caching, where no recipe holds it"
+    ) in message
     loaded = space.load_space()
     gan = "examples/caching/several_losses_manual_optimization"
     assert {r.id for r in loaded.recipes if space.recipe_docname(r.page) == gan} == {"several_losses_manual"}
+
+
+def _replaced(tmp_path: Path, *pairs: tuple[str, str]) -> Path:
+    """The committed matrix file with each ``(old, new)`` text replaced once (each must be there)."""
+    text = space.MATRIX_FILE.read_text(encoding="utf-8")
+    for old, new in pairs:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path = tmp_path / "matrix.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _load_problems(path: Path) -> str:
+    with pytest.raises(space.MatrixError) as raised:
+        space.load_space(path)
+    return str(raised.value).replace(f"{path}: ", "")
+
+
+CALLBACK_MONITORING_TRAP = (
+    'values = { train_step = "manual-nothing", callbacks = "monitoring" }\noutcome = "raises"\n'
+    'match = "which is not available"\nreason = "a step that returns nothing leaves the callback no loss to log, and '
+    'the monitoring callbacks refuse an epoch without their value; cache each loss in training_step"\n'
+)
+
+
+def test_a_trap_declared_with_values_sends_the_reader_where_a_recipe_holds_them(tmp_path):
+    """The callback recipe's trap {manual optimization returning nothing, the monitoring callbacks} sent the reader
+    to the module page, which is outside a step returning nothing and sends the reader back: a circle, named; the
+    page of several losses, whose recipe caches its losses in training_step, holds there."""
+    gan, module, callback = (
+        "examples/caching/several_losses_manual_optimization",
+        "examples/core/module_side_caching",
+        "examples/core/callback_side_caching",
+    )
+    trap = f'{CALLBACK_MONITORING_TRAP}see = "{gan}"'
+    module_side = '[[recipe.module_side.outside]]\naxis = "train_step"\nvalues = ["manual-nothing"]\n'
+    text = space.MATRIX_FILE.read_text(encoding="utf-8")
+    start = text.index(module_side)
+    entry = text[start : text.index("\n\n", start)]
+    circle = _replaced(tmp_path, (trap, trap.replace(gan, module)), (entry, entry.replace(gan, callback)))
+    message = _load_problems(circle)
+    assert (
+        "[recipe.callback_side] sends train_step = 'manual-nothing' with callbacks = 'monitoring' to "
+        "examples/core/module_side_caching, where no recipe holds it (a recipe there sends it back to "
+        "examples/core/callback_side_caching: a circle)"
+    ) in message
+    assert message.count(f"to {module}, where no recipe holds it") == 1  # the trap's; the file's other referrals
+    # ... and the module recipe's own, back (two settings with DDP at once are named as well)
+    assert f"[recipe.module_side] sends train_step = 'manual-nothing' to {callback}, where no recipe holds it" not in (
+        message
+    )  # a callback that reads outputs holds there, without the monitoring callbacks
+
+
+DDP_SEVERAL_LOSSES = (
+    '\n[[recipe.several_losses_manual.outside]]\naxis = "strategy"\n'
+    'values = ["ddp-2", "ddp-3", "ddp-2-own-split", "ddp-3-own-split"]\nreason = "r"\n'
+    'see = "examples/distributed/ddp_training_epoch_mean"\n'
+)
+
+
+def test_two_outside_values_at_once_need_a_page_that_holds_both(tmp_path):
+    """A reader with DDP and a GAN's ``{"g_loss", "d_loss"}`` is outside the callback recipe on two settings at once:
+    of the two pages it names, the DDP page reads ``"loss"`` and the several-losses page held on one process only
+    before it added up every rank's sums. Then the file fails naming the recipe, both values and both pages."""
+    head = '[[recipe.several_losses_manual.outside]]\naxis = "accumulation"'
+    one_process = _replaced(tmp_path, (head, DDP_SEVERAL_LOSSES.lstrip("\n") + "\n" + head))
+    message = _load_problems(one_process)
+    assert (
+        "[recipe.callback_side] sends strategy in ['ddp-2', 'ddp-3', 'ddp-2-own-split', 'ddp-3-own-split'] with "
+        "train_step in ['manual-no-loss', 'manual-gan-losses'] to examples/distributed/ddp_training_epoch_mean and "
+        "examples/caching/several_losses_manual_optimization, where no recipe holds them together"
+    ) in message
+    # as committed: the several-losses page holds there, and the callback page says so beside that referral
+    together = space.referrals_by_recipe(space.load_space())["callback_side"]["together"]
+    gan = "examples/caching/several_losses_manual_optimization"
+    assert {"values": {"strategy": "ddp-3", "train_step": "manual-gan-losses"}, "see": gan} in together
+    assert len(together) == 8 and {t["see"] for t in together} == {gan}
+
+
+def test_a_gap_is_declared_where_no_page_holds_and_only_there(tmp_path):
+    """DDP with a training_step that returns the loss tensor: the module recipe names the DDP page (its module reads
+    ``"loss"`` of a dict) and the callback page (one process): the declared gap says so; without it the file fails,
+    and a gap where a page named holds fails too."""
+    text = space.MATRIX_FILE.read_text(encoding="utf-8")
+    start = text.index('[[gap]]\nvalues = { strategy = ["ddp-2", "ddp-3", "ddp-2-own-split", "ddp-3-own-split"]')
+    without = _replaced(tmp_path, (text[start : text.index("\n", text.index("\nreason = ", start) + 1)], ""))
+    message = _load_problems(without)
+    assert (
+        "[recipe.module_side] sends strategy in ['ddp-2', 'ddp-3', 'ddp-2-own-split', 'ddp-3-own-split'] with "
+        "train_step = 'tensor' to examples/distributed/ddp_training_epoch_mean and "
+        "examples/core/callback_side_caching, where no recipe holds them together"
+    ) in message
+    unneeded = '\n[[gap]]\nvalues = { strategy = "ddp-2", train_step = "manual-gan-losses" }\nreason = "r"\n'
+    stale = tmp_path / "stale.toml"
+    stale.write_text(space.MATRIX_FILE.read_text(encoding="utf-8") + unneeded, encoding="utf-8")
+    assert re.search(r"stale\.toml:\d+: gap 3: no referral needs it .*: remove it", _load_problems(stale))
+    gaps = space.referrals_by_recipe(space.load_space())["module_side"]["gaps"]
+    assert [g["values"] for g in gaps] == [
+        {"strategy": ["ddp-2", "ddp-3", "ddp-2-own-split", "ddp-3-own-split"], "train_step": ["tensor"]}
+    ]
+
+
+def test_every_referral_of_the_committed_file_is_proven_or_a_declared_gap():
+    """Every configuration the committed file sends a reader away with (one outside value, two at once, a trap) lands
+    on a page that holds there, or on a declared gap; the check runs at every load, so its cost is printed."""
+    import time
+
+    loaded = space.load_space()
+    started = time.process_time()
+    found = space.referrals(loaded)
+    seconds = time.process_time() - started
+    assert {r.kind for r in found} == {"outside", "together", "trap"}
+    assert [r for r in found if not r.proven and r.gap is None] == []
+    gapped = {(r.recipe, tuple(r.values)) for r in found if not r.proven}
+    assert ("module_side", ("strategy", "train_step")) in gapped
+    print(f"{len(found)} referrals followed in {seconds:.3f} s of processor time; {len(gapped)} met a declared gap")
 
 
 def test_every_referral_of_the_matrix_file_names_a_page_of_recipes():
@@ -1011,3 +1145,63 @@ def test_a_myst_pages_python_is_its_code_cells_without_their_options(tmp_path):
     source = harness.page_source(page)
     assert source.splitlines() == ["", "", "", "", "", "import logging", "", "", "", "", "", "x = 1", ""]
     compile(source, str(page), "exec")
+
+
+def test_the_box_names_the_page_that_holds_two_settings_at_once_and_each_gap():
+    """A recipe outside DDP and outside several losses: the several-losses page, which holds with both, says "also with
+    DDP"; values no page holds together are said with their reason; a trap there is read about, not used."""
+    from guide.scenario_matrix import Results, not_with_lines, summary_of
+
+    axes = [
+        {"id": "strategy", "title": "Processes", "stages": ["train"], "default": "single",
+         "values": [{"id": v, "label": v, "source": "s"} for v in ("single", "ddp-2", "ddp-3")]},
+        {"id": "train_step", "title": "What training_step returns", "stages": ["train"], "default": "loss-dict",
+         "values": [{"id": v, "label": v, "source": "s"} for v in ("loss-dict", "tensor", "manual-gan-losses")]},
+    ]  # fmt: skip
+    ddp = ["ddp-2", "ddp-3"]
+    recipe = {
+        "id": "r", "title": "R", "page": "gallery/core/r.py", "stage": "train", "transform": None,
+        "outside": [
+            {"axis": "strategy", "values": ddp, "reason": "one process", "see": "examples/ddp"},
+            {"axis": "train_step", "values": ["manual-gan-losses"], "reason": "no loss", "see": "examples/gan"},
+        ],
+        "declared": [{"values": {"strategy": ["ddp-2"], "train_step": ["tensor"]}, "scenario": None,
+                      "outcome": "raises", "reason": "a trap", "see": "examples/why"}],
+        "together": [{"values": {"strategy": v, "train_step": "manual-gan-losses"}, "see": "examples/gan"}
+                     for v in ddp],
+        "gaps": [{"values": {"strategy": ddp, "train_step": ["tensor"]}, "reason": "none checked yet"}],
+    }  # fmt: skip
+    cells = [{"recipe": "r", "scenario": "s1", "outcome": "raises", "declared": {"reason": "a trap"}},
+             {"recipe": "r", "scenario": "s0", "outcome": "holds"}]  # fmt: skip
+    scenarios_of = [{"id": "s1", "values": {"strategy": "ddp-2", "train_step": "tensor"}},
+                    {"id": "s0", "values": {"strategy": "single", "train_step": "loss-dict"}}]  # fmt: skip
+    document = {"recipes": [recipe], "axes": axes, "cells": cells, "stage_calls": {"train": ["fit"]},
+                "scenarios": scenarios_of, "lightning": "2.6.6"}  # fmt: skip
+    results = Results(document, checked={"r": ["2.2.5", "2.0.9"]})
+    text = "\n".join(summary_of(results, "r"))
+    assert "manual-gan-losses (use :doc:`/examples/gan`, also with DDP)" in text
+    assert "DDP (use :doc:`/examples/ddp`)" in text  # that page does not hold with several losses: no "also"
+    # the words of exactly those values: "a tensor or None" would say more than the gap
+    assert "**No recipe here yet** for DDP and tensor together: none checked yet." in text
+    assert "(see :doc:`/examples/why`)" in text  # the trap's values meet the gap: its page is read, not used
+    assert "**Checked on** Lightning 2.0.9, 2.2.5 and 2.6.6." in text  # the records', and this build's
+    assert "**Checked on** Lightning 2.6.6." in "\n".join(summary_of(Results(document), "r"))
+    detail = "\n".join(not_with_lines(results, "r"))
+    assert "- manual-gan-losses -- no loss, also with DDP. Use :doc:`/examples/gan`." in detail
+    assert "an error: a trap. See :doc:`/examples/why`." in detail
+
+
+def test_a_notebook_cells_options_are_not_python(tmp_path):
+    """A MyST notebook's cell that opens with ``:tags: [remove-cell]`` (which-replacement.md's quiet-log cell): the
+    recipe's source blanks the option, keeps every line number, and still defines the page's classes."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Title\n\n```{code-cell} ipython3\n:tags: [remove-cell]\n\nimport math\n```\n\ntext\n\n"
+        "```{code-cell} ipython3\nclass Kept:\n    value = math.pi\n```\n",
+        encoding="utf-8",
+    )
+    source = harness.page_source(page)
+    assert source.splitlines()[3] == "" and source.splitlines()[5] == "import math"
+    assert len(source.splitlines()) == len(page.read_text(encoding="utf-8").splitlines())
+    namespace = harness.page_definitions(page, ("Kept",), object)
+    assert namespace["Kept"].value == pytest.approx(3.14159, rel=1e-5)

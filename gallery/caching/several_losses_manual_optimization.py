@@ -5,8 +5,8 @@ Epoch means of several losses under manual optimization
 A GAN's ``training_step`` steps its two optimizers itself and returns its losses by name,
 ``{"g_loss": ..., "d_loss": ...}``, with no ``"loss"`` key: code that read ``outputs`` in ``training_epoch_end``,
 or a callback that reads ``outputs["loss"]``, finds nothing to average. Keep one cache per loss in the module,
-average each in ``on_train_epoch_end``, and clear them. This page checks each epoch's two means against a plain
-PyTorch loop over the same batches and weights.
+average each in ``on_train_epoch_end`` over every process's batches, and clear them. This page checks each epoch's
+two means against a plain PyTorch loop over the same batches and weights.
 """
 
 # %%
@@ -14,10 +14,14 @@ PyTorch loop over the same batches and weights.
 # ----------
 # .. recipe-domain:: several_losses_manual
 #
-# ``training_step`` appends a detached, one-element copy of each loss to its own list, under the loss's name;
-# ``on_train_epoch_end`` logs each list's mean and clears it; ``on_train_epoch_start`` clears too, so that a run
-# that stopped half-way and is started again with the same module leaves nothing behind. The two optimizers here
-# stand for a generator's and a discriminator's (the weight and the bias of ``BoringModel``'s layer).
+# ``training_step`` appends a detached, one-element copy of each loss to its own list, under the loss's name.
+# ``on_train_epoch_end`` sums each list (in float32) and counts it, and ``self.trainer.strategy.reduce(...,
+# reduce_op="sum")`` adds both up over the processes, as on :doc:`the DDP training-mean page
+# </examples/distributed/ddp_training_epoch_mean>`: each batch of each process counts once, and with one process the
+# totals are its own. Every process makes both calls, even with nothing cached. It logs each mean and clears the
+# lists; ``on_train_epoch_start`` clears too, so that a run that stopped half-way and is started again with the same
+# module leaves nothing behind. The two optimizers here stand for a generator's and a discriminator's (the weight and
+# the bias of ``BoringModel``'s layer).
 import copy
 import csv
 import math
@@ -65,9 +69,13 @@ class TwoLossesModel(BoringModel):
         return {"g_loss": g_loss, "d_loss": d_loss}
 
     def on_train_epoch_end(self):
+        reduce = self.trainer.strategy.reduce  # a sum over every process (DDP); one process: the value itself
         for name, losses in self.step_losses.items():
-            if losses:  # an epoch resumed after its last batch has none
-                self.log(f"{name}_epoch_mean", torch.stack(losses).mean())
+            total = torch.stack(losses).float().sum() if losses else torch.zeros((), device=self.device)
+            total = reduce(total, reduce_op="sum")
+            count = reduce(torch.tensor(float(len(losses)), device=self.device), reduce_op="sum")
+            if count > 0:  # an epoch resumed after its last batch has none
+                self.log(f"{name}_epoch_mean", total / count, sync_dist=True)
             losses.clear()
 
 

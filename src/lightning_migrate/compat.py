@@ -34,6 +34,12 @@ The data file holds, for the installed release:
 ``examples``
     for ``[matrix]`` releases: each replacement example of ``[examples] scripts`` run with this Python in an empty
     directory -- ``passed``, the return code, what it printed and, on failure, the last line of its error output.
+``scenario_cells``
+    with ``--scenario-cells`` (the 2.x releases other than the build's own): every recipe of
+    ``data/scenarios.toml`` in the release's cells (:mod:`lightning_migrate.scenarios.releases`), by recipe: a digest
+    of the cells, each cell's outcome, and whether all behaved as declared
+    (:func:`lightning_migrate.scenarios.releases.cell_record`). Each recipe's page names the releases whose record
+    holds its current cells, all as declared.
 ``matrix_sha256``
     SHA-256 of ``matrix.toml`` when the file was written; a different hash means the data file is stale.
 
@@ -255,6 +261,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.version} is not declared in {MATRIX_FILE}")
     folder = CHECK_DIR if args.check else COMPAT_DIR
     result = collect(args.version, matrix, folder)
+    lines: list[str] = []
+    if args.scenario_cells:  # run before the record is written: its outcomes are part of it
+        from lightning_migrate.scenarios import releases
+
+        lines, cells, seconds, result["scenario_cells"] = releases.check_release(args.version, args.jobs)
+        print(
+            f"scenario cells on Lightning {args.version}: {cells} cells in {seconds:.0f} s, "
+            f"{len(lines)} not as declared"
+        )
+        for line in lines:
+            print(line, file=sys.stderr)
     output = data_path(args.version, folder)
     changed = records.write_record(output, result)
     failed = [ex["script"] for ex in result.get("examples", []) if not ex["passed"]]
@@ -289,18 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in lacking:
             print(line, file=sys.stderr)
         code = code or (1 if lacking else 0)
-    if args.scenario_cells:
-        from lightning_migrate.scenarios import releases
-
-        lines, cells, seconds = releases.check_release(args.version, args.jobs)
-        print(
-            f"scenario cells on Lightning {args.version}: {cells} cells in {seconds:.0f} s, "
-            f"{len(lines)} not as declared"
-        )
-        for line in lines:
-            print(line, file=sys.stderr)
-        code = code or (1 if lines else 0)
-    return code
+    return code or (1 if lines else 0)
 
 
 if __name__ == "__main__":

@@ -252,6 +252,21 @@ DECLARED = {
         items=Key("a release of data/compat/matrix.toml", (str,)),
     ),
 }
+GAP = {
+    "values": Key(
+        "``{ <axis> = <value> | [<values>], ... }``, two axes or more: a reader with these values together is sent by "
+        "a recipe to pages none of which holds there",
+        (dict,),
+        required=True,
+        named=Key("the values of one axis", (str, list)),
+    ),
+    "reason": Key(
+        "why no recipe of the site holds there, in the reader's words: each recipe that sends such a reader away "
+        "says so on its page",
+        (str,),
+        required=True,
+    ),
+}
 RECIPE = {
     "title": Key("what the reader sees", (str,), required=True),
     "page": Key(
@@ -316,6 +331,12 @@ FILE = {
         (dict,),
         named=Key("", (dict,), keys=RECIPE),
     ),
+    "gap": Key(
+        "``[[gap]]``: values that together have no recipe on the site: where a referral would fail, declared with "
+        "the reason instead (the loader refuses one that no failing referral needs)",
+        (list,),
+        items=Key("", (dict,), keys=GAP),
+    ),
 }
 
 
@@ -345,6 +366,7 @@ def document() -> str:
         ("`[recipe.<id>]`", RECIPE, False),
         ("`[[recipe.<id>.outside]]`", OUTSIDE, True),
         ("`[[recipe.<id>.declared]]`", DECLARED, True),
+        ("`[[gap]]`", GAP, True),
     ):
         parts.append(f"**{title}**\n\n{markdown(keys, nested=nested)}\n")
     return "\n".join(parts)

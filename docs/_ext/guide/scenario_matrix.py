@@ -168,10 +168,19 @@ def _sources(text: str) -> str:
 
 
 class Results:
-    """The results document, indexed for rendering."""
+    """The results document, indexed for rendering; ``releases``: the other releases' records of the recipes' runs
+    (:func:`release_records`), ``{release: its data/compat JSON}``, and ``checked``: ``{recipe id: [release, ...]}``,
+    the releases where the recipe's current runs were recorded, every one as declared."""
 
-    def __init__(self, document: dict[str, Any]):
+    def __init__(
+        self,
+        document: dict[str, Any],
+        releases: dict[str, dict[str, Any]] | None = None,
+        checked: dict[str, list[str]] | None = None,
+    ):
         self.document = document
+        self.releases = releases or {}
+        self.checked = checked or {}
         self.recipes = {r["id"]: r for r in document["recipes"]}
         self.scenarios = {s["id"]: s for s in document["scenarios"]}
         self.axes = {a["id"]: a for a in document["axes"]}
@@ -262,6 +271,42 @@ READER_WORDS: dict[str, list[tuple[str | None, set[str]]]] = {
 }
 
 
+def release_records(app: Sphinx, document: dict[str, Any]) -> Results:
+    """The results of this build with the records of the other declared 2.x releases (``data/compat/<release>.json``,
+    their recipes' runs, :func:`lightning_migrate.scenarios.releases.checked_on`): each record file is noted as a
+    dependency of the page, which is re-read when it changes."""
+    from lightning_migrate import compat
+    from lightning_migrate.scenarios import releases
+
+    records = {}
+    for version, entry in compat.load_matrix()["versions"].items():
+        path = compat.data_path(version)
+        if entry["group"] == "matrix" and version != document["lightning"] and path.is_file():
+            app.env.note_dependency(str(path))
+            records[version] = json.loads(path.read_text(encoding="utf-8"))
+    space = scenarios.load_space(_matrix_file(app))
+    return Results(document, records, releases.checked_on(space, records) if records else {})
+
+
+def checked_releases(results: Results, recipe_id: str) -> list[str]:
+    """The releases ``recipe_id`` ran and held on: each other release whose record holds its current runs, all as
+    declared (:attr:`Results.checked`), and this build's (whose runs fail the build when one does not behave), if a
+    run of it held here; oldest first."""
+    found = list(results.checked.get(recipe_id, []))
+    if held_cells(results, [recipe_id]):
+        found.append(results.document["lightning"])
+    return sorted(set(found), key=lambda v: tuple(int(part) for part in v.split(".") if part.isdigit()))
+
+
+def checked_line(results: Results, recipe_id: str, indent: str = "") -> list[str]:
+    """ "Checked on Lightning 2.0.9, 2.2.5 and 2.6.6." (:func:`checked_releases`), or nothing."""
+    found = checked_releases(results, recipe_id)
+    if not found:
+        return []
+    said = found[0] if len(found) == 1 else f"{', '.join(found[:-1])} and {found[-1]}"
+    return [f"{indent}**Checked on** Lightning {said}.", ""]
+
+
 def held_cells(results: Results, recipe_ids: list[str]) -> int:
     """How many runs of ``recipe_ids`` held in this build."""
     return sum(c["outcome"] == "holds" for rid in recipe_ids for c in results.cells(rid))
@@ -307,14 +352,53 @@ def works_with(results: Results, recipe_id: str, traps: bool = True) -> list[str
     return phrases
 
 
+def _also_with(results: Results, recipe: dict[str, Any], entry: dict[str, Any]) -> str:
+    """ ", also with ..." when the page of the outside ``entry`` is the one that holds where another outside value of
+    the recipe comes with it (the recipe's ``together``), in a Lightning user's words; else ``""``."""
+    others: dict[str, list[str]] = {}
+    for together in recipe.get("together", []):
+        values = together["values"]
+        if together["see"] == entry["see"] and values.get(entry["axis"]) in entry["values"]:
+            for axis, value in values.items():
+                if axis != entry["axis"] and value not in others.setdefault(axis, []):
+                    others[axis].append(value)
+    if not others:
+        return ""
+    return ", also with " + " or ".join(
+        _reader_words(results, axis, values).replace("; ", " or ") for axis, values in others.items()
+    )
+
+
+def _gap_of(recipe: dict[str, Any], values: dict[str, list[str]]) -> dict[str, Any] | None:
+    """The declared gap (the recipe's ``gaps``) that covers every combination of ``values``, or ``None``."""
+    for gap in recipe.get("gaps", []):
+        if all(axis in values and set(values[axis]) <= set(gap["values"][axis]) for axis in gap["values"]):
+            return gap
+    return None
+
+
+def gap_lines(results: Results, recipe_id: str, indent: str = "") -> list[str]:
+    """rST lines: each set of values that, together, no recipe of the site holds, and why (the recipe's
+    ``gaps``): said as what the reader runs."""
+    lines = []
+    for gap in results.recipes[recipe_id].get("gaps", []):
+        what = " and ".join(
+            _reader_words(results, axis, values, exact=True).replace("; ", " or ")
+            for axis, values in gap["values"].items()
+        )
+        lines += [f"{indent}**No recipe here yet** for {what} together: {gap['reason'].rstrip('.')}.", ""]
+    return lines
+
+
 def _not_with(results: Results, recipe_id: str, traps: bool) -> list[tuple[str, str, str]]:
     """``(what, why, page)`` of each thing ``recipe_id`` does not work with: the values outside its domain, and, with
-    ``traps``, what inside it gives another value or an error on purpose (a pitfall page's trap) in this build."""
+    ``traps``, what inside it gives another value or an error on purpose (a pitfall page's trap) in this build. The
+    page of an outside value also says where it holds with another outside value at once (:func:`_also_with`)."""
     recipe = results.recipes[recipe_id]
     entries = []
     for entry in recipe["outside"]:
         labels = "; ".join(results.labels[entry["axis"]][v] for v in entry["values"])
-        entries.append((labels, entry["reason"].rstrip("."), entry["see"]))
+        entries.append((labels, entry["reason"].rstrip(".") + _also_with(results, recipe, entry), entry["see"]))
     met = {(c.get("declared") or {}).get("reason") for c in results.cells(recipe_id) if c["outcome"] != "holds"}
     for entry in [d for d in recipe.get("declared", []) if d["reason"] in met] if traps else []:
         if entry["scenario"]:
@@ -328,15 +412,41 @@ def _not_with(results: Results, recipe_id: str, traps: bool) -> list[tuple[str, 
     return entries
 
 
+def _use(results: Results, recipe_id: str, see: str, values: dict[str, list[str]] | None = None) -> str:
+    """ "use :doc:`page`", or for a trap whose values no recipe holds (a declared gap) "see :doc:`page`"."""
+    recipe = results.recipes[recipe_id]
+    return ("see" if values is not None and _gap_of(recipe, values) else "use") + f" :doc:`/{see}`"
+
+
 def not_with_lines(results: Results, recipe_id: str, indent: str = "", traps: bool = True) -> list[str]:
     """rST list items: what ``recipe_id`` does not work with, why, and the page to use instead (see
     :func:`_not_with`)."""
-    return [f"{indent}- {what} -- {why}. Use :doc:`/{see}`." for what, why, see in _not_with(results, recipe_id, traps)]
+    items = []
+    for (what, why, see), values in zip(_not_with(results, recipe_id, traps), _values_of(results, recipe_id, traps),
+                                        strict=True):  # fmt: skip
+        use = _use(results, recipe_id, see, values)
+        items.append(f"{indent}- {what} -- {why}. {use[0].upper()}{use[1:]}.")
+    return items
 
 
-def _reader_words(results: Results, axis: str, values: list[str]) -> str:
-    """``values`` of ``axis`` as a Lightning user says them (:data:`READER_WORDS`, else each value's label)."""
-    named = {v: phrase for phrase, vs in READER_WORDS.get(axis, []) for v in vs if phrase}
+def _values_of(results: Results, recipe_id: str, traps: bool) -> list[dict[str, list[str]] | None]:
+    """Beside each entry of :func:`_not_with`: ``None`` for an outside value, a trap's values (``{}`` for a named
+    configuration's)."""
+    recipe = results.recipes[recipe_id]
+    met = {(c.get("declared") or {}).get("reason") for c in results.cells(recipe_id) if c["outcome"] != "holds"}
+    shown = [d for d in recipe.get("declared", []) if d["reason"] in met] if traps else []
+    return [None] * len(recipe["outside"]) + [d["values"] or {} for d in shown]
+
+
+def _reader_words(results: Results, axis: str, values: list[str], exact: bool = False) -> str:
+    """``values`` of ``axis`` as a Lightning user says them (:data:`READER_WORDS`, else each value's label);
+    ``exact``: a phrase only where every value it stands for is among ``values``."""
+    named = {
+        v: phrase
+        for phrase, vs in READER_WORDS.get(axis, [])
+        for v in vs
+        if phrase and (not exact or vs <= set(values))
+    }
     words: list[str] = []
     for value in values:
         word = named.get(value, results.labels[axis][value])
@@ -355,10 +465,16 @@ def summary_of(results: Results, recipe_id: str, indent: str = "", traps: bool =
     recipe = results.recipes[recipe_id]
     short = [_reader_words(results, entry["axis"], entry["values"]) for entry in recipe["outside"]]
     short += [what for what, _, _ in not_with[len(recipe["outside"]) :]]  # the traps, as their configuration says
+    also = [_also_with(results, recipe, entry) for entry in recipe["outside"]]
+    also += [""] * (len(not_with) - len(recipe["outside"]))
+    values = _values_of(results, recipe_id, traps)
     if not_with:
-        items = "; ".join(f"{what} (use :doc:`/{see}`)" for what, (_, _, see) in zip(short, not_with, strict=True))
+        items = "; ".join(
+            f"{what} ({_use(results, recipe_id, see, trap)}{more})"
+            for what, (_, _, see), more, trap in zip(short, not_with, also, values, strict=True)
+        )
         lines += [f"{indent}**Not with** {items}.", ""]
-    return lines
+    return [*lines, *gap_lines(results, recipe_id, indent), *checked_line(results, recipe_id, indent)]
 
 
 def domain_lines(
@@ -414,7 +530,7 @@ class ScenarioMatrix(SphinxDirective):
         document = matrix_results(current_app.get())
         self.env.note_dependency(self.env.scenario_matrix_results)  # type: ignore[attr-defined]
         self.env.note_dependency(str(_matrix_file(current_app.get())))
-        results = Results(document)
+        results = release_records(current_app.get(), document)
         lines = summary_lines(results)
         lines += _heading("Each recipe", "-")
         for rid in results.recipes:
@@ -445,6 +561,15 @@ def summary_lines(results: Results) -> list[str]:
         f"recipe, where the recipe's use and Lightning allow; {traps} more runs each show a pitfall a recipe declares "
         "that no named configuration shows."
     )
+    if results.releases:
+        runs = [
+            (v, sum(len(e["runs"]) for e in r.get("scenario_cells", {}).values())) for v, r in results.releases.items()
+        ]
+        said = " and ".join(f"Lightning {v} ({n} runs)" for v, n in runs)
+        how += (
+            f" Every recipe also ran on {said}, in runs that together meet each value of each of its settings at "
+            "least once; each recipe's section names the releases it held on."
+        )
     table = [
         ".. list-table:: Runs per recipe: " + ", ".join(f"{s} {o}" for o, s in SYMBOLS.items()),
         "   :header-rows: 1",
@@ -580,7 +705,7 @@ class RecipeDomain(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         document = matrix_results(current_app.get())
         self.env.note_dependency(self.env.scenario_matrix_results)  # type: ignore[attr-defined]
-        results = Results(document)
+        results = release_records(current_app.get(), document)
         unknown = [rid for rid in self.arguments if rid not in results.recipes]
         if unknown:
             raise self.error(f"recipe-domain: no recipe {unknown} in {_matrix_file(current_app.get()).name}")

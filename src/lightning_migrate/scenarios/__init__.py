@@ -234,6 +234,7 @@ def run_matrix(
     then = covering_cells if covering else None
     cells = run_cells(named, root, jobs, then=then, declared=space.warnings, progress=progress, scheduler=scheduler)
     shown = [s for s in space.scenarios if not scenarios or s.id in scenarios]
+    sent = space_module.referrals_by_recipe(space)
     return {
         "lightning": lightning.__version__,
         "torch": torch.__version__,
@@ -274,6 +275,9 @@ def run_matrix(
                     for d in r.declared
                     if d.here()  # a trap of other releases only is evidence of their sessions, not of this build
                 ],
+                # two outside values at once: the page that holds there; values no page holds (a declared gap)
+                "together": sent[r.id]["together"],
+                "gaps": sent[r.id]["gaps"],
             }
             for r in recipes
         ],

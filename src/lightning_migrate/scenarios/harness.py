@@ -90,7 +90,8 @@ RUNAWAY_BATCHES = 500
 # -- Taking a recipe from its page ------------------------------------------------------------------------------
 def page_source(page: Path, transform: str | None = None) -> str:
     """The Python source of a page: a gallery script as it is; for a MyST notebook (``.md``), its ``code-cell``
-    blocks, every other line blanked so that line numbers stay the page's own; with ``transform``, what the
+    blocks without the option lines they open with (``:tags: [remove-cell]``), every other line blanked so that line
+    numbers stay the page's own; with ``transform``, what the
     transform (:data:`TRANSFORMS`) makes of the file's text.
 
     Raises:
@@ -111,13 +112,13 @@ def page_source(page: Path, transform: str | None = None) -> str:
     lines, inside, options = [], False, False
     for line in text.splitlines():
         if line.startswith("```{code-cell}"):
-            inside, options = True, True
+            inside = options = True  # a cell opens with its options (MyST's ``:tags: [...]`` lines), if any
             lines.append("")
         elif inside and line.startswith("```"):
             inside = False
             lines.append("")
-        elif inside and options and re.match(r":[\w-]+:", line):  # a cell's options (``:tags: [remove-cell]``)
-            lines.append("")
+        elif options and line.startswith(":"):
+            lines.append("")  # an option of the cell (myst-nb's ``:tags: [remove-cell]``), not Python
         else:
             options = False
             lines.append(line if inside else "")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,45 @@ def unmet(
     return lines
 
 
+def cells_digest(space: Space, recipe: Recipe, release: str) -> str:
+    """A digest of the cells :func:`release_cells` generates for ``recipe`` on ``release`` (their scenarios'
+    values, in order): a release's record of the recipe's runs is the current one while it is unchanged."""
+    values = [scenario.values for _, scenario in release_cells(space, release, {recipe.id})]
+    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def cell_record(
+    space: Space, release: str, cells: list[tuple[str, Scenario]], results: list[dict[str, Any]], lines: list[str]
+) -> dict[str, dict[str, Any]]:
+    """What a release's record keeps of its cells (``data/compat/<release>.json``, ``"scenario_cells"``), by recipe:
+    ``{"cells": cells_digest, "runs": {scenario id: outcome}, "as_declared": whether every cell of the recipe behaved
+    as declared and every value of its domain was met}``. Outcomes only, compared exactly by ``--check``; about
+    12 KB of JSON for a release's 386 cells. ``lines``: :func:`check_release`'s, which name a recipe after
+    ``Lightning <release>: ``."""
+    by_id = {recipe.id: recipe for recipe in space.recipes}
+    failing = {line.split(": ", 1)[1].split(" × ", 1)[0].split(":", 1)[0] for line in lines}
+    record: dict[str, dict[str, Any]] = {}
+    for (rid, scenario), result in zip(cells, results, strict=True):
+        entry = record.setdefault(rid, {"cells": cells_digest(space, by_id[rid], release), "runs": {}})
+        entry["runs"][scenario.id.removeprefix(f"release-{release}-{rid}-")] = result["outcome"]
+    for rid, entry in record.items():
+        entry["as_declared"] = rid not in failing
+    return record
+
+
+def checked_on(space: Space, records: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """``{recipe id: [release, ...]}``: the releases whose record (``{release: its data/compat JSON}``) holds the
+    recipe's current cells (:func:`cells_digest`), every one as declared; releases in ``records``' order."""
+    found: dict[str, list[str]] = {recipe.id: [] for recipe in space.recipes}
+    for release, data in records.items():
+        kept = data.get("scenario_cells", {})
+        for recipe in space.recipes:
+            entry = kept.get(recipe.id)
+            if entry and entry["as_declared"] and entry["cells"] == cells_digest(space, recipe, release):
+                found[recipe.id].append(release)
+    return found
+
+
 def check_release(
     release: str,
     jobs: int | None = None,
@@ -161,9 +201,9 @@ def check_release(
     root: Path | None = None,
 ):
     """Run :func:`release_cells` for ``release`` (then :func:`rerun_cells`) on the installed Lightning, against the
-    build's ground truth; return ``(lines, cells, seconds)``: one line per cell that does not behave as declared
-    and per target no cell reached, each starting ``Lightning <release>:`` and naming the recipe and the
-    scenario, the number of cells run and the time taken.
+    build's ground truth; return ``(lines, cells, seconds, record)``: one line per cell that does not behave as
+    declared and per target no cell reached, each starting ``Lightning <release>:`` and naming the recipe and the
+    scenario, the number of cells run, the time taken, and what the release's record keeps (:func:`cell_record`).
 
     Raises:
         MatrixError: the matrix file or a recipe's page is wrong.
@@ -205,4 +245,4 @@ def check_release(
         cells += more
     document = {"recipes": [{"id": r.id, "page": r.page} for r in space.recipes], "cells": results}
     lines = [f"Lightning {release}: {line}" for line in failures(document) + unmet(space, cells, results, release)]
-    return lines, len(cells), time.perf_counter() - started
+    return lines, len(cells), time.perf_counter() - started, cell_record(space, release, cells, results, lines)
