@@ -36,3 +36,11 @@ def test_a_ddp_fork_run_started_inside_a_worker_process_reads_as_ddp_fork():
         assert pool.map(strategy_of, [True, False]) == ["ddp_fork", "ddp_spawn"]
     assert strategy_of(True) == "ddp_fork" and strategy_of(False) == "ddp"
     assert run_configurations._strategy(object()) is None  # no DDP strategy: one process
+
+
+class FrameworkStrategy(DDPStrategy):
+    """A framework's strategy: a subclass of Lightning's, with a name of its own."""
+
+
+def test_a_subclass_of_the_ddp_strategy_reads_as_ddp():
+    assert run_configurations._strategy(type("T", (), {"strategy": FrameworkStrategy(ForkLauncher())})()) == "ddp_fork"

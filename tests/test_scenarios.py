@@ -1027,7 +1027,7 @@ def test_a_trap_of_a_named_scenario_sends_the_reader_to_a_recipe_that_holds_ther
         space.MatrixError,
         match=(
             r"\[recipe\.ddp_predict_writer\] sends scenario 'report_bionemo_recipes_482' to "
-            r"examples/distributed/ddp_predict, where no recipe is declared to hold there"
+            r"examples/distributed/ddp_predict, where no recipe holds there"
         ),
     ):
         space.load_space(nowhere)
