@@ -40,6 +40,7 @@ extensions = [
     "build_mechanics.example_workers",  # sphinx-gallery's parallel workers, started only when an example will run
     "build_mechanics.run_records",  # each example records the Trainer configuration of its runs, for the claims
     "build_mechanics.gallery_orphans",  # removes the generated pages of deleted or renamed gallery scripts
+    "build_mechanics.download_note",  # no "Go to the end to download" note above an example's title
     "myst_nb",
     "sphinx_design",
     "sphinx_copybutton",

@@ -265,3 +265,27 @@ def test_sphinx_alone_still_drops_them_sphinx_doc_sphinx_12599(tmp_path):
     assert len(index_entries(site)) == 2
     build(site)
     assert index_entries(site) == {}
+
+
+def test_an_example_page_has_no_download_note_above_its_title_and_keeps_its_downloads(tmp_path):
+    """``download_note`` removes sphinx-gallery's "Go to the end to download" note from the page and from the search
+    index (the snippets showed it); the download buttons at the page's end stay. Without the extension the note is
+    there: the day sphinx-gallery stops writing it, this test says the extension can go."""
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "guide").mkdir()
+    with_note = small_gallery(tmp_path / "plain")
+    build(with_note)
+    assert "sphx-glr-download-link-note" in (with_note / "_build" / "html" / "examples" / "first.html").read_text()
+
+    site = small_gallery(tmp_path / "guide")
+    conf = site / "conf.py"
+    conf.write_text(
+        conf.read_text().replace(
+            '"build_mechanics.example_workers"]', '"build_mechanics.example_workers", "build_mechanics.download_note"]'
+        )
+    )
+    build(site)
+    page = (site / "_build" / "html" / "examples" / "first.html").read_text()
+    assert "sphx-glr-download-link-note" not in page and "Go to the end" not in page
+    assert "Go to the end" not in (site / "_build" / "html" / "searchindex.js").read_text()
+    assert "sphx-glr-download-python" in page and "first.py" in page  # the downloads at the end

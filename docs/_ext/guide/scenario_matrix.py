@@ -242,13 +242,19 @@ READER_WORDS: dict[str, list[tuple[str | None, set[str]]]] = {
         ("fit twice", {"fit-twice"}),
         ("a run that crashes and is run again", {"crash-rerun"}),
         ("resuming from a mid-epoch checkpoint", {"resume-mid-epoch"}),
+        ("restarting from ``last.ckpt``", {"restart-last"}),
     ],
     "train_step": [
         ("a ``training_step`` that returns a tensor or ``None``", {"tensor", "none-batch-1"}),
         ("manual optimization", {"manual", "manual-nothing", "manual-no-loss", "manual-two-optimizers"}),
     ],
     "eval_step": [("a ``validation_step`` or ``test_step`` that returns a tensor or ``None``", {"tensor", "none"})],
-    "dataset": [("a smaller last batch", {"uneven"}), ("iterable datasets", {"iterable"})],
+    "dataset": [
+        ("a smaller last batch", {"uneven"}),
+        ("iterable datasets", {"iterable"}),
+        ("a validation loss that rises and falls", {"not-monotone"}),
+        ("a dataset that does not divide evenly between processes", {"remainder-1"}),
+    ],
     "source": [("a ``LightningDataModule``", {"datamodule"})],
     "train_loaders": [("two training dataloaders", {"2"})],
     "eval_loaders": [("several dataloaders", {"2"}), ("``reload_dataloaders_every_n_epochs``", {"varies"})],
@@ -403,13 +409,21 @@ def _not_with(results: Results, recipe_id: str, traps: bool) -> list[tuple[str, 
     for entry in [d for d in recipe.get("declared", []) if d["reason"] in met] if traps else []:
         if entry["scenario"]:
             where = f"*{results.scenarios[entry['scenario']]['title']}*"
-        else:  # every axis named, with any of its values
-            where = "; ".join(
-                " or ".join(results.labels[axis][v] for v in values) for axis, values in entry["values"].items()
+        else:  # every axis named, with any of its values: one configuration, its settings together
+            where = _together(
+                [" or ".join(results.labels[axis][v] for v in values) for axis, values in entry["values"].items()]
             )
         verb = "an error" if entry["outcome"] == "raises" else "another value"
         entries.append((where, f"{verb}: {entry['reason'].rstrip('.')}", entry["see"]))
     return entries
+
+
+def _together(settings: list[str]) -> str:
+    """Settings of one configuration, said as such: ``a``, ``a together with b``, ``a together with b and c``."""
+    if len(settings) < 2:
+        return "".join(settings)
+    rest = settings[1:]
+    return f"{settings[0]} together with " + (rest[0] if len(rest) == 1 else f"{', '.join(rest[:-1])} and {rest[-1]}")
 
 
 def _use(results: Results, recipe_id: str, see: str, values: dict[str, list[str]] | None = None) -> str:
@@ -455,12 +469,28 @@ def _reader_words(results: Results, axis: str, values: list[str], exact: bool = 
     return "; ".join(words)
 
 
-def summary_of(results: Results, recipe_id: str, indent: str = "", traps: bool = True) -> list[str]:
-    """rST lines: "Works with ..." and "Not with ... (use ...)", short, in a Lightning user's words; why not is in
-    the detail (:func:`not_with_lines`)."""
+#: The settings a reader asks about first, in that order: a recipe's box names what it works with of these first.
+FIRST_ASKED = ("strategy", "accumulation", "precision", "callbacks", "calls", "source", "val_schedule", "limits")
+#: How many of what a recipe works with its box names before "and N more" (the rest is in its folded detail).
+SHOWN = 6
+
+
+def works_with_first(results: Results, recipe_id: str, traps: bool = True) -> list[str]:
+    """:func:`works_with`, the settings of :data:`FIRST_ASKED` first, in that order; the rest as they come."""
     phrases = works_with(results, recipe_id, traps)
-    shown = ", ".join(phrases) if phrases else "the Trainer's defaults"
-    lines = [f"{indent}**Works with** {shown}.", ""]
+    axis_of = {
+        phrase: axis for axis in results.stage_axes(recipe_id) for phrase, _ in READER_WORDS.get(axis, []) if phrase
+    }
+    rank = {axis: position for position, axis in enumerate(FIRST_ASKED)}
+    return sorted(phrases, key=lambda phrase: rank.get(axis_of.get(phrase, ""), len(rank)))
+
+
+def summary_of(results: Results, recipe_id: str, indent: str = "", traps: bool = True) -> list[str]:
+    """rST lines, short, in a Lightning user's words: "Not with ... (use ...)" first -- what a reader must know before
+    copying -- then the settings no recipe of the site holds together, "Works with" :data:`SHOWN` settings "and N more"
+    (:func:`works_with_first`; every one in the folded detail, :func:`works_with_lines`), and the releases checked.
+    Why not is in the detail (:func:`not_with_lines`)."""
+    lines: list[str] = []
     not_with = _not_with(results, recipe_id, traps)
     recipe = results.recipes[recipe_id]
     short = [_reader_words(results, entry["axis"], entry["values"]) for entry in recipe["outside"]]
@@ -474,7 +504,22 @@ def summary_of(results: Results, recipe_id: str, indent: str = "", traps: bool =
             for what, (_, _, see), more, trap in zip(short, not_with, also, values, strict=True)
         )
         lines += [f"{indent}**Not with** {items}.", ""]
-    return [*lines, *gap_lines(results, recipe_id, indent), *checked_line(results, recipe_id, indent)]
+    lines += gap_lines(results, recipe_id, indent)
+    phrases = works_with_first(results, recipe_id, traps)
+    if not phrases:
+        shown = "the Trainer's defaults"
+    elif len(phrases) <= SHOWN + 1:
+        shown = ", ".join(phrases)
+    else:
+        shown = f"{', '.join(phrases[:SHOWN])} and {len(phrases) - SHOWN} more settings (below)"
+    lines += [f"{indent}**Works with** {shown}.", ""]
+    return [*lines, *checked_line(results, recipe_id, indent)]
+
+
+def works_with_lines(results: Results, recipe_id: str, indent: str = "", traps: bool = True) -> list[str]:
+    """rST lines: every setting ``recipe_id`` works with (:func:`works_with_first`), for its folded detail."""
+    phrases = works_with_first(results, recipe_id, traps)
+    return [f"{indent}Works with {', '.join(phrases)}.", ""] if phrases else []
 
 
 def domain_lines(
@@ -605,7 +650,7 @@ def recipe_lines(results: Results, rid: str) -> list[str]:
     lines += [f"Page: {_recipe_link(recipe)}.", ""]
     # where the recipe works, written from the results (the class the typed-sentence guard reads as rendered)
     shown = summary_of(results, rid, traps=False)  # the runs that do not hold are listed below, one by one
-    body = domain_lines(results, rid, traps=False)
+    body = [*works_with_lines(results, rid, traps=False), *domain_lines(results, rid, traps=False)]
     why = not_with_lines(results, rid, traps=False)
     if why:
         body += ["Why not:", "", *why, ""]
@@ -723,6 +768,7 @@ class RecipeDomain(SphinxDirective):
             held = held_cells(results, rids)
             why = not_with_lines(results, rids[0])
             detail = ["Why not:", "", *why, ""] if why else []
+            detail += works_with_lines(results, rids[0])
             detail += domain_lines(results, rids[0], held=held)
             if len(rids) == 1:
                 detail += [f"Each run, and what does not hold: :ref:`{_plain(results.recipes[rids[0]]['title'])} "
