@@ -106,9 +106,9 @@ def run_cells(
     in this process), or with ``scheduler`` on the workers of that Dask scheduler (:func:`on_dask`). ``then``, when
     given, is called once every cell is submitted and returns more cells to run (the build generates the covering set
     while the named cells run). ``declared``: the matrix file's warnings. ``progress``, when given, is called with the
-    number of cells once they are all known and returns the :class:`.progress.Progress` each finished cell advances
-    (``main`` prints the matrix's progress so). ``run``: what runs one cell, ``run(recipe, scenario, root,
-    declared)`` (default :func:`cell_result`).
+    number of cells known when the first run starts and returns the :class:`.progress.Progress` each finished cell
+    advances, whose total grows by the cells ``then`` adds (``main`` prints the matrix's progress so). ``run``: what
+    runs one cell, ``run(recipe, scenario, root, declared)`` (default :func:`cell_result`).
 
     With ``jobs`` unset, one worker per core -- unless every cell is known (no ``then``) and there are fewer than
     :data:`IN_PROCESS_BELOW`: then they run in this process, since a worker costs an import of torch and Lightning
@@ -131,10 +131,14 @@ def run_cells(
 
     executor = get_reusable_executor(max_workers=jobs, timeout=60)
     futures = [executor.submit(run, recipe, scenario, root, declared) for recipe, scenario in cells]
+    # the clock starts with the first cells: while ``then`` makes the rest, those run, and count
+    tracker = progress(len(futures)) if progress else None
     if then:
-        futures += [executor.submit(run, recipe, scenario, root, declared) for recipe, scenario in then()]
-    if progress:
-        tracker = progress(len(futures))
+        more = [executor.submit(run, recipe, scenario, root, declared) for recipe, scenario in then()]
+        futures += more
+        if tracker:
+            tracker.extend(len(more))
+    if tracker:
         for _ in as_completed(futures):
             tracker.advance()
     return [future.result() for future in futures]

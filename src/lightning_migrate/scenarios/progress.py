@@ -67,6 +67,11 @@ class Progress:
             return f"{text}, about {duration(spent / self.done * (self.total - self.done))} left"
         return text
 
+    def extend(self, count: int) -> None:
+        """``count`` more cells to do, known after the first ones started (the covering set, made while the named
+        scenarios' cells run): the time spent keeps counting from the start."""
+        self.total += count
+
     def advance(self, count: int = 1) -> None:
         """``count`` more cells finished: print a line if one is due (see the class docstring)."""
         self.done = min(self.total, self.done + count)
