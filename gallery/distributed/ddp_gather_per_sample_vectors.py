@@ -3,7 +3,7 @@ Gathering per-sample vectors under DDP
 ======================================
 
 Embeddings, per-sample predictions, any tensor with one row per sample: gather every rank's rows at validation
-epoch end, in the dataset's order, without the samples the distributed sampler repeats, and save them on rank 0.
+epoch end, in the dataset's order, drop the padding, and save them on rank 0.
 This page validates 25 samples on 3 CPU processes and compares the saved rows with the model applied to the
 dataset by hand.
 """
@@ -71,9 +71,8 @@ class ValidationEmbeddings(BoringModel):
 # Three processes, 25 samples
 # ---------------------------
 # One epoch of training, then validation of 25 samples in batches of 4 on 3 ranks: :claim:`ddp-sampler-repeats-two`.
-# Beside the recipe, a variant that reads the gathered blocks rank by rank, as a plain ``reshape`` of what
-# ``self.all_gather`` returns does; it writes the shape ``self.all_gather`` returned into a file, since the worker
-# processes cannot print to this page.
+# Beside the recipe, a variant reshapes the gathered blocks rank by rank; it writes the gathered shape into a file,
+# since the worker processes cannot print to this page.
 import lightning
 import lightning.pytorch as pl
 from lightning.pytorch.demos.boring_classes import RandomDataset

@@ -4,8 +4,8 @@ Predictions under DDP when a framework replaces the batch sampler
 
 Some frameworks make each predict loader again, with a batch sampler of their own, after Lightning prepared it
 (NeMo's data sampler does: NVIDIA-BioNeMo/bionemo-recipes #482). :claim:`Replaced-batch-sampler-gives-no-batch-indices`.
-The recipe first: a ``BasePredictionWriter`` that takes each rank's batches from its loader's batch sampler, iterated
-again, gathers every rank's predictions on rank 0 and saves them in the dataset's order. Then this page predicts on 2
+The recipe first: a prediction writer that iterates each rank's batch sampler again for the indices, gathers every
+rank's predictions on rank 0 and saves them in the dataset's order. Then this page predicts on 2
 CPU processes under a strategy that stands in for such a framework.
 """
 

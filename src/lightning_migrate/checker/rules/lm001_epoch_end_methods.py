@@ -56,11 +56,12 @@ class EpochEndMethods(Rule):
         "each batch's ``outputs``, one list per dataloader. The renamed hook starts by taking the cache as "
         "``outputs`` and clearing it. "
         "The rest of the body is unchanged (:claim:`training-outputs-wrapped-and-detached`; "
-        ":claim:`validation-outputs-skipped-none`). An unsafe rewrite not asked for leaves a marker that says "
-        "so. **manual** where the rewrite cannot be proven (a step-end hook that reshapes each "
-        f"output, a base class or a subclass that defines the batch-end hook, other parameters; a ``{_STEP}`` "
-        "that other code calls, that returns inside a ``try``, is decorated, or runs under an optimizer that calls "
-        "its closure several times a step): the marker says why."
+        ":claim:`validation-outputs-skipped-none`). A rewrite the checker cannot prove is **unsafe**: it is "
+        "applied only when asked for, and otherwise a marker says so. **manual** where the checker has no proven "
+        "rewrite for the class (the marker names which case): a step-end method that reshapes each output; a "
+        f"batch-end method defined in a base class or a subclass; other parameters; a ``{_STEP}`` that is "
+        "decorated, returns inside a ``try``, is called from other code, or is run more than once a step by the "
+        "optimizer's closure."
     )
     example = """\
 import lightning.pytorch as pl

@@ -35,14 +35,15 @@ class RemovedImports(Rule):
     )
     fix_text = (
         "**safe** when every name the statement imports was moved: the same class or function is bound by a module "
-        "of 2.x (its own module, or a package above it): the statement imports it from there. A value the last 1.x "
-        "release assigned itself (``EPOCH_OUTPUT``) whose recorded definition uses only names 2.x or the standard "
-        "library still bind is defined as that release defined it, below the file's imports, with the imports it "
-        "needs (``EPOCH_OUTPUT = List[STEP_OUTPUT]``, ``STEP_OUTPUT`` from where 2.x has it); the statement keeps "
-        "its other names. That is **safe** where the file reads the name only in annotations (or the definition "
-        "uses no Lightning name), **unsafe** otherwise: its value then rests on 2.x's names, which differ. "
-        "**manual** for the rest (a class such as ``TrainingStep`` that 2.x dropped, a name the definition needs "
-        "that the file binds otherwise): a marker names what is gone."
+        "of 2.x (its own module, or a package above it): the statement imports it from there. A name the old "
+        "module assigned as a value (``EPOCH_OUTPUT``), whose recorded definition uses only names the installed "
+        "release or the standard library bind, is defined in the file as recorded, below its imports, with the "
+        "imports it needs (``EPOCH_OUTPUT = List[STEP_OUTPUT]``, ``STEP_OUTPUT`` from its new module); the "
+        "statement keeps its other names. That is **safe** where the file reads the name only in annotations (or "
+        "the definition uses no Lightning name), **unsafe** otherwise: its value then rests on the installed "
+        "release's definitions of the names it uses. **manual** for the rest (a class such as ``TrainingStep`` "
+        "with no 2.x counterpart, a name the definition needs that the file binds otherwise): a marker names what "
+        "is missing."
     )
     example = """\
 from pytorch_lightning.loops.utilities import recursive_detach
