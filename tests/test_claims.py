@@ -833,3 +833,58 @@ def test_the_configuration_of_matrix_cells_and_recorded_runs():
     assert recorded("probes", "test-epoch-end", own, {}) == own["configuration"]
     assert run_configurations.value(own["configuration"], "precision") == "32-true"
     assert run_configurations.value({"stage": "predict"}, "return_predictions") is True
+
+
+def test_only_an_equality_gives_a_placeholder_its_value(tmp_path):
+    """``x == 4`` (or ``math.isclose(x, 0.5)``) gives ``{x}`` its value; ``x != 4``, ``x >= 100`` and the like give
+    none: an inequality bounds the value, and prints it only after the words that say so ("at least {x}")."""
+    page = tmp_path / "page.py"
+    page.write_text(
+        "import math\nsize, ratio, share, other, count = len(bytes(4)), abs(120), abs(0.5), abs(3), abs(7)\n"
+        "assert size == 4 and math.isclose(share, 0.5, rel_tol=1e-6) and ratio >= 100 and other != 4 "
+        "and 10 > count, 'm'\n",
+        encoding="utf-8",
+    )
+    assert claims.assert_values(page, "m") == {"size": 4, "share": 0.5}
+    assert claims.assert_bounds(page, "m") == {"ratio": (">=", 100), "count": ("<", 10)}
+
+    def load(text: str) -> claims.Claim:
+        path = tmp_path / "data" / "claims.toml"
+        path.parent.mkdir(exist_ok=True)
+        evidence = '[{ assert = "page.py", message = "m" }]'
+        path.write_text(f'[claim.c]\ntext = "{text}"\nscope = {{ processes = 1 }}\nevidence = {evidence}\n')
+        return claims.load_claims(path)["c"]
+
+    versions = claims.installed_versions()
+    assert (
+        claims.render_text(load("it keeps {size} bytes, {share} of them"), versions) == "it keeps 4 bytes, 0.5 of them"
+    )
+    assert claims.render_text(load("it is at least {ratio} times faster"), versions) == (
+        "it is at least 100 times faster"
+    )
+    assert claims.render_text(load("fewer than {count} calls"), versions) == "fewer than 10 calls"
+    with pytest.raises(claims.ClaimsError, match=r"\{ratio\}: the assert bounds it \(ratio >= 100\)"):
+        load("it is {ratio} times faster")
+    with pytest.raises(claims.ClaimsError, match=r"\{count\}: the assert bounds it \(count < 10\)"):
+        load("at least {count} calls")
+    with pytest.raises(claims.ClaimsError, match=r"unknown placeholder \{other\}"):
+        load("it keeps {other} bytes")
+
+
+def test_a_page_that_asserts_an_inequality_no_longer_prints_its_number(tmp_path):
+    """The real claims file and gallery, with ``clone_bytes == 4`` of the retained-memory page turned into
+    ``clone_bytes != 4``: the claim that printed ``{clone_bytes}`` as the size of a clone fails to load, naming it."""
+    import shutil
+
+    shutil.copytree(ROOT / "gallery", tmp_path / "gallery")
+    (tmp_path / "data").mkdir()
+    shutil.copy(ROOT / "data" / "claims.toml", tmp_path / "data" / "claims.toml")
+    page = tmp_path / "gallery" / "performance" / "retained_memory.py"
+    text = page.read_text(encoding="utf-8")
+    assert text.count("and clone_bytes == 4") == 1
+    claims.load_claims(tmp_path / "data" / "claims.toml")  # as committed: loads
+    page.write_text(text.replace("and clone_bytes == 4", "and clone_bytes != 4"), encoding="utf-8")
+    with pytest.raises(
+        claims.ClaimsError, match=r"claim detach-clone-keeps-one-element: unknown placeholder \{clone_bytes\}"
+    ):
+        claims.load_claims(tmp_path / "data" / "claims.toml")
