@@ -36,3 +36,13 @@ def test_a_ddp_fork_run_started_inside_a_worker_process_reads_as_ddp_fork():
         assert pool.map(strategy_of, [True, False]) == ["ddp_fork", "ddp_spawn"]
     assert strategy_of(True) == "ddp_fork" and strategy_of(False) == "ddp"
     assert run_configurations._strategy(object()) is None  # no DDP strategy: one process
+
+
+class FrameworkStrategy(DDPStrategy):
+    """A framework's own strategy, a subclass of Lightning's ``DDPStrategy`` (as on the replaced-batch-sampler page)."""
+
+
+def test_a_subclass_of_the_ddp_strategy_reads_as_its_launcher_says():
+    trainer = Trainer(ForkLauncher())
+    trainer.strategy = FrameworkStrategy(ForkLauncher())
+    assert run_configurations._strategy(trainer) == "ddp_fork"

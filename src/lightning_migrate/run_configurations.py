@@ -65,7 +65,7 @@ def project_root() -> Path:
 
 def _strategy(trainer: Any) -> str | None:
     strategy: Any = getattr(trainer, "strategy", None) or getattr(trainer, "training_type_plugin", None)
-    if "DDP" not in type(strategy).__name__:
+    if not any("DDP" in cls.__name__ for cls in type(strategy).__mro__):  # a framework's subclass of DDPStrategy too
         return None
     launcher = getattr(strategy, "launcher", None)
     if launcher is not None and launcher.is_interactive_compatible:
