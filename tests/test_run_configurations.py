@@ -46,3 +46,21 @@ def test_a_subclass_of_the_ddp_strategy_reads_as_its_launcher_says():
     trainer = Trainer(ForkLauncher())
     trainer.strategy = FrameworkStrategy(ForkLauncher())
     assert run_configurations._strategy(trainer) == "ddp_fork"
+
+
+class Loaders:
+    """The ``Trainer`` properties that list each evaluation loop's batches, one entry per loader."""
+
+    num_val_batches = [4, 2]
+    num_test_batches = [3]
+    num_predict_batches: list[int] = []
+
+
+def test_the_number_of_dataloaders_of_a_run_is_its_evaluation_loops():
+    """fit and validate count the validation loaders, test and predict their own; a loop that made none gives
+    ``None``."""
+    counts = {
+        stage: run_configurations.dataloaders(Loaders(), stage) for stage in ("fit", "validate", "test", "predict")
+    }
+    assert counts == {"fit": 2, "validate": 2, "test": 1, "predict": None}
+    assert run_configurations.dataloaders(object(), "fit") is None

@@ -778,9 +778,23 @@ def load_claims(path: Path) -> dict[str, Claim]:
 
 
 def _universal_words(text: str) -> list[str]:
-    """The words of ``text`` that quantify over configurations (:data:`UNIVERSAL` not followed by a noun of one run)."""
+    """The words of ``text`` that quantify over configurations (:data:`UNIVERSAL` not followed by a noun of one run,
+    or followed by an axis's values, :func:`_quantified_axes`)."""
+    axes = {word for word, _ in _quantified_axes(text)}
     plain = re.sub(r"``[^`]*``", " code ", _outside_placeholders(text))
-    return [m[0] for m in UNIVERSAL.finditer(plain) if not WITHIN_RUN.match(plain[m.end() :])]
+    return [m[0] for m in UNIVERSAL.finditer(plain) if m[0] in axes or not WITHIN_RUN.match(plain[m.end() :])]
+
+
+def _quantified_axes(text: str) -> list[tuple[str, str]]:
+    """``(word, axis)`` for each quantifier of ``text`` that ranges over an axis's values (:data:`QUANTIFIED_AXES`:
+    "any number of dataloaders", "any required ``dataloader_idx``")."""
+    plain = _outside_placeholders(text)
+    return [
+        (m[0], axis)
+        for m in UNIVERSAL.finditer(plain)
+        for axis, phrase in QUANTIFIED_AXES.items()
+        if phrase.match(plain[m.end() :])
+    ]
 
 
 def installed_versions() -> dict[str, str]:
@@ -1012,11 +1026,30 @@ def recorded_configuration(section: str, pattern: str, record: dict[str, Any], f
 #: The axes of a scope that a run records (:data:`lightning_migrate.run_configurations.AXES`); ``trainer`` and
 #: ``module`` name what a claim is about, not a setting of the run, and are not compared.
 COMPARED_AXES = ("processes", "strategy", "precision", "optimization", "stage", "accumulate_grad_batches",
-                 "return_predictions")  # fmt: skip
+                 "return_predictions", "dataloaders")  # fmt: skip
 #: Axes whose value a scope must name when every run of its evidence had one other than the default: a marker that
 #: says nothing of them reads as the default.
 NAMED_WHEN_NOT_DEFAULT = ("processes", "strategy", "precision", "optimization", "accumulate_grad_batches",
-                          "return_predictions")  # fmt: skip
+                          "return_predictions", "dataloaders")  # fmt: skip
+#: Words by which a wording speaks of an axis ("``dataloader_idx``", "several dataloaders"): a wording that does, on a
+#: scope that leaves the axis out, needs evidence of several of its values -- else the marker is silent on the one
+#: count its evidence ran, and the sentence reads as true of every count.
+AXIS_WORDS = {
+    "dataloaders": re.compile(
+        r"\bdataloader_idx\b|\b(?:validation|test|predict|prediction|evaluation|several|multiple|two|one|each|every|"
+        r"per|other|second|first|last)\W+(?:data)?loaders?\b",  # the evaluation loaders, not "a plain DataLoader"
+        re.I,
+    )
+}
+#: What a quantifier ranges over when it quantifies an axis's values ("any number of dataloaders", "whatever the
+#: loader count", "any required ``dataloader_idx``"): read right after the quantifier (:data:`UNIVERSAL`).
+QUANTIFIED_AXES = {
+    "dataloaders": re.compile(
+        r"^\W*(?:[\w`]+\W+){0,3}?(?:number of (?:data)?loaders|(?:data)?loader counts?|`*dataloader_idx|"
+        r"how many (?:data)?loaders)",
+        re.I,
+    )
+}
 
 
 def _scope_values(scope: dict[str, Any], axis: str) -> list[Any]:
@@ -1100,6 +1133,25 @@ def configuration_problems(
                     f"every run of its evidence had {axis} = {only!r}, which the scope does not say: its marker reads "
                     f"as the default ({default(axis)!r}); add {axis} = {json.dumps(only)} to the scope"
                 )
+    plain = _outside_placeholders(claim_data.text)
+    for axis, words in AXIS_WORDS.items():
+        counts = {value(run, axis) for run in in_scope} - {None}
+        spoken = words.search(plain)
+        if spoken and axis not in claim_data.scope and len(counts) < 2:
+            ran = f"every run of its evidence had {axis} = {next(iter(counts))!r}" if counts else "no run recorded it"
+            problems.append(
+                f"the wording speaks of {axis} ({spoken[0]!r}) and its scope does not say how many: {ran}; add "
+                f"{axis} = {json.dumps(next(iter(counts), 1))} to the scope (the marker then says it), or evidence "
+                "of other counts"
+            )
+    for word, axis in _quantified_axes(claim_data.text):
+        counts = {value(run, axis) for run in in_scope} - {None}
+        if len(counts) < 2:
+            problems.append(
+                f"the wording says {word!r} of the {axis} a run may have, and its evidence ran "
+                f"{' and '.join(map(str, sorted(counts))) or 'no recorded count'} only: narrow it to that, or add "
+                "evidence of other counts"
+            )
     universal = _universal_words(claim_data.text)
     distinct = {(run["release"], run["run"]) for run in in_scope}
     if universal and len(distinct) < 2:
