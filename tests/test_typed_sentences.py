@@ -44,7 +44,7 @@ VERB_STEMS = (
     "reject reload remain remove repeat replace report require reset restart restore resume return run "
     "save scale send shard shuffle skip sort split stay stop store sum support sync take throw treat trigger "
     "unwrap update wait warn wrap write yield "
-    "block compile deadlock die hang pad recompile rename vanish disappear introduce cache read"
+    "block compile deadlock die hang pad recompile rename vanish disappear introduce cache read survive outlive"
 ).split()
 IRREGULAR = (
     "released releasing ran caught gave given got gotten held kept lost sent threw thrown hung emptied empties"
@@ -128,7 +128,7 @@ CONCEPTS = [
     "a slice", "the prediction writer", "BoringModel's loss",
     # third round: Lightning's loops and samplers, the optimizer step, Python (what it raises when Lightning calls)
     "the loop", "the training loop", "the fit loop", "the evaluation loop", "the predict loop", "the sampler",
-    "the optimizer step",
+    "the optimizer step", "the step's output", "the step's outputs", "a step's output", "a step's outputs",
 ]  # fmt: skip
 #: The processes of a distributed run: what one does with the reader's code is the recipe's ("each rank sums its
 #: losses"), what happens to one is Lightning's or torch's ("the other worker is stopped", "each rank sees its
@@ -485,7 +485,12 @@ def sentences(text: str, heading: bool | None = None) -> list[str]:
 #: sentence that names a ``Trainer`` argument whose default the probes record (``probes.TRAINER_DEFAULTS``).
 _ARGUMENT = r"\b(?:" + "|".join(map(re.escape, probes.TRAINER_DEFAULTS)) + r")\b"
 _DEFAULT_VALUE = r"\b(?:by default|defaults? (?:to|of|is|are)|default values?)\b"
-DEFAULT_NAMED = re.compile(f"{_DEFAULT_VALUE}.*{_ARGUMENT}|{_ARGUMENT}.*{_DEFAULT_VALUE}")
+#: What a ``Trainer`` argument sets, named by what it does ("the default sanity check is two batches").
+_DEFAULT_OF = (
+    r"\bdefault (?:sanity check|precision|strategy|logger|checkpointing|accumulation)\s+"
+    r"(?:is|are|was|runs?|ran|has|does|takes|checks|makes|uses|holds|keeps)\b"
+)
+DEFAULT_NAMED = re.compile(f"{_DEFAULT_VALUE}.*{_ARGUMENT}|{_ARGUMENT}.*{_DEFAULT_VALUE}|{_DEFAULT_OF}", re.I)
 
 
 #: Words after which "run", "runs", "call" and "calls" are nouns ("a run that stopped", "their calls").
@@ -986,6 +991,9 @@ TYPED = [
     "Once training ends, the Trainer calls teardown on every callback.",
     "The distributed sampler repeats samples to even out the shards.",
     "PyTorch keeps a reference to the graph through grad_fn.",
+    # the breaker's probe: a default named by what it does, a verb of survival
+    "Nothing of the step's output survives until the end of the epoch.",
+    "The default sanity check is two batches.",
 ]
 #: Ordinary sentences of a page that say nothing of Lightning's behaviour: none may be flagged.
 ORDINARY = [
