@@ -808,6 +808,7 @@ def test_the_configuration_of_matrix_cells_and_recorded_runs():
         "precision": "bf16-mixed",
         "optimization": "manual",
         "accumulate_grad_batches": 1,
+        "dataloaders": 1,
         "stage": "fit",
         "return_predictions": None,
     }
@@ -824,8 +825,14 @@ def test_the_configuration_of_matrix_cells_and_recorded_runs():
 
     recorded = run_configurations.recorded_configuration
     assert recorded("probes", "test-epoch-end", {}, {}) == {
-        "processes": 1, "strategy": None, "declared": True, "stage": "test"
+        "processes": 1, "strategy": None, "declared": True, "stage": "test", "dataloaders": 1
     }  # fmt: skip
+    two = run_configurations.scenario_configurations(
+        space.scenario("s", {"eval_loaders": "2", "calls": "fit-validate"})
+    )
+    assert [(r["stage"], r["dataloaders"]) for r in two] == [("fit", 2), ("validate", 2)]
+    varies = run_configurations.scenario_configurations(space.scenario("s", {"eval_loaders": "varies"}))
+    assert varies[0]["dataloaders"] == "varies"  # the count changes between epochs
     assert recorded("observations", "p", {"world_size": 2}, {})["strategy"] == "ddp_fork"
     fields = {"runs.accumulate_3.logged.0.1": 1.0}
     assert recorded("rewrites", "module_training_epoch_end.py", {}, fields)["accumulate_grad_batches"] == 3
@@ -833,3 +840,178 @@ def test_the_configuration_of_matrix_cells_and_recorded_runs():
     assert recorded("probes", "test-epoch-end", own, {}) == own["configuration"]
     assert run_configurations.value(own["configuration"], "precision") == "32-true"
     assert run_configurations.value({"stage": "predict"}, "return_predictions") is True
+
+
+def test_only_an_equality_gives_a_placeholder_its_value(tmp_path):
+    """``x == 4`` (or ``math.isclose(x, 0.5)``) gives ``{x}`` its value; ``x != 4``, ``x >= 100`` and the like give
+    none: an inequality bounds the value, and prints it only after the words that say so ("at least {x}")."""
+    page = tmp_path / "page.py"
+    page.write_text(
+        "import math\nsize, ratio, share, other, count = len(bytes(4)), abs(120), abs(0.5), abs(3), abs(7)\n"
+        "assert size == 4 and math.isclose(share, 0.5, rel_tol=1e-6) and ratio >= 100 and other != 4 "
+        "and 10 > count, 'm'\n",
+        encoding="utf-8",
+    )
+    assert claims.assert_values(page, "m") == {"size": 4, "share": 0.5}
+    assert claims.assert_bounds(page, "m") == {"ratio": (">=", 100), "count": ("<", 10)}
+
+    def load(text: str) -> claims.Claim:
+        path = tmp_path / "data" / "claims.toml"
+        path.parent.mkdir(exist_ok=True)
+        evidence = '[{ assert = "page.py", message = "m" }]'
+        path.write_text(f'[claim.c]\ntext = "{text}"\nscope = {{ processes = 1 }}\nevidence = {evidence}\n')
+        return claims.load_claims(path)["c"]
+
+    versions = claims.installed_versions()
+    assert (
+        claims.render_text(load("it keeps {size} bytes, {share} of them"), versions) == "it keeps 4 bytes, 0.5 of them"
+    )
+    assert claims.render_text(load("it is at least {ratio} times faster"), versions) == (
+        "it is at least 100 times faster"
+    )
+    assert claims.render_text(load("fewer than {count} calls"), versions) == "fewer than 10 calls"
+    with pytest.raises(claims.ClaimsError, match=r"\{ratio\}: the assert bounds it \(ratio >= 100\)"):
+        load("it is {ratio} times faster")
+    with pytest.raises(claims.ClaimsError, match=r"\{count\}: the assert bounds it \(count < 10\)"):
+        load("at least {count} calls")
+    with pytest.raises(claims.ClaimsError, match=r"unknown placeholder \{other\}"):
+        load("it keeps {other} bytes")
+
+
+def test_a_page_that_asserts_an_inequality_no_longer_prints_its_number(tmp_path):
+    """The real claims file and gallery, with ``clone_bytes == 4`` of the retained-memory page turned into
+    ``clone_bytes != 4``: the claim that printed ``{clone_bytes}`` as the size of a clone fails to load, naming it."""
+    import shutil
+
+    shutil.copytree(ROOT / "gallery", tmp_path / "gallery")
+    (tmp_path / "data").mkdir()
+    shutil.copy(ROOT / "data" / "claims.toml", tmp_path / "data" / "claims.toml")
+    page = tmp_path / "gallery" / "performance" / "retained_memory.py"
+    text = page.read_text(encoding="utf-8")
+    assert text.count("and clone_bytes == 4") == 1
+    claims.load_claims(tmp_path / "data" / "claims.toml")  # as committed: loads
+    page.write_text(text.replace("and clone_bytes == 4", "and clone_bytes != 4"), encoding="utf-8")
+    with pytest.raises(
+        claims.ClaimsError, match=r"claim detach-clone-keeps-one-element: unknown placeholder \{clone_bytes\}"
+    ):
+        claims.load_claims(tmp_path / "data" / "claims.toml")
+
+
+def test_a_wording_about_dataloaders_names_how_many_its_evidence_had():
+    """The number of dataloaders a run's evaluation loop had is an axis of its configuration: a wording that speaks of
+    loaders or ``dataloader_idx`` on a scope that leaves the count out needs runs of several counts; one that says
+    "any" of the counts needs them whatever its scope; every run with two loaders and a scope silent on them is
+    reported as for any axis; the scope that says the count it ran passes."""
+
+    class Ran(claims.Evidence):
+        def describe(self) -> str:
+            return f"the runs {self.target}"
+
+        def configurations(self, sources):
+            return self.fields["runs"]
+
+    def problems(scope, *runs_per_evidence, text):
+        evidence = tuple(
+            Ran(
+                "assert",
+                f"e{n}",
+                {"runs": [{**run, "release": "2.6.6", "run": f"e{n}-{i}"} for i, run in enumerate(r)]},
+            )
+            for n, r in enumerate(runs_per_evidence)
+        )
+        return claims.configuration_problems(
+            claims.Claim("c", text, "", False, evidence, 1, scope), claims.Sources(ROOT)
+        )
+
+    one = {"processes": 1, "stage": "validate", "dataloaders": 1}
+    two = {**one, "dataloaders": 2}
+    refused = "Lightning refuses a module's ``on_validation_batch_end`` whose ``dataloader_idx`` has no default"
+    [silent] = problems({"processes": 1}, [one], [one], text=refused)  # two runs, one count: the breaker's case
+    assert silent.startswith(
+        "the wording speaks of dataloaders ('dataloader_idx') and its scope does not say how many: every run of its "
+        "evidence had dataloaders = 1; add dataloaders = 1 to the scope"
+    )
+    assert problems({"processes": 1, "dataloaders": 1}, [one], [one], text=refused) == []
+    assert problems({"processes": 1}, [one], [two], text=refused) == []  # both counts ran
+    anyone = "Lightning refuses any required ``dataloader_idx``"
+    [narrow] = problems({"processes": 1, "dataloaders": 1}, [one], [one], text=anyone)
+    assert narrow.startswith("the wording says 'any' of the dataloaders a run may have, and its evidence ran 1 only")
+    assert problems({"processes": 1, "dataloaders": [1, 2]}, [one], [two], text=anyone) == []
+    [unsaid] = problems({"processes": 1}, [two], text="the hook runs once per validation run")
+    assert unsaid.startswith("every run of its evidence had dataloaders = 2, which the scope does not say")
+    assert problems({"processes": 1}, [{**one, "dataloaders": None}], text="the hook runs once per run") == []
+    from lightning_migrate import claim_schema
+
+    assert claim_schema.scope_words({"processes": 1, "stage": "validate", "dataloaders": 1}) == [
+        "1 process", "trainer.validate", "1 validation dataloader"
+    ]  # fmt: skip
+    assert claim_schema.scope_words({"dataloaders": [1, 2]}) == ["1 and 2 evaluation dataloaders"]
+
+
+LOADERS_PAGE = '''"""
+Loaders
+=======
+
+A module whose validation batch hook requires ``dataloader_idx``, run with one loader and with two.
+"""
+
+# %%
+# :claim:`required-refused`; :claim:`required-refused-one-loader`.
+import lightning.pytorch as pl
+from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
+from torch.utils.data import DataLoader
+
+
+class Required(BoringModel):
+    def validation_step(self, batch, batch_idx, dataloader_idx=0):
+        return super().validation_step(batch, batch_idx)
+
+    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx):
+        pass
+
+
+def trainer():
+    return pl.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+
+
+refused = None
+try:
+    trainer().validate(Required(), DataLoader(RandomDataset(32, 8), batch_size=4))
+except RuntimeError as error:
+    refused = error
+assert refused is not None and "dataloader_idx" in str(refused), "one loader: the required dataloader_idx is refused"
+trainer().validate(Required(), [DataLoader(RandomDataset(32, 8), batch_size=4)] * 2)
+'''
+LOADERS_CLAIMS = """
+[claim.required-refused]
+text = "Lightning refuses a module's ``on_validation_batch_end`` whose ``dataloader_idx`` has no default"
+scope = { processes = 1 }
+evidence = [{ assert = "gallery/loaders.py", message = "one loader: the required dataloader_idx is refused" }]
+
+[claim.required-refused-one-loader]
+text = "with one validation dataloader, Lightning refuses a module's ``on_validation_batch_end`` whose \
+``dataloader_idx`` has no default"
+scope = { processes = 1, stage = "validate", dataloaders = 1 }
+evidence = [{ assert = "gallery/loaders.py", message = "one loader: the required dataloader_idx is refused" }]
+"""
+
+
+def test_the_number_of_dataloaders_a_page_ran_is_recorded_and_checked(tmp_path):
+    """A page's runs record how many loaders their evaluation loop had, the refused run too (1; then 2 for the run
+    Lightning accepts); a claim that the required ``dataloader_idx`` is refused, scoped without the count, fails the
+    build naming it, and the claim that says one loader passes and prints it in its marker."""
+    project = claims_project(tmp_path)
+    (project / "gallery" / "loaders.py").write_text(LOADERS_PAGE, encoding="utf-8")
+    data = project / "data" / "claims.toml"
+    data.write_text(data.read_text(encoding="utf-8") + LOADERS_CLAIMS, encoding="utf-8")
+    output = build(project, expect_failure=True)
+    [record] = (project / "_build" / "html" / ".doctrees" / "run-configurations" / "gallery").glob("loaders.py.jsonl")
+    runs = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [(run["stage"], run["dataloaders"]) for run in runs] == [("validate", 1), ("validate", 2)]
+    assert (
+        "WARNING: claim required-refused: scope: the wording speaks of dataloaders ('dataloader_idx') and its scope "
+        "does not say how many: every run of its evidence had dataloaders = 1" in output
+    ), output[-4000:]
+    assert "claim required-refused-one-loader:" not in output
+    page = (project / "_build" / "html" / "examples" / "loaders.html").read_text(encoding="utf-8")
+    assert "1 process · trainer.validate · 1 validation dataloader]" in page

@@ -39,8 +39,28 @@ def test_a_ddp_fork_run_started_inside_a_worker_process_reads_as_ddp_fork():
 
 
 class FrameworkStrategy(DDPStrategy):
-    """A framework's strategy: a subclass of Lightning's, with a name of its own."""
+    """A framework's own strategy, a subclass of Lightning's ``DDPStrategy`` (as on the replaced-batch-sampler page)."""
 
 
-def test_a_subclass_of_the_ddp_strategy_reads_as_ddp():
-    assert run_configurations._strategy(type("T", (), {"strategy": FrameworkStrategy(ForkLauncher())})()) == "ddp_fork"
+def test_a_subclass_of_the_ddp_strategy_reads_as_its_launcher_says():
+    trainer = Trainer(ForkLauncher())
+    trainer.strategy = FrameworkStrategy(ForkLauncher())
+    assert run_configurations._strategy(trainer) == "ddp_fork"
+
+
+class Loaders:
+    """The ``Trainer`` properties that list each evaluation loop's batches, one entry per loader."""
+
+    num_val_batches = [4, 2]
+    num_test_batches = [3]
+    num_predict_batches: list[int] = []
+
+
+def test_the_number_of_dataloaders_of_a_run_is_its_evaluation_loops():
+    """fit and validate count the validation loaders, test and predict their own; a loop that made none gives
+    ``None``."""
+    counts = {
+        stage: run_configurations.dataloaders(Loaders(), stage) for stage in ("fit", "validate", "test", "predict")
+    }
+    assert counts == {"fit": 2, "validate": 2, "test": 1, "predict": None}
+    assert run_configurations.dataloaders(object(), "fit") is None

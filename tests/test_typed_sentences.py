@@ -43,9 +43,12 @@ VERB_STEMS = (
     "invoke keep let load log lose move multiply notice pass precede print produce raise receive reduce refuse "
     "reject reload remain remove repeat replace report require reset restart restore resume return run "
     "save scale send shard shuffle skip sort split stay stop store sum support sync take throw treat trigger "
-    "unwrap update wait warn wrap write yield"
+    "unwrap update wait warn wrap write yield "
+    "block compile deadlock die hang pad recompile rename vanish disappear introduce cache read survive outlive"
 ).split()
-IRREGULAR = "released releasing ran caught gave given got gotten held kept lost sent threw thrown".split()
+IRREGULAR = (
+    "released releasing ran caught gave given got gotten held kept lost sent threw thrown hung emptied empties"
+).split()
 
 
 def _inflections(stem: str) -> set[str]:
@@ -81,7 +84,7 @@ VERBS = re.compile(
 READER_VERBS = (
     "return append cache clear collect compute log read reset save store sum average update write print take "
     "accumulate keep hold gather become reduce check fill clone cast convert sort split shuffle scale multiply "
-    "divide use build move apply"
+    "divide use build move apply rename pad"
 ).split()
 #: Third-person and past forms that say what something does or did, never an instruction to the reader: with a
 #: name of Lightning, a hook or a thing whose behaviour the site states (:data:`CONCEPTS`), a sentence holding one
@@ -123,6 +126,28 @@ CONCEPTS = [
     "F.cross_entropy", "the old list", "gloo", "the old hook", "the old hooks", "the old signature",
     "the old signatures", "validation loop", "the validation loop", "each process", "every process", "self.log",
     "a slice", "the prediction writer", "BoringModel's loss",
+    # third round: Lightning's loops and samplers, the optimizer step, Python (what it raises when Lightning calls)
+    "the loop", "the training loop", "the fit loop", "the evaluation loop", "the predict loop", "the sampler",
+    "the optimizer step", "the step's output", "the step's outputs", "a step's output", "a step's outputs",
+]  # fmt: skip
+#: The processes of a distributed run: what one does with the reader's code is the recipe's ("each rank sums its
+#: losses"), what happens to one is Lightning's or torch's ("the other worker is stopped", "each rank sees its
+#: shard"): read with the hooks' verbs (:data:`HOOK_VERBS`), as a hook name is.
+PROCESSES = [
+    "rank 0", "each rank", "every rank", "the other rank", "the other ranks", "one rank", "a worker", "one worker",
+    "each worker", "every worker", "the workers", "the other worker", "a worker process", "the worker processes",
+    "worker processes", "the main process", "the other process", "the other processes",
+]  # fmt: skip
+#: A hook named by its kind ("a callback's epoch-end hook", "the batch-end hooks"): read as a hook name is.
+HOOK_KINDS = [
+    "epoch-end hook", "epoch-end hooks", "batch-end hook", "batch-end hooks", "epoch-start hook", "epoch-start hooks",
+    "batch-start hook", "batch-start hooks",
+]  # fmt: skip
+#: The libraries under Lightning, and its strategies, named as a subject ("DDP splits the data", "torchmetrics resets
+#: the metric", "PyTorch frees the graph"): what they do is a claim as much as what Lightning does.
+LIBRARIES = [
+    "torch", "PyTorch", "torchmetrics", "DDP", "FSDP", "DeepSpeed", "NCCL", "torch.compile", "DDPStrategy",
+    "the DDP strategy", "the strategy", "the launcher", "ddp_fork", "ddp_spawn", "Python", "gloo", "Gloo",
 ]  # fmt: skip
 #: What a concept does: the hooks' verbs and every form of :data:`BEHAVIOUR_FORMS`.
 CONCEPT_VERBS = re.compile(
@@ -134,6 +159,22 @@ CHANGE = re.compile(r"\b(?:no longer|any ?more|(?:is|are|was|were) gone|went awa
 STATE = re.compile(
     r"\b(?:is|are|was|were|stays?|stayed|remains?|remained)\s+(?:not\s+|still\s+)?"
     r"(?:on|off|detached|attached|alive|freed|enabled|disabled)\b"
+)
+#: Whether a thing is there, with a release: what that release had ("before 1.5 the argument was still there").
+PRESENCE = re.compile(
+    r"\b(?:is|are|was|were)\s+(?:still\s+|not\s+|no\s+longer\s+)?(?:there|present|available|absent|missing)\b"
+)
+#: An order of events ("the callback's hook comes before the module's", "validation comes between ..."): with a
+#: name of what Lightning runs (:data:`EVENTS`), the order Lightning runs them in.
+ORDER = re.compile(
+    r"\b(?:comes?|came|goes|went|runs?|ran|fires?|fired|happens?|happened|(?:is|are|was|were|gets?) called)\s+"
+    r"(?:first|last|before|after|between|next|earlier|later|once|twice)\b"
+)
+#: What Lightning runs, as a sentence about order names it.
+EVENTS = re.compile(
+    r"\b(?:hooks?|validation|sanity check|callbacks?|callback['’]s|module['’]s|loops?|epoch-end|batch-end|"
+    r"optimizer step)\b",
+    re.I,
 )
 #: A release of Lightning named in a sentence (``1.x``, ``Lightning 2.0``, ``on 1.4.9``; a bare ``2.5`` is a number):
 #: with a verb, what that release did.
@@ -182,9 +223,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("*", "Callback-side caching: replace a callback's on_train_epoch_end(..., outputs)"): "the same title where "
     "Sphinx writes it without smart quotes (a card's alt text)",
     ("checker/rules/LM001.html", "safe when the body never reads outputs"): "what the checker's fix writes",
-    ("checker/rules/LM001.html", "The class gets a cache"): "what the checker's rewrite writes",
     ("examples/caching/detach_cached_tensors.html", "This page trains the same module twice"): "what the page does",
-    ("examples/caching/outputs_keep_graph.html", "This page compares, key by key"): "what the page does",
     ("examples/stages/predict_epoch_end.html", "Run ``trainer.predict``; return the exception"): "a docstring of the "
     "page's own helper",
     ("examples/caching/callback_owned_cache.html", "(Or pass num_sanity_val_steps=0 to the Trainer"): "an "
@@ -226,6 +265,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("reference/scenarios.html", "Open a recipe’s dropdowns"): "an instruction to the reader",
     ("examples/caching/callback_owned_cache.html", "A callback that only counts"): "a docstring of the page's own "
     "callback",
+    ("checker/rules/LM008.html", "Calling an async def function only makes a coroutine"): "Python's semantics of "
+    "calling an async def function (the language reference), not a behaviour of Lightning, torch or torchmetrics",
 }
 
 
@@ -248,7 +289,7 @@ def names() -> tuple[list[str], list[str]]:
         if callback_hooks & set(methods) and "training_step" not in methods
     }
     subjects |= {f"{owner}.{run}" for run in registry.RUNS for owner in ("trainer", "Trainer")}
-    hooks = {pattern.hook for pattern in registry.PATTERNS}
+    hooks = {pattern.hook for pattern in registry.PATTERNS} | set(HOOK_KINDS)
     for kind in ("LightningModule", "Callback"):
         hooks |= {name for name in recorded[kind]["hooks"] if "_" in name}
     return sorted(subjects, key=len, reverse=True), sorted(hooks, key=len, reverse=True)
@@ -260,8 +301,13 @@ def _alternatives(words: list[str]) -> re.Pattern[str]:
 
 SUBJECTS, HOOKS = (_alternatives(group) for group in names())
 CONCEPT_NAMES = re.compile(_alternatives(sorted(CONCEPTS, key=len, reverse=True)).pattern, re.I)
-#: The subjects' verbs: every behaviour verb and the forms of :data:`HOOK_FORMS` ("``ModelCheckpoint`` monitors ...").
-SUBJECT_VERBS = re.compile(VERBS.pattern[: -len(r")\b")] + "|" + "|".join(HOOK_FORMS) + r")\b")
+PROCESS_NAMES = re.compile(_alternatives(sorted(PROCESSES, key=len, reverse=True)).pattern, re.I)
+LIBRARY_NAMES = re.compile(_alternatives(sorted(LIBRARIES, key=len, reverse=True)).pattern, re.I)
+#: Forms that say what Lightning or a library does to processes and runs ("the launcher starts one process per
+#: device"): verbs of a subject only (a run of the reader's "starts" and "ends"). The subjects' verbs: every behaviour
+#: verb, the forms of :data:`HOOK_FORMS` ("``ModelCheckpoint`` monitors ...") and these.
+SUBJECT_FORMS = "starts started spawns spawned forks forked launches launched".split()
+SUBJECT_VERBS = re.compile(VERBS.pattern[: -len(r")\b")] + "|" + "|".join(HOOK_FORMS + SUBJECT_FORMS) + r")\b")
 #: Words before a participle that make it a verb of the sentence ("the metric is reset", "the hook gets called").
 PASSIVE = {"is", "are", "was", "were", "be", "been", "being", "gets", "get", "got", "stays", "remains"}
 
@@ -272,7 +318,11 @@ class ProseReader(html.parser.HTMLParser):
     repeat the pages' titles); with what :data:`NOT_PROSE` names left out, and the docstrings of the Python code the
     page shows read as prose (:attr:`docstrings`)."""
 
-    BLOCKS = {"p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "dt", "dd", "figcaption", "caption", "tr", "blockquote"}
+    BLOCKS = {"p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "dt", "dd", "figcaption", "caption", "tr", "blockquote",
+              "summary"}  # fmt: skip
+    #: Blocks that are headings: a heading opened by a question word names a topic (:func:`topic`); a dropdown's
+    #: title (sphinx-design's ``<summary>``) and a rubric are headings too.
+    HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6", "summary"}
     VOID = {"br", "img", "hr", "meta", "link", "input", "wbr", "col", "source"}
     SKIP_TAGS = {"script", "style", "nav", "aside", "header", "svg", "button", "form", "label", "head", "title"}
     PYTHON = re.compile(r"\bhighlight-(?:python\d?|ipython\d?|default|py)\b", re.I)
@@ -286,6 +336,8 @@ class ProseReader(html.parser.HTMLParser):
         self.python_depth = 0  # inside a Python code block: its docstrings are read
         self.code: list[str] | None = None
         self.blocks: list[str] = []
+        self.headings: set[int] = set()  # the indices in blocks of the headings
+        self.heading = False  # the current block is a heading
         self.docstrings: list[str] = []
         self.current: list[str] = []
 
@@ -310,6 +362,7 @@ class ProseReader(html.parser.HTMLParser):
             self.current.append(" — ")
         elif tag in self.BLOCKS and not self.row_depth:
             self._flush()
+            self.heading = tag in self.HEADINGS or "rubric" in classes
 
     def handle_endtag(self, tag: str) -> None:
         if tag in self.VOID:
@@ -339,12 +392,25 @@ class ProseReader(html.parser.HTMLParser):
     def _flush(self) -> None:
         text = re.sub(r"(?:\s*\x00)+\s*", " \x00 ", " ".join("".join(self.current).split()))
         if text.strip(" \x00—"):
+            if self.heading:
+                self.headings.add(len(self.blocks))
             self.blocks.append(text)
         self.current = []
+        self.heading = False
 
     def close(self) -> None:
         super().close()
         self._flush()
+
+    def title(self) -> str | None:
+        """The page's title: its first heading, without the heading's link."""
+        first = min(self.headings, default=None)
+        return None if first is None else _plain(self.blocks[first]) or None
+
+
+def _plain(block: str) -> str:
+    """A block's words, without what the guard left unread (a heading's link)."""
+    return " ".join(block.replace("\x00", " ").split())
 
 
 def docstrings(code: str) -> list[str]:
@@ -386,20 +452,45 @@ def comments(code: str) -> list[str]:
 
 
 SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z`(\"“‘])")
-#: A heading or sentence that asks is a topic, not a claim ("What on_train_batch_end receives").
-QUESTION = re.compile(r"^(?:What|When|Which|How|Why|Where|Who)\b|\?$")
+#: A word that opens a topic when it opens a heading or a lead-in ("What ``on_train_batch_end`` receives", "Why
+#: outputs went away", "What each release does with each old shape:").
+TOPIC_WORD = re.compile(r"^(?:What|When|Which|How|Why|Where|Who)\b", re.I)
+#: A condition and then its main clause ("When a step returns None, Lightning skips ...", "Where ..., the Trainer
+#: ..."): a statement, wherever it stands and however it ends.
+CONDITION = re.compile(r"^(?:When|Whenever|Where|Wherever|If|Once|Unless|While)\b[^,;:]*,\s*\S", re.I)
 
 
-def sentences(text: str) -> list[str]:
-    """The sentences of a block that state something (questions and headings that ask are topics)."""
-    return [part for part in SENTENCE_END.split(text) if part.strip(" \x00") and not QUESTION.search(part.strip())]
+def topic(part: str, heading: bool | None = None) -> bool:
+    """Whether ``part`` (one sentence of a block) asks or names a topic instead of stating something: a question
+    (it ends with ``?``), or a heading or a lead-in (it ends with ``:``) opened by a question word
+    (:data:`TOPIC_WORD`) that is not a condition with its main clause (:data:`CONDITION`). ``heading``: whether the
+    block is a heading (``None``: unknown, as for plain text: a part without a full stop reads as one)."""
+    text = part.strip(" \x00")
+    if text.endswith("?"):
+        return True
+    if not TOPIC_WORD.match(text) or CONDITION.match(text):
+        return False
+    if heading is None:
+        heading = not text.endswith((".", "!", ";"))
+    return heading or text.endswith(":")
+
+
+def sentences(text: str, heading: bool | None = None) -> list[str]:
+    """The sentences of a block that state something (:func:`topic`: questions, and headings and lead-ins that ask,
+    are topics). ``heading``: whether the block is a heading (``None``: unknown)."""
+    return [part for part in SENTENCE_END.split(text) if part.strip(" \x00") and not topic(part, heading)]
 
 
 #: A default of Lightning named in prose: a default's value ("2 by default", "defaults to", "the default value") in a
 #: sentence that names a ``Trainer`` argument whose default the probes record (``probes.TRAINER_DEFAULTS``).
 _ARGUMENT = r"\b(?:" + "|".join(map(re.escape, probes.TRAINER_DEFAULTS)) + r")\b"
 _DEFAULT_VALUE = r"\b(?:by default|defaults? (?:to|of|is|are)|default values?)\b"
-DEFAULT_NAMED = re.compile(f"{_DEFAULT_VALUE}.*{_ARGUMENT}|{_ARGUMENT}.*{_DEFAULT_VALUE}")
+#: What a ``Trainer`` argument sets, named by what it does ("the default sanity check is two batches").
+_DEFAULT_OF = (
+    r"\bdefault (?:sanity check|precision|strategy|logger|checkpointing|accumulation)\s+"
+    r"(?:is|are|was|runs?|ran|has|does|takes|checks|makes|uses|holds|keeps)\b"
+)
+DEFAULT_NAMED = re.compile(f"{_DEFAULT_VALUE}.*{_ARGUMENT}|{_ARGUMENT}.*{_DEFAULT_VALUE}|{_DEFAULT_OF}", re.I)
 
 
 #: Words after which "run", "runs", "call" and "calls" are nouns ("a run that stopped", "their calls").
@@ -443,6 +534,10 @@ NOUN_BEFORE = {
     "his",
     "her",
     "your",
+    "with",
+    "collective",
+    "empty",
+    "full",
 }
 
 
@@ -452,6 +547,10 @@ def _verb_at(words: list[str], index: int, verbs: re.Pattern[str]) -> bool:
     before = words[index - 2].lower() if index > 1 else ""
     if (previous in PASSIVE or (previous == "not" and before in PASSIVE)) and VERBS.fullmatch(word):
         return True  # a passive: "the metric is reset", "the hook is not called"
+    if previous in ("must", "should"):
+        return False  # what the reader's code must do ("every rank must make the same calls")
+    if word in ("times", "timed") and index + 1 < len(words) and words[index + 1].strip(".,;:") == "out":
+        return True  # "gloo times out"
     if not verbs.fullmatch(word):
         return False
     if word in VERB_STEMS and (
@@ -461,7 +560,8 @@ def _verb_at(words: list[str], index: int, verbs: re.Pattern[str]) -> bool:
     if (
         words[index].endswith(":")  # a heading's noun ("Trainer calls: fit", "Trainer calls (matters to: fit)")
         or (index + 1 < len(words) and words[index + 1].startswith("("))
-        or (index and word in NOUNS_TOO and words[index - 1].lower().strip("(,") in NOUN_BEFORE)  # "a run"
+        or (index and word in NOUNS_TOO and words[index - 1].lower().strip("(") in NOUN_BEFORE)  # "a run"
+        or (index and word in NOUNS_TOO and words[index - 1].lower().endswith("ing"))  # "the same logging calls"
     ):
         return False
     return True
@@ -473,7 +573,7 @@ NOUNS_TOO = set(
     "run runs call calls return returns log logs check checks update updates load loads save saves print report "
     "reports stop stops hold holds step steps sum sums average averages count counts share shares weight weights "
     "split splits sort fill catch wait release releases support yield scale scales cast casts keep warning drop drops "
-    "copy copies gather clone sync".split()
+    "copy copies gather clone sync shard shards cache caches read reads".split()
 )
 
 
@@ -516,10 +616,18 @@ def reasons(sentence: str) -> list[str]:
       agent of a passive ("reset by Lightning");
     - ``hook``: a hook name with one of :data:`HOOK_VERBS` within :data:`GAP` words on either side;
     - ``concept``: a :data:`CONCEPTS` entry with one of :data:`CONCEPT_VERBS` after it, in a sentence that is not an
-      instruction.
+      instruction;
+    - ``library``: a library under Lightning or a strategy (:data:`LIBRARIES`: ``torch``, ``torchmetrics``, ``DDP``)
+      as the subject of a verb (:func:`_library_verb`);
+    - ``process``: a process of a distributed run (:data:`PROCESSES`: "each rank", "one worker") with one of
+      :data:`HOOK_VERBS` after it;
+    - ``order``: an order of events (:data:`ORDER`: "comes before", "goes first") whose subject is something Lightning
+      runs (:data:`EVENTS`), in a sentence that is neither an instruction nor about the reader's code.
 
     A colon or semicolon ends the clause; a hook or concept the sentence calls the reader's (:data:`READERS`) is the
-    reader's code."""
+    reader's code; a modal ("must", "should") makes the rest of the clause what the reader's code must do; a name
+    inside a question ("shows what each batch-end hook receives") is a topic. A sentence is read whatever word opens it
+    (:func:`sentences` leaves out only questions, and headings and lead-ins that ask)."""
     found = []
     for part in sentence.split("\x00"):
         if DEFAULT_NAMED.search(part):
@@ -528,13 +636,64 @@ def reasons(sentence: str) -> list[str]:
         if CHANGE.search(part) or (named and STATE.search(part)):
             found.append("change")  # "the hook no longer receives outputs", "autograd is off in validation"
         words = part.split()
-        if RELEASE.search(part) and any(_verb_at(words, i, CONCEPT_VERBS) for i in range(len(words))):
-            found.append("release")  # "on 1.4.9 the callback received an empty list"
-        groups = [("subject", SUBJECTS, SUBJECT_VERBS), ("hook", HOOKS, HOOK_VERBS)]
+        if RELEASE.search(part) and (
+            PRESENCE.search(part) or any(_verb_at(words, i, CONCEPT_VERBS) for i in range(len(words)))
+        ):
+            found.append("release")  # "on 1.4.9 the callback received an empty list", "in 1.5 it was still there"
+        if (
+            any(
+                EVENTS.search(" ".join(part[: m.start()].split()[-GAP:]))
+                and not (
+                    m[0].split()[0] in NOUNS_TOO
+                    and any(w.lower() in NOUN_BEFORE for w in part[: m.start()].split()[-1:])
+                )  # "the one validation run after training": a noun
+                for m in ORDER.finditer(part)
+            )
+            and not _instruction(words)
+            and not any(w.lower().strip(".,;:'’`") in READERS for w in words)
+        ):
+            found.append("order")  # "a callback's epoch-end hook comes before the module's"
+        if _library_verb(part):
+            found.append("library")  # "DDP splits the data", "torch and gloo write to standard error"
+        groups = [
+            ("subject", SUBJECTS, SUBJECT_VERBS),
+            ("hook", HOOKS, HOOK_VERBS),
+            ("process", PROCESS_NAMES, HOOK_VERBS),
+        ]
         if not _instruction(words):
             groups.append(("concept", CONCEPT_NAMES, CONCEPT_VERBS))
         found += [reason for reason, names_, verbs in groups if _verb_near(part, names_, verbs, reason)]
     return found
+
+
+#: Words that open a question inside a sentence: a name after one is the topic of that question, not a subject.
+EMBEDDED = {"what", "which", "whether", "how"}
+#: Words after which a verb says what the reader's code must do, not what Lightning does.
+MODALS = {"must", "should"}
+#: Words a library's name may have between it and its verb ("torch and gloo write", "PyTorch itself frees").
+LIBRARY_GAP_WORDS = {"and", "or", "itself", "also", "then", "never", "always", "only", "will", "does", "did", "not",
+                     "no", "still", "now", "just", "first"}  # fmt: skip
+
+
+def _library_verb(part: str) -> bool:
+    """Whether a library's name (:data:`LIBRARIES`) is the subject of a verb: the verb follows it, with only
+    :data:`LIBRARY_GAP_WORDS`, an adverb or another library's name between (a name followed by a noun is an
+    adjective: "a torchmetrics metric object", "a plain PyTorch loop")."""
+    for match in LIBRARY_NAMES.finditer(part):
+        if part[match.end() : match.end() + 2] in ("'s", "’s"):
+            continue  # "torch's log line"
+        before, after = part[: match.start()].split(), part[match.end() :].split()
+        if before and before[-1].lower() in EMBEDDED:
+            continue
+        words = [*before, "\x01", *after]
+        for index in range(len(before) + 1, len(words)):
+            word = words[index].strip(".,;:()'\"`’”").lower()
+            if word in LIBRARY_GAP_WORDS or word.endswith("ly") or LIBRARY_NAMES.fullmatch(words[index].strip(",")):
+                continue
+            if _verb_at(words, index, SUBJECT_VERBS):
+                return True
+            break
+    return False
 
 
 def _verb_near(part: str, names_: re.Pattern[str], verbs: re.Pattern[str], reason: str) -> bool:
@@ -543,6 +702,13 @@ def _verb_near(part: str, names_: re.Pattern[str], verbs: re.Pattern[str], reaso
         words = before + ["\x01"] + after
         at = len(before)
         agent = at >= 2 and words[at - 1] == "by" or at >= 3 and words[at - 1] in ("the", "a") and words[at - 2] == "by"
+        following = part[match.end() : match.end() + 2]
+        possessive = following in ("'s", "’s") or (match[0].endswith("s") and following[:1] in ("'", "’"))
+        if possessive and reason != "subject":
+            continue  # a possessive: its noun is the subject ("each rank's cache is printed below")
+        asked = before[-2:] if reason == "subject" else before[-3:]
+        if len(before) > len(asked) and any(w.lower() in EMBEDDED for w in asked):
+            continue  # a question inside the sentence names a topic ("shows what each batch-end hook receives")
         if reason == "subject" and agent:
             verb_at = at - 2 if words[at - 1] == "by" else at - 3
             if VERBS.fullmatch(words[verb_at].strip(".,;:()'\"`’”")):
@@ -554,6 +720,9 @@ def _verb_near(part: str, names_: re.Pattern[str], verbs: re.Pattern[str], reaso
                 break
         high = min(len(words), at + 1 + GAP)
         for i in range(at + 1, high):
+            if words[i].lower() in MODALS:
+                high = i  # what the reader's code must do ("every rank must make the same calls")
+                break
             if words[i].endswith((":", ";")):
                 high = i + 1
                 break
@@ -605,8 +774,7 @@ def line_of(sentence: str, source: Path | None) -> int:
     text = source.read_text(encoding="utf-8")
     plain = MARKUP.sub("", ROLE_WITH_TITLE.sub(r"\1", text))
     offsets = [i for i, line in enumerate(plain.splitlines(keepends=True)) for _ in line]
-    words = [re.sub(r"\W", "", word) for word in sentence.replace("\x00", " ").split()]
-    words = [word for word in words if word]
+    words = re.findall(r"[^\W_]+", sentence)  # "callback’s" (Sphinx's quote) is "callback's" in the source
     for count in (6, 4, 3):
         if len(words) < count:
             continue
@@ -662,17 +830,28 @@ def typed_sentences(html_dir: Path, root: Path = ROOT, used: set[tuple[str, str]
     the sources that would hide text from the guard (:func:`opt_outs`). A sentence a template repeats on every page
     is reported once."""
     findings, seen = [], set()
+    readers = {}
     for path in sorted(html_dir.rglob("*.html")):
         page = path.relative_to(html_dir).as_posix()
         if page.startswith(("_", "genindex", "search", "404", "py-modindex")):
             continue
-        reader = ProseReader()
+        reader = readers[page] = ProseReader()
         reader.feed(path.read_text(encoding="utf-8"))
         reader.close()
+    titles = {page: title for page, reader in readers.items() if (title := reader.title())}
+    # every heading of the site: a table of contents or a link that repeats one is that heading
+    headings = {_plain(reader.blocks[index]) for reader in readers.values() for index in reader.headings}
+    for page, reader in readers.items():
         source = source_of(page, root)
-        for block in reader.blocks + reader.docstrings:
-            for sentence in sentences(block):
-                if not flagged(sentence):
+        # another page's title, where a link or a card names it, is a name: it is read on its own page
+        others = sorted({title for other, title in titles.items() if other != page}, key=len, reverse=True)
+        blocks = [(block, i in reader.headings or _plain(block) in headings) for i, block in enumerate(reader.blocks)]
+        for block, heading in blocks + [(text, None) for text in reader.docstrings]:
+            for sentence in sentences(block, heading):
+                named = sentence
+                for title in others:
+                    named = named.replace(title, " \x00 ")
+                if not flagged(named):
                     continue
                 allowed = [(p, fragment) for (p, fragment) in ALLOWED if p in (page, "*") and fragment in sentence]
                 if allowed:
@@ -753,6 +932,68 @@ TYPED = [
     "The prediction writer is given the batch indices.",
     "``MeanMetric`` weights each batch equally.",
     "``all_gather`` adds a leading dimension per rank.",
+    # third round: a sentence opened by When, Where or Which (a condition is a statement; only a question ends with
+    # "?"), the libraries under Lightning and its strategies as subjects, the processes of a distributed run, an
+    # order of events, a change named with its release
+    "When a step returns None, Lightning skips the optimizer step.",
+    "Where a step returns None, the Trainer skips the optimizer step and frees nothing.",
+    "When one worker fails, the other is stopped.",
+    "When a worker process dies, torch and gloo write their messages to standard error.",
+    "Which is why Lightning frees the list after each epoch.",
+    "How often it happens: Lightning calls the hook once per epoch.",
+    "Whenever validation runs, the callback's hook runs first.",
+    "What Lightning 1.x kept: every batch's outputs, until the hook had run.",
+    "Why does this matter? Lightning keeps the list until the epoch ends.",
+    "DDP splits the data between the ranks.",
+    "torchmetrics resets the metric after each run.",
+    "PyTorch frees the graph once backward has run.",
+    "A callback's epoch-end hook comes before the module's.",
+    "The epoch-end hook of a callback goes first, then the module's.",
+    "The outputs argument disappeared in 1.5.",
+    "The argument was renamed in 2.0.",
+    "Validation comes between the last training batch and the end of the epoch.",
+    "torch keeps the whole storage of a slice alive.",
+    "The DDP strategy pads the last batch with repeated samples.",
+    "With ddp_fork, each worker sees its own copy of the module.",
+    "Rank 0 writes the checkpoint; the other ranks wait.",
+    "Each rank sees a different shard of the data.",
+    "The distributed sampler pads the dataset so every rank gets the same number of batches.",
+    "Autograd keeps the graph alive as long as the loss is referenced.",
+    "The loop stops after max_epochs.",
+    "Python raises a TypeError for the missing argument.",
+    "The optimizer step is skipped when the loss is None.",
+    "Gloo times out after thirty minutes.",
+    "torch.compile recompiles the step when the shapes change.",
+    "Metrics from torchmetrics sync across processes at compute time.",
+    "DeepSpeed shards the optimizer state.",
+    "In 2.0 the hook was removed.",
+    "The hook vanished in 2.0.",
+    "Before 1.5, the argument was still there.",
+    "If the step returns None, nothing is logged by Lightning.",
+    "Once the epoch ends, the callback's cache is emptied by the trainer.",
+    "When validation is disabled, the sanity check is skipped as well.",
+    "Where the loss is NaN, Lightning stops the fit.",
+    "torch frees the saved tensors after backward.",
+    "torchmetrics syncs the state across processes before compute.",
+    "DDP averages the gradients across the ranks.",
+    "The launcher starts one process per device.",
+    "Each worker gets its own copy of the dataset.",
+    "Rank 0 prints the progress bar; the other ranks stay quiet.",
+    "The batch-end hook receives the detached loss.",
+    "A module's epoch-end hook runs after the callbacks'.",
+    "The sanity check comes before the first training epoch.",
+    "The outputs argument was removed in 1.5.",
+    "In 2.0 the step-end hooks vanished.",
+    "Python raises TypeError when the hook is called with too few arguments.",
+    "When the step returns a dict, the Trainer reads its loss key.",
+    "The fit loop stops when max_steps is reached.",
+    "Which means the Trainer caches nothing between steps.",
+    "Once training ends, the Trainer calls teardown on every callback.",
+    "The distributed sampler repeats samples to even out the shards.",
+    "PyTorch keeps a reference to the graph through grad_fn.",
+    # the breaker's probe: a default named by what it does, a verb of survival
+    "Nothing of the step's output survives until the end of the epoch.",
+    "The default sanity check is two batches.",
 ]
 #: Ordinary sentences of a page that say nothing of Lightning's behaviour: none may be flagged.
 ORDINARY = [
@@ -785,6 +1026,68 @@ ORDINARY = [
     "Append the loss to the module's list in training_step.",
     "The module below keeps its own list.",
     "Read the cache in the hook that takes no outputs.",
+    # third round: questions, conditions addressed to the reader, libraries as objects of an instruction, a
+    # possessive, an order of the page's own parts
+    "Why does Lightning skip the optimizer step?",
+    "What happens when a step returns None?",
+    "When should you use the callback-side recipe?",
+    "Which replacement should I use?",
+    "How do I migrate a callback?",
+    "Where do I put the cache?",
+    "When you migrate, start with the checker.",
+    "Where your module keeps a list, clear it in on_train_epoch_end.",
+    "Which recipe you pick depends on who reads the values.",
+    "How you cache is up to you: a list, a metric or a tensor.",
+    "Install torch and Lightning with pip.",
+    "Pin torch to the release in requirements.txt.",
+    "Use DDP when you train on several GPUs.",
+    "Split your data before you build the loaders.",
+    "Read the torchmetrics documentation for the metric's options.",
+    "Run the page with two processes to see each rank's cache.",
+    "The next section compares the two recipes.",
+    "Copy the callback into your project.",
+    "Each rank's cache is printed below.",
+    "The example below trains for one epoch.",
+    "When in doubt, open the evidence.",
+    "This page is about the callback hooks.",
+    "Your module goes first, then the callback.",
+    "The fix comes before the explanation.",
+    "The table comes first, then the examples.",
+    "Delete the outputs argument from your hook.",
+    "When you add a second loader, give the step a dataloader_idx argument.",
+    "Where the recipe does not apply, the table says why.",
+    "What to copy: the callback below.",
+    "How to read this page",
+    "Which of the two recipes fits your code?",
+    "Import torch and the demo module.",
+    "Install torchmetrics if you use its metrics.",
+    "Use the DDP strategy with two devices to run this page.",
+    "Each rank's result is shown below.",
+    "Start with the checker, then read the fix page.",
+    "The callback below collects the losses.",
+    "Your epoch-end hook reads the cache.",
+    "The figure compares the two approaches.",
+    "This section comes after the fix.",
+    "Read on for why the old hooks went.",
+    "Compare the printed values with the reference.",
+    "The recipe works in one process and under DDP.",
+    "Keep the cache on the module.",
+    "Clear the list in your epoch-end hook.",
+    "See the next page for the distributed case.",
+]
+#: Headings that ask or name a topic (read as headings: a page's ``<h2>``, a dropdown's title): none may be flagged.
+HEADINGS = [
+    "What on_train_batch_end receives",
+    "When Lightning notices a removed epoch-end hook",
+    "Why outputs went away",
+    "How retained memory scales",
+    "Who runs when",
+    "Where each recipe works",
+    "Which replacement: the callback",
+    "What Lightning 2.6.6 does with each old shape:",
+    "What each hook receives",
+    "When the old hooks fail",
+    "Why the list went away",
 ]
 
 
@@ -794,7 +1097,23 @@ def test_the_guard_flags_many_phrasings_and_passes_ordinary_sentences():
 
     missed = [text for text in TYPED if not typed(text)]
     wrong = [text for text in ORDINARY if typed(text)]
-    assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+    headings = [text for text in HEADINGS if any(flagged(part) for part in sentences(text, heading=True))]
+    assert missed == [] and wrong == [] and headings == [], f"missed: {missed}; flagged: {wrong}; {headings}"
+
+
+def test_a_question_word_opens_a_topic_only_in_a_heading_a_lead_in_or_a_question():
+    """A heading or a lead-in opened by What, When, Which, How, Why, Where or Who names a topic, and a question asks
+    one; a sentence so opened that states something is read, and so is a condition followed by its main clause,
+    wherever it stands."""
+    assert sentences("What on_train_batch_end receives", heading=True) == []
+    assert sentences("When Lightning notices a removed epoch-end hook", heading=True) == []
+    assert sentences("What Lightning 2.6.6 does with each old shape:", heading=False) == []
+    assert sentences("Why does Lightning skip the optimizer step?", heading=False) == []
+    statement = "When a step returns None, Lightning skips the optimizer step."
+    assert sentences(statement, heading=False) == [statement]
+    assert sentences(statement.rstrip("."), heading=True) == [statement.rstrip(".")]  # a condition, even as a title
+    assert sentences("What Lightning 1.x kept: every batch's outputs.", heading=False) != []
+    assert sentences("When one worker fails, the other is stopped", heading=None) != []
 
 
 FIXTURE_PAGES = {
@@ -813,7 +1132,13 @@ FIXTURE_PAGES = {
         "Opt out\n=======\n\n.. rst-class:: from-records\n\n   Lightning keeps the list until the next epoch.\n"
     ),
     "container.rst": "Container\n=========\n\n.. container:: claim\n\n   The hook no longer receives outputs.\n",
-    "ordinary.rst": "Ordinary\n========\n\n" + "\n\n".join(ORDINARY[:8]) + "\n",
+    "condition.rst": (
+        "Condition\n=========\n\nWhen one worker fails, the other is stopped.\n\n"
+        "* DDP splits the data between the ranks.\n* A callback's epoch-end hook comes before the module's.\n"
+    ),
+    "ordinary.rst": "Ordinary\n========\n\n"
+    + "\n\n".join(ORDINARY[:8])
+    + "\n\nWhat the old hooks received\n---------------------------\n\nWhy does it matter?\n",
 }
 GALLERY_DOCSTRING = '''"""
 Docstring
@@ -875,6 +1200,7 @@ def test_the_guard_reads_every_place_text_reaches_a_reader(tmp_path):
     assert any("Lightning calls this hook once per epoch" in f.sentence for f in by_source["gallery/docstring.py"])
     assert any("the sanity check runs before training" in f.sentence for f in by_source["gallery/docstring.py"])
     assert any(f.sentence.startswith("sets the class 'claim' by hand") for f in by_source["docs/container.rst"])
+    assert [f.line for f in by_source["docs/condition.rst"]] == [4, 6, 7], by_source["docs/condition.rst"]
     assert any("The Trainer runs validation twice" in f.sentence for f in findings), findings  # the template
     assert not any("1 + 1" in f.sentence for f in findings)  # the claim
 

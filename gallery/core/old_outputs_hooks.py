@@ -7,7 +7,7 @@ of each today, and **when**: how many training steps ran before the failure. The
 :doc:`Module-side caching </examples/core/module_side_caching>` (a module's hook) and
 :doc:`Callback-side caching </examples/core/callback_side_caching>` (a callback's).
 
-What they received on the last 1.x releases, not the same for every shape: :claim:`old-outputs-on-1-4-9`;
+The last 1.x releases, shape by shape: :claim:`old-outputs-on-1-4-9`;
 :claim:`old-outputs-on-1-9-5`. :claim:`Outputs-argument-deprecated-and-removed`, and
 :claim:`epoch-end-hooks-removed-in-2-0`.
 """

@@ -67,8 +67,8 @@ class DatasetMeanValidationLoss(BoringModel):
 # ----------
 # Sample ``i`` of the dataset is a vector filled with the value ``i``, so a cache of ``batch[:, 0]`` lists
 # a rank's samples. ``training_step`` appends them; ``on_train_epoch_end`` gathers the per-rank
-# cache length and mean across processes and logs them. Values computed in the worker processes reach the
-# main process through ``trainer.callback_metrics`` (the only logged values the launcher sends back).
+# cache length and mean across processes and logs them. The page reads them from ``trainer.callback_metrics`` in
+# the process that called ``trainer.fit``.
 import contextlib
 import logging
 import math
@@ -129,7 +129,7 @@ class ShardCachingModel(BoringModel):
 
 
 class WarningRecorder(pl.Callback):
-    """Records the warnings rank 0 emits during ``fit`` into ``<default_root_dir>/rank0-warnings.txt``.
+    """Records the warnings of rank 0 during ``fit`` into ``<default_root_dir>/rank0-warnings.txt``.
 
     Worker processes cannot print to this page, so the main process reads the file afterwards.
     """
@@ -270,7 +270,7 @@ naive_model = GatheredMean()
 naive_trainer = make_trainer(devices=WORLD_SIZE, strategy="ddp_fork", max_epochs=2, limit_val_batches=None)
 naive_trainer.fit(naive_model, train_loader, val_loader)
 naive = {name: value.item() for name, value in naive_trainer.callback_metrics.items()}
-true_mean = dataset_mean_loss(naive_model, val_loader.dataset)  # the workers' trained weights came back
+true_mean = dataset_mean_loss(naive_model, val_loader.dataset)  # with the weights this process holds after fit
 with torch.no_grad():
     sample_0_loss = per_sample_loss(naive_model, val_loader.dataset[0][None]).item()
 print(f"gathered losses: {naive['gathered_samples']:.0f} for {VAL_SAMPLES} samples")
@@ -279,8 +279,8 @@ print(f"last sample of rank 1: {naive['rank1_last_sample']:.0f}")
 print(f"mean of the gathered cache: {naive['val_loss_all_gathered']:.6f}; over the dataset: {true_mean:.6f}")
 
 # %%
-# The gathered mean is off: it is the dataset's mean with sample 0 counted a second time, the sample the sampler
-# repeated.
+# The gathered mean is off: it is the dataset's mean with sample 0 counted a second time:
+# :claim:`distributed-sampler-repeats-a-sample`.
 assert (
     naive["gathered_samples"] == 22 and naive["distinct_samples"] == VAL_SAMPLES and naive["rank1_last_sample"] == 0
 ), "Lightning's sampler gave each rank 11 of the 21 samples: rank 1's last is sample 0 again"
@@ -317,9 +317,9 @@ class EqualLengthGather(BoringModel):
 # %%
 # A sampler that does not pad hands the ranks shards of different sizes. Here the module builds its own validation
 # loader in ``val_dataloader`` -- rank ``r`` takes every second sample from ``r`` on, 11 samples on rank 0 and 10 on
-# rank 1 -- and the ``Trainer`` is told to leave it alone (``use_distributed_sampler=False``). When a worker process
-# dies, torch and gloo write their messages to standard error; the small helper below keeps them in a file, so that
-# the page can show them.
+# rank 1 -- and the ``Trainer`` is told to leave it alone (``use_distributed_sampler=False``). The small helper below
+# sends the standard error of this process and of the worker processes to a file, so that the page can show what
+# was written there.
 
 
 class OwnShards(EqualLengthGather):
@@ -361,8 +361,8 @@ gloo_lines = [line.split("] ", 1)[-1] for line in workers_stderr.read_text().spl
 print("\n".join(gloo_lines))
 
 # %%
-# The two ranks sent 11 and 10 values to one ``all_gather``: :claim:`all-gather-of-unequal-caches-aborts`, and the
-# main process got the exception above.
+# The two ranks sent 11 and 10 values to one ``all_gather``: :claim:`all-gather-of-unequal-caches-aborts`; the
+# exception above is the one this page caught.
 assert isinstance(
     unequal_error, (torch.multiprocessing.ProcessExitedException, torch.multiprocessing.ProcessRaisedException)
 ) and any("Received data size doesn't match expected size" in line for line in gloo_lines), (

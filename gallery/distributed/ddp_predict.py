@@ -136,15 +136,15 @@ assert returned is None and not hasattr(model, "all_predictions"), (
 )
 
 # %%
-# Asking for the return value does not help: :claim:`fork-refuses-return-predictions`. When one worker fails, the
-# other is stopped; the page keeps torch's log line about it (``torch_log``) to show it.
+# Asking for the return value does not help: :claim:`fork-refuses-return-predictions`. The page keeps torch's log
+# lines of that run (``torch_log``) and prints them below the error.
 torch_log = logging.handlers.BufferingHandler(capacity=100)
 torch_logger = logging.getLogger("torch")
 torch_logger.handlers, saved_handlers = [torch_log], torch_logger.handlers
 return_error = None
 try:
     make_trainer(devices=WORLD_SIZE, strategy="ddp_fork").predict(model, predict_loader, return_predictions=True)
-except Exception as err:  # what the main process received from the workers
+except Exception as err:  # the error this process caught
     return_error = err
 finally:
     torch_logger.handlers = saved_handlers

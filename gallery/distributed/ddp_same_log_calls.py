@@ -12,7 +12,7 @@ the fix: the same names on every rank, from sums and counts reduced across the r
 # %%
 # A labelled validation set
 # -------------------------
-# 12 samples of 4 classes, ordered so that each rank gets three of the classes
+# 12 samples of 4 classes, ordered for three of the classes per rank
 # (:claim:`distributed-sampler-repeats-a-sample`; here nothing needs repeating); the page prints which.
 import datetime
 import math

@@ -128,7 +128,8 @@ class NoCache(Approach):
 
 
 class OldContract(Approach):
-    """What Lightning 1.x kept: every batch's ``outputs`` dictionary, until ``training_epoch_end`` has run."""
+    """The old list, as this page reproduces it: every batch's ``outputs`` dictionary, appended in
+    ``on_train_batch_end`` and cleared in ``on_train_epoch_end`` (see "the old contract" above)."""
 
     def __init__(self):
         self.outputs = []

@@ -68,7 +68,8 @@ class NoCache(pl.Callback):
 
 
 class OldContract(NoCache):
-    """What Lightning 1.x kept for ``training_epoch_end``: every batch's ``outputs``, until that hook has run."""
+    """The old list, as this page reproduces it: every batch's ``outputs``, appended in ``on_train_batch_end``
+    and averaged in ``on_train_epoch_end``."""
 
     def __init__(self):
         self.outputs = []

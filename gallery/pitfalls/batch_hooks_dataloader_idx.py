@@ -124,8 +124,8 @@ assert [type(err) for err in errors] == [TypeError, RuntimeError] and all(
 # sphinx_gallery_end_ignore
 
 # %%
-# The proof: every hook runs once per batch
-# -----------------------------------------
+# The proof: each hook's calls, batch by batch
+# --------------------------------------------
 # The same classes, each hook noting the ``dataloader_idx`` it received (``None`` for the training hooks, which have
 # none).
 
@@ -182,8 +182,7 @@ for hook in dict(model.calls):
     print(f"{hook}: dataloader_idx of each call {[idx for name, idx in model.calls if name == hook]}")
 
 # %%
-# Every hook ran once per batch, in the module and in the callback alike:
-# :claim:`eval-batch-hooks-dataloader-idx-only-with-several`.
+# The calls, in the module and in the callback alike: :claim:`eval-batch-hooks-dataloader-idx-only-with-several`.
 expected = (
     [("on_train_batch_start", None), ("on_train_batch_end", None)] * 2
     + [("on_validation_batch_end", 0)]

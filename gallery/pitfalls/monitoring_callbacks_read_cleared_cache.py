@@ -2,8 +2,8 @@
 Monitoring callbacks find the module's cache cleared
 ====================================================
 
-:claim:`Monitoring-callbacks-after-module`. So a subclass of one of them that reads the module's cache comes after
-the module cleared it. The fix: read the value the module logged, or read the cache from a plain
+:claim:`Monitoring-callbacks-after-module`. So a subclass of one of them that reads the module's cache finds it
+cleared. The fix: read the value the module logged, or read the cache from a plain
 ``Callback``. This page shows the order of the hooks, the subclass failing, and both reads holding.
 """
 
@@ -12,7 +12,7 @@ the module cleared it. The fix: read the value the module logged, or read the ca
 # -------
 # A monitoring callback reads the value the module **logged**: ``monitor=`` for Lightning's own logic, and
 # ``trainer.callback_metrics`` in a subclass's own code. A callback that needs the cache itself is a plain
-# ``Callback``, which runs before the module and finds the cache full.
+# ``Callback``: :claim:`plain-callbacks-before-module-train-epoch-end`.
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint

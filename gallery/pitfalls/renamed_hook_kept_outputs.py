@@ -121,8 +121,8 @@ assert trainer.global_step == 0
 # sphinx_gallery_end_ignore
 
 # %%
-# Without the sanity check it comes later
-# ---------------------------------------
+# Without the sanity check
+# ------------------------
 # ``num_sanity_val_steps=0`` only moves the failure to the first real validation run, after the first
 # training epoch (:claim:`renamed-validation-hook-fails-in-sanity-check`): the output below gives the steps taken,
 # which on a real model can be hours.
@@ -198,7 +198,7 @@ print(f"training steps taken: {trainer.global_step}")
 print(f"test batches run before the failure: {trainer.test_loop.batch_progress.total.completed} of {len(test_loader)}")
 
 # %%
-# Training ran its 4 steps and testing its 5 batches; then Python raised ``TypeError``.
+# The output above: 4 training steps and 5 test batches, then the error.
 
 # sphinx_gallery_start_ignore
 assert (

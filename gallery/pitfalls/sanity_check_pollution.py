@@ -243,7 +243,7 @@ assert restored.best_val_loss == guarded.best_val_loss == min(expected)
 # Why not ``global_step == 0``
 # ----------------------------
 # A guard written as ``self.trainer.global_step == 0`` skips the sanity check of a fresh ``fit`` too -- and
-# also every validation that runs before the first optimizer step: ``trainer.validate()`` on its own, or before
+# also every validation before the first optimizer step: ``trainer.validate()`` on its own, or before
 # ``fit``. Those runs then log nothing (checked below).
 
 

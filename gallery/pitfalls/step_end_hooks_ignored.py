@@ -37,8 +37,8 @@ class BatchEndHooks(BoringModel):
 #
 # .. dropdown:: Why they are silently skipped
 #
-#    Lightning's changelog: :claim:`step-end-hooks-removed-in-2-0`. Unlike the removed epoch-end hooks,
-#    :claim:`step-end-hooks-ignored`: the code in them simply never runs. :claim:`Step-end-hooks-ran-on-1-x`.
+#    Lightning's changelog: :claim:`step-end-hooks-removed-in-2-0`. Unlike the old epoch-end hooks
+#    (``training_epoch_end`` and the like), :claim:`step-end-hooks-ignored`. :claim:`Step-end-hooks-ran-on-1-x`.
 #
 # The old code, run today: nothing happens
 # -----------------------------------------
@@ -109,8 +109,8 @@ assert old.calls == {"train": 0, "validation": 0, "test": 0} and step_end_warnin
 # sphinx_gallery_end_ignore
 
 # %%
-# The proof: the batch-end hooks run once per batch
-# -------------------------------------------------
+# The proof: the batch-end hooks' calls
+# -------------------------------------
 # The same three stages with ``BatchEndHooks``, each hook counting its calls, and work moved to the end of
 # ``training_step`` counted too.
 

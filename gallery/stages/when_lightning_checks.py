@@ -114,7 +114,7 @@ assert (
 # %%
 # Summary
 # -------
-# A removed hook in the training or validation stage stops ``trainer.fit`` before any work; a
-# ``test_epoch_end`` left behind survives the whole of training. Search a code base for all three names
-# before the first long run (see the pages on :doc:`test_epoch_end </examples/stages/test_epoch_end>` and
+# :claim:`Fit-refuses-removed-training-and-validation-hooks`; :claim:`test-epoch-end-refused-only-by-test`. Search a
+# code base for all three names before the first long run (see the pages on
+# :doc:`test_epoch_end </examples/stages/test_epoch_end>` and
 # :doc:`validation_epoch_end </examples/stages/validation_epoch_end>`).

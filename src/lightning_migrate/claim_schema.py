@@ -16,9 +16,10 @@ A claim (``[claim.<id>]``):
     second evidence's), so the words follow the record.
 ``scope``
     the configuration the evidence ran in, one value per axis of :data:`SCOPE_AXES` (``{ processes = 1 }``,
-    ``{ strategy = "ddp_fork", processes = 2 }``, ``{ optimization = "manual" }``), or a list of values that the
-    evidence ran each of (``processes = [1, 2]``); the releases come from the evidence itself. The build compares it
-    with the configuration each piece of evidence recorded (``docs/_ext/guide/claims.py``: ``configuration_problems``).
+    ``{ strategy = "ddp_fork", processes = 2 }``, ``{ optimization = "manual" }``, ``{ dataloaders = 1 }``: how many
+    loaders the stage's evaluation loop had, or ``"varies"``), or a list of values that the evidence ran each of
+    (``processes = [1, 2]``); the releases come from the evidence itself. The build compares it with the configuration
+    each piece of evidence recorded (``docs/_ext/guide/claims.py``: ``configuration_problems``).
 ``checked``
     the earlier form of ``scope``: a phrase of the wording (``"in one process"``); the phrases of
     :data:`LEGACY_CHECKED` are read as their scope, so a block appended in that form still loads.
@@ -55,9 +56,14 @@ SCOPE_AXES: dict[str, tuple[type, str]] = {
     "precision": (str, "precision {value}"),
     "return_predictions": (bool, "return_predictions={value}"),
     "accumulate_grad_batches": (int, "accumulate_grad_batches={value}"),
+    "dataloaders": (int, "{value} validation, test, predict or evaluation dataloader(s)"),
     "trainer": (str, "{value}"),
     "module": (str, "{value}"),
 }
+#: The ``dataloaders`` of a run whose count of loaders changes between epochs and calls (reloaded every epoch).
+VARYING = "varies"
+#: The loop whose dataloaders a run's ``dataloaders`` counts, by its stage (no stage: "evaluation").
+LOADER_STAGES = {"fit": "validation", "validate": "validation", "test": "test", "predict": "predict"}
 #: Values an axis may hold, where the set is closed.
 SCOPE_VALUES = {
     "optimization": ("automatic", "manual"),
@@ -150,6 +156,8 @@ def scope_problems(scope: Any) -> list[str]:
         if isinstance(given, list) and len(given) < 2:
             problems.append(f"scope {axis}: a list names several values, each of which the evidence ran; got {given!r}")
         for value in given if isinstance(given, list) else [given]:
+            if axis == "dataloaders" and value == VARYING:
+                continue  # a count that changes between epochs and calls
             if type(value) is not kind:
                 problems.append(f"scope {axis} is a {kind.__name__} or a list of them, got {value!r}")
             elif axis in SCOPE_VALUES and value not in SCOPE_VALUES[axis]:
@@ -168,6 +176,11 @@ def scope_words(scope: dict[str, Any]) -> list[str]:
             text = template.format(value=joined)
             if axis == "processes":
                 text = "1 process" if value == 1 else f"{joined} processes"
+            if axis == "dataloaders":  # the loaders of the stage's evaluation loop: "1 validation dataloader"
+                stage = LOADER_STAGES.get(str(scope.get("stage")), "evaluation")
+                text = f"{joined} {stage} dataloader" + ("" if value == 1 else "s")
+                if value == VARYING:
+                    text = f"a varying number of {stage} dataloaders"
             words.append(text)
     return words
 

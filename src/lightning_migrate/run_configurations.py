@@ -20,6 +20,11 @@ with what each piece of evidence recorded here. A *run* is one call of ``trainer
     the Trainer call (``fit``, ``validate``, ``test``, ``predict``);
 ``accumulate_grad_batches``
     ``trainer.accumulate_grad_batches`` as the run starts;
+``dataloaders``
+    how many dataloaders the run's evaluation loop had (:func:`dataloaders`): validation's for ``fit`` and
+    ``validate``, test's, predict's -- the loaders whose batches carry a ``dataloader_idx`` (training's are combined
+    into one batch); ``None`` when the run set up none (a ``fit`` without validation, a run refused before its loaders
+    were made);
 ``return_predictions``
     in a ``predict`` run, what the ``Trainer.predict`` call asked for, or the loop's ``return_predictions``; else
     ``None``.
@@ -32,9 +37,10 @@ metadata lives in ``docs/_ext/build_mechanics/run_recorder`` (a ``*.dist-info`` 
 metadata, so an installed ``lightning-migrate`` adds nothing to a user's Trainer. The factory returns a
 :class:`RunRecorder` only when :data:`DIRECTORY` names a folder. The recorder appends one JSON line per run to
 ``<folder>/<page>.jsonl`` (``page``: the gallery script's path from the project's root, found on the call stack,
-with ``line``: the line of the page's top-level statement that started the run), at ``setup`` in rank 0, or at
-``on_exception`` for a run refused before ``setup`` (Lightning checks a module before it calls ``setup``; a
-``ddp_fork`` worker that refuses a call is heard of in the process that started it).
+with ``line``: the line of the page's top-level statement that started the run), in rank 0, when the run ends
+(``teardown``: its loaders are made by then, which ``setup`` comes before) or at ``on_exception`` (a run refused
+before ``setup`` -- Lightning checks a module before it calls ``setup`` -- or after; a ``ddp_fork`` worker that
+refuses a call is heard of in the process that started it).
 
 The probes record the same configuration in each record (:func:`configuration`, called on their own Trainer).
 """
@@ -51,7 +57,16 @@ from typing import Any
 from lightning_migrate import source_tree
 
 #: The axes of a run's configuration, in the order a claim's scope marker prints them.
-AXES = ("processes", "strategy", "precision", "optimization", "stage", "accumulate_grad_batches", "return_predictions")
+AXES = (
+    "processes",
+    "strategy",
+    "precision",
+    "optimization",
+    "stage",
+    "accumulate_grad_batches",
+    "return_predictions",
+    "dataloaders",
+)
 #: The environment variable naming the folder the recorder writes to (unset: no recorder).
 DIRECTORY = "GUIDE_RUN_CONFIGURATIONS"
 #: The environment variable naming the project whose ``gallery`` folder holds the pages (unset: this checkout).
@@ -65,7 +80,7 @@ def project_root() -> Path:
 
 def _strategy(trainer: Any) -> str | None:
     strategy: Any = getattr(trainer, "strategy", None) or getattr(trainer, "training_type_plugin", None)
-    if not any("DDP" in cls.__name__ for cls in type(strategy).__mro__):  # a framework's subclass is DDP too
+    if not any("DDP" in cls.__name__ for cls in type(strategy).__mro__):  # a framework's subclass of DDPStrategy too
         return None
     launcher = getattr(strategy, "launcher", None)
     if launcher is not None and launcher.is_interactive_compatible:
@@ -90,6 +105,25 @@ def requested_return_predictions() -> bool | None:
     return None
 
 
+#: The ``Trainer`` property that lists, one entry per dataloader, the batches of each stage's evaluation loop (public on
+#: every release the project records, 1.4.9 to 2.x).
+LOADER_BATCHES = {
+    "fit": "num_val_batches",
+    "validate": "num_val_batches",
+    "test": "num_test_batches",
+    "predict": "num_predict_batches",
+}
+
+
+def dataloaders(trainer: Any, stage: str) -> int | None:
+    """How many dataloaders the evaluation loop of a ``stage`` run had (:data:`LOADER_BATCHES`: its list holds one
+    entry per loader once the loop made them); ``None`` when it made none yet, or holds none (a ``fit`` whose
+    validation never ran). Read when the run ends or fails: the loaders are made after ``setup``."""
+    name = LOADER_BATCHES.get(stage)
+    counts = getattr(trainer, name, None) if name else None
+    return len(counts) if isinstance(counts, list | tuple) and counts else None
+
+
 def configuration(trainer: Any, module: Any, stage: str) -> dict[str, Any]:
     """The configuration of the run ``trainer`` is making of ``module`` in ``stage`` (see the module docstring).
 
@@ -112,6 +146,7 @@ def configuration(trainer: Any, module: Any, stage: str) -> dict[str, Any]:
         else bool(predict_loop.return_predictions)
         if stage == "predict" and predict_loop is not None and predict_loop.return_predictions is not None
         else None,
+        "dataloaders": dataloaders(trainer, stage),
     }
 
 
@@ -160,10 +195,8 @@ def _recorder_class() -> type:
 
         def __init__(self, directory: Path) -> None:
             self.directory = directory
-            self.recorded = False
 
         def _record(self, trainer: Any, module: Any, stage: str) -> None:
-            self.recorded = True
             where = page_frame()
             if where is None or getattr(trainer, "global_rank", 0) != 0:
                 return
@@ -174,18 +207,13 @@ def _recorder_class() -> type:
             with path.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(entry) + "\n")
 
-        def setup(self, trainer: Any, pl_module: Any, stage: Any) -> None:
+        def teardown(self, trainer: Any, pl_module: Any, stage: Any) -> None:
             self._record(trainer, pl_module, str(getattr(stage, "value", stage)))  # a TrainerFn on 2.x
 
-        def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
-            self.recorded = False  # the same Trainer may run again
-
         def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
-            # a run refused before setup: in this process, or in the workers (the process that started them hears
-            # of it here; a run the workers had set up is recorded twice, the same configuration)
-            if not self.recorded:
-                self._record(trainer, pl_module, str(trainer.state.fn.value))
-            self.recorded = False
+            # a run that failed, before setup or after: in this process, or in the workers (the process that started
+            # them hears of it here too, so a run the workers had set up is recorded twice, the same configuration)
+            self._record(trainer, pl_module, str(trainer.state.fn.value))
 
     return RunRecorder
 
@@ -206,6 +234,7 @@ DEFAULTS: dict[str, Any] = {
     "stage": None,
     "accumulate_grad_batches": 1,
     "return_predictions": None,
+    "dataloaders": None,
 }
 PRECISION_NAMES = {"32": "32-true", "16": "16-mixed", "bf16": "bf16-mixed", "64": "64-true"}
 
@@ -220,15 +249,18 @@ def value(run: dict[str, Any], axis: str) -> Any:
 
 
 def default(axis: str) -> Any:
-    """What a marker that does not name ``axis`` reads as (``return_predictions``: Lightning's default, ``True``)."""
-    return True if axis == "return_predictions" else DEFAULTS[axis]
+    """What a marker that does not name ``axis`` reads as (``return_predictions``: Lightning's default, ``True``;
+    ``dataloaders``: one, the loader a stage has unless given several)."""
+    return {"return_predictions": True, "dataloaders": 1}.get(axis, DEFAULTS.get(axis))
 
 
 def scenario_configurations(scenario: Any) -> list[dict[str, Any]]:
     """The runs of a scenario of the matrix (:class:`lightning_migrate.scenarios.space.Scenario`), one per Trainer call,
     with the configuration the harness gives it: its ``strategy`` and ``devices``, its Trainer's ``precision`` and
     ``accumulate_grad_batches`` (``None`` under the accumulation scheduler), manual optimization for a manual
-    ``train_step``, and ``return_predictions=False`` for a distributed ``predict`` (the harness passes it there)."""
+    ``train_step``, ``return_predictions=False`` for a distributed ``predict`` (the harness passes it there), and the
+    count of evaluation loaders its ``data.eval_loaders`` gives (``"varies"`` where it changes between epochs and
+    calls)."""
     trainer = scenario.trainer
     scheduled = "accumulation-scheduler" in scenario.settings.get("callbacks", ())
     base = {
@@ -237,6 +269,7 @@ def scenario_configurations(scenario: Any) -> list[dict[str, Any]]:
         "precision": str(trainer.get("precision", DEFAULTS["precision"])),
         "optimization": "manual" if scenario.values.get("train_step", "").startswith("manual") else "automatic",
         "accumulate_grad_batches": None if scheduled else int(trainer.get("accumulate_grad_batches", 1)),
+        "dataloaders": scenario.data.get("eval_loaders"),  # 1, 2, or "varies" (between epochs and calls)
     }
     return [
         {
@@ -265,6 +298,7 @@ def recorded_configuration(
         from lightning_migrate import registry
 
         found["stage"] = registry.get(pattern).run
+        found["dataloaders"] = 1  # the probes' module makes one loader per stage (probes._namespace)
     elif section == "observations" and int(record.get("world_size", 1)) > 1:
         found.update(processes=int(record["world_size"]), strategy="ddp_fork")
     elif section == "rewrites":

@@ -153,6 +153,11 @@ class Evidence:
         """The values it compares with its record, each a ``{name}`` a wording may print."""
         return dict(self.fields.get("fields", {}))
 
+    def bounds(self) -> dict[str, tuple[str, Any]]:
+        """The bounds it checks (``{name: (operator, number)}``: an assert's ``ratio >= 100``), each a ``{name}`` a
+        wording may print only after the words of its inequality (:data:`BOUND_WORDS`)."""
+        return {}
+
     def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
         """The configuration of each run it rests on (:mod:`lightning_migrate.run_configurations`: one value per
         axis, with ``release`` and ``run``, what names the run); ``None`` for a cited fact, which ran in none.
@@ -212,6 +217,12 @@ class AssertEvidence(Evidence):
         ``{loss_bytes}`` (:func:`assert_values`)."""
         path = self.root / self.target
         return assert_values(path, self.fields["message"]) if path.is_file() else {}
+
+    def bounds(self) -> dict[str, tuple[str, Any]]:
+        """The bounds the assert puts on a variable of the page (``assert ratio >= 100, ...``: ``{"ratio": (">=",
+        100)}``, :func:`assert_bounds`): a wording prints ``at least {ratio}``, never ``{ratio}`` as its value."""
+        path = self.root / self.target
+        return assert_bounds(path, self.fields["message"]) if path.is_file() else {}
 
     def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
         """The page's runs that started before its assert (the assert's verdict rests on them), as the page
@@ -576,6 +587,31 @@ def evidence_values(claim_data: Claim | tuple[Evidence, ...]) -> dict[str, list[
     return found
 
 
+def evidence_bounds(claim_data: Claim | tuple[Evidence, ...]) -> dict[str, list[tuple[int, tuple[str, Any]]]]:
+    """``{name: [(evidence number, (operator, number)), ...]}``: the bounds the evidence checks (an assert's
+    ``ratio >= 100``), each a ``{name}`` a wording may print only after the words of its inequality."""
+    evidence = claim_data.evidence if isinstance(claim_data, Claim) else claim_data
+    found: dict[str, list[tuple[int, tuple[str, Any]]]] = {}
+    for number, item in enumerate(evidence, 1):
+        for name, bound in item.bounds().items():
+            found.setdefault(name, []).append((number, bound))
+    return found
+
+
+def _bound_problem(name: str, text_before: str, bounds: list[tuple[int, tuple[str, Any]]]) -> str | None:
+    """Why a ``{name}`` whose value an inequality bounds may not stand after ``text_before`` (``None``: the words
+    before it say that inequality, :data:`BOUND_WORDS`)."""
+    before = " ".join(re.sub(r"[`*]", "", text_before).lower().split())
+    for _, (operator, number) in bounds:
+        if not before.endswith(BOUND_WORDS[operator]):
+            return (
+                f"{{{name}}}: the assert bounds it ({name} {operator} {_format_value(number)}), it does not give its "
+                f"value: write '{BOUND_WORDS[operator][0]} {{{name}}}', or assert {name} == the value the page "
+                "measured"
+            )
+    return None
+
+
 def _value_of(name: str, number: str | None, values: dict[str, list[tuple[int, Any]]], where: str) -> Any:
     if name not in values:
         known = ", ".join(sorted(values)) or "none"
@@ -593,6 +629,11 @@ def _value_of(name: str, number: str | None, values: dict[str, list[tuple[int, A
     return candidates[0][1]
 
 
+def _bound_values(bounds: dict[str, list[tuple[int, tuple[str, Any]]]]) -> dict[str, list[tuple[int, Any]]]:
+    """The numbers of :func:`evidence_bounds`, as :func:`evidence_values` gives values."""
+    return {name: [(n, bound[1]) for n, bound in pairs] for name, pairs in bounds.items()}
+
+
 def _format_value(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
@@ -607,9 +648,14 @@ def _outside_placeholders(text: str) -> str:
 
 def _check_wording(where: str, text: str, evidence: tuple[Evidence, ...], legacy: bool) -> None:
     """The rules that bind a wording to its evidence (see the module docstring)."""
-    values = evidence_values(evidence)
+    values, bounds = evidence_values(evidence), evidence_bounds(evidence)
     for match in PLACEHOLDER.finditer(text):
-        if match[1] not in PLACEHOLDERS or match[2]:
+        if match[1] in bounds and match[1] not in values:
+            problem = _bound_problem(match[1], text[: match.start()], bounds[match[1]])
+            if problem:
+                raise ClaimsError(f"{where}: {problem}")
+            _value_of(match[1], match[2], _bound_values(bounds), where)
+        elif match[1] not in PLACEHOLDERS or match[2]:
             _value_of(match[1], match[2], values, where)
     plain = _outside_placeholders(text)
     asserted = " ".join(e.fields["message"] for e in evidence if e.kind == "assert")
@@ -622,7 +668,7 @@ def _check_wording(where: str, text: str, evidence: tuple[Evidence, ...], legacy
                 f"{where}: the wording names {name}, which none of its evidence checks (a recorded error_type, "
                 "a cell's error_type, or an assert whose message names it)"
             )
-    for name, pairs in values.items():
+    for name, pairs in {**_bound_values(bounds), **values}.items():
         for _, value in pairs:
             if isinstance(value, bool) or not isinstance(value, int) or abs(value) < 2:
                 continue
@@ -732,9 +778,23 @@ def load_claims(path: Path) -> dict[str, Claim]:
 
 
 def _universal_words(text: str) -> list[str]:
-    """The words of ``text`` that quantify over configurations (:data:`UNIVERSAL` not followed by a noun of one run)."""
+    """The words of ``text`` that quantify over configurations (:data:`UNIVERSAL` not followed by a noun of one run,
+    or followed by an axis's values, :func:`_quantified_axes`)."""
+    axes = {word for word, _ in _quantified_axes(text)}
     plain = re.sub(r"``[^`]*``", " code ", _outside_placeholders(text))
-    return [m[0] for m in UNIVERSAL.finditer(plain) if not WITHIN_RUN.match(plain[m.end() :])]
+    return [m[0] for m in UNIVERSAL.finditer(plain) if m[0] in axes or not WITHIN_RUN.match(plain[m.end() :])]
+
+
+def _quantified_axes(text: str) -> list[tuple[str, str]]:
+    """``(word, axis)`` for each quantifier of ``text`` that ranges over an axis's values (:data:`QUANTIFIED_AXES`:
+    "any number of dataloaders", "any required ``dataloader_idx``")."""
+    plain = _outside_placeholders(text)
+    return [
+        (m[0], axis)
+        for m in UNIVERSAL.finditer(plain)
+        for axis, phrase in QUANTIFIED_AXES.items()
+        if phrase.match(plain[m.end() :])
+    ]
 
 
 def installed_versions() -> dict[str, str]:
@@ -756,11 +816,13 @@ def render_text(claim: Claim, versions: dict[str, str]) -> str:
     """The claim's wording with its placeholders replaced: versions by ``versions``, the other ``{name}`` by the
     value its evidence compares with the record (which the build checks: a record that says otherwise fails it)."""
     values = evidence_values(claim)
+    bounded = _bound_values(evidence_bounds(claim))
 
     def fill(match: re.Match[str]) -> str:
         if match[1] in PLACEHOLDERS and not match[2]:
             return versions[match[1]]
-        return _format_value(_value_of(match[1], match[2], values, f"claim {claim.id}"))
+        known = values if match[1] in values else bounded  # a bound: the loader checked the words before it
+        return _format_value(_value_of(match[1], match[2], known, f"claim {claim.id}"))
 
     return PLACEHOLDER.sub(fill, claim.text)
 
@@ -840,16 +902,37 @@ def _page_constants(tree: ast.Module) -> dict[str, int | float]:
     return constants
 
 
-def assert_values(path: Path, message: str) -> dict[str, int | float]:
-    """The numbers the top-level assert of ``path`` with ``message`` compares a variable with: in its test (and the
-    operands of an ``and``), each comparison whose one side is a name and the other a number -- a literal, a page
-    constant or arithmetic of them (``x == 512``, ``x == BATCH * 2 * 4``, ``ratio >= 100``, ``a == 4 == b``) --
-    gives ``{name: number}`` (``trainer.global_step == 4``: ``{trainer.global_step}``; ``rows == [11, 10]``:
-    ``{rows.0}`` and ``{rows.1}``). The page ran the assert, so the number is what its
-    run computed (``==``) or the bound it met; a wording prints it as ``{name}`` instead of typing it.
+#: The comparisons an assert's test may bound a value with, each with its operator read with the name on the left
+#: (``100 <= ratio`` is ``ratio >= 100``).
+_BOUNDS = {ast.GtE: (">=", "<="), ast.Gt: (">", "<"), ast.LtE: ("<=", ">="), ast.Lt: ("<", ">")}
+#: The words a wording puts before a placeholder whose value an inequality bounds: the inequality itself.
+BOUND_WORDS = {
+    ">=": ("at least", "no less than", "no fewer than", "not less than", "not fewer than"),
+    ">": ("more than", "over", "above", "greater than", "larger than"),
+    "<=": ("at most", "no more than", "not more than", "up to"),
+    "<": ("less than", "fewer than", "under", "below", "smaller than"),
+}
+
+
+def _isclose(test: ast.expr) -> tuple[ast.expr, ast.expr] | None:
+    """The two compared arguments of an ``isclose`` call (``math.isclose(x, 0.5, rel_tol=...)``,
+    ``torch.isclose``, ``numpy.isclose``: an equality to a tolerance); ``None`` for anything else."""
+    if not (isinstance(test, ast.Call) and len(test.args) >= 2):
+        return None
+    name = test.func.attr if isinstance(test.func, ast.Attribute) else getattr(test.func, "id", "")
+    return (test.args[0], test.args[1]) if name == "isclose" else None
+
+
+def assert_comparisons(path: Path, message: str) -> dict[str, tuple[str, int | float]]:
+    """``{name: (operator, number)}``: each comparison, in the test of the top-level assert of ``path`` with
+    ``message`` (and the operands of an ``and``), of a name with a number -- a literal, a page constant or arithmetic
+    of them. ``==`` and an ``isclose`` call (``math.isclose(share, 0.5)``) give ``"=="``: the value the run computed;
+    ``>=``, ``>``, ``<=``, ``<`` give that operator, read with the name on the left: a bound the value met. ``!=``,
+    ``in``, ``is`` and the rest give nothing: they say what the value is not. ``trainer.global_step == 4`` names
+    ``trainer.global_step``; ``rows == [11, 10]`` names ``rows.0`` and ``rows.1``.
 
     Raises:
-        ClaimsError: a name compared with two different numbers."""
+        ClaimsError: a name given two different values (``size == 2564 and size == 2565``), or a value and a bound."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     constants = _page_constants(tree)
     tests = [
@@ -857,17 +940,25 @@ def assert_values(path: Path, message: str) -> dict[str, int | float]:
         for s in tree.body
         if isinstance(s, ast.Assert) and isinstance(s.msg, ast.Constant) and s.msg.value == message
     ]
-    found: dict[str, int | float] = {}
+    found: dict[str, tuple[str, int | float]] = {}
     while tests:
         test = tests.pop()
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             tests += test.values
             continue
-        if not isinstance(test, ast.Compare):
-            continue
-        operands = [test.left, *test.comparators]
-        for left, right in zip(operands, operands[1:], strict=False):
-            for name, other in ((left, right), (right, left)):
+        pairs: list[tuple[ast.expr, ast.expr, str, str]] = []
+        close = _isclose(test)
+        if close is not None:
+            pairs.append((*close, "==", "=="))
+        elif isinstance(test, ast.Compare):
+            operands = [test.left, *test.comparators]
+            for op, left, right in zip(test.ops, operands, operands[1:], strict=False):
+                if isinstance(op, ast.Eq):
+                    pairs.append((left, right, "==", "=="))
+                elif type(op) in _BOUNDS:
+                    pairs.append((left, right, *_BOUNDS[type(op)]))
+        for left, right, as_left, as_right in pairs:
+            for name, other, operator in ((left, right, as_left), (right, left, as_right)):
                 dotted = _dotted(name)
                 if dotted is None or dotted in constants:
                     continue
@@ -877,10 +968,27 @@ def assert_values(path: Path, message: str) -> dict[str, int | float]:
                 for key, number in numbers.items():
                     if number is None:
                         continue
-                    if found.get(key, number) != number:
+                    if found.get(key, (operator, number)) != (operator, number):
                         raise ClaimsError(f"{path}: the assert {message!r} compares {key} with two numbers")
-                    found[key] = number
+                    found[key] = (operator, number)
     return found
+
+
+def assert_values(path: Path, message: str) -> dict[str, int | float]:
+    """The values the top-level assert of ``path`` with ``message`` gives its names by an equality (``x == 512``,
+    ``x == BATCH * 2 * 4``, ``a == 4 == b``, ``math.isclose(x, 0.5)``): what the page's run computed, which a wording
+    prints as ``{x}`` instead of typing it (:func:`assert_comparisons`; an inequality gives no value).
+
+    Raises:
+        ClaimsError: a name compared with two different numbers."""
+    return {name: number for name, (op, number) in assert_comparisons(path, message).items() if op == "=="}
+
+
+def assert_bounds(path: Path, message: str) -> dict[str, tuple[str, int | float]]:
+    """The bounds the top-level assert of ``path`` with ``message`` puts on its names (``ratio >= 100``: ``{"ratio":
+    (">=", 100)}``): a wording prints one only after the words of its inequality (:data:`BOUND_WORDS`: "at least
+    {ratio}"), never as the value itself (:func:`assert_comparisons`)."""
+    return {name: bound for name, bound in assert_comparisons(path, message).items() if bound[0] != "=="}
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -918,11 +1026,30 @@ def recorded_configuration(section: str, pattern: str, record: dict[str, Any], f
 #: The axes of a scope that a run records (:data:`lightning_migrate.run_configurations.AXES`); ``trainer`` and
 #: ``module`` name what a claim is about, not a setting of the run, and are not compared.
 COMPARED_AXES = ("processes", "strategy", "precision", "optimization", "stage", "accumulate_grad_batches",
-                 "return_predictions")  # fmt: skip
+                 "return_predictions", "dataloaders")  # fmt: skip
 #: Axes whose value a scope must name when every run of its evidence had one other than the default: a marker that
 #: says nothing of them reads as the default.
 NAMED_WHEN_NOT_DEFAULT = ("processes", "strategy", "precision", "optimization", "accumulate_grad_batches",
-                          "return_predictions")  # fmt: skip
+                          "return_predictions", "dataloaders")  # fmt: skip
+#: Words by which a wording speaks of an axis ("``dataloader_idx``", "several dataloaders"): a wording that does, on a
+#: scope that leaves the axis out, needs evidence of several of its values -- else the marker is silent on the one
+#: count its evidence ran, and the sentence reads as true of every count.
+AXIS_WORDS = {
+    "dataloaders": re.compile(
+        r"\bdataloader_idx\b|\b(?:validation|test|predict|prediction|evaluation|several|multiple|two|one|each|every|"
+        r"per|other|second|first|last)\W+(?:data)?loaders?\b",  # the evaluation loaders, not "a plain DataLoader"
+        re.I,
+    )
+}
+#: What a quantifier ranges over when it quantifies an axis's values ("any number of dataloaders", "whatever the
+#: loader count", "any required ``dataloader_idx``"): read right after the quantifier (:data:`UNIVERSAL`).
+QUANTIFIED_AXES = {
+    "dataloaders": re.compile(
+        r"^\W*(?:[\w`]+\W+){0,3}?(?:number of (?:data)?loaders|(?:data)?loader counts?|`*dataloader_idx|"
+        r"how many (?:data)?loaders)",
+        re.I,
+    )
+}
 
 
 def _scope_values(scope: dict[str, Any], axis: str) -> list[Any]:
@@ -1006,6 +1133,25 @@ def configuration_problems(
                     f"every run of its evidence had {axis} = {only!r}, which the scope does not say: its marker reads "
                     f"as the default ({default(axis)!r}); add {axis} = {json.dumps(only)} to the scope"
                 )
+    plain = _outside_placeholders(claim_data.text)
+    for axis, words in AXIS_WORDS.items():
+        counts = {value(run, axis) for run in in_scope} - {None}
+        spoken = words.search(plain)
+        if spoken and axis not in claim_data.scope and len(counts) < 2:
+            ran = f"every run of its evidence had {axis} = {next(iter(counts))!r}" if counts else "no run recorded it"
+            problems.append(
+                f"the wording speaks of {axis} ({spoken[0]!r}) and its scope does not say how many: {ran}; add "
+                f"{axis} = {json.dumps(next(iter(counts), 1))} to the scope (the marker then says it), or evidence "
+                "of other counts"
+            )
+    for word, axis in _quantified_axes(claim_data.text):
+        counts = {value(run, axis) for run in in_scope} - {None}
+        if len(counts) < 2:
+            problems.append(
+                f"the wording says {word!r} of the {axis} a run may have, and its evidence ran "
+                f"{' and '.join(map(str, sorted(counts))) or 'no recorded count'} only: narrow it to that, or add "
+                "evidence of other counts"
+            )
     universal = _universal_words(claim_data.text)
     distinct = {(run["release"], run["run"]) for run in in_scope}
     if universal and len(distinct) < 2:
