@@ -75,6 +75,58 @@ def test_look_alikes_are_left_alone(source):
     assert fix(source) == source
 
 
+FALLBACK = (
+    "try:\n    from pytorch_lightning.utilities.rank_zero import rank_zero_info\n"
+    "except ModuleNotFoundError:\n    from pytorch_lightning.utilities.distributed import rank_zero_info\n"
+)
+BRANCH = (
+    "if _PL_GREATER_EQUAL_1_6_0:\n    from pytorch_lightning.strategies import DDPStrategy\n"
+    "else:\n    from pytorch_lightning.plugins import DDPPlugin\n"
+)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        FALLBACK,
+        FALLBACK.replace("except ModuleNotFoundError:", "except (ImportError, AttributeError):"),
+        BRANCH,
+        BRANCH.replace("1_6_0", "1_9_5"),
+        "if not _PL_GREATER_EQUAL_1_5_0:\n    from pytorch_lightning.plugins import DDPPlugin\n",
+        "if flags.PL_GE_1_6:\n    pass\nelse:\n    from pytorch_lightning.plugins import DDPPlugin\n",
+    ],
+    ids=["fallback", "fallback of a tuple", "older-release branch", "flag of the last 1.x", "if not", "attribute"],
+)
+def test_an_import_that_never_runs_on_2x_is_not_reported(source):
+    """The handler of a ``try`` whose body imports on 2.x (lightning-bolts' ``rank_zero_info``), and the branch
+    a flag named for a release up to 1.9.5 keeps for older releases (lightning-flash's ``_PL_GREATER_EQUAL_1_6_0``):
+    neither runs on 2.x."""
+    assert check_source(source.encode()).findings == []
+
+
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        (FALLBACK.replace("from pytorch_lightning.utilities.rank_zero", "from baal.utils"), 4),
+        (FALLBACK.replace("rank_zero import rank_zero_info", "seed import seed_everything"), 4),
+        (FALLBACK.replace("try:\n    from", "try:\n    import math\n    from"), 5),
+        (BRANCH.replace("1_6_0", "2_1_0"), 4),
+        (BRANCH.replace("_PL_GREATER_EQUAL_1_6_0", "_BAAL_AVAILABLE"), 4),
+        (BRANCH.replace("if _PL", "if not _PL"), 4),
+    ],
+    ids=[
+        "body of another package",
+        "body imports a removed name",
+        "body does more",
+        "newer flag",
+        "other flag",
+        "negated: the else runs",
+    ],
+)
+def test_an_import_that_may_run_on_2x_is_still_reported(source, line):
+    assert [(f.code, f.line) for f in check_source(source.encode()).findings] == [("LM009", line)]
+
+
 def test_a_definition_used_outside_annotations_is_opt_in():
     """``EPOCH_OUTPUT`` read by running code (not only in annotations) would hold 2.x's ``STEP_OUTPUT``, which is
     not 1.9.5's: the definition is ``unsafe``, and ``--fix`` leaves a marker saying so."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import sys
 from collections.abc import Iterator
 
@@ -31,7 +32,10 @@ class RemovedImports(Rule):
         "last 1.x release binds the name (or has the module) and the installed 2.x release does not: the import "
         "raises before any hook runs. Both lists are recorded by importing every module of each release in its own "
         "environment, not typed: a public name is one the module's ``__all__`` lists, a class or function of "
-        "Lightning, or a value assigned in the module (``EPOCH_OUTPUT``)."
+        "Lightning, or a value assigned in the module (``EPOCH_OUTPUT``). Not reported: an import in a ``try`` that "
+        "catches ``ImportError`` (the file handles it), in the handler of a ``try`` whose body imports only names "
+        "2.x kept (the fallback never runs), or in the branch a flag named for a release up to the last 1.x keeps "
+        "for older releases (the ``else`` of ``if _PL_GREATER_EQUAL_1_6_0:``)."
     )
     fix_text = (
         "**safe** when every name the statement imports was moved: the same class or function is bound by a module "
@@ -61,11 +65,14 @@ def detached(outputs):
         removed, gone = data["removed"], set(data["modules_removed"])
         versions = f"Lightning {data['old']} has it, {data['new']} does not"
         guarded = _guarded(tree)
+        dead = _fallbacks(tree, removed, gone) | _older_release_branches(tree, data["old"])
         for index, statement in enumerate(tree.body):
             for node in ast.walk(statement) if not isinstance(statement, ast.Import | ast.ImportFrom) else [statement]:
                 where = index if node is statement else -1
                 if id(node) in guarded:
                     continue  # `try: ... except ImportError:` -- the file handles the import failing
+                if id(node) in dead:
+                    continue  # a fallback or a branch for older releases: it does not run on 2.x
                 if isinstance(node, ast.ImportFrom) and node.module and not node.level:
                     names = [a.name for a in node.names if a.name != "*"]
                     known = removed.get(node.module, {})
@@ -119,6 +126,73 @@ def _guarded(tree: ast.Module) -> set[int]:
         if caught & _IMPORT_ERRORS:
             guarded |= {id(n) for s in node.body for n in ast.walk(s) if isinstance(n, ast.Import | ast.ImportFrom)}
     return guarded
+
+
+def _lightning_import_kept(node: ast.stmt, removed: dict, gone: set[str]) -> bool:
+    """Whether ``node`` imports only from ``pytorch_lightning`` and nothing the table says 2.x removed."""
+    if isinstance(node, ast.ImportFrom):
+        module = node.module or ""
+        return (
+            not node.level
+            and module.split(".")[0] == "pytorch_lightning"
+            and module not in gone
+            and not any(alias.name in removed.get(module, {}) for alias in node.names)
+        )
+    if isinstance(node, ast.Import):
+        return all(a.name.split(".")[0] == "pytorch_lightning" and a.name not in gone for a in node.names)
+    return False
+
+
+def _imports_in(statements: list[ast.stmt]) -> set[int]:
+    """The ids of the import statements in ``statements``, nested ones included."""
+    return {id(n) for s in statements for n in ast.walk(s) if isinstance(n, ast.Import | ast.ImportFrom)}
+
+
+def _fallbacks(tree: ast.Module, removed: dict, gone: set[str]) -> set[int]:
+    """The ids of the imports in the handlers of a ``try`` that catches an import error and whose body only
+    imports ``pytorch_lightning`` names 2.x kept (``try: from pytorch_lightning.utilities.rank_zero import
+    rank_zero_info`` / ``except ModuleNotFoundError: from pytorch_lightning.utilities.distributed import ...``):
+    the body imports on 2.x, so the handler, the older releases' way, never runs there. A body that imports a name
+    of another package, or one the table lists, may fail: its handlers' imports are checked as any other."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try | ast.TryStar) or not node.body:
+            continue
+        if not all(_lightning_import_kept(statement, removed, gone) for statement in node.body):
+            continue
+        for handler in node.handlers:
+            types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            caught = {"BaseException" if t is None else getattr(t, "id", getattr(t, "attr", "")) for t in types}
+            if caught & _IMPORT_ERRORS:
+                found |= _imports_in(handler.body)
+    return found
+
+
+#: A flag that says the installed ``pytorch_lightning`` is at least a release, as projects name it after
+#: Lightning's own ``_TORCH_GREATER_EQUAL_1_12`` (lightning-flash: ``_PL_GREATER_EQUAL_1_6_0 =
+#: compare_version("pytorch_lightning", operator.ge, "1.6.0")``).
+_RELEASE_FLAG = re.compile(r"_?(?:PL|PYTORCH_LIGHTNING)_(?:GREATER_EQUAL|GE)_(\d+)_(\d+)(?:_(\d+))?")
+
+
+def _older_release_branches(tree: ast.Module, old: str) -> set[int]:
+    """The ids of the imports in a branch that runs only before a release no later than ``old`` (the last 1.x
+    release): the ``else`` of ``if _PL_GREATER_EQUAL_1_6_0:``, the body of ``if not _PL_GREATER_EQUAL_1_6_0:``.
+    2.x is newer, so the flag is true there and the branch never runs."""
+    newest = tuple(int(part) for part in old.split("."))
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If):
+            continue
+        test, negated = node.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
+        match = _RELEASE_FLAG.fullmatch(name)
+        if match is None or tuple(int(part or 0) for part in match.groups()) > newest:
+            continue
+        branch = node.body if negated else node.orelse
+        found |= _imports_in(branch)
+    return found
 
 
 def _from(target: str):
