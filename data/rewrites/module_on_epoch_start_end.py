@@ -15,5 +15,5 @@ class EpochStartEnd(BoringModel):
         self.epoch_calls.append(["start", self.trainer.state.stage.value])
 
     def on_epoch_end(self):
-        weight = float(self.layer.weight.sum())
+        weight = float(self.layer.weight.detach().sum())
         self.epoch_calls.append(["end", self.trainer.state.stage.value, weight])

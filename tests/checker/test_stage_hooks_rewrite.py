@@ -325,3 +325,35 @@ def test_pairing_the_recorded_calls():
         "on_train_epoch_end",
         "on_predict_epoch_end",
     ]
+
+
+def test_plain_fix_applies_the_rewrite_the_matrix_proves():
+    """Each stage-less epoch hook's shape is proven by a row of the scenario matrix (run in every configuration of
+    the training stage, compared with where 1.4.9 called the hook), so plain ``--fix`` applies it."""
+    for owner in ("callback", "module"):
+        for hook in ("start", "end"):
+            assert proven.proving_rows(f"{owner}-on-epoch-{hook}/stage-hooks"), (owner, hook)
+    source = PAIRS[0][1]
+    assert fix(source) == textwrap.dedent(PAIRS[0][2])
+
+
+def test_the_matrix_truth_of_the_calls():
+    """The truth of a ``calls`` row: for each stage epoch of the run, in order, the recorded hooks the page's class
+    defines that 1.4.9 called beside it, as ``[edge, stage]``; a predict epoch calls none."""
+    from lightning_migrate.scenarios import space, truth
+
+    recipe = next(r for r in space.load_space().recipes if r.id == "rewrite_callback_on_epoch_start_end")
+    events = [
+        {"hook": "on_validation_epoch_start", "stage": "sanity_check"},
+        {"hook": "on_validation_epoch_end", "stage": "sanity_check"},
+        {"hook": "on_train_epoch_start", "stage": "train"},
+        {"hook": "on_train_epoch_end", "stage": "train"},
+        {"hook": "on_predict_epoch_start", "stage": "predict"},
+        {"hook": "on_predict_epoch_end", "stage": "predict"},
+    ]
+    assert truth.stageless_calls(recipe, space.ROOT / recipe.page, events) == [
+        ["start", "sanity_check"],
+        ["end", "sanity_check"],
+        ["start", "train"],
+        ["end", "train"],
+    ]

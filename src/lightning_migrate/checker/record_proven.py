@@ -47,12 +47,6 @@ def record(root: Path | None = None) -> dict[str, Any]:
         )
         for version in order
     }
-    observed = {
-        version: json.loads(compat.data_path(version, root / "data" / "compat").read_text(encoding="utf-8")).get(
-            "observations", []
-        )
-        for version in order
-    }
     rows = tomllib.loads((root / "data" / "scenarios.toml").read_text(encoding="utf-8")).get("recipe", {})
     shapes: dict[str, list[dict[str, str]]] = {}
     for recipe, row in sorted(rows.items()):
@@ -76,12 +70,33 @@ def record(root: Path | None = None) -> dict[str, Any]:
         for shape in found:
             shapes.setdefault(shape, []).append({"recipe": recipe, "page": row["page"], "compared_with": compared})
     result: dict[str, Any] = {"reference": reference, "shapes": dict(sorted(shapes.items()))}
-    for version in order:
-        calls = next((o["runs"] for o in observed[version] if o["pattern"] == STAGELESS_OBSERVATION), None)
-        if calls is not None and all("calls" in run for run in calls.values()):
-            result["stageless"] = {"release": version, "hooks": stageless(calls)}
-            break
+    recorded = stageless_record(root)
+    if recorded is not None:
+        result["stageless"] = recorded
     return result
+
+
+def _releases(root: Path) -> list[str]:
+    """The reference release of ``data/compat/matrix.toml``, then its other ``[legacy]`` releases, newest first."""
+    matrix = compat.load_matrix(root / "data" / "compat" / "matrix.toml")
+    reference = matrix["reference"]
+    legacy = sorted(
+        (v for v, entry in matrix["versions"].items() if entry["group"] == "legacy"), key=compat.release_key
+    )
+    return [reference, *(v for v in reversed(legacy) if v != reference)]
+
+
+def stageless_record(root: Path | None = None) -> dict[str, Any] | None:
+    """``{"release": version, "hooks": stageless(its calls)}`` of the first release of :func:`_releases` whose
+    ``stageless-hook-calls`` observation ran (a release that refuses the hooks records the error); ``None`` when
+    none did."""
+    root = root or compat.ROOT
+    for version in _releases(root):
+        data = json.loads(compat.data_path(version, root / "data" / "compat").read_text(encoding="utf-8"))
+        calls = next((o["runs"] for o in data.get("observations", []) if o["pattern"] == STAGELESS_OBSERVATION), None)
+        if calls is not None and all("calls" in run for run in calls.values()):
+            return {"release": version, "hooks": stageless(calls)}
+    return None
 
 
 #: The observation of :mod:`lightning_migrate.observations` that records when the stage-less hooks ran.

@@ -27,7 +27,7 @@ MATRIX_FILE = DATA / "scenarios.toml"
 STAGES = ("train", "validation", "test", "predict")
 #: The Trainer calls that run each stage a recipe can reduce.
 STAGE_RUNS = {"train": ("fit",), "validation": ("fit", "validate"), "test": ("test",), "predict": ("predict",)}
-WEIGHTINGS = ("batch", "batch_max", "sample", "predictions")
+WEIGHTINGS = ("batch", "batch_max", "sample", "predictions", "calls")
 TRANSFORMS = ("lightning-migrate",)
 #: The settings a scenario starts from, before its axis values' (see the header of the matrix file).
 BASE_SETTINGS: dict[str, Any] = {
@@ -398,6 +398,8 @@ def _load_recipe(path: Path, rid: str, table: dict, axes: dict[str, Axis], named
             Declared(entry["outcome"], entry["reason"], entry["see"], entry.get("match"), values, entry.get("scenario"))
         )
     metric = table["metric"]
+    if table["weighting"] in ("predictions", "calls") and not str(metric).startswith("attribute:"):
+        raise MatrixError(f"{where} metric: a recipe weighted by {table['weighting']} names attribute:<name>")
     targets = table.get("targets", {})
     if targets and (set(targets) != set(metric if isinstance(metric, list) else [metric]) or table["stage"] != "train"):
         raise MatrixError(f"{where} targets: a training recipe's targets name every metric, and only those")

@@ -51,6 +51,18 @@ RENAMES = {
 HOOKS = frozenset(hook for hook, _owner in PATTERNS)
 
 
+#: The epoch hooks LM006 rewrites to the stage hooks that reproduce their calls (:func:`stage_hooks_fix`).
+EPOCH_HOOKS = HOOKS - set(RENAMES)
+#: LM001's methods, whose rewrites write the same stage hooks (and their ``start`` hooks, which clear a cache)
+EPOCH_END_METHODS = frozenset(registry.get(pid).hook for pid in EPOCH_END_METHOD_PATTERNS)
+#: Every stage's epoch hooks: one the class defines with another signature is rewritten by another rule (LM002)
+OTHER_STAGE_HOOKS = tuple(
+    f"on_{stage}_epoch_{edge}" for stage in ("train", "validation", "test", "predict") for edge in ("start", "end")
+)
+#: What Lightning passes a stage's epoch hook, and so what the old hook was passed: ``(parameters, arguments)``.
+EPOCH_CALL = {MODULE: ("self", ""), CALLBACK: ("self, trainer, pl_module", "trainer, pl_module")}
+
+
 class NeverCalled(Rule):
     code = "LM006"
     name = "never-called-hooks"
@@ -76,7 +88,7 @@ class NeverCalled(Rule):
         "adds, which calls a base class's own first. **proven** (applied by ``--fix``) where a row of the scenario "
         "matrix proves the shape, **unsafe** otherwise, for the same reason as the rename. **manual** where the "
         "class's stage hook returns early, is ``async`` or decorated, a subclass defines one, or "
-        "``training_epoch_end`` and its kin are rewritten to the same hooks: pick the stage hooks you meant."
+        f"{literal_list(sorted(EPOCH_END_METHODS))} are rewritten to the same hooks: pick the stage hooks you meant."
     )
     example_unsafe = True
     example = """\
@@ -131,18 +143,6 @@ class CountBatches(Callback):
         )
         fix = manual_fix(self.code, "assigned in the class body: never called, bind a stage hook")
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
-
-
-#: The epoch hooks LM006 rewrites to the stage hooks that reproduce their calls (:func:`stage_hooks_fix`).
-EPOCH_HOOKS = HOOKS - set(RENAMES)
-#: LM001's methods, whose rewrites write the same stage hooks (and their ``start`` hooks, which clear a cache)
-EPOCH_END_METHODS = frozenset(registry.get(pid).hook for pid in EPOCH_END_METHOD_PATTERNS)
-#: Every stage's epoch hooks: one the class defines with another signature is rewritten by another rule (LM002)
-OTHER_STAGE_HOOKS = tuple(
-    f"on_{stage}_epoch_{edge}" for stage in ("train", "validation", "test", "predict") for edge in ("start", "end")
-)
-#: What Lightning passes a stage's epoch hook, and so what the old hook was passed: ``(parameters, arguments)``.
-EPOCH_CALL = {MODULE: ("self", ""), CALLBACK: ("self, trainer, pl_module", "trainer, pl_module")}
 
 
 def helper_name(hook: str) -> str:
