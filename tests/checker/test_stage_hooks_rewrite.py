@@ -357,3 +357,29 @@ def test_the_matrix_truth_of_the_calls():
         ["start", "train"],
         ["end", "train"],
     ]
+
+
+BATCH_HOOK = """\
+import pytorch_lightning as pl
+
+
+class CheckSeed(pl.Callback):
+    def on_batch_start(self, trainer, *args, **kwargs):
+        print(trainer.global_step)
+"""
+
+
+def test_a_batch_hook_whose_star_arguments_take_the_new_ones_is_renamed():
+    """``on_batch_start(self, trainer, *args, **kwargs)`` whose body reads neither: renamed (opt-in, as every
+    rename of a hook Lightning stopped calling), its ``*args`` taking ``pl_module, batch, batch_idx``."""
+    [finding] = check_source(BATCH_HOOK.encode()).findings
+    assert finding.tier == UNSAFE
+    expected = BATCH_HOOK.replace("def on_batch_start", "def on_train_batch_start")
+    assert fix(BATCH_HOOK, unsafe_fixes=True) == expected
+    assert check_source(expected.encode()).findings == []
+
+
+def test_a_batch_hook_that_reads_its_star_arguments_keeps_a_marker():
+    source = BATCH_HOOK.replace("print(trainer.global_step)", "print(args[0])")
+    [finding] = check_source(source.encode()).findings
+    assert finding.tier == "manual"

@@ -77,7 +77,8 @@ class NeverCalled(Rule):
     fix_text = (
         f"**unsafe** (opt-in, ``--unsafe-fixes``) for a callback's {literal_list(RENAMES)}: renamed to "
         f"{literal_list(new for new, _ in RENAMES.values())} with the parameters those take "
-        "(:claim:`batch-hooks-ran-for-training-batches`), unless the class already defines the new hook or the "
+        "(:claim:`batch-hooks-ran-for-training-batches`; a signature whose ``*args`` takes them, the body reading "
+        "neither it nor ``**kwargs``, is kept), unless the class already defines the new hook or the "
         "body uses one of the new parameter names. It is not safe: :claim:`stageless-hooks-ignored`, so a project "
         "that runs on a release without it has been running without this code, and the rename makes it "
         "run again (a callback that validates the best checkpoint can stop a run that used to complete). Without "
@@ -122,11 +123,28 @@ class CountBatches(Callback):
                 and func.params.star_arg is cst.MaybeSentinel.DEFAULT
                 and func.params.star_kwarg is None
             )
-            if simple and new_hook not in ctx.methods and not (names_in(func.body) & set(added)):
+            star = func.params.star_arg
+            # `def on_batch_start(self, trainer, *args, **kwargs)` whose body reads neither: the star takes the
+            # arguments the new hook adds, the name alone changes
+            absorbed = (
+                not simple
+                and 2 <= len(params) <= 3
+                and not func.params.kwonly_params
+                and isinstance(star, cst.Param)
+                and not (
+                    names_in(func.body)
+                    & {star.name.value, *([func.params.star_kwarg.name.value] if func.params.star_kwarg else [])}
+                )
+            )
+            if (simple or absorbed) and new_hook not in ctx.methods and not (names_in(func.body) & set(added)):
                 removed_in = registry.get(pattern_id).removed_in
                 fix = Fix(
                     UNSAFE,
-                    on_def(lambda node: _rename(node, new_hook, added)),
+                    on_def(
+                        lambda node: (
+                            _rename(node, new_hook, added) if simple else node.with_changes(name=cst.Name(new_hook))
+                        )
+                    ),
                     description=f"rename to {new_hook}",
                     risk=(
                         f"Lightning has not called it since {removed_in}: renamed to `{new_hook}`, this code runs "
