@@ -1205,3 +1205,34 @@ def test_a_notebook_cells_options_are_not_python(tmp_path):
     assert len(source.splitlines()) == len(page.read_text(encoding="utf-8").splitlines())
     namespace = harness.page_definitions(page, ("Kept",), object)
     assert namespace["Kept"].value == pytest.approx(3.14159, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{"calls": "test-fit-test"}, {"calls": "crash-rerun"}, {"strategy": "ddp-2", "calls": "test-fit-test"}],
+    ids=["test, fit, test", "a crash and a rerun of the same objects", "DDP, 2 processes, test, fit, test"],
+)
+def test_a_calls_row_holds_and_catches_a_rewrite_that_misses_a_stage(values, monkeypatch):
+    """A row weighted by ``calls`` (LM006's rewrite of a module's ``on_epoch_start`` / ``on_epoch_end``) holds where
+    the rewritten hooks run where 1.4.9 called the old ones -- what the rank-0 process kept, under DDP too -- and
+    differs for a rewrite that leaves the test stage out."""
+    from lightning_migrate import checker
+
+    loaded = space.load_space()
+    recipe = next(r for r in loaded.recipes if r.id == "rewrite_module_on_epoch_start_end")
+    scenario = loaded.scenario("t", values)
+    with harness.quiet():
+        assert harness.run_cell(recipe, scenario)["outcome"] == "holds"
+    rewrite = checker.rewrite_source
+    missing = "\n    def on_test_epoch_end(self):\n        self._on_epoch_end()\n"
+
+    def forgets_the_test_stage(text, filename):
+        rewritten = rewrite(text, filename)
+        assert missing in rewritten
+        return rewritten.replace(missing, "")
+
+    monkeypatch.setattr(checker, "rewrite_source", forgets_the_test_stage)
+    assert "test" in scenario.runs, scenario.runs  # a stage for the broken rewrite to miss
+    with harness.quiet():
+        result = harness.run_cell(recipe, scenario)
+    assert result["outcome"] == "differs" and "['end', 'test']" in result["detail"], result

@@ -28,6 +28,14 @@ observation says otherwise:
 ``validation-step-returning-none``
     one ``trainer.validate`` over 4 batches whose ``validation_step`` returns ``None`` for batch 1 and its loss
     otherwise: ``entries`` of the ``validation_epoch_end`` list, of ``batches``.
+``stageless-hook-calls``
+    when the stage-less hooks ran: a module defining ``on_epoch_start`` and ``on_epoch_end`` and a callback defining
+    those and ``on_batch_start`` and ``on_batch_end``, both defining every stage's epoch hooks (the callback its batch
+    hooks too), in four runs of their own Trainer (default sanity check, 2 validation batches): ``fit`` (2
+    epochs), ``validate``, ``test`` and ``predict``. Per run, ``calls``: every call of those hooks in order, each
+    ``[owner, hook, stage]`` (``LightningModule`` or ``Callback``; ``trainer.state.stage``: ``train``,
+    ``sanity_check``, ``validate``, ``test``, ``predict``), or ``error``: what the release raised
+    (``Type: message``, first line).
 ``ddp-training-epoch-end-outputs``
     1 epoch with ``ddp_fork`` on 2 CPU processes over 12 numbered samples in batches of 2: per rank, the entries of
     its ``training_epoch_end`` list and the sample numbers they came from; ``ranks_share_samples``. Recorded as
@@ -215,6 +223,60 @@ def none_in_validation(pl) -> dict[str, Any]:
     return {"entries": model.entries, "batches": BATCHES}
 
 
+#: The stage-less hooks ``stageless-hook-calls`` defines, per owner, and the stage hooks it records beside them.
+STAGELESS = {"LightningModule": ("on_epoch_start", "on_epoch_end"), "Callback": ("on_epoch", "on_batch")}
+STAGES = ("train", "validation", "test", "predict")
+
+
+def stageless_calls(pl) -> dict[str, Any]:
+    """``stageless-hook-calls`` (see the module docstring)."""
+    import torch
+    from torch.utils.data import DataLoader
+
+    calls: list[list[str]] = []
+
+    def recorder(owner: str, hook: str):
+        def hook_method(self, *args, **kwargs):
+            trainer = self.trainer if owner == "LightningModule" else args[0]
+            calls.append([owner, hook, trainer.state.stage.value if trainer.state.stage is not None else "none"])
+
+        hook_method.__name__ = hook
+        return hook_method
+
+    epoch_hooks = [f"on_{stage}_epoch_{end}" for stage in STAGES for end in ("start", "end")]
+    batch_hooks = [f"on_{stage}_batch_{end}" for stage in STAGES for end in ("start", "end")]
+    module_hooks = {h: recorder("LightningModule", h) for h in (*STAGELESS["LightningModule"], *epoch_hooks)}
+    callback_names = [f"{kind}_{end}" for kind in STAGELESS["Callback"] for end in ("start", "end")]
+    callback_hooks = {h: recorder("Callback", h) for h in (*callback_names, *epoch_hooks, *batch_hooks)}
+    net: Any = _module_class(pl)  # a class of the release under test: its type is known at run time only
+
+    def loader():
+        return DataLoader(torch.randn(probes.EVAL_BATCHES * probes.BATCH_SIZE, probes.FEATURES), batch_size=2)
+
+    evaluation = {
+        "validation_step": lambda self, batch, batch_idx: self.layer(batch).pow(2).mean(),
+        "test_step": lambda self, batch, batch_idx: self.layer(batch).pow(2).mean(),
+        "predict_step": lambda self, batch, batch_idx, dataloader_idx=0: self.layer(batch),
+        "val_dataloader": lambda self: loader(),
+        "test_dataloader": lambda self: loader(),
+        "predict_dataloader": lambda self: loader(),
+    }
+    module_class = type("Observed", (net,), {**evaluation, **module_hooks})
+    callback_class = type("Watcher", (pl.Callback,), callback_hooks)
+    runs: dict[str, Any] = {}
+    for run in ("fit", "validate", "test", "predict"):
+        calls.clear()
+        arguments = probes._trainer_kwargs(pl)
+        arguments.update(max_epochs=2, callbacks=[callback_class()])
+        try:
+            getattr(pl.Trainer(**arguments), run)(module_class())
+        except Exception as error:  # noqa: BLE001 - what the release raises is the record
+            runs[run] = {"error": f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"}
+            continue
+        runs[run] = {"calls": [list(call) for call in calls]}
+    return {"runs": runs}
+
+
 def ddp_outputs(pl) -> dict[str, Any]:
     """``training-step-returning-a-tensor``
         1 epoch whose ``training_step`` returns the bare loss tensor: each entry of the ``training_epoch_end`` list --
@@ -268,6 +330,7 @@ OBSERVATIONS = {
     "training-step-returning-a-tensor": bare_tensor,
     "validation-step-returning-none": none_in_validation,
     "ddp-training-epoch-end-outputs": ddp_outputs,
+    "stageless-hook-calls": stageless_calls,
 }
 
 

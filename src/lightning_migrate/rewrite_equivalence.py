@@ -4,7 +4,8 @@ The checker's caching rewrites (``lightning-migrate --fix --unsafe-fixes``) prom
 received on Lightning 1.x. This module runs a shape's classes -- as written (on a 1.x release) or rewritten by
 :func:`lightning_migrate.checker.rewrite_source` (on the build's release) -- in a few Trainer configurations over
 the same seeded data and the same seeded initial weights, and records what the epoch-end code computed: every value
-it logs (``self.log``, in order) and the attributes it keeps (``epoch_predictions``).
+it logs (``self.log``, in order) and the attributes it keeps (:data:`KEPT`: ``epoch_predictions``, and
+``epoch_calls``, what a hook of no one stage saw at each call).
 
 ``nox -s legacy`` records the shapes as written on each 1.x release (:func:`record`, stored under ``"rewrites"`` in
 ``data/compat/<version>.json`` by :mod:`lightning_migrate.compat`); ``tests/checker/test_rewrite_equivalence.py``
@@ -33,6 +34,8 @@ from . import source_tree
 ROOT = source_tree.ROOT  # the checkout (the tests read it through this module)
 SHAPES_DIR = source_tree.DATA / "rewrites"
 SEED, FEATURES, BATCH_SIZE = 7, 32, 8
+#: The attributes a run keeps of the shape's objects: predictions, or what a hook saw at each call.
+KEPT = ("epoch_predictions", "epoch_calls")
 #: Relative tolerance of a comparison across releases and machines: the same float32 operations in the same order,
 #: but processors may round the last digit differently.
 REL_TOL = 1e-5
@@ -57,6 +60,13 @@ CONFIGS: dict[str, dict[str, dict[str, Any]]] = {
         "predict": {"runs": ["predict"]},
         "two_predict_dataloaders": {"runs": ["predict"], "data": {"predict": [16, 24]}},
         "predict_no_return": {"runs": ["predict"], "predict_kwargs": {"return_predictions": False}},
+    },
+    # hooks of no one stage (``on_epoch_end``): every Trainer call, validation inside training, a fit cut short
+    "every": {
+        "fit": {},
+        "val_twice_per_epoch": {"trainer": {"val_check_interval": 0.5}},
+        "validate_fit_test_predict": {"runs": ["validate", "fit", "test", "predict"]},
+        "max_steps_mid_epoch": {"trainer": {"max_steps": 7, "max_epochs": 3}},
     },
 }
 DATA = {"train": [40], "val": [24], "test": [24], "predict": [20]}
@@ -158,7 +168,7 @@ def _loaders(samples: list[int], seed: int):
     ]
 
 
-def _floats(value: Any) -> list | float | None:
+def _floats(value: Any) -> list | float | str | None:
     import torch
 
     if isinstance(value, list | tuple):
@@ -167,6 +177,8 @@ def _floats(value: Any) -> list | float | None:
         return [float(v) for v in value.detach().flatten()] if value.numel() != 1 else float(value)
     if isinstance(value, int | float):
         return float(value)
+    if isinstance(value, str):  # a stage's name, as a hook saw it
+        return value
     return None
 
 
@@ -216,7 +228,7 @@ def run(source: str, filename: str, config: dict[str, Any], pl) -> dict[str, Any
         f"{type(owner).__name__}.{name}": _floats(value)
         for owner in (model, *callbacks)
         for name, value in vars(owner).items()
-        if name == "epoch_predictions"
+        if name in KEPT
     }
     return {"logged": logged, "attributes": attributes}
 
@@ -281,6 +293,8 @@ def same(old: dict[str, Any], new: dict[str, Any], rel_tol: float = REL_TOL) -> 
         return f"logged values per name: {counts[0]} != {counts[1]}"
 
     def close(a, b) -> bool:
+        if isinstance(a, str) or isinstance(b, str):
+            return a == b
         if isinstance(a, list) or isinstance(b, list):
             return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(map(close, a, b))
         return (

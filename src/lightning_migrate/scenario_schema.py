@@ -112,6 +112,11 @@ WEIGHTINGS = {
     "batch_max": "the largest per-batch mean",
     "sample": "every sample once (self.log's on_epoch mean, a dataset-level mean)",
     "predictions": "every prediction, in order; one tensor per dataloader",
+    "calls": (
+        "where a stage-less hook such as on_epoch_end ran: [edge, stage] per call, against where the newest 1.x "
+        "release that ran it called it, as its record says; the recipe's objects keep the calls in "
+        'metric = "attribute:<name>"'
+    ),
 }
 OVER_RUNS = {"running_min": "the value is the best so far, run after run (a best_val_loss), not each run's own"}
 TRANSFORMS = {

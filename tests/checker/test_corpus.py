@@ -65,6 +65,8 @@ def test_the_counts_of_a_small_corpus(tmp_path: Path, capsys):
     assert (total.safe, total.proven, total.unsafe, total.manual, total.markers) == (1, 1, 0, 0, 0)
     out = capsys.readouterr().out
     assert "of the 1 findings that need more than a safe fix, the rewrites rewrite 1 (100%)" in out
+    assert dict(total.by_shape) == {("LM001", "validation-epoch-end/per-dataloader", "proven"): 1}
+    assert "  LM001 validation-epoch-end/per-dataloader: 1 proven" in out
     assert "false positive LM001 at pkg/model.py:8 (unlabelled)" in out
     assert "false negative LM006 at pkg/other.py:2" in out
 

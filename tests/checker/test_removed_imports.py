@@ -75,6 +75,58 @@ def test_look_alikes_are_left_alone(source):
     assert fix(source) == source
 
 
+FALLBACK = (
+    "try:\n    from pytorch_lightning.utilities.rank_zero import rank_zero_info\n"
+    "except ModuleNotFoundError:\n    from pytorch_lightning.utilities.distributed import rank_zero_info\n"
+)
+BRANCH = (
+    "if _PL_GREATER_EQUAL_1_6_0:\n    from pytorch_lightning.strategies import DDPStrategy\n"
+    "else:\n    from pytorch_lightning.plugins import DDPPlugin\n"
+)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        FALLBACK,
+        FALLBACK.replace("except ModuleNotFoundError:", "except (ImportError, AttributeError):"),
+        BRANCH,
+        BRANCH.replace("1_6_0", "1_9_5"),
+        "if not _PL_GREATER_EQUAL_1_5_0:\n    from pytorch_lightning.plugins import DDPPlugin\n",
+        "if flags.PL_GE_1_6:\n    pass\nelse:\n    from pytorch_lightning.plugins import DDPPlugin\n",
+    ],
+    ids=["fallback", "fallback of a tuple", "older-release branch", "flag of the last 1.x", "if not", "attribute"],
+)
+def test_an_import_that_never_runs_on_2x_is_not_reported(source):
+    """The handler of a ``try`` whose body imports on 2.x (lightning-bolts' ``rank_zero_info``), and the branch
+    a flag named for a release up to 1.9.5 keeps for older releases (lightning-flash's ``_PL_GREATER_EQUAL_1_6_0``):
+    neither runs on 2.x."""
+    assert check_source(source.encode()).findings == []
+
+
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        (FALLBACK.replace("from pytorch_lightning.utilities.rank_zero", "from baal.utils"), 4),
+        (FALLBACK.replace("rank_zero import rank_zero_info", "seed import seed_everything"), 4),
+        (FALLBACK.replace("try:\n    from", "try:\n    import math\n    from"), 5),
+        (BRANCH.replace("1_6_0", "2_1_0"), 4),
+        (BRANCH.replace("_PL_GREATER_EQUAL_1_6_0", "_BAAL_AVAILABLE"), 4),
+        (BRANCH.replace("if _PL", "if not _PL"), 4),
+    ],
+    ids=[
+        "body of another package",
+        "body imports a removed name",
+        "body does more",
+        "newer flag",
+        "other flag",
+        "negated: the else runs",
+    ],
+)
+def test_an_import_that_may_run_on_2x_is_still_reported(source, line):
+    assert [(f.code, f.line) for f in check_source(source.encode()).findings] == [("LM009", line)]
+
+
 def test_a_definition_used_outside_annotations_is_opt_in():
     """``EPOCH_OUTPUT`` read by running code (not only in annotations) would hold 2.x's ``STEP_OUTPUT``, which is
     not 1.9.5's: the definition is ``unsafe``, and ``--fix`` leaves a marker saying so."""
@@ -215,4 +267,158 @@ def test_compare_reads_replacements_from_the_homes():
         "removed": {"p.a": {"moved": "p.b.impl", "value": None}, "p.gone": {"f": None}},
         "modules_removed": ["p.gone"],
         "definitions": {},
+        "deprecated": {},
     }
+
+
+def test_compare_keeps_a_shim_s_replacement_where_it_is_a_drop_in():
+    """A deprecation shim of the old release (``value`` of ``p.a``, recorded with its message and the parameters of
+    what the message names) has that replacement where the new release binds a callable taking every call it
+    took; ``None`` where the new release lacks it."""
+    shim = {
+        "message": "use `q.value`",
+        "replacement": "q.value",
+        "forwards": True,
+        "parameters": [["x", "POSITIONAL_OR_KEYWORD", None]],
+    }
+    old = {
+        "package": "p",
+        "version": "1",
+        "failed": [],
+        "modules": {"p.a": {"value": "p.a", "other": "p.a"}},
+        "deprecated": {"p.a": {"value": shim, "other": {**shim, "replacement": "q.other"}}},
+    }
+    new = {
+        "package": "p",
+        "version": "2",
+        "failed": [],
+        "modules": {"p.a": {}},
+        "replacements": {
+            "q.value": [["x", "POSITIONAL_OR_KEYWORD", None], ["y", "KEYWORD_ONLY", "1"]],
+            "q.other": None,
+        },
+    }
+    assert lightning_names.compare(old, new)["deprecated"] == {
+        "p.a": {
+            "other": {"message": "use `q.value`", "replacement": None, "drop_in": False, "forwards": True},
+            "value": {"message": "use `q.value`", "replacement": "q.value", "drop_in": True, "forwards": True},
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("new", "expected"),
+    [
+        ([["seed", "POSITIONAL_OR_KEYWORD", "None"]], True),
+        ([["seed", "POSITIONAL_OR_KEYWORD", "None"], ["verbose", "POSITIONAL_OR_KEYWORD", "True"]], True),
+        ([["seed", "POSITIONAL_OR_KEYWORD", "None"], ["kwargs", "VAR_KEYWORD", None]], True),
+        ([["seed", "POSITIONAL_OR_KEYWORD", "None"], ["device", "POSITIONAL_OR_KEYWORD", None]], False),
+        ([["seed", "POSITIONAL_OR_KEYWORD", "0"]], False),
+        ([["seed", "KEYWORD_ONLY", "None"]], False),
+        ([["s", "POSITIONAL_OR_KEYWORD", "None"]], False),
+        (None, False),
+    ],
+    ids=[
+        "same",
+        "an optional parameter added",
+        "**kwargs added",
+        "a required one added",
+        "another default",
+        "keyword-only now",
+        "renamed",
+        "no signature",
+    ],
+)
+def test_drop_in(new, expected):
+    assert lightning_names.drop_in([["seed", "POSITIONAL_OR_KEYWORD", "None"]], new) is expected
+
+
+SHIMS = [
+    (
+        "a shim that only handed the call on, called: imported from what its message names (safe)",
+        "from pytorch_lightning.utilities.seed import seed_everything\n\nseed_everything(0)\n",
+        "from lightning_fabric.utilities.seed import seed_everything\n\nseed_everything(0)\n",
+        "safe",
+    ),
+    (
+        "beside a name still there: that name stays, the replacement joins the imports (safe)",
+        "import torch\nfrom pytorch_lightning.utilities.seed import isolate_rng, seed_everything\n\n"
+        "seed_everything(1)\n",
+        "import torch\nfrom lightning_fabric.utilities.seed import seed_everything\n"
+        "from pytorch_lightning.utilities.seed import isolate_rng\n\nseed_everything(1)\n",
+        "safe",
+    ),
+    (
+        "a decorator (safe)",
+        "from pytorch_lightning.utilities.distributed import rank_zero_only\n\n\n@rank_zero_only\ndef f():\n    pass\n",
+        "from pytorch_lightning.utilities import rank_zero_only\n\n\n@rank_zero_only\ndef f():\n    pass\n",
+        "safe",
+    ),
+    (
+        "read otherwise than called: the shim was another object (unsafe)",
+        "from pytorch_lightning.utilities.distributed import rank_zero_only\n\nrank_zero_only.rank = 0\n",
+        "from pytorch_lightning.utilities import rank_zero_only\n\nrank_zero_only.rank = 0\n",
+        "unsafe",
+    ),
+    (
+        "a shim that did more than hand the call on (unsafe)",
+        "from pytorch_lightning.utilities.apply_func import apply_to_collection\n\n"
+        "apply_to_collection([1], int, str)\n",
+        "from lightning_utilities.core.apply_func import apply_to_collection\n\napply_to_collection([1], int, str)\n",
+        "unsafe",
+    ),
+    (
+        "a name that moved, beside names still there, over several lines: the trailing comma stays (safe)",
+        "from pytorch_lightning.loggers import (\n    CSVLogger,\n    NeptuneLogger,\n)\n",
+        "from pytorch_lightning.loggers.neptune import NeptuneLogger\nfrom pytorch_lightning.loggers import (\n"
+        "    CSVLogger,\n)\n",
+        "safe",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "expected", "tier"), [p[1:] for p in SHIMS], ids=[p[0] for p in SHIMS])
+def test_a_deprecated_name_is_imported_from_its_replacement(source, expected, tier):
+    [finding] = check_source(source.encode()).findings
+    assert finding.tier == tier
+    assert fix(source, unsafe_fixes=True) == expected
+    compile(expected, "expected", "exec")
+    assert check_source(expected.encode()).findings == []
+    if tier == "unsafe":
+        assert "unsafe fix" in fix(source) and fix(source).endswith(source)  # plain --fix: a marker only
+
+
+def test_the_fixed_imports_import_on_the_installed_lightning():
+    for _, _, expected, _ in SHIMS:
+        imports = expected.split("\n\n")[0] + "\n"  # the file's import block, as fixed
+        exec(compile(imports, "fixed", "exec"), {})  # noqa: S102 - the fixed imports, run on the installed release
+
+
+def test_a_shim_without_a_drop_in_keeps_its_message_in_the_marker():
+    source = "from pytorch_lightning.utilities.cloud_io import load as pl_load\n"
+    [finding] = check_source(source.encode()).findings
+    assert finding.tier == "manual"
+    assert "1.9.5 said: `pytorch_lightning.utilities.cloud_io.load` has been deprecated" in fix(source)
+    assert "copy over its implementation" in fix(source)
+
+
+def test_the_shims_come_from_the_recorded_releases():
+    """Each shim of the table is the 1.9.5 record's: its message as the shim emitted it when called there, and the
+    replacement the message names; a drop-in where the 2.6.6 record gives the replacement the same parameters and
+    more optional ones."""
+    import json
+
+    from lightning_migrate import source_tree
+
+    folder = source_tree.ROOT / "src" / "lightning_migrate" / "data" / "lightning_names"
+    old, new = (json.loads((folder / f"{v}.json").read_text(encoding="utf-8")) for v in ("1.9.5", "2.6.6"))
+    table = lightning_names.load()
+    shim = table["deprecated"]["pytorch_lightning.utilities.seed"]["seed_everything"]
+    recorded = old["deprecated"]["pytorch_lightning.utilities.seed"]["seed_everything"]
+    assert (
+        shim["message"] == recorded["message"]
+        and "`lightning_fabric.utilities.seed.seed_everything`" in shim["message"]
+    )
+    assert shim["replacement"] == recorded["replacement"] == "lightning_fabric.utilities.seed.seed_everything"
+    assert shim["drop_in"] and lightning_names.drop_in(recorded["parameters"], new["replacements"][shim["replacement"]])
+    assert table["deprecated"]["pytorch_lightning.utilities.cloud_io"]["load"]["replacement"] is None

@@ -304,19 +304,28 @@ PAIRS = [
         ["LM006"],
     ),
     (
-        "LM006 manual: module on_epoch_end",
+        "LM006 manual: module on_epoch_end beside a stage hook that returns early",
         """
         import lightning.pytorch as pl
 
         class M(pl.LightningModule):
+            def on_train_epoch_end(self):
+                if self.skip:
+                    return
+
             def on_epoch_end(self):
                 self.count += 1
         """,
-        f"""
+        """
         import lightning.pytorch as pl
 
         class M(pl.LightningModule):
-            # lightning-migrate: LM006 manual fix, never called: use the stage hooks: {URL}LM006.html
+            def on_train_epoch_end(self):
+                if self.skip:
+                    return
+
+            # lightning-migrate: LM006 manual fix, never called: use the stage hooks (the class's """
+        + f"""`on_train_epoch_end` returns before its end: call `_on_epoch_end` from it by hand): {URL}LM006.html
             def on_epoch_end(self):
                 self.count += 1
         """,

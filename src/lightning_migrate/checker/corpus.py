@@ -70,6 +70,9 @@ class Tally:
     markers: int = 0
     #: ``(rule code, tier)`` -> findings
     by_rule: Counter = field(default_factory=Counter)
+    #: ``(rule code, shape, tier)`` -> findings rewritten by a proven or opt-in rewrite (the shape a caching or
+    #: stage-hook rewrite writes, else the fix's description)
+    by_shape: Counter = field(default_factory=Counter)
     details: list[str] = field(default_factory=list)
 
     COUNTS: ClassVar[tuple[str, ...]] = (
@@ -81,6 +84,7 @@ class Tally:
         for name in self.COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.by_rule.update(other.by_rule)
+        self.by_shape.update(other.by_shape)
 
     @property
     def opt_in_share(self) -> float:
@@ -189,9 +193,9 @@ def _fix_quietly(folder: Path) -> None:
         main(["--fix", "--unsafe-fixes", "--quiet", "--jobs", "1", str(folder)])
 
 
-def _tiers(folder: Path, by_rule: Counter | None = None) -> dict[str, list[str]]:
+def _tiers(folder: Path, by_rule: Counter | None = None, by_shape: Counter | None = None) -> dict[str, list[str]]:
     """``{relative path: [tier of each finding]}`` of ``--fix --unsafe-fixes`` on ``folder`` (nothing written);
-    ``by_rule`` counts ``(rule code, tier)``."""
+    ``by_rule`` counts ``(rule code, tier)``, ``by_shape`` ``(rule code, shape, tier)`` of the rewritten ones."""
     files, _ = discover([folder])
     everything, roots = project_files([folder], files)
     reports = run_checks([p.resolve() for p in files], Project(everything, roots), Options(True, True), jobs=1)
@@ -201,6 +205,12 @@ def _tiers(folder: Path, by_rule: Counter | None = None) -> dict[str, list[str]]
         tiers[report.path.relative_to(folder.resolve()).as_posix()] = [f.tier or "manual" for f in found]
         if by_rule is not None:
             by_rule.update((f.code, f.tier or "manual") for f in found)
+        if by_shape is not None:
+            by_shape.update(
+                (f.code, f.fix.shape or f.fix.description, f.tier)
+                for f in found
+                if f.fix is not None and f.tier in ("proven", "unsafe")
+            )
     return tiers
 
 
@@ -220,7 +230,7 @@ def fix_figures(folder: Path, tally: Tally) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / folder.name
         shutil.copytree(folder, copy, symlinks=True)
-        tiers = _tiers(copy, tally.by_rule)
+        tiers = _tiers(copy, tally.by_rule, tally.by_shape)
         for found in tiers.values():
             for tier in found:
                 setattr(tally, tier, getattr(tally, tier) + 1)
@@ -332,6 +342,10 @@ def measure(corpus: Path | list[Path], labels: Path = LABELS, fix: bool = True) 
         for code in sorted({code for code, _ in total.by_rule}):
             counts = {tier: total.by_rule[(code, tier)] for tier in ("safe", "proven", "unsafe", "manual")}
             print(f"  {code}: " + ", ".join(f"{n} {tier}" for tier, n in counts.items()))
+    if fix and total.by_shape:
+        print("rewritten, by shape (proven: a row of the scenario matrix proves it):")
+        for (code, shape, tier), count in sorted(total.by_shape.items()):
+            print(f"  {code} {shape}: {count} {tier}")
     if missing:
         print(f"not found in {', '.join(map(str, folders))} (fetch them at the labelled commits): {', '.join(missing)}")
     return total

@@ -15,8 +15,14 @@ function of the package, or is assigned in the module's own source; an imported 
 does not have, the replacement (:func:`compare`) or ``null``, and the modules the new release no longer has. LM009
 reads it, with ``definitions``: for a removed value whose recorded definition uses only names the new release (or
 the standard library) still binds, the expression and the imports that make it (``EPOCH_OUTPUT = List[STEP_OUTPUT]``
-over 2.x's ``STEP_OUTPUT``). Nothing here is typed: the lists and the definitions come from the releases, each
-record naming the environment it was made in (``"environment"``). The records this table was made from: 1.9.5
+over 2.x's ``STEP_OUTPUT``); and ``deprecated``: for a removed function that was a deprecation shim of the old
+release, the message it emitted when called there (``record`` calls each function whose body starts by calling a
+``*deprecation*`` function, with no arguments, in the old release's environment), the replacement that message
+names, whether the shim only handed its arguments to that very object, and whether the replacement is a drop-in on
+the new release (:func:`drop_in` of the parameters each release records for it). Nothing here is typed: the lists,
+the definitions and the messages come from the releases, each record naming the environment it was made in
+(``"environment"``; run the module as a script, ``python src/lightning_migrate/checker/lightning_names.py record``,
+in an environment without libcst). The records this table was made from: 1.9.5
 imported in an environment of its own, of 1.9's time (``pytorch-lightning==1.9.5 torchmetrics==0.11.4
 lightning-utilities==0.8.0 requests==2.28.2 "setuptools<81"`` over the pinned torch; ``requests`` lets
 ``pytorch_lightning.serve`` import), 2.6.6 as installed, with ``--also`` the 1.9.5 record; both records are kept in
@@ -117,6 +123,148 @@ def _values(module: Any, names: dict[str, str]) -> dict[str, dict[str, Any]]:
     return found
 
 
+#: A deprecation message's backquoted dotted name (```lightning_fabric.utilities.seed.seed_everything```).
+_QUOTED = re.compile(r"`([A-Za-z_][\w.]*)`")
+
+
+def _parameters(obj: Any) -> list[list[Any]] | None:
+    """``[[name, kind, default]]`` of a callable's signature (the default as its ``repr``, ``None`` when it has none;
+    annotations left out); ``None`` when it has no signature."""
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    return [
+        [p.name, p.kind.name, None if p.default is inspect.Parameter.empty else repr(p.default)]
+        for p in signature.parameters.values()
+    ]
+
+
+def _resolve(dotted: str) -> Any:
+    """The object a dotted name names (a module, or an attribute of the longest module prefix that imports);
+    ``None`` when nothing does."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except Exception:  # noqa: BLE001 - not a module: try a shorter prefix
+            continue
+        for part in parts[cut:]:
+            obj = getattr(obj, part, None)
+            if obj is None:
+                return None
+        return obj
+    return None
+
+
+def _parameters_at(dotted: str) -> list[list[Any]] | None:
+    obj = _resolve(dotted)
+    return None if obj is None or inspect.ismodule(obj) else _parameters(obj)
+
+
+def _forwarded(function: Any) -> str | None:
+    """The name a shim's body forwards every argument to, when the body is only a call of a ``*deprecation*``
+    function, imports, and ``return target(*args, **kwargs)`` with the shim's own ``*args, **kwargs``; else
+    ``None`` (a shim that does more, such as turning one exception into another)."""
+    try:
+        tree = ast.parse(inspect.getsource(function).lstrip())
+    except (OSError, TypeError, SyntaxError):
+        return None
+    [node] = tree.body
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    args = node.args
+    if args.args or args.posonlyargs or args.kwonlyargs or args.vararg is None or args.kwarg is None:
+        return None
+    body = [s for s in node.body if not isinstance(s, ast.Import | ast.ImportFrom)]
+    if len(body) != 2 or not isinstance(body[0], ast.Expr) or not isinstance(body[1], ast.Return):
+        return None
+    warn, returned = body[0].value, body[1].value
+    if not (isinstance(warn, ast.Call) and "deprecat" in ast.unparse(warn.func).lower()):
+        return None
+    if not (isinstance(returned, ast.Call) and isinstance(returned.func, ast.Name)):
+        return None
+    star = [a for a in returned.args if isinstance(a, ast.Starred)]
+    if len(returned.args) != 1 or len(star) != 1 or ast.unparse(star[0].value) != args.vararg.arg:
+        return None
+    if [(k.arg, ast.unparse(k.value)) for k in returned.keywords] != [(None, args.kwarg.arg)]:
+        return None
+    return returned.func.id
+
+
+def _deprecated(module: Any, names: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The module's own functions that are deprecation shims, found by calling each one whose body starts with a
+    call of a ``*deprecation*`` function, with no arguments, and keeping the deprecation warning it emits first
+    (what it does next fails or not; the call runs in the recording process only):
+    ``{name: {"message", "replacement": the dotted name the message names instead of the shim's (a module it
+    says to import the name from, with the name), or None, "forwards": whether the shim only warns and hands
+    every argument to that very object (:func:`_forwarded`), "parameters": the replacement's here}}``."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, home in names.items():
+        function = vars(module).get(name)
+        if home != module.__name__ or not inspect.isfunction(function):
+            continue
+        try:
+            first = ast.parse(inspect.getsource(function).lstrip()).body[0]
+        except (OSError, TypeError, SyntaxError):
+            continue
+        if not isinstance(first, ast.FunctionDef) or not first.body:
+            continue
+        head = first.body[0]
+        if not (
+            isinstance(head, ast.Expr)
+            and isinstance(head.value, ast.Call)
+            and "deprecat" in ast.unparse(head.value.func).lower()
+        ):
+            continue
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                function()
+            except Exception:  # noqa: BLE001 - the shim warns first; what it calls next is not the point
+                pass
+        messages = [str(w.message) for w in caught if "deprecat" in w.category.__name__.lower()]
+        if not messages:
+            continue
+        message = messages[0]
+        replacement = None
+        for quoted in _QUOTED.findall(message):
+            if quoted == f"{module.__name__}.{name}":
+                continue
+            target = _resolve(quoted)
+            if inspect.ismodule(target) and hasattr(target, name):
+                replacement = f"{quoted}.{name}"
+            elif target is not None and not inspect.ismodule(target):
+                replacement = quoted
+            if replacement is not None:
+                break
+        target = _resolve(replacement) if replacement else None
+        forwarded = _forwarded(function)
+        forwards = (
+            target is not None
+            and forwarded is not None
+            and (vars(module).get(forwarded) is target or _local_import_is(function, forwarded, target))
+        )
+        found[name] = {
+            "message": message,
+            "replacement": replacement,
+            "forwards": forwards,
+            "parameters": _parameters(target) if target is not None else None,
+        }
+    return found
+
+
+def _local_import_is(function: Any, name: str, target: Any) -> bool:
+    """Whether the shim's body imports ``name`` (``from m import x as name``) and that is ``target``."""
+    tree = ast.parse(inspect.getsource(function).lstrip())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    return _resolve(f"{node.module}.{alias.name}") is target
+    return False
+
+
 def _public(module: Any) -> dict[str, str]:
     """``{name: home}`` of the module's public names (see the module docstring)."""
     listed = set(getattr(module, "__all__", ()) or ())
@@ -132,13 +280,16 @@ def _public(module: Any) -> dict[str, str]:
     return dict(sorted(names.items()))
 
 
-def record(package: str = PACKAGE, also: tuple[str, ...] = ()) -> dict[str, Any]:
+def record(package: str = PACKAGE, also: tuple[str, ...] = (), replacements: tuple[str, ...] = ()) -> dict[str, Any]:
     """Import every module of ``package`` and read its public names; ``also``: more module names to try (an older
     release's, which a newer one may still provide without a file of its own -- the modules 2.x keeps importable
-    for old code and checkpoints); one that does not import is simply not recorded.
+    for old code and checkpoints); one that does not import is simply not recorded. ``replacements``: dotted names
+    (an older release's deprecation messages name them) whose parameters to record, ``None`` for one that does not
+    import here.
 
     Returns:
-        ``{"package", "version", "modules": {module: {name: home}}, "failed": [module, ...]}``.
+        ``{"package", "version", "modules": {module: {name: home}}, "values", "deprecated": {module: {name:
+        shim}} (:func:`_deprecated`), "replacements": {dotted name: parameters or None}, "failed": [module, ...]}``.
 
     Raises:
         ImportError: ``package`` is not installed.
@@ -147,6 +298,7 @@ def record(package: str = PACKAGE, also: tuple[str, ...] = ()) -> dict[str, Any]
     failed: list[str] = []
     modules: dict[str, dict[str, str]] = {package: _public(root)}
     values: dict[str, dict[str, dict[str, Any]]] = {}
+    deprecated: dict[str, dict[str, dict[str, Any]]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for info in pkgutil.walk_packages(root.__path__, package + ".", onerror=failed.append):
@@ -159,6 +311,9 @@ def record(package: str = PACKAGE, also: tuple[str, ...] = ()) -> dict[str, Any]
             defined = _values(module, modules[info.name])
             if defined:
                 values[info.name] = defined
+            found = _deprecated(module, modules[info.name])
+            if found:
+                deprecated[info.name] = found
         for name in also:
             if name in modules or _private(name):
                 continue
@@ -172,6 +327,8 @@ def record(package: str = PACKAGE, also: tuple[str, ...] = ()) -> dict[str, Any]
         "environment": _environment(package),
         "modules": dict(sorted(modules.items())),
         "values": dict(sorted(values.items())),
+        "deprecated": dict(sorted(deprecated.items())),
+        "replacements": {path: _parameters_at(path) for path in sorted(set(replacements))},
         "failed": sorted(set(failed)),
     }
 
@@ -207,7 +364,8 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 
     Returns:
         ``{"package", "old", "new", "removed": {module: {name: replacement module or None}}, "modules_removed":
-        [module, ...]}``.
+        [module, ...], "definitions": ..., "deprecated": {module: {name: {"message", "replacement" (``None`` where
+        the new release lacks it), "drop_in", "forwards"}}}}``.
     """
     homes: dict[str, list[tuple[str, str]]] = {}
     for module, names in new["modules"].items():
@@ -241,6 +399,18 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
                         "expression": recorded["expression"],
                         "imports": imports,
                     }
+    deprecated: dict[str, dict[str, dict[str, Any]]] = {}
+    for module, names in removed.items():
+        for name, replacement in names.items():
+            shim = old.get("deprecated", {}).get(module, {}).get(name)
+            if replacement is None and shim is not None:
+                now = new.get("replacements", {}).get(shim["replacement"]) if shim["replacement"] else None
+                deprecated.setdefault(module, {})[name] = {
+                    "message": shim["message"],
+                    "replacement": shim["replacement"] if now is not None else None,
+                    "drop_in": now is not None and drop_in(shim["parameters"], now),
+                    "forwards": shim["forwards"],
+                }
     return {
         "package": old["package"],
         "old": old["version"],
@@ -248,7 +418,17 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         "removed": removed,
         "modules_removed": gone,
         "definitions": definitions,
+        "deprecated": deprecated,
     }
+
+
+def drop_in(old: list[list[Any]] | None, new: list[list[Any]] | None) -> bool:
+    """Whether a callable of parameters ``new`` takes every call one of parameters ``old`` took, binding each
+    argument as it did: ``old``'s parameters come first, the same names, kinds and defaults, and each one ``new``
+    adds has a default (or is ``*args`` / ``**kwargs``)."""
+    if old is None or new is None or len(new) < len(old) or new[: len(old)] != old:
+        return False
+    return all(default is not None or kind in ("VAR_POSITIONAL", "VAR_KEYWORD") for _, kind, default in new[len(old) :])
 
 
 def _definable(
@@ -313,8 +493,15 @@ def main(argv: list[str] | None = None) -> int:
     cmp.add_argument("--output", "-o", type=Path, default=TABLE)
     args = parser.parse_args(argv)
     if args.command == "record":
-        also = tuple(json.loads(args.also.read_text(encoding="utf-8"))["modules"]) if args.also else ()
-        _write(args.output, record(also=also))
+        older = json.loads(args.also.read_text(encoding="utf-8")) if args.also else {}
+        also = tuple(older.get("modules", ()))
+        wanted = tuple(
+            shim["replacement"]
+            for names in older.get("deprecated", {}).values()
+            for shim in names.values()
+            if shim["replacement"]
+        )
+        _write(args.output, record(also=also, replacements=wanted))
     else:
         old, new = (json.loads(p.read_text(encoding="utf-8")) for p in (args.old, args.new))
         _write(args.output, compare(old, new))

@@ -44,3 +44,10 @@ def shapes() -> frozenset[str]:
 def proving_rows(shape: str) -> list[str]:
     """The matrix rows (recipe ids) that prove ``shape``; empty when none does."""
     return [row["recipe"] for row in load()["shapes"].get(shape, [])]
+
+
+def stageless() -> dict[str, Any]:
+    """Where the newest 1.x release that ran them called the stage-less hooks: ``{"release": version, "hooks":
+    {owner: {hook: {"hooks": [stage hooks], "position": "after" | "before"}}}}`` (:func:`.record_proven.stageless`),
+    or ``{}`` when no release recorded it."""
+    return load().get("stageless", {})

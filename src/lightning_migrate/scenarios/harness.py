@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import copy
 import functools
 import importlib
 import io
@@ -588,12 +589,18 @@ def _observers():
         datasets it read; and at the end of each stage run, ``trainer.callback_metrics`` (what a disabled logger,
         under ``fast_dev_run``, would have received last). Under DDP each rank keeps its own record, rank ``r > 0``
         in :func:`rank_file` of ``file``: a training value's truth spans every rank's batches
-        (:func:`load_record`)."""
+        (:func:`load_record`). With ``keep``: at the end of each Trainer call, a copy of that attribute of the
+        module or the first callback that has it, as rank 0 holds it (``kept``, by call: under DDP the recipe's
+        objects run in the worker processes)."""
 
-        def __init__(self, file: Path, trainer_number: int = 0):
+        def __init__(self, file: Path, trainer_number: int = 0, keep: str | None = None):
             self.file = Path(file)
             self.trainer_number = trainer_number  # which Trainer of the attempt: entries are tagged with it
-            self.record: dict[str, list] = {"train": [], "validation": [], "test": [], "predict": [], "metrics": []}
+            self.keep = keep
+            self.call = 0
+            self.record: dict[str, list] = {
+                "train": [], "validation": [], "test": [], "predict": [], "metrics": [], "events": [],
+            }  # fmt: skip
 
         @staticmethod
         def _weights(pl_module):
@@ -607,8 +614,17 @@ def _observers():
         def load_state_dict(self, state_dict):
             self.record["carried"] = state_dict["validation_runs"]
 
+        def _kept(self, trainer, pl_module):
+            if self.keep is None:
+                return
+            owners = [owner for owner in (pl_module, *trainer.callbacks) if hasattr(owner, self.keep)]
+            if owners:
+                self.record.setdefault("kept", {})[self.call] = copy.deepcopy(list(getattr(owners[0], self.keep)))
+
         def on_exception(self, trainer, pl_module, exception):
             # An interrupted run's record is read too: the truth of a value carried across runs spans both.
+            if trainer.global_rank == 0:
+                self._kept(trainer, pl_module)
             torch.save(self.record, rank_file(self.file, trainer.global_rank))
 
         def setup(self, trainer, pl_module, stage):
@@ -617,6 +633,7 @@ def _observers():
             own = rank_file(self.file, trainer.global_rank)
             if own.exists():
                 self.record = torch.load(own, weights_only=False)
+            self.call = len(self.record.get("kept", {}))
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
             if len(self.record["train"]) >= RUNAWAY_BATCHES:  # every rank counts the same: all stop together
@@ -656,15 +673,38 @@ def _observers():
         def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
             self._batch("predict", trainer, batch_idx, dataloader_idx)
 
+        def _event(self, hook, trainer):
+            # every stage's epoch start and end, the sanity check's included, in order: where a stage-less hook
+            # of 1.x ran (``weighting = "calls"``)
+            self.record["events"].append({"hook": hook, "stage": trainer.state.stage.value})
+
+        def on_train_epoch_start(self, trainer, pl_module):
+            self._event("on_train_epoch_start", trainer)
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            self._event("on_train_epoch_end", trainer)
+
         def on_validation_epoch_start(self, trainer, pl_module):
+            self._event("on_validation_epoch_start", trainer)
             if not trainer.sanity_checking:  # sanity-check values are never logged: nothing to compare
                 self._evaluation("validation", trainer, pl_module, trainer.val_dataloaders)
 
+        def on_validation_epoch_end(self, trainer, pl_module):
+            self._event("on_validation_epoch_end", trainer)
+
         def on_test_epoch_start(self, trainer, pl_module):
+            self._event("on_test_epoch_start", trainer)
             self._evaluation("test", trainer, pl_module, trainer.test_dataloaders)
 
+        def on_test_epoch_end(self, trainer, pl_module):
+            self._event("on_test_epoch_end", trainer)
+
         def on_predict_epoch_start(self, trainer, pl_module):
+            self._event("on_predict_epoch_start", trainer)
             self._evaluation("predict", trainer, pl_module, trainer.predict_dataloaders)
+
+        def on_predict_epoch_end(self, trainer, pl_module):
+            self._event("on_predict_epoch_end", trainer)
 
         def _metrics(self, stage, trainer):
             values = {name: float(value) for name, value in trainer.callback_metrics.items() if value.numel() == 1}
@@ -681,6 +721,8 @@ def _observers():
             self._metrics("test", trainer)
 
         def teardown(self, trainer, pl_module, stage):
+            if trainer.global_rank == 0:
+                self._kept(trainer, pl_module)
             torch.save(self.record, rank_file(self.file, trainer.global_rank))
 
     class GraphCheck(pl.Callback):
@@ -1104,7 +1146,8 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
                 around = beside()
                 trainers += 1
                 monitors = [c for c in around if isinstance(c, (ModelCheckpoint, EarlyStopping))]
-                truth_callback = GroundTruth(truth_file, trainers)
+                keep = recipe.metric[0].removeprefix("attribute:") if recipe.weighting == "calls" else None
+                truth_callback = GroundTruth(truth_file, trainers, keep)
                 trainer = pl.Trainer(
                     **{
                         **TRAINER_BASE,
@@ -1152,6 +1195,15 @@ def _run(recipe: Recipe, scenario: Scenario, root: Path, tmp: Path) -> dict[str,
         # a value carried across runs: its truth spans the validations the checkpoint came after, in the run
         # that was interrupted, then the resumed run's
         before = torch.load(tmp / "truth1.pt", weights_only=False)[recipe.stage][: record["carried"]]
+    if recipe.weighting == "calls":
+        events = record["events"]
+        if settings["crash"] and not settings["resume"] and not scenario.distributed:
+            # the same objects ran the crashed run in this process: their calls count (under DDP, each Trainer
+            # call's workers start from the objects of the process that started the run, which never ran a hook)
+            events = torch.load(tmp / "truth1.pt", weights_only=False)["events"] + events
+        kept = [record["kept"][call] for call in sorted(record.get("kept", {}))]
+        seen = [c for calls in kept for c in calls] if scenario.distributed else (kept[-1] if kept else [])
+        return _compare_calls(recipe, root, events, seen)
     expected, tags = truth.ground_truth(recipe, scenario, record, datasets, SKIPPED, before=before)
     if recipe.weighting == "predictions":
         attribute = recipe.metric[0].removeprefix("attribute:")
@@ -1218,6 +1270,22 @@ def checkpoint_candidates(watched: list[tuple[float, int | None]]) -> list[float
             compared.append(value)
             last = step if step is not None else last
     return compared
+
+
+def _compare_calls(recipe: Recipe, root: Path, events: list[dict], kept: list) -> dict[str, Any]:
+    """A recipe weighted by ``calls``: each entry its objects kept in ``metric``'s attribute (``kept``, as rank 0
+    held it) starts with the edge and the stage a stage-less hook ran at (``["end", "validate", ...]``); the truth
+    is where the newest 1.x release that ran those hooks called them, over the stage epochs ``events`` of the runs
+    the objects made (:func:`.truth.stageless_calls`)."""
+    seen = [list(entry[:2]) for entry in kept]
+    expected = truth.stageless_calls(recipe, root / recipe.page, events)
+    if seen == expected:
+        return {"outcome": "holds", "detail": f"{len(seen)} calls where 1.x made them", "relative_error": 0.0}
+    pairs = enumerate(zip(seen, expected, strict=False))
+    at = next((i for i, (a, b) in pairs if a != b), min(len(seen), len(expected)))
+    detail = f"{len(seen)} calls, {len(expected)} expected; first difference at call {at}: "
+    detail += f"{seen[at] if at < len(seen) else 'none'} vs {expected[at] if at < len(expected) else 'none'}"
+    return {"outcome": "differs", "detail": detail, "relative_error": None}
 
 
 def _error_text(error: BaseException, tmp: Path) -> str:

@@ -450,6 +450,8 @@ def _load_recipe(lines: Lines, rid: str, table: dict, axes: dict[str, Axis], nam
             )
         )
     metric = table["metric"]
+    if table["weighting"] in ("predictions", "calls") and not str(metric).startswith("attribute:"):
+        raise MatrixError(f"{where} metric: a recipe weighted by {table['weighting']} names attribute:<name>")
     targets = table.get("targets", {})
     if targets and (set(targets) != set(metric if isinstance(metric, list) else [metric]) or table["stage"] != "train"):
         raise MatrixError(f"{where} targets: a training recipe's targets name every metric, and only those")

@@ -18,6 +18,11 @@ What each quantity means, and so what the recipe is compared with:
   ``sample``: every sample once).
 * **predictions**: every prediction of the evaluated samples, in dataset order: one tensor, or one per
   dataloader when there are several.
+* **calls** (a stage-less hook's calls, ``on_epoch_end``): ``[edge, stage]`` for each call the newest 1.x release
+  that ran the hook would have made in the run -- at each epoch start or end of a stage whose hook that release
+  called it beside, as its record says (``stageless-hook-calls`` of ``data/compat/<release>.json``, read by
+  :func:`lightning_migrate.checker.record_proven.stageless`), over the stage epochs the run made (the sanity
+  check's included), in order.
 
 Under ``precision="bf16-mixed"`` the model is applied under ``torch.autocast("cpu", torch.bfloat16)``, as
 Lightning applies it.
@@ -193,6 +198,43 @@ def ground_truth(
             raise MatrixError(f"over_runs = {recipe.over_runs!r}: the ground truth implements {sorted(OVER_RUNS)} only")
         runs = OVER_RUNS[recipe.over_runs](runs)
     return _named(recipe, runs[len(carried) :]), tags
+
+
+def stageless_calls(recipe: Recipe, page, events: list[dict]) -> list[list[str]]:
+    """The calls of the stage-less hooks that the recipe's classes define on ``page`` (as written), at the stage
+    epochs ``events`` (``{"hook", "stage"}`` in order): ``[edge, stage]`` each (see the module docstring).
+
+    Raises:
+        MatrixError: no 1.x release recorded the hooks' calls, or the page's classes define none of them.
+    """
+    import ast
+
+    from lightning_migrate.checker import record_proven
+
+    recorded = record_proven.stageless_record()
+    if recorded is None:
+        raise MatrixError(f"[recipe.{recipe.id}]: no 1.x release of data/compat recorded the stage-less hooks' calls")
+    tree = ast.parse(page.read_text(encoding="utf-8"))
+    defined = {
+        node.name: {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+    }
+    owner = "Callback" if recipe.callbacks else "LightningModule"
+    names = recipe.callbacks or (recipe.module,)
+    hooks = {
+        hook: entry["hooks"]
+        for hook, entry in recorded["hooks"].get(owner, {}).items()
+        if any(hook in defined.get(name, ()) for name in names)
+    }
+    if not hooks:
+        raise MatrixError(f"[recipe.{recipe.id}]: {page} defines no stage-less hook a 1.x release recorded")
+    calls = []
+    for event in events:
+        for hook, beside in sorted(hooks.items()):
+            if event["hook"] in beside:
+                calls.append([hook.rpartition("_")[2], event["stage"]])
+    return calls
 
 
 def _own_losses(recipe: Recipe, scenario: Scenario, record: dict) -> tuple:

@@ -7,6 +7,9 @@ import libcst as cst
 from lightning_migrate import registry
 from lightning_migrate.checker.base import Finding, manual_fix
 
+#: the registry patterns of LM001 (``training_epoch_end`` and its kin), whose rewrites other rules must not cross
+EPOCH_END_METHOD_PATTERNS = ("training-epoch-end", "validation-epoch-end", "test-epoch-end")
+
 
 def new_hook(pattern_id: str) -> str:
     """The name of the hook that replaces a registry pattern's (``on_train_epoch_end`` for ``training-epoch-end``).

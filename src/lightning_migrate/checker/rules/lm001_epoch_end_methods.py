@@ -18,10 +18,16 @@ from lightning_migrate.checker.base import (
     with_name,
 )
 from lightning_migrate.checker.rules._caching import caching_fix
-from lightning_migrate.checker.rules._common import assigned_finding, literal_list, new_hook, removed
+from lightning_migrate.checker.rules._common import (
+    EPOCH_END_METHOD_PATTERNS,
+    assigned_finding,
+    literal_list,
+    new_hook,
+    removed,
+)
 
 #: the registry patterns of the rule; hooks, replacements and releases come from their entries
-PATTERN_IDS = ("training-epoch-end", "validation-epoch-end", "test-epoch-end")
+PATTERN_IDS = EPOCH_END_METHOD_PATTERNS
 #: old hook -> registry pattern
 HOOKS = {registry.get(pid).hook: pid for pid in PATTERN_IDS}
 _OLD = literal_list(HOOKS)

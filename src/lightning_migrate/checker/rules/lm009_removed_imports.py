@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -31,7 +33,10 @@ class RemovedImports(Rule):
         "last 1.x release binds the name (or has the module) and the installed 2.x release does not: the import "
         "raises before any hook runs. Both lists are recorded by importing every module of each release in its own "
         "environment, not typed: a public name is one the module's ``__all__`` lists, a class or function of "
-        "Lightning, or a value assigned in the module (``EPOCH_OUTPUT``)."
+        "Lightning, or a value assigned in the module (``EPOCH_OUTPUT``). Not reported: an import in a ``try`` that "
+        "catches ``ImportError`` (the file handles it), in the handler of a ``try`` whose body imports only names "
+        "2.x kept (the fallback never runs), or in the branch a flag named for a release up to the last 1.x keeps "
+        "for older releases (the ``else`` of ``if _PL_GREATER_EQUAL_1_6_0:``)."
     )
     fix_text = (
         "**safe** when every name the statement imports was moved: the same class or function is bound by a module "
@@ -41,9 +46,15 @@ class RemovedImports(Rule):
         "imports it needs (``EPOCH_OUTPUT = List[STEP_OUTPUT]``, ``STEP_OUTPUT`` from its new module); the "
         "statement keeps its other names. That is **safe** where the file reads the name only in annotations (or "
         "the definition uses no Lightning name), **unsafe** otherwise: its value then rests on the installed "
-        "release's definitions of the names it uses. **manual** for the rest (a class such as ``TrainingStep`` "
-        "with no 2.x counterpart, a name the definition needs that the file binds otherwise): a marker names what "
-        "is missing."
+        "release's definitions of the names it uses. A function the old module kept only as a deprecation shim "
+        "(``seed_everything`` of ``pytorch_lightning.utilities.seed``) is imported from the replacement its "
+        "deprecation message names, recorded by calling the shim there, where that replacement takes every call "
+        "the shim took on the installed release: **safe** when the shim only handed its arguments to it and the "
+        "file only calls the name (or decorates with it), **unsafe** otherwise (a shim that did more, a name the "
+        "file reads as an object). A name that moved beside names still there: the statement keeps those and the "
+        "moved one joins the imports. **manual** for the rest (a class with no counterpart in the installed "
+        "release, such as ``TrainingStep``; a name the definition needs that the file binds otherwise; a shim "
+        "whose message names no drop-in): a marker names what is missing, with the shim's message."
     )
     example = """\
 from pytorch_lightning.loops.utilities import recursive_detach
@@ -62,11 +73,14 @@ def detached(outputs):
         removed, gone = data["removed"], set(data["modules_removed"])
         versions = f"Lightning {data['old']} has it, {data['new']} does not"
         guarded = _guarded(tree)
+        dead = _fallbacks(tree, removed, gone) | _older_release_branches(tree, data["old"])
         for index, statement in enumerate(tree.body):
             for node in ast.walk(statement) if not isinstance(statement, ast.Import | ast.ImportFrom) else [statement]:
                 where = index if node is statement else -1
                 if id(node) in guarded:
                     continue  # `try: ... except ImportError:` -- the file handles the import failing
+                if id(node) in dead:
+                    continue  # a fallback or a branch for older releases: it does not run on 2.x
                 if isinstance(node, ast.ImportFrom) and node.module and not node.level:
                     names = [a.name for a in node.names if a.name != "*"]
                     known = removed.get(node.module, {})
@@ -77,10 +91,17 @@ def detached(outputs):
                     message = f"{shown} of `{node.module}`: {versions}; the import raises ImportError"
                     targets = set(missing.values())
                     defined = _definitions(data, node, missing)
+                    shims = _replacements(tree, node, missing, data)
                     if len(missing) == len(names) and len(targets) == 1 and None not in targets:
                         [target] = targets
                         message += f"; import it from `{target}`"
                         fix = Fix(SAFE, _from(target), description=f"import from {target}", changes_callers=False)
+                    elif shims is not None and (where != -1 or _one_module(shims, len(missing) == len(names))):
+                        message += "; " + "; ".join(
+                            f"{data['old']} said: {shim.message}" if shim.message else f"import it from `{shim.module}`"
+                            for shim in shims.values()
+                        )
+                        fix = _replacement_fix(node, shims, len(missing) == len(names))
                     elif defined is not None and where != -1:
                         message += "; " + ", ".join(f"define `{n}` as {data['old']} did" for n in defined)
                         fix = _definition_fix(tree, index, node, missing, defined, data) or manual_fix(
@@ -88,9 +109,12 @@ def detached(outputs):
                         )
                     else:
                         moved = [f"import {n} from {t}" for n, t in missing.items() if t]
-                        dropped = [n for n, t in missing.items() if not t]
+                        said = {n: _shim(data, node.module, n) for n, t in missing.items() if not t}
+                        dropped = [n for n, shim in said.items() if shim is None]
                         if dropped:
                             moved.append(f"{', '.join(dropped)} has no replacement: drop it")
+                        moved += [f"{data['old']} said: {shim['message']}" for shim in said.values() if shim]
+                        message += "".join(f"; {data['old']} said: {shim['message']}" for shim in said.values() if shim)
                         fix = manual_fix(self.code, f"gone in {data['new']}: {'; '.join(moved)}")
                     yield where, Finding(self.code, message, (), line=node.lineno, col=node.col_offset + 1, fix=fix)
                 elif isinstance(node, ast.Import):
@@ -120,6 +144,167 @@ def _guarded(tree: ast.Module) -> set[int]:
         if caught & _IMPORT_ERRORS:
             guarded |= {id(n) for s in node.body for n in ast.walk(s) if isinstance(n, ast.Import | ast.ImportFrom)}
     return guarded
+
+
+def _lightning_import_kept(node: ast.stmt, removed: dict, gone: set[str]) -> bool:
+    """Whether ``node`` imports only from ``pytorch_lightning`` and nothing the table says 2.x removed."""
+    if isinstance(node, ast.ImportFrom):
+        module = node.module or ""
+        return (
+            not node.level
+            and module.split(".")[0] == "pytorch_lightning"
+            and module not in gone
+            and not any(alias.name in removed.get(module, {}) for alias in node.names)
+        )
+    if isinstance(node, ast.Import):
+        return all(a.name.split(".")[0] == "pytorch_lightning" and a.name not in gone for a in node.names)
+    return False
+
+
+def _imports_in(statements: list[ast.stmt]) -> set[int]:
+    """The ids of the import statements in ``statements``, nested ones included."""
+    return {id(n) for s in statements for n in ast.walk(s) if isinstance(n, ast.Import | ast.ImportFrom)}
+
+
+def _fallbacks(tree: ast.Module, removed: dict, gone: set[str]) -> set[int]:
+    """The ids of the imports in the handlers of a ``try`` that catches an import error and whose body only
+    imports ``pytorch_lightning`` names 2.x kept (``try: from pytorch_lightning.utilities.rank_zero import
+    rank_zero_info`` / ``except ModuleNotFoundError: from pytorch_lightning.utilities.distributed import ...``):
+    the body imports on 2.x, so the handler, the older releases' way, never runs there. A body that imports a name
+    of another package, or one the table lists, may fail: its handlers' imports are checked as any other."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try | ast.TryStar) or not node.body:
+            continue
+        if not all(_lightning_import_kept(statement, removed, gone) for statement in node.body):
+            continue
+        for handler in node.handlers:
+            types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            caught = {"BaseException" if t is None else getattr(t, "id", getattr(t, "attr", "")) for t in types}
+            if caught & _IMPORT_ERRORS:
+                found |= _imports_in(handler.body)
+    return found
+
+
+#: A flag that says the installed ``pytorch_lightning`` is at least a release, as projects name it after
+#: Lightning's own ``_TORCH_GREATER_EQUAL_1_12`` (lightning-flash: ``_PL_GREATER_EQUAL_1_6_0 =
+#: compare_version("pytorch_lightning", operator.ge, "1.6.0")``).
+_RELEASE_FLAG = re.compile(r"_?(?:PL|PYTORCH_LIGHTNING)_(?:GREATER_EQUAL|GE)_(\d+)_(\d+)(?:_(\d+))?")
+
+
+def _older_release_branches(tree: ast.Module, old: str) -> set[int]:
+    """The ids of the imports in a branch that runs only before a release no later than ``old`` (the last 1.x
+    release): the ``else`` of ``if _PL_GREATER_EQUAL_1_6_0:``, the body of ``if not _PL_GREATER_EQUAL_1_6_0:``.
+    2.x is newer, so the flag is true there and the branch never runs."""
+    newest = tuple(int(part) for part in old.split("."))
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If):
+            continue
+        test, negated = node.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
+        match = _RELEASE_FLAG.fullmatch(name)
+        if match is None or tuple(int(part or 0) for part in match.groups()) > newest:
+            continue
+        branch = node.body if negated else node.orelse
+        found |= _imports_in(branch)
+    return found
+
+
+def _shim(data: dict, module: str, name: str) -> dict | None:
+    """The recorded deprecation shim ``module.name`` of the last 1.x release (``{"message", "replacement",
+    "drop_in", "forwards"}``: :func:`~lightning_migrate.checker.lightning_names.compare`), or ``None``."""
+    return data.get("deprecated", {}).get(module, {}).get(name)
+
+
+@dataclass(frozen=True)
+class _Replacement:
+    """Where a removed name of an import statement is imported from instead, and how safely."""
+
+    module: str
+    tier: str
+    #: the shim's deprecation message (empty for a name that moved: the same object elsewhere)
+    message: str = ""
+    risk: str = ""
+
+
+def _replacements(
+    tree: ast.Module, node: ast.ImportFrom, missing: dict[str, str | None], data: dict
+) -> dict[str, _Replacement] | None:
+    """For a statement whose every removed name moved (``safe``: the same object elsewhere) or was a deprecation
+    shim of the last 1.x release whose message names a replacement that is a drop-in on 2.x
+    (:func:`~lightning_migrate.checker.lightning_names.drop_in`), under the same name: ``{name: replacement}``;
+    ``None`` otherwise.
+
+    A shim's replacement is ``safe`` when the shim did nothing but warn and hand every argument to that very object,
+    and the file only calls the name (or decorates with it): its value is then the replacement's in effect. It is
+    ``unsafe`` otherwise: a shim that did more (``apply_to_collection`` turned a ``ValueError`` into another
+    exception), or a name the file reads otherwise (``rank_zero_only.rank``: the shim had no such attribute)."""
+    found: dict[str, _Replacement] = {}
+    for alias in node.names:
+        target = missing.get(alias.name, "")
+        if target == "":
+            continue  # still there
+        if target is not None:
+            found[alias.name] = _Replacement(target, SAFE)
+            continue
+        shim = _shim(data, node.module or "", alias.name)
+        if shim is None or not shim["replacement"] or not shim["drop_in"]:
+            return None
+        module, _, name = shim["replacement"].rpartition(".")
+        if name != alias.name:
+            return None
+        bound = alias.asname or alias.name
+        risks = []
+        if not shim["forwards"]:
+            risks.append(f"{data['old']}'s `{alias.name}` did more than hand its arguments to `{shim['replacement']}`")
+        if not _only_called(tree, bound, node):
+            risks.append(f"the file uses `{bound}` otherwise than calling it, and {data['old']}'s was another object")
+        tier = UNSAFE if risks else SAFE
+        found[alias.name] = _Replacement(module, tier, shim["message"], "; ".join(risks))
+    return found
+
+
+def _one_module(found: dict[str, _Replacement], every_name: bool) -> bool:
+    """Whether the statement can be fixed in place: every name it imports goes to one module."""
+    return every_name and len({r.module for r in found.values()}) == 1
+
+
+def _only_called(tree: ast.Module, name: str, statement: ast.ImportFrom) -> bool:
+    """Whether ``name`` is read only as what a call calls (``seed_everything(0)``) or as a decorator
+    (``@rank_zero_only``), outside ``statement``."""
+    allowed = {id(statement)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            allowed.add(id(node.func))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            allowed |= {id(d) for d in node.decorator_list}
+    return all(id(n) in allowed for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name)
+
+
+def _replacement_fix(node: ast.ImportFrom, found: dict[str, _Replacement], every_name: bool) -> Fix:
+    """The fix of :func:`_replacements`: the statement imports from the one new module when every name goes
+    there; otherwise it keeps its other names and the new imports go with the file's imports (a name imported
+    under another name is then left to a marker)."""
+    tier = UNSAFE if any(r.tier == UNSAFE for r in found.values()) else SAFE
+    risk = "; ".join(r.risk for r in found.values() if r.risk)
+    where = ", ".join(sorted({r.module for r in found.values()}))
+    if _one_module(found, every_name):
+        [module] = {r.module for r in found.values()}
+        return Fix(tier, _from(module), description=f"import from {module}", risk=risk, changes_callers=False)
+    if any(a.asname for a in node.names if a.name in found):
+        return manual_fix(RemovedImports.code, f"import {', '.join(found)} from {where}, under the names used here")
+    kept = {a.asname or a.name for a in node.names if a.name not in found}
+    return Fix(
+        tier,
+        _keep_names(kept),
+        description=f"import from {where}",
+        risk=risk,
+        changes_callers=False,
+        imports=tuple((r.module, name) for name, r in found.items()),
+    )
 
 
 def _from(target: str):
@@ -262,7 +447,8 @@ def _keep_names(kept: set[str]):
         names = [a for a in small.names if (a.evaluated_alias or a.evaluated_name) in kept]
         if not names:
             return cst.RemovalSentinel.REMOVE
-        names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        # the last name takes the old last one's comma: none, or a trailing comma before a closing parenthesis
+        names[-1] = names[-1].with_changes(comma=small.names[-1].comma)
         return node.with_changes(body=[small.with_changes(names=names)])
 
     return apply

@@ -1,0 +1,385 @@
+"""LM006: a stage-less epoch hook (``on_epoch_start``, ``on_epoch_end``) rewritten to be called from the stage hooks
+that the newest 1.x release that ran it called it beside (``proven_rewrites.json``'s ``stageless``, read from that
+release's recorded calls). Pairs: input, expected output, and look-alikes the rewrite leaves to a marker."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from lightning_migrate.checker import check_source, proven, record_proven
+from lightning_migrate.checker.base import PROVEN, UNSAFE
+
+from ._util import fix, write
+
+PAIRS = [
+    (
+        "a callback's on_epoch_end: called from the training, validation and test epoch ends",
+        """\
+        import pytorch_lightning as pl
+
+
+        class Printer(pl.Callback):
+            def on_epoch_end(self, trainer, pl_module):
+                print(trainer.current_epoch)
+        """,
+        """\
+        import pytorch_lightning as pl
+
+
+        class Printer(pl.Callback):
+            def _on_epoch_end(self, trainer, pl_module):
+                print(trainer.current_epoch)
+
+            def on_train_epoch_end(self, trainer, pl_module):
+                self._on_epoch_end(trainer, pl_module)
+
+            def on_validation_epoch_end(self, trainer, pl_module):
+                self._on_epoch_end(trainer, pl_module)
+
+            def on_test_epoch_end(self, trainer, pl_module):
+                self._on_epoch_end(trainer, pl_module)
+        """,
+    ),
+    (
+        "a module's on_epoch_start: before the code of the stage hook the class defines (after its docstring)",
+        """\
+        import pytorch_lightning as pl
+
+
+        class Model(pl.LightningModule):
+            def on_test_epoch_start(self) -> None:
+                \"\"\"Full masks when testing.\"\"\"
+                self.noise = "full_mask"
+
+            def on_epoch_start(self):
+                self.seen = 0
+        """,
+        """\
+        import pytorch_lightning as pl
+
+
+        class Model(pl.LightningModule):
+            def on_test_epoch_start(self) -> None:
+                \"\"\"Full masks when testing.\"\"\"
+                self._on_epoch_start()
+                self.noise = "full_mask"
+
+            def _on_epoch_start(self):
+                self.seen = 0
+
+            def on_train_epoch_start(self):
+                self._on_epoch_start()
+
+            def on_validation_epoch_start(self):
+                self._on_epoch_start()
+        """,
+    ),
+    (
+        "a module's on_epoch_end beside an on_train_epoch_end that only passes: the call replaces the pass",
+        """\
+        import pytorch_lightning as pl
+
+
+        class Model(pl.LightningModule):
+            def on_train_epoch_end(self):
+                pass
+
+            def on_epoch_end(self):
+                self.epochs += 1
+        """,
+        """\
+        import pytorch_lightning as pl
+
+
+        class Model(pl.LightningModule):
+            def on_train_epoch_end(self):
+                self._on_epoch_end()
+
+            def _on_epoch_end(self):
+                self.epochs += 1
+
+            def on_validation_epoch_end(self):
+                self._on_epoch_end()
+
+            def on_test_epoch_end(self):
+                self._on_epoch_end()
+        """,
+    ),
+    (
+        "a ModelCheckpoint subclass: the added on_train_epoch_end runs ModelCheckpoint's own first",
+        """\
+        import pytorch_lightning as pl
+
+
+        class SaveEveryEpoch(pl.callbacks.ModelCheckpoint):
+            def on_epoch_end(self, trainer, pl_module):
+                self.save_checkpoint(trainer)
+        """,
+        """\
+        import pytorch_lightning as pl
+
+
+        class SaveEveryEpoch(pl.callbacks.ModelCheckpoint):
+            def _on_epoch_end(self, trainer, pl_module):
+                self.save_checkpoint(trainer)
+
+            def on_train_epoch_end(self, trainer, pl_module):
+                super().on_train_epoch_end(trainer, pl_module)
+                self._on_epoch_end(trainer, pl_module)
+
+            def on_validation_epoch_end(self, trainer, pl_module):
+                self._on_epoch_end(trainer, pl_module)
+
+            def on_test_epoch_end(self, trainer, pl_module):
+                self._on_epoch_end(trainer, pl_module)
+        """,
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), [p[1:] for p in PAIRS], ids=[p[0] for p in PAIRS])
+def test_pair(source, expected):
+    expected = textwrap.dedent(expected)
+    assert fix(source, unsafe_fixes=True) == expected
+    compile(expected, "expected", "exec")
+    assert check_source(expected.encode()).findings == []  # nothing left to report: a second --fix changes nothing
+
+
+LOOK_ALIKES = [
+    (
+        "an on_train_epoch_end that returns early: the call would not run at its end",
+        """\
+        class M(pl.LightningModule):
+            def on_train_epoch_end(self):
+                if self.skip:
+                    return
+                self.log("x", 1.0)
+
+            def on_epoch_end(self):
+                self.count += 1
+        """,
+        "returns before its end",
+    ),
+    (
+        "a training_epoch_end, which LM001 rewrites to the same stage hook",
+        """\
+        class M(pl.LightningModule):
+            def training_epoch_end(self, outputs):
+                self.log("x", 1.0)
+
+            def on_epoch_end(self):
+                self.count += 1
+        """,
+        "rewritten to the stage hooks too",
+    ),
+    (
+        "an on_train_epoch_end that takes the old outputs, which LM002 rewrites",
+        """\
+        class M(pl.LightningModule):
+            def on_train_epoch_end(self, outputs):
+                self.log("x", 1.0)
+
+            def on_epoch_start(self):
+                self.count = 0
+        """,
+        "takes other parameters than Lightning passes",
+    ),
+    (
+        "an async stage hook",
+        """\
+        class M(pl.LightningModule):
+            async def on_test_epoch_end(self):
+                self.log("x", 1.0)
+
+            def on_epoch_end(self):
+                self.count += 1
+        """,
+        "with `async` or a decorator",
+    ),
+    (
+        "a stage hook bound otherwise in the class body",
+        """\
+        class M(pl.LightningModule):
+            on_validation_epoch_end = print
+
+            def on_epoch_end(self):
+                self.count += 1
+        """,
+        "the class already binds `on_validation_epoch_end`",
+    ),
+    (
+        "code that calls the old hook by name",
+        """\
+        class M(pl.LightningModule):
+            def on_epoch_end(self):
+                self.count += 1
+
+            def on_fit_end(self):
+                self.on_epoch_end()
+        """,
+        "change the callers too",
+    ),
+    (
+        "a subclass in the file defines a stage hook that would replace the added one",
+        """\
+        class Base(pl.Callback):
+            def on_epoch_end(self, trainer, pl_module):
+                print("epoch")
+
+
+        class Child(Base):
+            def on_validation_epoch_end(self, trainer, pl_module):
+                print("validated")
+        """,
+        "a subclass defines `on_validation_epoch_end`",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "why"), [p[1:] for p in LOOK_ALIKES], ids=[p[0] for p in LOOK_ALIKES])
+def test_look_alikes_keep_a_marker(source, why):
+    source = "import pytorch_lightning as pl\n\n\n" + textwrap.dedent(source)
+    findings = [f for f in check_source(source.encode(), fix=True, unsafe_fixes=True).findings if f.code == "LM006"]
+    assert [f.tier for f in findings] == ["manual"], findings  # the marker, no edit
+    fixed = fix(source, unsafe_fixes=True)
+    assert "def _on_epoch" not in fixed and why in fixed, fixed
+
+
+def test_a_subclass_in_another_file_of_the_project_is_seen(tmp_path, capsys):
+    from ._util import run
+
+    project = write(
+        tmp_path / "project",
+        {
+            "pyproject.toml": "",
+            "base.py": """\
+                import pytorch_lightning as pl
+
+
+                class Base(pl.Callback):
+                    def on_epoch_end(self, trainer, pl_module):
+                        print("epoch")
+                """,
+            "child.py": """\
+                from base import Base
+
+
+                class Child(Base):
+                    def on_test_epoch_end(self, trainer, pl_module):
+                        print("tested")
+                """,
+        },
+    )
+    code, out, _ = run(["--fix", "--unsafe-fixes", project], capsys)
+    assert code == 1
+    assert "a subclass defines `on_test_epoch_end`" in (project / "base.py").read_text(encoding="utf-8")
+
+
+def test_the_tier_follows_the_matrix_rows():
+    source = "import pytorch_lightning as pl\n\n\nclass P(pl.Callback):\n    def on_epoch_end(self, trainer, m):\n"
+    source += "        pass\n"
+    [finding] = check_source(source.encode()).findings
+    assert finding.fix.shape == "callback-on-epoch-end/stage-hooks"
+    assert finding.tier == (PROVEN if finding.fix.shape in proven.shapes() else UNSAFE)
+
+
+def test_the_stage_hooks_come_from_the_recorded_calls():
+    """The shipped record is what the calls recorded on the newest 1.x release that ran the hooks give."""
+    assert proven.stageless() == record_proven.record()["stageless"]
+    assert proven.stageless()["release"] == "1.4.9"  # 1.9.5 refuses the hooks: its record holds the error
+
+
+def test_pairing_the_recorded_calls():
+    """An ``end`` hook pairs with the stage hook the owner's calls show right before it, a ``start`` hook with the one
+    right after; a stage hook that also ran without it (predict here) is left out, and a hook with one call that
+    pairs with nothing gets no entry."""
+    calls = {
+        "fit": {
+            "calls": [
+                ["Callback", "on_epoch_start", "train"],
+                ["Callback", "on_train_epoch_start", "train"],
+                ["LightningModule", "on_train_epoch_end", "train"],  # another owner's: not the callback's pair
+                ["Callback", "on_train_epoch_end", "train"],
+                ["Callback", "on_epoch_end", "train"],
+                ["Callback", "on_batch_end", "train"],  # no stage hook of its kind before it
+            ]
+        },
+        "predict": {
+            "calls": [
+                ["Callback", "on_epoch_start", "predict"],
+                ["Callback", "on_predict_epoch_start", "predict"],
+                ["Callback", "on_predict_epoch_end", "predict"],
+            ]
+        },
+    }
+    assert record_proven.stageless(calls) == {
+        "Callback": {
+            "on_epoch_end": {"hooks": ["on_train_epoch_end"], "position": "after"},
+            "on_epoch_start": {"hooks": ["on_train_epoch_start", "on_predict_epoch_start"], "position": "before"},
+        }
+    }
+    calls["predict"]["calls"].append(["Callback", "on_epoch_end", "predict"])  # now every predict end pairs too
+    assert record_proven.stageless(calls)["Callback"]["on_epoch_end"]["hooks"] == [
+        "on_train_epoch_end",
+        "on_predict_epoch_end",
+    ]
+
+
+def test_plain_fix_applies_the_rewrite_the_matrix_proves():
+    """Each stage-less epoch hook's shape is proven by a row of the scenario matrix (run in every configuration of
+    the training stage, compared with where 1.4.9 called the hook), so plain ``--fix`` applies it."""
+    for owner in ("callback", "module"):
+        for hook in ("start", "end"):
+            assert proven.proving_rows(f"{owner}-on-epoch-{hook}/stage-hooks"), (owner, hook)
+    source = PAIRS[0][1]
+    assert fix(source) == textwrap.dedent(PAIRS[0][2])
+
+
+def test_the_matrix_truth_of_the_calls():
+    """The truth of a ``calls`` row: for each stage epoch of the run, in order, the recorded hooks the page's class
+    defines that 1.4.9 called beside it, as ``[edge, stage]``; a predict epoch calls none."""
+    from lightning_migrate.scenarios import space, truth
+
+    recipe = next(r for r in space.load_space().recipes if r.id == "rewrite_callback_on_epoch_start_end")
+    events = [
+        {"hook": "on_validation_epoch_start", "stage": "sanity_check"},
+        {"hook": "on_validation_epoch_end", "stage": "sanity_check"},
+        {"hook": "on_train_epoch_start", "stage": "train"},
+        {"hook": "on_train_epoch_end", "stage": "train"},
+        {"hook": "on_predict_epoch_start", "stage": "predict"},
+        {"hook": "on_predict_epoch_end", "stage": "predict"},
+    ]
+    assert truth.stageless_calls(recipe, space.ROOT / recipe.page, events) == [
+        ["start", "sanity_check"],
+        ["end", "sanity_check"],
+        ["start", "train"],
+        ["end", "train"],
+    ]
+
+
+BATCH_HOOK = """\
+import pytorch_lightning as pl
+
+
+class CheckSeed(pl.Callback):
+    def on_batch_start(self, trainer, *args, **kwargs):
+        print(trainer.global_step)
+"""
+
+
+def test_a_batch_hook_whose_star_arguments_take_the_new_ones_is_renamed():
+    """``on_batch_start(self, trainer, *args, **kwargs)`` whose body reads neither: renamed (opt-in, as every
+    rename of a hook Lightning stopped calling), its ``*args`` taking ``pl_module, batch, batch_idx``."""
+    [finding] = check_source(BATCH_HOOK.encode()).findings
+    assert finding.tier == UNSAFE
+    expected = BATCH_HOOK.replace("def on_batch_start", "def on_train_batch_start")
+    assert fix(BATCH_HOOK, unsafe_fixes=True) == expected
+    assert check_source(expected.encode()).findings == []
+
+
+def test_a_batch_hook_that_reads_its_star_arguments_keeps_a_marker():
+    source = BATCH_HOOK.replace("print(trainer.global_step)", "print(args[0])")
+    [finding] = check_source(source.encode()).findings
+    assert finding.tier == "manual"
