@@ -68,7 +68,7 @@ def test_a_value_with_an_unknown_kind_in_the_data_alone_fails_loading(tmp_path):
         ('data = { kind = "map", course = "not-monotone" }', 'data = { kind = "map", cours = "not-monotone" }',
          r"\[axis\.dataset\] value 'not-monotone': unknown key 'data\.cours' \(did you mean 'course'\?\)"),
         ('weighting = "batch"\n', 'weighting = "batches"\n',
-         r"\[recipe\.\w+\]: weighting = 'batches' is not one of 'batch', 'batch_max', 'sample', 'predictions' "
+         r"\[recipe\.\w+\]: weighting = 'batches' is not one of 'batch', 'batch_max', 'sample', 'predictions', 'calls' "
          r"\(did you mean 'batch'\?\)"),
     ],
 )  # fmt: skip

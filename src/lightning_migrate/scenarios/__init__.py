@@ -361,7 +361,7 @@ def failures(document: dict[str, Any]) -> list[str]:
 IMPLEMENTATIONS: dict[str, Any] = {
     "axis.stages": space_module.STAGE_RUNS,
     "recipe.stage": space_module.STAGE_RUNS,
-    "recipe.weighting": truth_module.WEIGHTINGS,
+    "recipe.weighting": {**truth_module.WEIGHTINGS, "calls": truth_module.stageless_calls},
     "recipe.over_runs": truth_module.OVER_RUNS,
     "recipe.transform": TRANSFORMS,
     "recipe.declared.outcome": DECLARED_OUTCOMES,
