@@ -926,3 +926,49 @@ def test_an_alias_another_file_binds_to_something_else_is_not_lightning(tmp_path
     write(tmp_path, {**ALIASED, "common.py": common})
     code, lines, _ = run([tmp_path], capsys)
     assert (code, lines) == (0, [])
+
+
+# -- a proven rewrite is proven only where the hook order it relies on holds -----------------------------------------
+
+
+def test_a_module_rewrite_read_by_a_project_callback_of_the_same_epoch_end_is_not_applied(tmp_path, capsys):
+    """On 1.9.5 ``validation_epoch_end`` ran before every callback's ``on_validation_epoch_end``; on 2.x the module's
+    ``on_validation_epoch_end`` runs after them (both recorded by running them). A callback of the project that reads
+    what the old hook set would read the epoch before's value after the rename: the rewrite is not applied by plain
+    ``--fix`` (its marker names the callback), and it still is where no callback defines that hook."""
+    files = {
+        "pyproject.toml": "",
+        "model.py": """
+            import torch
+            import pytorch_lightning as pl
+
+
+            class Model(pl.LightningModule):
+                def validation_step(self, batch, batch_idx):
+                    return {"acc": batch.float().mean()}
+
+                def validation_epoch_end(self, outputs):
+                    self.val_acc = torch.stack([o["acc"] for o in outputs]).mean()
+            """,
+        "callbacks.py": """
+            import pytorch_lightning as pl
+
+
+            class PrintAccuracy(pl.Callback):
+                def on_validation_epoch_end(self, trainer, pl_module):
+                    print(pl_module.val_acc)
+            """,
+    }
+    write(tmp_path, files)
+    code, lines, _ = run(["--fix", tmp_path], capsys)
+    model = unwrapped((tmp_path / "model.py").read_text())
+    assert "def validation_epoch_end(self, outputs):" in model
+    assert "the project's callback `PrintAccuracy` defines `on_validation_epoch_end`, which ran after" in model
+    assert code == 1 and [line.endswith("[unsafe fix] " + line.split()[-1]) for line in lines] == [True], lines
+
+    alone = tmp_path / "alone"
+    write(alone, {"pyproject.toml": "", "model.py": files["model.py"]})
+    code, lines, _ = run(["--fix", alone], capsys)
+    model = (alone / "model.py").read_text()
+    assert "def on_validation_epoch_end(self):" in model and "validation_epoch_end(self, outputs)" not in model
+    assert [line.split()[-3:-1] for line in lines] == [["[proven", "fix]"]], lines

@@ -113,7 +113,8 @@ def test_a_cell_that_does_not_parse_is_reported_and_the_others_are_checked(tmp_p
     path = make(tmp_path / "broken.ipynb", IMPORTS, "def training_epoch_end(self, outputs:\n    pass", MODEL)
     code, lines, err = run([path], capsys)
     assert code == 1  # the other cells' finding; the cell not read is counted apart
-    assert err.strip().endswith("; 1 file could not be read (not checked)")
+    assert "(1 file checked)" in err  # read, without its broken cell
+    assert err.strip().endswith("; 1 notebook read in part (a cell that does not parse skipped)")
     assert f"{path}:cell 2:1:" in err and "syntax error, cell skipped" in err
     assert [line.split(": LM")[0] for line in lines] == [f"{path}:cell 3:5:9"]
 
@@ -321,3 +322,17 @@ def test_a_marker_names_a_caller_in_a_notebook_by_cell_and_line(tmp_path, capsys
     run(["--fix", path], capsys)
     cells = ["".join(cell["source"]) for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]]
     assert "`training_epoch_end` is used at cell 3, line 2 of this notebook" in unwrapped(cells[2])
+
+
+@pytest.mark.parametrize("magic", ["%%time", "%%capture out", "%%timeit -n 1 -r 1"])
+def test_a_cell_a_magic_runs_as_python_is_checked_and_fixed_below_its_magic(tmp_path, capsys, magic):
+    """``%%time`` and ``%%capture`` run the rest of their cell as Python: its old hook is found and fixed, and the
+    magic line is kept as it was; a ``%%bash`` cell holding the same text is still skipped."""
+    path = make(tmp_path / "timed.ipynb", IMPORTS, f"{magic}\n{MODEL}", "%%bash\necho def training_epoch_end")
+    code, lines, _ = run([path], capsys)
+    assert code == 1 and [line.split(": LM")[0] for line in lines] == [f"{path}:cell 2:6:9"], lines
+    run(["--fix", path], capsys)
+    cells = ["".join(cell["source"]) for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+    assert cells[2].startswith(magic + "\nclass LitModel(pl.LightningModule):\n")
+    assert "def on_train_epoch_end(self):" in cells[2] and "training_epoch_end" not in cells[2]
+    assert cells[3] == "%%bash\necho def training_epoch_end"

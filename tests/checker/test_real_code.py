@@ -249,7 +249,11 @@ def test_a_file_that_does_not_parse_is_an_error_even_without_hook_like_text(tmp_
     assert len(lines) == 1  # ok.py still checked
     code, lines, err = run([tmp_path / "bad.py"], capsys)
     assert code == 2 and lines == []  # nothing found, a file not read: an error run
-    assert err.strip().endswith("0 findings (1 file checked); 1 file could not be read (not checked)")
+    assert err.strip().endswith("0 findings (0 files checked); 1 file could not be read (not checked)")
+    code, lines, err = run([tmp_path / "bad.py", tmp_path / "ok.py"], capsys)
+    assert code == 1 and len(lines) == 1  # the summary counts each file once: read, or not read
+    assert "1 finding in 1 file (1 file checked);" in err
+    assert err.strip().endswith("; 1 file could not be read (not checked)")
 
 
 def test_staticmethod_hooks_are_counted_without_self():

@@ -422,3 +422,17 @@ def test_the_shims_come_from_the_recorded_releases():
     assert shim["replacement"] == recorded["replacement"] == "lightning_fabric.utilities.seed.seed_everything"
     assert shim["drop_in"] and lightning_names.drop_in(recorded["parameters"], new["replacements"][shim["replacement"]])
     assert table["deprecated"]["pytorch_lightning.utilities.cloud_io"]["load"]["replacement"] is None
+
+
+def test_an_import_for_the_type_checker_only_is_reported_as_one():
+    """``if TYPE_CHECKING:`` never runs: the finding says a type checker, not Python, meets the missing name; the
+    fix is the same as for a run-time import."""
+    source = (
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+        "    from pytorch_lightning.utilities.types import EPOCH_OUTPUT\n"
+    )
+    [finding] = check_source(source.encode()).findings
+    assert finding.code == "LM009" and finding.line == 4
+    assert "runs only for a type checker" in finding.message and "raises ImportError" not in finding.message
+    [run_time] = check_source(b"from pytorch_lightning.utilities.types import EPOCH_OUTPUT\n").findings
+    assert "the import raises ImportError" in run_time.message

@@ -422,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     reports = run_checks(checked, project, options, jobs=args.jobs)
     changed = 0
     unreadable = sum(1 for error in errors if "no such file" not in error)  # discover's: files it could not read
+    skipped = 0  # files of those given that were not read at all
+    in_part = 0  # notebooks read without some cell that does not parse
     counts: Counter[str] = Counter()
     with_findings = 0
     records = []
@@ -432,7 +434,11 @@ def main(argv: list[str] | None = None) -> int:
         report.path = shown
         if report.error:
             errors.append(report.error.replace(str(report.path.resolve()), str(shown)))
-            unreadable += "fix refused" not in report.error  # the file (or a cell) was not read whole
+            if "cell skipped" in report.error:
+                in_part += 1
+            elif "fix refused" not in report.error:
+                unreadable += 1
+                skipped += 1
             if not report.findings and report.new_source is None:
                 continue
         failing = [finding for finding in report.findings if not finding.note]
@@ -489,7 +495,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
     found = sum(counts.values())
     if not args.quiet:
-        line = summary(found, with_findings, len(files), counts, options, changed, unreadable, errors, args.diff)
+        checked_files = len(files) - skipped
+        line = summary(
+            found, with_findings, checked_files, counts, options, changed, unreadable, errors, args.diff, in_part
+        )
         print(line, file=sys.stderr)
     return exit_code(found, changed, errors)
 
@@ -504,9 +513,11 @@ def summary(
     unreadable: int,
     errors: list[str],
     diff: bool = False,
+    in_part: int = 0,
 ) -> str:
-    """The summary line: the findings (and the files that have them), the fixes per tier, the files changed, the
-    files that could not be read and the other errors, each counted apart so that findings read as findings."""
+    """The summary line: the findings (and the files that have them, of the ``checked`` files read), the fixes per
+    tier, the files changed, the files that could not be read, the notebooks read without some cell, and the other
+    errors, each counted apart so that findings read as findings."""
     plural = "s" * (with_findings != 1)
     where = f" in {with_findings} file{plural}" if found else ""
     parts = [f"{found} finding{'s' * (found != 1)}{where} ({checked} file{'s' * (checked != 1)} checked)"]
@@ -518,7 +529,9 @@ def summary(
         parts.append(f"{'would change' if diff else 'changed'} {changed} file{'s' * (changed != 1)}")
     if unreadable:
         parts.append(f"{unreadable} file{'s' * (unreadable != 1)} could not be read (not checked)")
-    other = len(errors) - unreadable
+    if in_part:
+        parts.append(f"{in_part} notebook{'s' * (in_part != 1)} read in part (a cell that does not parse skipped)")
+    other = len(errors) - unreadable - in_part
     if other:
         parts.append(f"{other} other error{'s' * (other != 1)}")
     return "; ".join(parts)

@@ -3,10 +3,11 @@
 Read as ruff reads a notebook: the code cells of a Python notebook, in order, joined into one source (so a class
 defined in one cell and subclassed in another resolves), with IPython's own syntax left out -- a line magic
 (``%matplotlib inline``), a shell line (``!pip install ...``, ``files = !ls``) or a help line (``obj?``) becomes a
-comment of the same indentation, and a cell that starts with a cell magic (``%%bash``) is skipped whole. Findings
-are placed as ``cell N`` (the N-th code cell, counting from 1, as ruff and nbQA count) and the line in that cell.
-A cell that does not parse on its own (Jupyter runs each cell alone) is reported and left out; the others are
-still read. Fixes go back into the cells' sources; outputs, metadata and every other cell are left as they were.
+comment of the same indentation, and a cell that starts with a cell magic is skipped whole (``%%bash``), unless the
+magic runs the cell as Python (``%%time``, ``%%capture``: :data:`PYTHON_CELL_MAGICS`), whose first line is then left
+out as a line magic is. Findings are placed as ``cell N`` (the N-th code cell, counting from 1, as ruff and nbQA
+count) and the line in that cell. A cell that does not parse on its own (Jupyter runs each cell alone) is reported
+and left out; the others are still read. Fixes go back into the cells' sources; outputs, metadata and every other cell are left as they were.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Any
 
+#: The cell magics of IPython whose cell below the first line is Python that the kernel runs (``%%time``,
+#: ``%%capture out``): the magic line is left out as a line magic is and the rest is read. Any other cell magic
+#: (``%%bash``, ``%%writefile``) makes its cell something else, skipped whole. Source: IPython's built-in magics
+#: (``%%time``, ``%%timeit``, ``%%capture``, ``%%prun``, ``%%debug``).
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 #: A line IPython reads as a magic, a shell escape or a help request, not as Python.
 IPYTHON_LINE = re.compile(r"^\s*(?:[%!?]|[\w.]+\s*\?{1,2}\s*$|[\w.,\s\[\]()*]+=\s*[!%])")
 
@@ -150,7 +156,8 @@ def read(text: str) -> Notebook:
             continue
         number += 1
         lines, form = _source_lines(cell, number)
-        checked = not (lines and lines[0].lstrip().startswith("%%"))
+        magic = re.match(r"\s*%%(\w+)", lines[0]) if lines else None
+        checked = magic is None or magic.group(1) in PYTHON_CELL_MAGICS
         cells.append(Cell(index, number, lines, checked, form))
         if not checked:
             continue

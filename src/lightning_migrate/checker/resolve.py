@@ -165,6 +165,7 @@ class Project:
         self._uses: dict[Path, Uses] = {}
         self._references: dict[tuple, list[Reference]] = {}
         self._subclasses: dict[tuple, list[Path]] = {}
+        self._callbacks: dict[str, list[tuple[Path, str]]] = {}
         for path in files:
             package_parts = _package_parts(path)
             self.name_of[path] = ".".join(package_parts)
@@ -286,6 +287,25 @@ class Project:
                         found.append(path)
                         break
         self._subclasses[key] = found
+        return found
+
+    def callbacks_defining(self, method: str) -> list[tuple[Path, str]]:
+        """The project's ``Callback`` classes that define ``method`` (a hook: ``on_validation_epoch_end``), as
+        ``(file, class name)`` in file order. Files are searched as bytes first."""
+        if method in self._callbacks:
+            return self._callbacks[method]
+        needle = re.compile(rb"\bdef\s+" + re.escape(method.encode()) + rb"\b")
+        found = []
+        for path in self.name_of:
+            if not needle.search(self.read(path)):
+                continue
+            other = self.info(path)
+            if other is None:
+                continue
+            for name, methods in other.methods.items():
+                if method in methods and self.classify(other, other.classes[name]).kind == CALLBACK:
+                    found.append((path, name))
+        self._callbacks[method] = found
         return found
 
     def subclasses(self, info: ModuleInfo, class_name: str) -> list[tuple[Path, ModuleInfo, str]]:

@@ -231,13 +231,23 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         risks.append("the cached tensors are detached (1.x kept the graph of every key but the loss)")
     if stage == "predict":
         risks.append("with `return_predictions=False` 1.x passed empty lists, the rewrite the predictions")
+    # 1.x ran the module's old epoch-end hook before every callback's hook of the same epoch end; the renamed hook
+    # runs after the callbacks' (measured on 1.9.5 and 2.6.6): a callback of the project that reads what the old
+    # hook set would read the epoch before's value, which no row of the matrix shows
+    readers = [] if kind != MODULE or new_hook == old_hook else file.project.callbacks_defining(new_hook)
+    if readers:
+        path, name = readers[0]
+        risks.append(
+            f"the project's callback `{name}` ({path.name}) defines `{new_hook}`: `{old_hook}` ran before it in 1.x, "
+            f"the renamed hook runs after it, so what it reads of this hook's work is one epoch older"
+        )
     removed_in = registry.get(pattern_id).removed_in
     whole_loss = removed_in if stage == "train" and removed_in in WHOLE_LOSS_RELEASES else None
     spec = _Spec(kind, stage, outputs, old_hook, new_hook, batch_end, cache, per_dataloader, whole_loss, start_hook)
     spec.step = step_name if in_step else None
     shape = shape_of(pattern_id, per_dataloader, whole_loss is not None)
     return Fix(
-        PROVEN if shape in proven.shapes() else UNSAFE,
+        PROVEN if shape in proven.shapes() and not readers else UNSAFE,
         spec.apply,
         on_class=True,
         description=f"{how} in self.{cache}",
@@ -246,7 +256,12 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         new_name=new_hook if new_hook != old_hook else None,
         imports=tuple(imports),
         shape=shape,
-        withheld=f"{how} in `{cache}`, a shape no row of the scenario matrix proves",
+        withheld=(
+            f"{how} in `{cache}`: the project's callback `{readers[0][1]}` defines `{new_hook}`, which ran after "
+            f"`{old_hook}` and runs before the renamed hook"
+            if readers
+            else f"{how} in `{cache}`, a shape no row of the scenario matrix proves"
+        ),
     )
 
 

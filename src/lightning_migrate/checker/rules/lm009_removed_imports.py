@@ -36,7 +36,8 @@ class RemovedImports(Rule):
         "Lightning, or a value assigned in the module (``EPOCH_OUTPUT``). Not reported: an import in a ``try`` that "
         "catches ``ImportError`` (the file handles it), in the handler of a ``try`` whose body imports only names "
         "2.x kept (the fallback never runs), or in the branch a flag named for a release up to the last 1.x keeps "
-        "for older releases (the ``else`` of ``if _PL_GREATER_EQUAL_1_6_0:``)."
+        "for older releases (the ``else`` of ``if _PL_GREATER_EQUAL_1_6_0:``). An import under ``if TYPE_CHECKING:`` "
+        "is reported as what it is: Python never runs it, a type checker finds no such name."
     )
     fix_text = (
         "**safe** when every name the statement imports was moved: the same class or function is bound by a module "
@@ -74,6 +75,7 @@ def detached(outputs):
         versions = f"Lightning {data['old']} has it, {data['new']} does not"
         guarded = _guarded(tree)
         dead = _fallbacks(tree, removed, gone) | _older_release_branches(tree, data["old"])
+        typing_only = _type_checking_branches(tree)
         for index, statement in enumerate(tree.body):
             for node in ast.walk(statement) if not isinstance(statement, ast.Import | ast.ImportFrom) else [statement]:
                 where = index if node is statement else -1
@@ -88,7 +90,9 @@ def detached(outputs):
                     if not missing:
                         continue
                     shown = ", ".join(f"`{n}`" for n in missing)
-                    message = f"{shown} of `{node.module}`: {versions}; the import raises ImportError"
+                    message = f"{shown} of `{node.module}`: {versions}; " + (
+                        TYPING_ONLY if id(node) in typing_only else "the import raises ImportError"
+                    )
                     targets = set(missing.values())
                     defined = _definitions(data, node, missing)
                     shims = _replacements(tree, node, missing, data)
@@ -120,7 +124,9 @@ def detached(outputs):
                 elif isinstance(node, ast.Import):
                     for alias in node.names:
                         if alias.name in gone:
-                            message = f"module `{alias.name}`: {versions}; the import raises ImportError"
+                            message = f"module `{alias.name}`: {versions}; " + (
+                                TYPING_ONLY if id(node) in typing_only else "the import raises ImportError"
+                            )
                             fix = manual_fix(self.code, f"module {alias.name} is gone in {data['new']}")
                             finding = Finding(self.code, message, (), line=node.lineno, col=node.col_offset + 1)
                             finding.fix = fix
@@ -159,6 +165,23 @@ def _lightning_import_kept(node: ast.stmt, removed: dict, gone: set[str]) -> boo
     if isinstance(node, ast.Import):
         return all(a.name.split(".")[0] == "pytorch_lightning" and a.name not in gone for a in node.names)
     return False
+
+
+#: What an import under ``if TYPE_CHECKING:`` does when it names what 2.x removed: nothing at run time.
+TYPING_ONLY = "it runs only for a type checker (`if TYPE_CHECKING:`), which then finds no such name"
+
+
+def _type_checking_branches(tree: ast.Module) -> set[int]:
+    """The ids of the imports in the body of ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): Python never runs
+    them, a type checker reads them."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = node.test
+            name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
+            if name == "TYPE_CHECKING":
+                found |= _imports_in(node.body)
+    return found
 
 
 def _imports_in(statements: list[ast.stmt]) -> set[int]:
