@@ -7,7 +7,8 @@ comment of the same indentation, and a cell that starts with a cell magic is ski
 magic runs the cell as Python (``%%time``, ``%%capture``: :data:`PYTHON_CELL_MAGICS`), whose first line is then left
 out as a line magic is. Findings are placed as ``cell N`` (the N-th code cell, counting from 1, as ruff and nbQA
 count) and the line in that cell. A cell that does not parse on its own (Jupyter runs each cell alone) is reported
-and left out; the others are still read. Fixes go back into the cells' sources; outputs, metadata and every other cell are left as they were.
+and left out; the others are still read. Fixes go back into the cells' sources; outputs, metadata and every other
+cell are left as they were.
 """
 
 from __future__ import annotations
