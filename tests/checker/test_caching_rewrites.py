@@ -182,7 +182,7 @@ class LitModel(LightningModule):
 
     def on_train_epoch_end(self):
         outputs = list(self.training_step_outputs)
-        if self.automatic_optimization:  # Lightning 1.x passed the loss divided by accumulate_grad_batches
+        if self.automatic_optimization:  # Lightning 1.5-1.9 passed the loss divided by accumulate_grad_batches
             outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
         self.training_step_outputs.clear()
         self.log("train_loss_epoch", torch.stack([o["loss"] for o in outputs]).mean())
@@ -254,7 +254,7 @@ class Model(pl.LightningModule):
 
     def on_train_epoch_end(self):
         outputs = [out for out in self.training_step_outputs if out]  # Lightning 1.x left out empty outputs
-        if self.automatic_optimization:  # Lightning 1.x passed the loss divided by accumulate_grad_batches
+        if self.automatic_optimization:  # Lightning 1.5-1.9 passed the loss divided by accumulate_grad_batches
             outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
         self.training_step_outputs.clear()
         self.n = len(outputs)
@@ -315,7 +315,7 @@ class TwoLosses(pl.LightningModule):
 
     def on_train_epoch_end(self):
         outputs = [out for out in self.training_step_outputs if out]  # Lightning 1.x left out empty outputs
-        if self.automatic_optimization:  # Lightning 1.x passed the loss divided by accumulate_grad_batches
+        if self.automatic_optimization:  # Lightning 1.5-1.9 passed the loss divided by accumulate_grad_batches
             outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
         self.training_step_outputs.clear()
         self.log("mean", torch.stack([o["loss"] for o in outputs]).mean())
@@ -396,7 +396,7 @@ class TrainingEpochMean(BoringModel):
 
     def on_train_epoch_end(self):
         outputs = [out for out in self.training_step_outputs if out]  # Lightning 1.x left out empty outputs
-        if self.automatic_optimization:  # Lightning 1.x passed the loss divided by accumulate_grad_batches
+        if self.automatic_optimization:  # Lightning 1.5-1.9 passed the loss divided by accumulate_grad_batches
             outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
         self.training_step_outputs.clear()
         self.log("train_loss_epoch_mean", torch.stack([x["loss"] for x in outputs]).mean())

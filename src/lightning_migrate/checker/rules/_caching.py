@@ -41,6 +41,7 @@ import ast
 import functools
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import libcst as cst
 
@@ -63,6 +64,7 @@ from lightning_migrate.checker.base import (
     positional,
     shown_path,
 )
+from lightning_migrate.checker.resolve import Project
 from lightning_migrate.checker.rules._common import new_params
 
 #: The registry pattern of each stage's batch-end hook, whose new signature the rewrite writes: (owner, stage) -> id.
@@ -234,7 +236,7 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     # 1.x ran the module's old epoch-end hook before every callback's hook of the same epoch end; the renamed hook
     # runs after the callbacks' (measured on 1.9.5 and 2.6.6): a callback of the project that reads what the old
     # hook set would read the epoch before's value, which no row of the matrix shows
-    readers = [] if kind != MODULE or new_hook == old_hook else file.project.callbacks_defining(new_hook)
+    readers = [] if kind != MODULE or new_hook == old_hook else _readers(file.project, new_hook)
     if readers:
         path, name = readers[0]
         risks.append(
@@ -263,6 +265,38 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
             else f"{how} in `{cache}`, a shape no row of the scenario matrix proves"
         ),
     )
+
+
+#: What a callback's hook reads of the module's work through the trainer: the values the module logged, the module.
+TRAINER_READS = frozenset({"callback_metrics", "logged_metrics", "progress_bar_metrics", "lightning_module", "model"})
+
+
+def _readers(project: Project, hook: str) -> list[tuple[Path, str]]:
+    """The project's callbacks whose ``hook`` (``on_validation_epoch_end(self, trainer, pl_module)``) can read what
+    the module did at that epoch end: its body uses the module parameter, or the trainer's logged values or module
+    (:data:`TRAINER_READS`). A hook that reads neither (a callback reducing its own cache) is not one; a file that
+    does not parse counts as one."""
+    found = []
+    for path, name in project.callbacks_defining(hook):
+        try:
+            tree = ast.parse(project.read(path))
+        except (SyntaxError, ValueError, RecursionError):
+            found.append((path, name))
+            continue
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ClassDef) and node.name == name):
+                continue
+            for item in node.body:
+                if not (isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name == hook):
+                    continue
+                params = [a.arg for a in (*item.args.posonlyargs, *item.args.args)]
+                module = params[2] if len(params) > 2 else None
+                star = item.args.vararg is not None or item.args.kwarg is not None
+                used = {n.id for n in ast.walk(item) if isinstance(n, ast.Name)}
+                attributes = {n.attr for n in ast.walk(item) if isinstance(n, ast.Attribute)}
+                if star or (module is not None and module in used) or attributes & TRAINER_READS:
+                    found.append((path, name))
+    return list(dict.fromkeys(found))
 
 
 def shape_of(pattern_id: str, per_dataloader: bool, whole_loss: bool) -> str:
@@ -410,7 +444,7 @@ class _Spec:
                 lines = [f"{outputs} = [out for out in {cache} if out]  # Lightning 1.x left out empty outputs\n"]
             if not self.whole_loss:
                 lines.append(
-                    "if self.automatic_optimization:  # Lightning 1.x passed the loss divided by "
+                    "if self.automatic_optimization:  # Lightning 1.5-1.9 passed the loss divided by "
                     "accumulate_grad_batches\n"
                     f'    {outputs} = [{{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches}} '
                     f"for out in {outputs}]\n"
