@@ -972,3 +972,29 @@ def test_a_module_rewrite_read_by_a_project_callback_of_the_same_epoch_end_is_no
     model = (alone / "model.py").read_text()
     assert "def on_validation_epoch_end(self):" in model and "validation_epoch_end(self, outputs)" not in model
     assert [line.split()[-3:-1] for line in lines] == [["[proven", "fix]"]], lines
+
+
+PREDICT_CALLBACK = """
+import pytorch_lightning as pl
+
+
+class SavePredictions(pl.Callback):
+    def on_predict_epoch_end(self, trainer, pl_module, outputs):
+        self.saved = [len(per_loader) for per_loader in outputs]
+
+
+def predict(trainer, model, loader, keep):
+    return trainer.predict(model, loader, return_predictions={keep})
+"""
+
+
+@pytest.mark.parametrize(("keep", "tier"), [("True", "proven"), ("keep", "unsafe"), ("False", "unsafe")])
+def test_a_predict_rewrite_is_proven_only_where_no_call_may_turn_predictions_off(keep, tier):
+    """With ``return_predictions=False`` 1.4.9 and 1.9.5 passed empty lists; the rewrite passes every prediction, and
+    no matrix row proves that: a call that may pass ``False`` makes the rewrite opt-in, a literal ``True`` does not."""
+    [finding] = check_source(PREDICT_CALLBACK.format(keep=keep).encode()).findings
+    assert (finding.code, finding.tier) == ("LM002", tier)
+    if tier == "unsafe":
+        assert "sets `return_predictions`, and with `False` 1.x passed empty lists" in fix(
+            PREDICT_CALLBACK.format(keep=keep)
+        )

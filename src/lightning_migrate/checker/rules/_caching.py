@@ -231,8 +231,14 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         )
     if stage == "train":
         risks.append("the cached tensors are detached (1.x kept the graph of every key but the loss)")
+    no_predictions = None
     if stage == "predict":
         risks.append("with `return_predictions=False` 1.x passed empty lists, the rewrite the predictions")
+        # a Trainer.predict call of the checked files may pass return_predictions=False (anything but a literal
+        # True): no row proves that shape
+        sources = [(file.path or Path("<source>"), file.source)]
+        sources += [(path, file.project.read(path)) for path in file.project.name_of if path != file.path]
+        no_predictions = next((p for p, data in sources if re.search(rb"\breturn_predictions\b(?!\s*=\s*True\b)", data)), None)
     # 1.x ran the module's old epoch-end hook before every callback's hook of the same epoch end; the renamed hook
     # runs after the callbacks' (measured on 1.9.5 and 2.6.6): a callback of the project that reads what the old
     # hook set would read the epoch before's value, which no row of the matrix shows
@@ -249,7 +255,7 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     spec.step = step_name if in_step else None
     shape = shape_of(pattern_id, per_dataloader, whole_loss is not None)
     return Fix(
-        PROVEN if shape in proven.shapes() and not readers else UNSAFE,
+        PROVEN if shape in proven.shapes() and not readers and no_predictions is None else UNSAFE,
         spec.apply,
         on_class=True,
         description=f"{how} in self.{cache}",
@@ -262,6 +268,9 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
             f"{how} in `{cache}`: the project's callback `{readers[0][1]}` defines `{new_hook}`, which ran after "
             f"`{old_hook}` and runs before the renamed hook"
             if readers
+            else f"{how} in `{cache}`: `{no_predictions.name}` sets `return_predictions`, and with `False` 1.x passed "
+            "empty lists where the rewrite passes the predictions"
+            if no_predictions is not None
             else f"{how} in `{cache}`, a shape no row of the scenario matrix proves"
         ),
     )
