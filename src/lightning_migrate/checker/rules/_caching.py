@@ -238,7 +238,7 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         # True): no row proves that shape
         sources = [(file.path or Path("<source>"), file.source)]
         sources += [(path, file.project.read(path)) for path in file.project.name_of if path != file.path]
-        no_predictions = next((p for p, data in sources if re.search(rb"\breturn_predictions\b(?!\s*=\s*True\b)", data)), None)
+        no_predictions = next((p for p, data in sources if NOT_TRUE.search(data)), None)
     # 1.x ran the module's old epoch-end hook before every callback's hook of the same epoch end; the renamed hook
     # runs after the callbacks' (measured on 1.9.5 and 2.6.6): a callback of the project that reads what the old
     # hook set would read the epoch before's value, which no row of the matrix shows
@@ -276,6 +276,8 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     )
 
 
+#: ``return_predictions`` set to anything but a literal ``True`` (a ``Trainer.predict`` argument, a config key).
+NOT_TRUE = re.compile(rb"\breturn_predictions\b(?!\s*=\s*True\b)")
 #: What a callback's hook reads of the module's work through the trainer: the values the module logged, the module.
 TRAINER_READS = frozenset({"callback_metrics", "logged_metrics", "progress_bar_metrics", "lightning_module", "model"})
 
