@@ -998,3 +998,23 @@ def test_a_predict_rewrite_is_proven_only_where_no_call_may_turn_predictions_off
         assert "sets `return_predictions`, and with `False` 1.x passed empty lists" in fix(
             PREDICT_CALLBACK.format(keep=keep)
         )
+
+
+def test_a_class_of_an_unresolved_framework_base_with_an_epoch_end_method_gets_a_note():
+    """``class MyTask(ClassificationTask)`` of a framework the checker cannot read, defining only
+    ``validation_epoch_end``: a note with ``--notes`` (it may be a LightningModule), nothing without."""
+    source = """
+        from mylib.tasks import ClassificationTask
+
+
+        class MyTask(ClassificationTask):
+            def validation_epoch_end(self, outputs):
+                self.log("n", len(outputs))
+
+
+        class Plain(ClassificationTask):
+            def on_epoch_end(self):
+                pass
+        """
+    assert codes(source, notes=True) == [("LM001", 6, False)]
+    assert codes(source) == []

@@ -50,6 +50,7 @@ from lightning_migrate.checker.base import (
 )
 from lightning_migrate.checker.resolve import Kind, Project, dotted, module_info
 from lightning_migrate.checker.rules import RULES
+from lightning_migrate.checker.rules._common import EPOCH_END_METHOD_PATTERNS
 
 __all__ = ["DOCS_URL_VARIABLE", "PREFILTER", "RULES", "Result", "check_source", "docs_url", "rules_for"]
 
@@ -59,6 +60,9 @@ REMOVED_IMPORTS = "LM009"
 ASYNC_HOOKS = "LM008"
 #: A class whose base is not resolved but that defines this method may be a LightningModule (notes only).
 TRAINING_STEP = registry.STEP_METHODS["train"]
+#: ... or one of these, which no other library's classes are known to define (a task class of a framework built on
+#: Lightning, ``class MyTask(ClassificationTask)``, often defines only ``validation_epoch_end``).
+MODULE_ONLY_METHODS = frozenset({TRAINING_STEP, *(registry.get(pid).hook for pid in EPOCH_END_METHOD_PATTERNS)})
 #: Bytes every name a rule inspects contains: the name fragments of the name-pattern rules, and the listed hook
 #: names holding none of them. A file without any is skipped unparsed; literal alternatives keep the search as quick
 #: as a substring search.
@@ -306,7 +310,7 @@ def _may_report(node: ast.ClassDef, file: FileContext, select: frozenset[str] | 
     ):
         return False
     kind = file.project.classify(file.info, [dotted(base) for base in node.bases])
-    if kind.kind is not None or (kind.unknown and TRAINING_STEP in names):
+    if kind.kind is not None or (kind.unknown and not MODULE_ONLY_METHODS.isdisjoint(names)):
         return True
     return _mixed_into(node, file) is not None
 
@@ -390,7 +394,7 @@ def _classes(
             if mixed is not None:
                 owner, confident, root = mixed[0].kind, True, mixed[0].root
                 mixed_into, mixed_into_at = mixed[1], mixed[2]
-            elif kind.unknown and TRAINING_STEP in methods:
+            elif kind.unknown and not MODULE_ONLY_METHODS.isdisjoint(methods):
                 owner, confident = MODULE, False  # possibly a module: notes only
         if owner is None or not (confident or notes):
             continue
