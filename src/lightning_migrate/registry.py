@@ -27,6 +27,10 @@ STEP_METHODS = {
     "test": "test_step",
     "predict": "predict_step",
 }
+#: The callbacks Lightning 2.x calls after the module's ``on_train_epoch_end`` (its fit loop calls the "monitoring"
+#: callbacks, instances of ``Checkpoint`` or ``EarlyStopping``, last), where 1.x called every callback after
+#: ``training_epoch_end``; the tests check each is one of those two classes in the installed Lightning.
+MONITORING_CALLBACKS = ("Checkpoint", "ModelCheckpoint", "OnExceptionCheckpoint", "EarlyStopping")
 #: The class a pattern's ``source`` defines, by owner: the name Lightning's messages quote when the probe runs it.
 PROBE_CLASSES = {"LightningModule": "LitModel", "Callback": "MyCallback"}
 

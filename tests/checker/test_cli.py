@@ -346,3 +346,12 @@ def test_unsafe_fixes_without_fix_or_diff_is_a_usage_error(tree, capsys):
     code, lines, err = run(["--unsafe-fixes", tree], capsys)
     assert (code, lines) == (2, [])
     assert "lightning-migrate: error: --unsafe-fixes applies fixes: give it with --fix or --diff" in err
+
+
+def test_the_summary_counts_what_was_read_not_words_of_the_error(tmp_path, capsys):
+    """A file whose name holds the words of another error ("cell skipped", "fix refused") is counted by what
+    happened to it: not read."""
+    write(tmp_path, {"cell skipped.py": "def f(:\n", "fix refused/x.py": "def g(:\n"})
+    code, lines, err = run([tmp_path], capsys)
+    assert (code, lines) == (2, [])
+    assert err.strip().endswith("0 findings (0 files checked); 2 files could not be read (not checked)"), err

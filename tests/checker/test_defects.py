@@ -984,20 +984,108 @@ class SavePredictions(pl.Callback):
 
 
 def predict(trainer, model, loader, keep):
-    return trainer.predict(model, loader, return_predictions={keep})
+    return {call}
 """
 
 
-@pytest.mark.parametrize(("keep", "tier"), [("True", "proven"), ("keep", "unsafe"), ("False", "unsafe")])
-def test_a_predict_rewrite_is_proven_only_where_no_call_may_turn_predictions_off(keep, tier):
-    """With ``return_predictions=False`` 1.4.9 and 1.9.5 passed empty lists; the rewrite passes every prediction, and
-    no matrix row proves that: a call that may pass ``False`` makes the rewrite opt-in, a literal ``True`` does not."""
-    [finding] = check_source(PREDICT_CALLBACK.format(keep=keep).encode()).findings
+@pytest.mark.parametrize(
+    ("call", "tier"),
+    [
+        ("trainer.predict(model, loader, return_predictions=True)", "proven"),
+        ("trainer.predict(model, loader)", "proven"),
+        ("trainer.predict(model, loader, return_predictions=keep)", "unsafe"),
+        ("trainer.predict(model, loader, return_predictions=False)", "unsafe"),
+        ("trainer.predict(model, loader, None, False)", "unsafe"),
+        ("trainer.predict(model, loader, return_predictions=True if keep else False)", "unsafe"),
+        ('pl.Trainer(strategy="ddp_spawn").predict(model, loader)', "unsafe"),
+    ],
+)
+def test_a_predict_rewrite_is_proven_only_where_no_call_may_turn_predictions_off(call, tier):
+    """With ``return_predictions=False`` (a spawning strategy's default on 1.9.5) 1.4.9 and 1.9.5 passed empty
+    lists; the rewrite passes every prediction, and no matrix row proves that: a call that may turn them off makes
+    the rewrite opt-in, a literal ``True`` or the default does not."""
+    source = PREDICT_CALLBACK.format(call=call)
+    [finding] = check_source(source.encode()).findings
     assert (finding.code, finding.tier) == ("LM002", tier)
     if tier == "unsafe":
-        assert "sets `return_predictions`, and with `False` 1.x passed empty lists" in fix(
-            PREDICT_CALLBACK.format(keep=keep)
-        )
+        assert "may predict with `return_predictions=False` (or a spawning strategy), where 1.x" in fix(source)
+
+
+READ_AT_EPOCH_END = {
+    "a method of the callback": (
+        "def on_validation_epoch_end(self, trainer, pl_module):\n        self.report(trainer)\n\n"
+        "    def report(self, trainer):\n        print(trainer.callback_metrics)"
+    ),
+    "getattr": 'def on_validation_epoch_end(self, t, m):\n        print(getattr(t, "callback_metrics"))',
+    "a module kept in setup": (
+        "def setup(self, trainer, pl_module, stage):\n        self.module = pl_module\n\n"
+        "    def on_validation_epoch_end(self, trainer, pl_module):\n        print(self.module.val_acc)"
+    ),
+    "a hook bound by assignment": "on_validation_epoch_end = print",
+    "**kwargs": "def on_validation_epoch_end(self, *args, **kwargs):\n        print(args)",
+}
+
+
+@pytest.mark.parametrize("body", list(READ_AT_EPOCH_END.values()), ids=list(READ_AT_EPOCH_END))
+def test_a_callback_that_may_read_the_module_at_the_same_epoch_end_withholds_the_rewrite(body):
+    """Found by trying to break the first version, which read only the hook's module parameter."""
+    source = (
+        "import pytorch_lightning as pl\nimport torch\n\n\nclass Model(pl.LightningModule):\n"
+        "    def validation_step(self, batch, batch_idx):\n        return {'acc': batch.float().mean()}\n\n"
+        "    def validation_epoch_end(self, outputs):\n"
+        "        self.val_acc = torch.stack([o['acc'] for o in outputs]).mean()\n\n\n"
+        f"class Reader(pl.Callback):\n    {body}\n"
+    )
+    [finding] = [f for f in check_source(source.encode()).findings if f.code == "LM001"]
+    assert finding.tier == "unsafe"
+    assert "the project's callback `Reader` defines `on_validation_epoch_end`" in fix(source)
+
+
+@pytest.mark.parametrize(
+    ("extra", "tier"),
+    [
+        ("cb = pl.callbacks.LambdaCallback(on_train_epoch_end=lambda t, m: print(m.mean))", "unsafe"),
+        (
+            "class Best(pl.callbacks.ModelCheckpoint):\n    def on_train_epoch_end(self, trainer, pl_module):\n"
+            "        print(trainer.callback_metrics)",
+            "proven",
+        ),
+    ],
+    ids=["LambdaCallback", "a checkpoint subclass (2.x calls it after the module)"],
+)
+def test_the_training_rewrite_and_the_callbacks_of_its_epoch_end(extra, tier):
+    source = (
+        "import pytorch_lightning as pl\nimport torch\n\n\nclass Model(pl.LightningModule):\n"
+        "    def training_step(self, batch, batch_idx):\n        return {'loss': batch.sum()}\n\n"
+        "    def training_epoch_end(self, outputs):\n"
+        "        self.mean = torch.stack([o['loss'] for o in outputs]).mean()\n\n\n"
+        f"{extra}\n"
+    )
+    [finding] = [f for f in check_source(source.encode()).findings if f.code == "LM001"]
+    assert finding.tier == tier
+
+
+def test_a_callback_file_that_does_not_parse_counts_as_a_reader(tmp_path, capsys):
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "model.py": """
+                import pytorch_lightning as pl
+
+
+                class Model(pl.LightningModule):
+                    def validation_epoch_end(self, outputs):
+                        self.n = len(outputs)
+                """,
+            "cb.py": (
+                "import pytorch_lightning as pl\n\n\nclass C(pl.Callback):\n"
+                '    def on_validation_epoch_end(self, t, m):\n        print(f"{")\n'
+            ),
+        },
+    )
+    code, lines, _ = run([tmp_path / "model.py"], capsys)
+    assert [line.split("[")[-1].split("]")[0] for line in lines] == ["unsafe fix"], lines
 
 
 def test_a_class_of_an_unresolved_framework_base_with_an_epoch_end_method_gets_a_note():

@@ -336,3 +336,30 @@ def test_a_cell_a_magic_runs_as_python_is_checked_and_fixed_below_its_magic(tmp_
     assert cells[2].startswith(magic + "\nclass LitModel(pl.LightningModule):\n")
     assert "def on_train_epoch_end(self):" in cells[2] and "training_epoch_end" not in cells[2]
     assert cells[3] == "%%bash\necho def training_epoch_end"
+
+
+def test_a_cell_magic_after_blank_lines_is_still_the_cells_magic():
+    """IPython drops a cell's leading blank lines: a ``%%bash`` cell that starts with one is still skipped whole, a
+    ``%%time`` cell still read below its magic."""
+    book = notebook.read(
+        nbformat.writes(
+            nbformat.v4.new_notebook(
+                cells=[
+                    nbformat.v4.new_code_cell("\n%%bash\necho def training_epoch_end"),
+                    nbformat.v4.new_code_cell("\n\n%%time\nx = 1"),
+                ]
+            )
+        )
+    )
+    assert [cell.checked for cell in book.cells] == [False, True] and not book.broken
+    assert "echo" not in book.source and "x = 1" in book.source.splitlines()
+
+
+def test_a_notebook_without_hooks_is_checked_cell_by_cell_as_jupyter_runs_it(tmp_path, capsys):
+    """Top-level ``await`` and a ``from __future__`` import at the top of a later cell run in Jupyter: no syntax
+    error, exit 0."""
+    path = make(
+        tmp_path / "plain.ipynb", "import asyncio\nawait asyncio.sleep(0)", "from __future__ import annotations"
+    )
+    code, lines, err = run([path], capsys)
+    assert (code, lines) == (0, []) and "0 findings (1 file checked)" in err and "error" not in err

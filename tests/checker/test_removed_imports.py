@@ -436,3 +436,17 @@ def test_an_import_for_the_type_checker_only_is_reported_as_one():
     assert "runs only for a type checker" in finding.message and "raises ImportError" not in finding.message
     [run_time] = check_source(b"from pytorch_lightning.utilities.types import EPOCH_OUTPUT\n").findings
     assert "the import raises ImportError" in run_time.message
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "if not TYPE_CHECKING:\n    pass\nelse:\n    from pytorch_lightning.utilities.types import EPOCH_OUTPUT\n",
+        "if TYPE_CHECKING and X:\n    from pytorch_lightning.utilities.types import EPOCH_OUTPUT\n",
+        "if typing.TYPE_CHECKING:\n    from pytorch_lightning.utilities.types import EPOCH_OUTPUT\n",
+    ],
+    ids=["else of if not", "and", "typing.TYPE_CHECKING"],
+)
+def test_every_type_checker_only_branch_is_named_as_one(source):
+    [finding] = check_source(source.encode()).findings
+    assert "runs only for a type checker" in finding.message, finding.message

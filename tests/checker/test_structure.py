@@ -175,3 +175,12 @@ def test_only_source_tree_locates_the_checkout():
             if found and int(found.group(1)) > depth:
                 climbing.append(f"{path.relative_to(package)}:{node.lineno}: {text}")
     assert climbing == []
+
+
+def test_the_monitoring_callbacks_the_registry_names_are_checkpoints_or_early_stopping():
+    """The callbacks 2.x calls after the module at a training epoch's end are instances of ``Checkpoint`` or
+    ``EarlyStopping``: every name of ``registry.MONITORING_CALLBACKS`` is such a class of the installed Lightning."""
+    from lightning.pytorch import callbacks
+
+    for name in registry.MONITORING_CALLBACKS:
+        assert issubclass(getattr(callbacks, name), (callbacks.Checkpoint, callbacks.EarlyStopping)), name

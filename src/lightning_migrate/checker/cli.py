@@ -56,6 +56,9 @@ class FileReport:
     old_source: bytes | None = None
     error: str | None = None
     parsed: bool = False
+    #: how much of the file was read: ``"whole"``, ``"part"`` (a notebook without the cells that do not parse) or
+    #: ``"none"`` (an error skipped it)
+    read: str = "whole"
 
 
 #: What a folder is searched for: Python files and Jupyter notebooks.
@@ -126,6 +129,7 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
         data = path.read_bytes()
     except OSError as err:
         report.error = f"{path}: cannot read: {err.strerror or err}"
+        report.read = "none"
         return report
     book = None
     if path.suffix == ".ipynb":
@@ -133,10 +137,12 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
             book = notebook.read(data.decode("utf-8"))
         except UnicodeDecodeError as err:
             report.error = f"{path}: cannot decode as UTF-8, notebook skipped: {err.reason}"
+            report.read = "none"
             return report
         except notebook.NotebookError as err:
             if "not Python" not in str(err):  # another language's notebook is simply not ours
                 report.error = f"{path}: {err}, file skipped"
+                report.read = "none"
             return report
         source = book.source.encode("utf-8")
         if book.broken:
@@ -144,18 +150,24 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
             more = f" (and {len(book.broken) - 1} more cells)" if len(book.broken) > 1 else ""
             at = f"{broken.lineno or 0}:{broken.offset or 0}"
             report.error = f"{path}:cell {number}:{at}: syntax error, cell skipped{more}: {broken.msg}"
+            report.read = "part"
     else:
         source = data
     if not PREFILTER.search(source):
+        if book is not None:
+            return report  # each cell was compiled as Jupyter runs it, alone (top-level await allowed)
         try:  # no hook-like text: nothing to report, but a file that does not parse is still an error (exit 2)
             # (compiling to byte code skips building Python AST objects: the quickest full syntax check)
             compile(source, str(path), "exec", dont_inherit=True)
         except SyntaxError as err:
             report.error = _syntax_error(path, err, book)
+            report.read = "none"
         except ValueError as err:
             report.error = f"{path}: cannot parse, file skipped: {err}"
+            report.read = "none"
         except RecursionError:
             report.error = f"{path}: {TOO_DEEP}"
+            report.read = "none"
         return report
     report.parsed = True
     try:
@@ -170,6 +182,7 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
         )
     except SyntaxError as err:
         report.error = _syntax_error(path, err, book)
+        report.read = "none"
         return report
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
@@ -177,12 +190,15 @@ def check_file(path: Path, options: Options = Options()) -> FileReport:
             f"{path}:{line}: cannot decode as {err.encoding} (declare the file's encoding with a coding cookie), "
             f"file skipped: {err.reason}"
         )
+        report.read = "none"
         return report
     except ValueError as err:  # e.g. null bytes
         report.error = f"{path}: cannot parse, file skipped: {err}"
+        report.read = "none"
         return report
     except RecursionError:  # Python's parser takes it, but ast (or libcst) runs out of stack
         report.error = f"{path}: {TOO_DEEP}"
+        report.read = "none"
         return report
     report.findings = result.findings
     if result.error is not None:
@@ -434,9 +450,9 @@ def main(argv: list[str] | None = None) -> int:
         report.path = shown
         if report.error:
             errors.append(report.error.replace(str(report.path.resolve()), str(shown)))
-            if "cell skipped" in report.error:
+            if report.read == "part":
                 in_part += 1
-            elif "fix refused" not in report.error:
+            elif report.read == "none":
                 unreadable += 1
                 skipped += 1
             if not report.findings and report.new_source is None:

@@ -157,7 +157,8 @@ def read(text: str) -> Notebook:
             continue
         number += 1
         lines, form = _source_lines(cell, number)
-        magic = re.match(r"\s*%%(\w+)", lines[0]) if lines else None
+        first = next((line for line in lines if line.strip()), "")  # IPython drops a cell's leading blank lines
+        magic = re.match(r"\s*%%(\w+)", first)
         checked = magic is None or magic.group(1) in PYTHON_CELL_MAGICS
         cells.append(Cell(index, number, lines, checked, form))
         if not checked:

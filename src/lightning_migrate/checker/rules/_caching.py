@@ -41,7 +41,6 @@ import ast
 import functools
 import re
 from collections.abc import Sequence
-from pathlib import Path
 
 import libcst as cst
 
@@ -53,6 +52,7 @@ from lightning_migrate.checker.base import (
     PROVEN,
     UNSAFE,
     ClassContext,
+    FileContext,
     Fix,
     Statement,
     drop_params,
@@ -64,7 +64,7 @@ from lightning_migrate.checker.base import (
     positional,
     shown_path,
 )
-from lightning_migrate.checker.resolve import Project
+from lightning_migrate.checker.resolve import ModuleInfo, class_body_names, dotted
 from lightning_migrate.checker.rules._common import new_params
 
 #: The registry pattern of each stage's batch-end hook, whose new signature the rewrite writes: (owner, stage) -> id.
@@ -234,19 +234,15 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     no_predictions = None
     if stage == "predict":
         risks.append("with `return_predictions=False` 1.x passed empty lists, the rewrite the predictions")
-        # a Trainer.predict call of the checked files may pass return_predictions=False (anything but a literal
-        # True): no row proves that shape
-        sources = [(file.path or Path("<source>"), file.source)]
-        sources += [(path, file.project.read(path)) for path in file.project.name_of if path != file.path]
-        no_predictions = next((p for p, data in sources if NOT_TRUE.search(data)), None)
+        no_predictions = _predictions_may_be_off(file)
     # 1.x ran the module's old epoch-end hook before every callback's hook of the same epoch end; the renamed hook
     # runs after the callbacks' (measured on 1.9.5 and 2.6.6): a callback of the project that reads what the old
     # hook set would read the epoch before's value, which no row of the matrix shows
-    readers = [] if kind != MODULE or new_hook == old_hook else _readers(file.project, new_hook)
+    readers = [] if kind != MODULE or new_hook == old_hook else _readers(file, new_hook, stage)
     if readers:
-        path, name = readers[0]
+        where, name = readers[0]
         risks.append(
-            f"the project's callback `{name}` ({path.name}) defines `{new_hook}`: `{old_hook}` ran before it in 1.x, "
+            f"the project's callback `{name}` ({where}) defines `{new_hook}`: `{old_hook}` ran before it in 1.x, "
             f"the renamed hook runs after it, so what it reads of this hook's work is one epoch older"
         )
     removed_in = registry.get(pattern_id).removed_in
@@ -268,46 +264,139 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
             f"{how} in `{cache}`: the project's callback `{readers[0][1]}` defines `{new_hook}`, which ran after "
             f"`{old_hook}` and runs before the renamed hook"
             if readers
-            else f"{how} in `{cache}`: `{no_predictions.name}` sets `return_predictions`, and with `False` 1.x passed "
-            "empty lists where the rewrite passes the predictions"
+            else f"{how} in `{cache}`: `{no_predictions}` may predict with `return_predictions=False` (or a spawning "
+            "strategy), where 1.x passed empty lists and the rewrite passes the predictions"
             if no_predictions is not None
             else f"{how} in `{cache}`, a shape no row of the scenario matrix proves"
         ),
     )
 
 
-#: ``return_predictions`` set to anything but a literal ``True`` (a ``Trainer.predict`` argument, a config key).
-NOT_TRUE = re.compile(rb"\breturn_predictions\b(?!\s*=\s*True\b)")
-#: What a callback's hook reads of the module's work through the trainer: the values the module logged, the module.
-TRAINER_READS = frozenset({"callback_metrics", "logged_metrics", "progress_bar_metrics", "lightning_module", "model"})
+#: A strategy under which 1.9.5 turned ``return_predictions=None`` (the default) into ``False``: its spawning DDP
+#: strategies (``DDPSpawnStrategy``, ``ddp_fork`` and ``ddp_notebook`` among them; 1.9.5's ``prediction_loop.py``).
+SPAWNING = re.compile(rb"spawn|ddp_fork|ddp_notebook|DDPSpawn", re.IGNORECASE)
 
 
-def _readers(project: Project, hook: str) -> list[tuple[Path, str]]:
-    """The project's callbacks whose ``hook`` (``on_validation_epoch_end(self, trainer, pl_module)``) can read what
-    the module did at that epoch end: its body uses the module parameter, or the trainer's logged values or module
-    (:data:`TRAINER_READS`). A hook that reads neither (a callback reducing its own cache) is not one; a file that
-    does not parse counts as one."""
-    found = []
-    for path, name in project.callbacks_defining(hook):
-        try:
-            tree = ast.parse(project.read(path))
-        except (SyntaxError, ValueError, RecursionError):
-            found.append((path, name))
+def _predictions_may_be_off(file: FileContext) -> str | None:
+    """The name of a checked file (this one included) that may run ``Trainer.predict`` with
+    ``return_predictions=False``, under which 1.x passed empty lists: a ``return_predictions`` keyword that is not
+    the literal ``True``, a ``.predict(...)`` call with four positional arguments (the fourth is it), a spawning
+    strategy (:data:`SPAWNING`), or ``return_predictions`` in a file that does not parse; ``None`` otherwise."""
+    project = file.project
+    sources: list[tuple[str, bytes, ast.Module | None]] = [
+        (file.path.name if file.path else "<source>", file.source, file.tree)
+    ]
+    for path in project.name_of:
+        if path != file.path:
+            data = project.read(path)
+            if b"predict" in data or SPAWNING.search(data):
+                try:
+                    tree: ast.Module | None = ast.parse(data)
+                except (SyntaxError, ValueError, RecursionError):
+                    tree = None
+                sources.append((path.name, data, tree))
+    for where, data, tree in sources:
+        if SPAWNING.search(data):
+            return where
+        if tree is None:
+            if b"return_predictions" in data:
+                return where
             continue
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.ClassDef) and node.name == name):
+            if not isinstance(node, ast.Call):
                 continue
-            for item in node.body:
-                if not (isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name == hook):
-                    continue
-                params = [a.arg for a in (*item.args.posonlyargs, *item.args.args)]
-                module = params[2] if len(params) > 2 else None
-                star = item.args.vararg is not None or item.args.kwarg is not None
-                used = {n.id for n in ast.walk(item) if isinstance(n, ast.Name)}
-                attributes = {n.attr for n in ast.walk(item) if isinstance(n, ast.Attribute)}
-                if star or (module is not None and module in used) or attributes & TRAINER_READS:
-                    found.append((path, name))
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "predict" and len(node.args) >= 4:
+                return where
+            for keyword in node.keywords:
+                if keyword.arg == "return_predictions" and not (
+                    isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+                ):
+                    return where
+    return None
+
+
+#: Calls that reach what a name is bound to without naming it.
+INDIRECT = frozenset({"getattr", "vars", "eval", "exec", "globals", "locals"})
+
+
+def _readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, str]]:
+    """The callbacks of the checked files (this file included, a notebook's cells too) whose ``hook``
+    (``on_validation_epoch_end``) may read what the module did at that epoch end, as ``(file name, class name)``.
+
+    Every callback that defines the hook is one, unless its ``def`` provably reads nothing of the module
+    (:func:`_reads_nothing`): a callback reducing its own cache, as the callback-side recipe does. A hook bound by
+    assignment or inherited from a class of the project, a ``LambdaCallback(<hook>=...)``, and a file that does not
+    parse but names the hook count as readers. At a training epoch's end a checkpoint or early-stopping subclass
+    (:data:`lightning_migrate.registry.MONITORING_CALLBACKS`) does not."""
+    project = file.project
+    sources: list[tuple[str, ast.Module | None, ModuleInfo | None]] = [
+        (file.path.name if file.path else "<source>", file.tree, file.info)
+    ]
+    needle = re.compile(rb"\b" + re.escape(hook.encode()) + rb"\b")
+    for path in project.name_of:
+        if path == file.path or not needle.search(project.read(path)):
+            continue
+        info = project.info(path)
+        try:
+            tree = ast.parse(project.read(path)) if info is not None else None
+        except (SyntaxError, ValueError, RecursionError):
+            tree = None
+        sources.append((path.name, tree, info))
+    found: list[tuple[str, str]] = []
+    for where, tree, info in sources:
+        if tree is None or info is None:
+            found.append((where, "<a class of a file that does not parse>"))
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and any(k.arg == hook for k in node.keywords):
+                found.append((where, dotted(node.func) or "<a callback made by a call>"))
+            if not isinstance(node, ast.ClassDef):
+                continue
+            kind = project.classify(info, [dotted(base) for base in node.bases])
+            if kind.kind != CALLBACK or (stage == "train" and kind.via in registry.MONITORING_CALLBACKS):
+                continue
+            own = next(
+                (i for i in node.body if isinstance(i, ast.FunctionDef | ast.AsyncFunctionDef) and i.name == hook), None
+            )
+            inherited = any(
+                hook in a.methods.get(c, set()) for a, c in project.ancestors(info, info.classes.get(node.name, []))
+            )
+            if own is None and (hook in class_body_names(node) or inherited):
+                found.append((where, node.name))  # bound by assignment, or a project base's hook
+            elif own is not None and not _reads_nothing(own, node):
+                found.append((where, node.name))
     return list(dict.fromkeys(found))
+
+
+def _reads_nothing(hook: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.ClassDef) -> bool:
+    """Whether a callback's epoch-end ``hook`` cannot read the module: it never uses its ``trainer`` or module
+    parameter (nor ``*args`` / ``**kwargs``), calls no method of ``self`` (which could) and nothing in
+    :data:`INDIRECT`, and no hook of its class keeps its trainer or module in an attribute of ``self``."""
+    params = [a.arg for a in (*hook.args.posonlyargs, *hook.args.args)]
+    if hook.args.vararg is not None or hook.args.kwarg is not None:
+        return False
+    names = {n.id for n in ast.walk(hook) if isinstance(n, ast.Name)}
+    if names & {*params[1:3], *INDIRECT}:
+        return False
+    for call in ast.walk(hook):
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)
+        ):
+            if params and call.func.value.id == params[0]:
+                return False  # self.report(...): a method of the callback, which may read the module
+    for item in owner.body:
+        if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) or item is hook:
+            continue
+        kept = {a.arg for a in (*item.args.posonlyargs, *item.args.args)[1:3]}
+        for node in ast.walk(item):
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                to_self = any(isinstance(t, ast.Attribute) for t in targets)
+                if to_self and kept & {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}:
+                    return False  # self.module = pl_module in setup: read later through self
+    return True
 
 
 def shape_of(pattern_id: str, per_dataloader: bool, whole_loss: bool) -> str:

@@ -176,12 +176,28 @@ def _type_checking_branches(tree: ast.Module) -> set[int]:
     them, a type checker reads them."""
     found: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            test = node.test
-            name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
-            if name == "TYPE_CHECKING":
-                found |= _imports_in(node.body)
+        if not isinstance(node, ast.If):
+            continue
+        test, negated = node.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        if negated and _is_type_checking(test):
+            found |= _imports_in(node.orelse)  # if not TYPE_CHECKING: ... else: <imports>
+        elif not negated and (
+            _is_type_checking(test)
+            or isinstance(test, ast.BoolOp)
+            and isinstance(test.op, ast.And)
+            and any(map(_is_type_checking, test.values))
+        ):
+            found |= _imports_in(node.body)  # if TYPE_CHECKING: / if TYPE_CHECKING and X:
     return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    """Whether ``test`` is ``TYPE_CHECKING`` (or ``typing.TYPE_CHECKING``, ``t.TYPE_CHECKING``)."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports_in(statements: list[ast.stmt]) -> set[int]:
