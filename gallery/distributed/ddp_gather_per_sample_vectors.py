@@ -13,10 +13,10 @@ dataset by hand.
 # ----------
 # ``validation_step`` caches each batch's vectors, one list per ``dataloader_idx``. At epoch end
 # ``gather_in_sampler_order`` gathers how many rows each rank holds, pads every rank's rows with zeros to the longest,
-# gathers them (``self.all_gather`` stacks one block per rank), and reads them position by position across the
-# ranks, leaving the padding out: the sampler's order, whatever the shape of a row. The first ``len(dataset)`` rows
-# are each sample once. Every rank gathers (each must make the same calls); rank 0 saves one tensor per validation
-# dataloader, and ``val_embeddings`` reads the file in whichever process asks.
+# gathers them, and reads them position by position across the ranks, leaving the padding out: the sampler's order,
+# whatever the shape of a row. The first ``len(dataset)`` rows are each sample once. Every rank gathers (each must make
+# the same calls); rank 0 saves one tensor per validation dataloader, and ``val_embeddings`` reads the file in whichever
+# process asks.
 import tempfile
 from pathlib import Path
 

@@ -372,9 +372,9 @@ assert isinstance(
 # %%
 # The recipe, run
 # ---------------
-# ``DatasetMeanValidationLoss``, from the top of this page, in three runs: 2 processes with Lightning's padding
-# sampler, 2 processes with shards of 11 and 10 samples, 1 process. Each is compared with the mean over the 21
-# samples computed by hand with the weights the workers sent back.
+# ``DatasetMeanValidationLoss``, from the top of this page, in three runs: 2 processes with padded shards of 11 samples
+# (the default sampler), 2 processes with shards of 11 and 10 samples, 1 process. Each is compared with the mean over
+# the 21 samples computed by hand with the weights the workers sent back.
 
 
 class DatasetMeanOwnShards(DatasetMeanValidationLoss):

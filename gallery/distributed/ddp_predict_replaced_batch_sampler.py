@@ -12,13 +12,13 @@ CPU processes under a strategy that stands in for such a framework.
 # %%
 # The recipe: replay the batch sampler
 # ------------------------------------
-# A batch sampler that deals the same batches each time it is iterated (one that does not shuffle, as a predict
-# loader's should not) tells which samples each of the rank's batches held: ``write_on_epoch_end`` iterates
-# ``trainer.predict_dataloaders``' batch samplers again, for as many batches as the rank predicted, instead of
-# reading ``batch_indices``. ``gather_rows`` gathers the predictions and those indices across the ranks (every rank
-# calls it; it gathers the lengths first and pads to the longest, so shares of different sizes are accepted), the
-# rows are put back in the dataset's order, and rank 0 saves one tensor per dataloader. ``all_predictions`` reads
-# the file, in whichever process asks.
+# A batch sampler that deals the same batches each time it is iterated (one that does not shuffle, as a predict loader's
+# should not) tells which samples each of the rank's batches held: ``write_on_epoch_end`` iterates
+# ``trainer.predict_dataloaders``' batch samplers again, for as many batches as the rank predicted, instead of reading
+# ``batch_indices``. ``gather_rows`` gathers the predictions and those indices across the ranks (it must be called on
+# every rank; it gathers the lengths first and pads to the longest, so shares of different sizes are accepted), puts the
+# rows back in the dataset's order, and saves one tensor per dataloader on rank 0. ``all_predictions`` reads the file,
+# in whichever process asks.
 import itertools
 import tempfile
 from pathlib import Path

@@ -11,9 +11,9 @@ divide. This page trains on 2 CPU processes and compares both values with each r
 # The recipe
 # ----------
 # ``training_step`` appends each batch's loss, as in :doc:`Module-side caching </examples/core/module_side_caching>`. At
-# epoch end each rank sums its losses (in float32) and counts them; ``self.trainer.strategy.reduce(...,
-# reduce_op="sum")`` adds both up over the ranks, so each batch of each rank counts once, however many batches each rank
-# ran. Every rank must make both calls. Every rank then divides the same totals, and ``sync_dist=True`` averages
+# epoch end the recipe sums each rank's losses (in float32) and counts them, then adds both up over the ranks with
+# ``self.trainer.strategy.reduce(..., reduce_op="sum")``, so each batch of each rank counts once, however many batches
+# a rank ran. Every rank must make both calls. Every rank then divides the same totals, and ``sync_dist=True`` averages
 # identical values. With one process the totals are the process's own.
 import torch
 from lightning.pytorch.demos.boring_classes import BoringModel  # stands in for your own LightningModule
@@ -45,9 +45,9 @@ class EveryRankLossModel(BoringModel):
 #
 # Two processes
 # -------------
-# 41 samples in batches of 8 on 2 ranks, for 2 epochs: :claim:`distributed-sampler-repeats-a-sample`, so each rank
-# runs 3 batches. The module below is the recipe that also logs, under ``own_rank_mean``, the value a module-side
-# cache logs, ``torch.stack(self.training_step_outputs).mean()``. A callback beside it writes each rank's
+# 41 samples in batches of 8 on 2 ranks, for 2 epochs: :claim:`distributed-sampler-repeats-a-sample`, here 21
+# samples and 3 batches a rank. The module below is the recipe that also logs, under ``own_rank_mean``, the value a
+# module-side cache logs, ``torch.stack(self.training_step_outputs).mean()``. A callback beside it writes each rank's
 # per-batch losses, ``outputs["loss"]`` of each batch, to a file of that rank: the worker processes cannot print to
 # this page.
 import csv

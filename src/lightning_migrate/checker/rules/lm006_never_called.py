@@ -86,8 +86,9 @@ class NeverCalled(Rule):
         "(:claim:`epoch-hooks-ran-for-every-loop`): the body stays as ``_on_epoch_start`` or ``_on_epoch_end``, "
         "and the fix calls it from each stage hook the recorded calls of the old release name (after that stage "
         "hook's own code for an end hook, before it for a start hook): in the stage hook the class defines, or in "
-        "one the fix adds, which calls a base class's own first. **proven** (applied by ``--fix``) where a row of "
-        "the scenario matrix proves the shape, **unsafe** otherwise, for the same reason as the rename. **manual** "
+        "one the fix adds, which calls a base class's own first. **proven** (applied by ``--fix``) where the shape is "
+        "proven on :doc:`Where each recipe works </reference/scenarios>`, **unsafe** otherwise, for the same reason as "
+        "the rename. **manual** "
         "where the class's stage hook returns early, is ``async`` or decorated, a subclass defines one, or "
         f"{literal_list(sorted(EPOCH_END_METHODS))} are rewritten to the same hooks: pick the stage hooks you meant."
     )

@@ -35,9 +35,9 @@ class RemovedImports(Rule):
         "environment, not typed: a public name is one the module's ``__all__`` lists, a class or function of "
         "Lightning, or a value assigned in the module (``EPOCH_OUTPUT``). Not reported: an import in a ``try`` that "
         "catches ``ImportError`` (the file handles it), in the handler of a ``try`` whose body imports only names "
-        "2.x kept (the fallback never runs), or in the branch a flag named for a release up to the last 1.x keeps "
-        "for older releases (the ``else`` of ``if _PL_GREATER_EQUAL_1_6_0:``). An import under ``if TYPE_CHECKING:`` "
-        "is reported as what it is: Python never runs it, a type checker finds no such name."
+        "the installed release binds (that handler never runs), or in the branch a release flag keeps for older "
+        "releases (the ``else`` of ``if _PL_GREATER_EQUAL_1_6_0:``). An import under ``if TYPE_CHECKING:`` "
+        "is reported as one only a type checker reads, which then finds no such name."
     )
     fix_text = (
         "**safe** when every name the statement imports was moved: the same class or function is bound by a module "
