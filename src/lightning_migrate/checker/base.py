@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
@@ -176,6 +176,9 @@ class FileContext:
     project: Project
     path: Path | None
     _uses: Uses | None = field(default=None, repr=False)
+    #: answers about the whole file or project that rules ask once per class, kept for the file's other classes
+    #: (keyed by the question: ``("readers", hook, stage)``)
+    memo: dict[tuple, Any] = field(default_factory=dict, repr=False)
 
     @property
     def lightning_root(self) -> str | None:

@@ -281,7 +281,14 @@ def _predictions_may_be_off(file: FileContext) -> str | None:
     """The name of a checked file (this one included) that may run ``Trainer.predict`` with
     ``return_predictions=False``, under which 1.x passed empty lists: a ``return_predictions`` keyword that is not
     the literal ``True``, a ``.predict(...)`` call with four positional arguments (the fourth is it), a spawning
-    strategy (:data:`SPAWNING`), or ``return_predictions`` in a file that does not parse; ``None`` otherwise."""
+    strategy (:data:`SPAWNING`), or ``return_predictions`` in a file that does not parse; ``None`` otherwise. Asked
+    once per file (:attr:`FileContext.memo`)."""
+    if ("predictions",) not in file.memo:
+        file.memo[("predictions",)] = _find_predictions_off(file)
+    return file.memo[("predictions",)]
+
+
+def _find_predictions_off(file: FileContext) -> str | None:
     project = file.project
     sources: list[tuple[str, bytes, ast.Module | None]] = [
         (file.path.name if file.path else "<source>", file.source, file.tree)
@@ -327,7 +334,15 @@ def _readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, str]]:
     (:func:`_reads_nothing`): a callback reducing its own cache, as the callback-side recipe does. A hook bound by
     assignment or inherited from a class of the project, a ``LambdaCallback(<hook>=...)``, and a file that does not
     parse but names the hook count as readers. At a training epoch's end a checkpoint or early-stopping subclass
-    (:data:`lightning_migrate.registry.MONITORING_CALLBACKS`) does not."""
+    (:data:`lightning_migrate.registry.MONITORING_CALLBACKS`) does not. Asked once per file
+    (:attr:`FileContext.memo`)."""
+    key = ("readers", hook, stage)
+    if key not in file.memo:
+        file.memo[key] = _find_readers(file, hook, stage)
+    return file.memo[key]
+
+
+def _find_readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, str]]:
     project = file.project
     sources: list[tuple[str, ast.Module | None, ModuleInfo | None]] = [
         (file.path.name if file.path else "<source>", file.tree, file.info)
