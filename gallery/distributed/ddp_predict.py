@@ -163,7 +163,7 @@ assert "return_predictions" in last_line and "spawn or fork" in last_line, (
 # ---------------
 # ``GatheredPredictionsWriter``, from the top of this page, in three runs: 2 processes with one predict
 # dataloader, 2 processes with two (21 and 6 samples), and 1 process. The reference is the model applied by hand
-# to each dataset, in order: prediction does not change the weights.
+# to each dataset, in order.
 second_loader = DataLoader(RandomDataset(32, 6), batch_size=4)
 runs = {
     "2 processes, 1 loader": ({"devices": WORLD_SIZE, "strategy": "ddp_fork"}, predict_loader),

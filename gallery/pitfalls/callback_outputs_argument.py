@@ -141,7 +141,7 @@ assert silent.received == [None, None], "a default outputs=None receives None at
 # %%
 # The cause
 # ---------
-# :claim:`Extra-parameters-never-passed`; no list of the epoch's outputs is kept for it.
+# :claim:`Extra-parameters-never-passed`.
 # :claim:`Train-batch-end-receives-outputs`.
 #
 # The proof: the fix against a plain PyTorch loop

@@ -138,7 +138,7 @@ by_hand = [batch_losses(weights) for weights in correct.snapshots]  # one list o
 print(f"batch losses by hand, per epoch: {[[round(v, 6) for v in epoch] for epoch in by_hand]}")
 
 # %%
-# The same training for all three: validation does not change the weights.
+# The same training for all three.
 for observer in (no_clear, overwrite):
     for mine, theirs in zip(observer.snapshots, correct.snapshots, strict=True):
         assert all(torch.equal(mine[name], theirs[name]) for name in mine)

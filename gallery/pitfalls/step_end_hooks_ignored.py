@@ -3,8 +3,7 @@
 ==================================================
 
 Instead of ``training_step_end(self, step_output)``, ``validation_step_end`` and ``test_step_end``, move their code
-to the batch-end hooks (their ``outputs`` argument is the step's output), or to the end of ``training_step`` and
-friends.
+to the batch-end hooks (their ``outputs`` argument), or to the end of ``training_step`` and friends.
 
 .. code-block:: python
    :caption: Before (Lightning 1.x)

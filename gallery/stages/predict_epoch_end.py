@@ -131,8 +131,7 @@ reader = PredictionsReader()
 returned = make_trainer([reader]).predict(model, predict_loader)
 
 # %%
-# Prediction does not change the weights, so the same model in eval mode under ``torch.no_grad`` gives the
-# reference, batch by batch.
+# The reference: the same model in eval mode under ``torch.no_grad``, batch by batch.
 model.eval()
 with torch.no_grad():
     reference = torch.cat([model(batch) for batch in predict_loader])
@@ -258,9 +257,9 @@ for name, per_loader in kept_per_loader.items():
     print(f"{name}: shapes {shapes}, equal to the references: {all(map(torch.equal, per_loader, references))}")
 
 # %%
-# ``torch.cat`` of a list of lists raises ``TypeError``; the replacements keep the 12 and the 6 rows of the two
-# loaders apart, each equal to its reference. ``torch.cat``, not ``torch.stack``, joins batches of different sizes,
-# so a smaller last batch is no trouble (:doc:`where each recipe holds </reference/scenarios>`). Under DDP
+# Two loaders' predictions, a list of lists, do not go into ``torch.cat`` (the error above); the replacements keep the
+# 12 and the 6 rows of the two loaders apart, each equal to its reference. They join batches with ``torch.cat``, so a smaller
+# last batch is no trouble (:doc:`where each recipe holds </reference/scenarios>`). Under DDP
 # :claim:`ddp-predict-shares-stay-in-workers`: see :doc:`Predictions under DDP </examples/distributed/ddp_predict>`.
 
 # sphinx_gallery_start_ignore

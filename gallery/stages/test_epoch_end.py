@@ -110,8 +110,8 @@ assert (
 # %%
 # The proof: the trained weights, in eval mode, under ``torch.no_grad``
 # ---------------------------------------------------------------------
-# A ``CSVLogger`` keeps what the module logs. Testing does not change the weights, so evaluating the same five
-# batches by hand gives exactly the same mean.
+# A ``CSVLogger`` keeps what the module logs; the same five batches evaluated by hand, with the weights the test
+# used, give exactly the same mean.
 model = TestLossCache()
 logger = CSVLogger(tempfile.mkdtemp(), name="", version="")
 trainer = make_trainer(logger)

@@ -170,20 +170,18 @@ class CheckerRule(SphinxDirective):
             "",
             rule.summary,
             "",
-            "Why Lightning breaks",
-            "--------------------",
-            "",
         ]
+        if rule.patterns or rule.why:
+            lines += ["Why Lightning breaks", "--------------------", ""]
         if rule.patterns:
             lines += [f"What {version} does with each old shape:", ""]
             lines += [".. rst-class:: from-records", ""]  # every sentence of the list is rendered from a record
-        else:
+        elif rule.why:  # a rule of its own evidence (LM007): its claims, and the names it compares with
             from lightning_migrate import hook_names
 
             recorded = hook_names.load()
             lines += [
-                f":claim:`unknown-names-never-called`; :claim:`removed-epoch-end-hooks-refused`. The names the "
-                "checker compares with are recorded from "
+                f"{rule.why} The names the checker compares with are recorded from "
                 f"``{recorded['lightning']['distribution']}`` {recorded['lightning']['version']} "
                 f"({len(recorded['LightningModule']['hooks'])} ``LightningModule`` hooks, "
                 f"{len(recorded['Callback']['hooks'])} ``Callback`` hooks).",

@@ -476,7 +476,8 @@ def fix_block(app: Sphinx, docname: str) -> nodes.container | None:
         (symptom, patterns, symptom.distinct_wordings({p.probe_class for p in patterns})) for symptom, patterns in found
     ]
     texts = list(dict.fromkeys(w.text for _, _, wordings in shown for w in wordings))
-    block = nodes.container(classes=["symptoms-fixed-here"], ids=[FIX_BLOCK_ID])
+    # every sentence of the block says what this build's runs recorded (the releases, the errors, the old shapes)
+    block = nodes.container(classes=["symptoms-fixed-here", "from-records"], ids=[FIX_BLOCK_ID])
     block += addnodes.index(entries=[("single", text, "", "main", None) for text in texts])
     summary = _rubric([symptom for symptom, _ in found])
     block += nodes.raw("", f"<details><summary>{summary}</summary>", format="html")

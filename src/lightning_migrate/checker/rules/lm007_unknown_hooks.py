@@ -68,6 +68,7 @@ class UnknownHooks(Rule):
         "Lightning still never does, and the message says where the project does; it is left alone only when the "
         'project builds hook names at run time (``getattr(self, f"{stage}_epoch_end")``), as its own hooks.'
     )
+    why = ":claim:`unknown-names-never-called`; :claim:`removed-epoch-end-hooks-refused`."
     fix_text = (
         "**manual**: a marker comment names the nearest real hook; rename the method to it and check its "
         "parameters against that hook's signature."
