@@ -258,8 +258,8 @@ for name, per_loader in kept_per_loader.items():
 
 # %%
 # Two loaders' predictions, a list of lists, do not go into ``torch.cat`` (the error above); the replacements keep the
-# 12 and the 6 rows of the two loaders apart, each equal to its reference. They join batches with ``torch.cat``, so a smaller
-# last batch is no trouble (:doc:`where each recipe holds </reference/scenarios>`). Under DDP
+# 12 and the 6 rows of the two loaders apart, each equal to its reference. They join batches with ``torch.cat``, so a
+# smaller last batch is no trouble (:doc:`where each recipe holds </reference/scenarios>`). Under DDP
 # :claim:`ddp-predict-shares-stay-in-workers`: see :doc:`Predictions under DDP </examples/distributed/ddp_predict>`.
 
 # sphinx_gallery_start_ignore
