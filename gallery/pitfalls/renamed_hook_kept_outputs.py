@@ -123,9 +123,9 @@ assert trainer.global_step == 0
 # %%
 # Without the sanity check
 # ------------------------
-# ``num_sanity_val_steps=0`` only moves the failure to the first real validation run, after the first
-# training epoch (:claim:`renamed-validation-hook-fails-in-sanity-check`): the output below gives the steps taken,
-# which on a real model can be hours.
+# With ``num_sanity_val_steps=0`` the run below fails later, at its first real validation run, after the first
+# training epoch (:claim:`renamed-validation-hook-fails-in-sanity-check`): the output gives the steps taken, which on
+# a real model can be hours.
 trainer = make_trainer(num_sanity_val_steps=0)
 later_error = None
 try:
