@@ -67,7 +67,7 @@ class BatchHooksCallback(pl.Callback):
 # %%
 # .. dropdown:: Why
 #
-#    :claim:`Train-batch-hooks-dataloader-idx-removed`: training uses one (possibly combined) dataloader.
+#    :claim:`Train-batch-hooks-dataloader-idx-removed`.
 #    :claim:`Eval-batch-hooks-dataloader-idx-only-with-several`.
 #
 # The old code, run today
