@@ -11,15 +11,13 @@ import os
 import subprocess
 import sys
 
+import dask  # requirements-test.txt installs it (requirements-dask.txt): a missing install fails, never skips
+import distributed
 import pytest
+from builds import ROOT
+from test_scenarios import CALLBACK_PAGE, OLD_HOOK_PAGE, small_project
 
 from lightning_migrate import scenarios
-
-dask = pytest.importorskip("dask")  # requirements-test.txt installs it (requirements-dask.txt)
-distributed = pytest.importorskip("distributed")
-
-from builds import ROOT  # noqa: E402
-from test_scenarios import CALLBACK_PAGE, OLD_HOOK_PAGE, small_project  # noqa: E402
 
 
 @pytest.fixture(scope="module")

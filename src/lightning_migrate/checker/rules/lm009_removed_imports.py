@@ -172,25 +172,30 @@ TYPING_ONLY = "it runs only for a type checker (`if TYPE_CHECKING:`), which then
 
 
 def _type_checking_branches(tree: ast.Module) -> set[int]:
-    """The ids of the imports in the body of ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): Python never runs
-    them, a type checker reads them."""
+    """The ids of the imports in the body of ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``, ``if TYPE_CHECKING
+    and X:``) and in the ``else`` of ``if not TYPE_CHECKING:``: Python never runs them, a type checker reads them."""
     found: set[int] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.If):
-            continue
-        test, negated = node.test, False
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test, negated = test.operand, True
+    for node, test, negated in _if_tests(tree):
         if negated and _is_type_checking(test):
-            found |= _imports_in(node.orelse)  # if not TYPE_CHECKING: ... else: <imports>
+            found |= _imports_in(node.orelse)
         elif not negated and (
             _is_type_checking(test)
             or isinstance(test, ast.BoolOp)
             and isinstance(test.op, ast.And)
             and any(map(_is_type_checking, test.values))
         ):
-            found |= _imports_in(node.body)  # if TYPE_CHECKING: / if TYPE_CHECKING and X:
+            found |= _imports_in(node.body)
     return found
+
+
+def _if_tests(tree: ast.Module) -> Iterator[tuple[ast.If, ast.expr, bool]]:
+    """Each ``if`` of the file with its test, a leading ``not`` taken off: ``(node, test, negated)``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test, negated = node.test, False
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, negated = test.operand, True
+            yield node, test, negated
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -237,12 +242,7 @@ def _older_release_branches(tree: ast.Module, old: str) -> set[int]:
     2.x is newer, so the flag is true there and the branch never runs."""
     newest = tuple(int(part) for part in old.split("."))
     found: set[int] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.If):
-            continue
-        test, negated = node.test, False
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test, negated = test.operand, True
+    for node, test, negated in _if_tests(tree):
         name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
         match = _RELEASE_FLAG.fullmatch(name)
         if match is None or tuple(int(part or 0) for part in match.groups()) > newest:
