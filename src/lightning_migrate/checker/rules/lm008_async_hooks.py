@@ -13,7 +13,7 @@ from lightning_migrate.checker.rules._common import signature
 class AsyncHooks(Rule):
     code = "LM008"
     name = "async-hooks"
-    title = "hooks written `async def`, whose body never runs"
+    title = "hooks written async def"
     owners = frozenset({MODULE, CALLBACK})
     summary = (
         f"A method of a ``{MODULE}`` or ``{CALLBACK}`` written ``async def`` whose name is one of the hooks "
