@@ -47,13 +47,15 @@ sphinx_gallery_conf = {
 @dataclass
 class Build:
     """A finished ``sphinx-build`` run: its tree, output directory, exit code and combined output, and the paths of
-    the Python environment it ran in when that is not the tests' own (a recorded build of ``nox -s docs``)."""
+    the Python environment it ran in and its interpreter when that is not the tests' own (a recorded build of
+    ``nox -s docs``)."""
 
     tree: Path
     outdir: Path
     returncode: int
     output: str
     python: tuple[str, ...] = ()
+    executable: str = sys.executable
 
     def page(self, docname: str) -> str:
         """The HTML of ``docname`` (e.g. ``examples/core/module_side_caching``); fails the test if missing."""

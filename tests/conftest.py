@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -107,7 +106,8 @@ def site(tmp_path_factory) -> Build:
     except pytest.UsageError as error:
         pytest.fail(str(error), pytrace=False)
     if record is not None:
-        return Build(record.tree, record.outdir, record.returncode, record.output, tuple(record.python))
+        python = tuple(record.python)
+        return Build(record.tree, record.outdir, record.returncode, record.output, python, record.executable)
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent  # the run's base folder, which every worker's own folder is in
@@ -139,8 +139,10 @@ def generated_state(tree: Path) -> dict[str, tuple[int, int]]:
 
 def rebuild(build: Build, destination: Path) -> Build:
     """Build ``build``'s tree again into a copy of its output directory (doctrees included), with nothing changed
-    and without ``CI`` (nothing cached is re-executed): what a second ``nox -s docs`` does to the first one's output.
-    Returns the :class:`Build` of the copy (never raises on a failed build).
+    and without ``CI`` (nothing cached is re-executed), with the Python the build ran in: what a second ``nox -s docs``
+    does to the first one's output. (Another environment's extensions put other paths into the configuration, e.g.
+    ``html_static_path``, and Sphinx then reads every page again.) Returns the :class:`Build` of the copy (never
+    raises on a failed build).
 
     Raises:
         AssertionError: the rebuild changed a file the build generated in the sources (``docs/examples``, ...),
@@ -152,7 +154,7 @@ def rebuild(build: Build, destination: Path) -> Build:
     # CI and PYTHONWARNINGS are the build's own (a test that imported the site's conf.py set PYTHONWARNINGS here)
     env = {key: value for key, value in os.environ.items() if key not in ("CI", "PYTHONWARNINGS")}
     env |= {"PYTHONHASHSEED": "0"}
-    command = [sys.executable, "-m", "sphinx", *site_build.SPHINX, "-b", "html"]
+    command = [build.executable, "-m", "sphinx", *site_build.SPHINX, "-b", "html"]
     proc = subprocess.run(
         [*command, "-d", str(outdir / ".doctrees"), "docs", str(outdir)],
         cwd=build.tree,
@@ -164,7 +166,7 @@ def rebuild(build: Build, destination: Path) -> Build:
     changed = sorted(name for name, state in generated_state(build.tree).items() ^ before.items())
     # the tree may be the recorded build the whole test run reads: a rebuild must write only into its own copy
     assert not changed, f"the rebuild rewrote the build's generated sources in {build.tree}: {changed[:10]}"
-    return Build(build.tree, outdir, proc.returncode, proc.stdout + proc.stderr, build.python)
+    return Build(build.tree, outdir, proc.returncode, proc.stdout + proc.stderr, build.python, build.executable)
 
 
 @pytest.fixture(scope="session")

@@ -53,7 +53,7 @@ IGNORED = (
 #: What a build writes into the source tree (git-ignored): a copy of the tree never carries them.
 GENERATED = ("docs/examples", "docs/sg_execution_times.rst", "docs/checker/rules", "docs/jupyter_execute")
 #: The version of the record's layout; a record of another version is not usable.
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 
 
 def source_files(root: Path) -> list[str]:
@@ -134,7 +134,8 @@ def record_path(outdir: Path) -> Path:
 class Record:
     """A recorded build of the site: its tree (the project root it ran in), output directory, exit code, Sphinx's
     whole output, the options given after the output directory, whether it executed everything (``ci``), its
-    Python environment's paths, the source hashes as it started, when it ended (Unix time) and how long it took (s).
+    Python environment's paths and interpreter (``executable``), the source hashes as it started, when it ended
+    (Unix time) and how long it took (s).
     """
 
     tree: Path
@@ -144,6 +145,7 @@ class Record:
     options: list[str]
     ci: bool
     python: list[str]
+    executable: str
     sources: dict[str, str]
     finished: float
     seconds: float
@@ -244,6 +246,7 @@ def build(outdir: Path, options: list[str], root: Path | None = None, echo=None)
         options=list(options),
         ci=forced_execution(),
         python=sorted({sys.prefix, sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}),
+        executable=sys.executable,
         sources=sources,
         finished=time.time(),
         seconds=round(time.time() - started, 1),
