@@ -960,6 +960,30 @@ def test_a_loss_written_by_hand_is_bfloat16_under_bf16_mixed_and_holds_within_tw
     assert result["outcome"] == "holds" and result["relative_error"] <= harness.REL_TOL, result
 
 
+def test_a_value_computed_in_bfloat16_differs_even_where_its_rounding_lands_near_the_truth():
+    """The extra-keys rewrite keeps bfloat16 predictions under bf16-mixed and computes their loss in bfloat16 (a
+    declared trap). Exploration (seed 33) drew a cell where that bfloat16 mean, 1.0, lies within float32's tolerance
+    of the truth: it is still a value computed in bfloat16, and the cell differs, as declared; at 32-true it holds."""
+    loaded = scenarios.load_space()
+    recipe = next(r for r in loaded.recipes if r.id == "rewrite_training_epoch_end_extra_keys")
+    values = {
+        "train_step": "manual",
+        "eval_step": "none",
+        "dataset": "uneven",
+        "train_loaders": "2",
+        "val_schedule": "interval-2",
+        "sanity": "all",
+        "limits": "int",
+    }
+    accepted = space.declared_warnings()
+    bf16 = loaded.scenario("near", {**values, "precision": "bf16-mixed"})
+    result = scenarios.cell_result(recipe, bf16, declared_warnings=accepted)
+    assert result["outcome"] == "differs", result
+    assert result["relative_error"] <= harness.REL_TOL and "a bfloat16 number" in result["detail"], result
+    full = scenarios.cell_result(recipe, loaded.scenario("full", values), declared_warnings=accepted)
+    assert full["outcome"] == "holds", full
+
+
 def test_a_training_value_under_ddp_is_compared_with_every_ranks_batches():
     """Lightning #20683: under DDP a module-side cache logs rank 0's own mean. The truth of a training value spans
     every rank's batches (each rank keeps its record), so that recipe, run there anyway, differs, and the recipe that
