@@ -117,7 +117,7 @@ print(f"training steps taken: {trainer.global_step}")
 assert error is not None and "outputs" in str(error) and sanity.started and not sanity.finished, (
     "on_validation_epoch_end(self, outputs) raised TypeError inside the default sanity check"
 )
-assert trainer.global_step == 0
+assert trainer.global_step == 0, "the TypeError of the sanity check came before any training step"
 # sphinx_gallery_end_ignore
 
 # %%
