@@ -47,7 +47,7 @@ VERB_STEMS = (
     "block compile deadlock die hang pad recompile rename vanish disappear introduce cache read survive outlive"
 ).split()
 IRREGULAR = (
-    "released releasing ran caught gave given got gotten held kept lost sent threw thrown hung emptied empties"
+    "released releasing ran caught gave given got gotten held kept lost sent threw thrown hung emptied empties built"
 ).split()
 
 
@@ -129,6 +129,9 @@ CONCEPTS = [
     # third round: Lightning's loops and samplers, the optimizer step, Python (what it raises when Lightning calls)
     "the loop", "the training loop", "the fit loop", "the evaluation loop", "the predict loop", "the sampler",
     "the optimizer step", "the step's output", "the step's outputs", "a step's output", "a step's outputs",
+    # fourth round: autograd's own mechanisms, the old list by its longer name
+    "the backward pass", "a backward pass", "the autograd graph", "grad_fn", "a saved tensor", "the saved tensors",
+    "the old outputs list", "the outputs list",
 ]  # fmt: skip
 #: The processes of a distributed run: what one does with the reader's code is the recipe's ("each rank sums its
 #: losses"), what happens to one is Lightning's or torch's ("the other worker is stopped", "each rank sees its
@@ -143,6 +146,9 @@ HOOK_KINDS = [
     "epoch-end hook", "epoch-end hooks", "batch-end hook", "batch-end hooks", "epoch-start hook", "epoch-start hooks",
     "batch-start hook", "batch-start hooks",
 ]  # fmt: skip
+#: Lightning's callbacks named by their kind ("the monitoring callbacks refuse ..."): read with the verb right after
+#: them (:func:`_immediate_verb`).
+CALLBACK_KINDS = re.compile(r"\b(?:(?:a|an|the|each|every|any)\s+)?(?:monitoring|Lightning['’]s) callbacks?\b", re.I)
 #: The libraries under Lightning, and its strategies, named as a subject ("DDP splits the data", "torchmetrics resets
 #: the metric", "PyTorch frees the graph"): what they do is a claim as much as what Lightning does.
 LIBRARIES = [
@@ -155,6 +161,14 @@ CONCEPT_VERBS = re.compile(
 )  # "replaces" next to a hook is the guide's replacement ("each removed hook and what replaces it")
 #: Words that state a change of behaviour between releases ("no longer", "is gone"): with a name, a claim.
 CHANGE = re.compile(r"\b(?:no longer|any ?more|(?:is|are|was|were) gone|went away|used to|since (?:1|2)\.)", re.I)
+#: What a hook, a callback or the arguments are handed, said as what is left them ("a step that returns nothing
+#: leaves a callback no outputs", "leaves outputs empty"): what Lightning passes, whatever the subject.
+HANDED = re.compile(
+    r"\b(?:leaves?|leaving|left|gives?|gave|given|hands?|handed|pass(?:es|ed)?)\s+"
+    r"(?:(?:a|an|the|each|every|its|their)\s+)?(?:callbacks?|hooks?|modules?|outputs|batch_indices|\S+_(?:end|start))"
+    r"(?:['’]s?)?\s+(?:no|nothing|empty|None|an\s+empty)\b"
+    r"|\b(?:leaves?|leaving|left|makes?|made)\s+(?:the\s+)?(?:outputs|batch_indices)\s+(?:empty|None|\{\})"
+)
 #: A state a name is in ("autograd is off", "the list stays empty").
 STATE = re.compile(
     r"\b(?:is|are|was|were|stays?|stayed|remains?|remained)\s+(?:not\s+|still\s+)?"
@@ -307,7 +321,91 @@ LIBRARY_NAMES = re.compile(_alternatives(sorted(LIBRARIES, key=len, reverse=True
 #: device"): verbs of a subject only (a run of the reader's "starts" and "ends"). The subjects' verbs: every behaviour
 #: verb, the forms of :data:`HOOK_FORMS` ("``ModelCheckpoint`` monitors ...") and these.
 SUBJECT_FORMS = "starts started spawns spawned forks forked launches launched".split()
-SUBJECT_VERBS = re.compile(VERBS.pattern[: -len(r")\b")] + "|" + "|".join(HOOK_FORMS + SUBJECT_FORMS) + r")\b")
+#: A verb that stands for another ("Lightning still never does", "as the old list did"): right after a name, what
+#: the name does (:func:`_immediate_verb`).
+PRO_VERBS = {"does", "did", "doesn't", "didn't", "doesn’t", "didn’t"}
+SUBJECT_VERBS = re.compile(
+    VERBS.pattern[: -len(r")\b")] + "|" + "|".join([*HOOK_FORMS, *SUBJECT_FORMS, "monitor"]) + r")(?![\w’'])"
+)
+#: A path into Lightning's or torch's API, named as a subject: an attribute of the trainer
+#: (``self.trainer.strategy.reduce``, ``trainer.sanity_checking``), a function of torch (``torch.stack``,
+#: ``F.mse_loss``) or a tensor's method (``loss.detach()``). The entry points (``trainer.fit``) are Lightning's names.
+API_PATHS = re.compile(
+    r"(?<![\w.])(?:self\.trainer(?:\.\w+)+|trainer\.(?!(?:fit|validate|test|predict)\b)\w+(?:\.\w+)*"
+    r"|(?:torch|F|nn)\.\w+(?:\.\w+)*(?:\(\))?|\w+(?:\.\w+)*\.(?:detach|clone|item)\(\)(?:\.\w+\(\))*)(?![\w(])"
+)
+#: The arguments of Lightning's own that a page may set by name, written as a setting (``sync_dist=True``): a setting
+#: that does something ("``sync_dist=True`` averages the values") is Lightning doing it.
+KEYWORDS = re.compile(
+    r"(?<![\w.])(?:"
+    + "|".join(sorted({*probes.TRAINER_DEFAULTS, "sync_dist", "on_epoch", "on_step", "return_predictions",
+                       "use_distributed_sampler", "write_interval", "ckpt_path", "reduce_fx"}, key=len, reverse=True))
+    + r")=\S+"
+)  # fmt: skip
+#: The arguments Lightning hands a hook, named as a subject ("outputs is built from ..."): read with the hooks' verbs.
+ARGUMENTS = re.compile(r"(?<![\w.\[\"'])(?:outputs|batch_indices|results)(?![\w\[=.])")
+#: Words between a name and its verb that do not stop the verb being the name's ("torch.stack still needs").
+ADVERBS = {"still", "never", "also", "only", "then", "itself", "always", "just", "now", "first", "silently", "itself,"}
+#: Plural nouns that follow a name as a compound ("the Lightning docs", "torch functions"), not as its verb.
+PLURAL_NOUNS = set(
+    "docs users releases hooks classes callbacks modules examples versions pages logs metrics tensors errors warnings "
+    "strategies loops defaults internals steps batches settings calls runs values processes ranks workers arguments "
+    "parameters loaders dataloaders outputs results names utilities tests notes issues changes options configurations "
+    "objects functions packages semantics wheels libraries threads modes states".split()
+)
+#: Words before a name that make it a modifier or an object, not a subject ("the Lightning docs", "with torch.cat").
+MODIFIER_BEFORE = {"the", "a", "an", "your", "its", "their", "this", "that", "each", "every", "of", "with", "to",
+                   "from", "by", "in", "on", "for", "under", "like", "unlike", "than", "via", "own", "whatever",
+                   "more", "many", "some", "whether"}  # fmt: skip
+
+
+def _immediate_verb(
+    part: str,
+    names_: re.Pattern[str],
+    closed: re.Pattern[str] | None = None,
+    past: bool = False,
+    copula: bool = False,
+    open_: bool = True,
+) -> bool:
+    """Whether a name of ``names_`` is the subject of the verb right after it (adverbs aside): a passive ("is
+    given", "is kept for it"), a verb of ``closed``, one that stands for another (:data:`PRO_VERBS`: "Lightning
+    still never does"), or a third-person form the closed lists do not hold ("as Lightning recommends", "``torch.stack``
+    needs", "``trainer.sanity_checking`` tells"); with ``past`` a past form ("after Lightning prepared it"), with
+    ``copula`` a statement of what it is ("``.detach()`` is a view", "``self.trainer.val_dataloaders`` is one loader
+    or a list"); without ``open_``, only the closed verbs and a passive. A name after an article, a preposition, a
+    question word or a verb is not a subject ("the Lightning docs", "with ``torch.cat``", "whether ``outputs`` ...",
+    "a callback that reads ``outputs``"), nor one followed by a comma or a colon."""
+    for match in names_.finditer(part):
+        before = part[: match.start()].split()
+        if before and (before[-1].lower().strip("(") in MODIFIER_BEFORE | EMBEDDED or VERBS.fullmatch(before[-1])):
+            continue  # a modifier ("the Lightning docs"), an object ("a callback that reads outputs skips ...")
+        if part[match.end() : match.end() + 2] in ("'s", "’s") or part[match.end() : match.end() + 1] in ",:;)":
+            continue
+        raw = part[match.end() :].split()
+        while raw and raw[0].lower() in ADVERBS:
+            raw = raw[1:]
+        after = [w.strip(',;()`"“”') for w in raw]
+        if not after or not re.fullmatch(r"[a-z’']+[.:;,]?", after[0]):
+            continue
+        word, following = after[0].rstrip(".:;,"), after[1].rstrip(".:;,") if len(after) > 1 else ""
+        if word in PASSIVE and (VERBS.fullmatch(following) or following == "not" and len(after) > 2):
+            return True  # "a monitoring callback is given ...", "no list of outputs is kept for it"
+        if copula and word in ("is", "are", "was", "were") and following.lower() in (
+            "a", "an", "the", "one", "another", "no", "only", "not"
+        ):  # fmt: skip
+            return True
+        noun = word in NOUNS_TOO and (raw[0].endswith(":") or (len(raw) > 1 and raw[1].startswith("(")))
+        if word in PRO_VERBS or (closed is not None and closed.fullmatch(word) and not noun):
+            return True
+        if not open_ or word in ("is", "was", "has", "this", "thus", "plus", "its", "as", "us", "yes", "yourself"):
+            continue
+        if word in PLURAL_NOUNS or (len(raw) > 1 and raw[1].startswith("(")):
+            continue  # a compound ("the Lightning docs"), a relative clause ("the exception Lightning raised (...)")
+        if (word.endswith("s") and not word.endswith(("ss", "us", "is", "'s", "’s"))) or (past and word.endswith("ed")):
+            return True
+    return False
+
+
 #: Words before a participle that make it a verb of the sentence ("the metric is reset", "the hook gets called").
 PASSIVE = {"is", "are", "was", "were", "be", "been", "being", "gets", "get", "got", "stays", "remains"}
 
@@ -493,6 +591,9 @@ _DEFAULT_OF = (
 DEFAULT_NAMED = re.compile(f"{_DEFAULT_VALUE}.*{_ARGUMENT}|{_ARGUMENT}.*{_DEFAULT_VALUE}|{_DEFAULT_OF}", re.I)
 
 
+#: Words that open a question or a topic: a verb before a colon in their clause names the topic of a lead-in ("What
+#: the old hooks received:", "whatever Lightning raises:").
+TOPIC_OPENERS = {"what", "which", "whether", "how", "whatever"}
 #: Words after which "run", "runs", "call" and "calls" are nouns ("a run that stopped", "their calls").
 NOUN_BEFORE = {
     "a",
@@ -553,12 +654,15 @@ def _verb_at(words: list[str], index: int, verbs: re.Pattern[str]) -> bool:
         return True  # "gloo times out"
     if not verbs.fullmatch(word):
         return False
-    if word in VERB_STEMS and (
+    if (word in VERB_STEMS or word == "monitor") and (
         previous in ("to", "please") or (previous in ("and", "or", "then") and _instruction(words))
     ):
         return False  # the reader's action: "to call fit", "Create a trainer and call fit"
     if (
-        words[index].endswith(":")  # a heading's noun ("Trainer calls: fit", "Trainer calls (matters to: fit)")
+        (
+            words[index].endswith(":")
+            and (word in NOUNS_TOO or any(w.lower() in TOPIC_OPENERS for w in words[max(0, index - GAP) : index]))
+        )  # a heading's noun ("Trainer calls: fit"), a lead-in ("What the old hooks received:")
         or (index + 1 < len(words) and words[index + 1].startswith("("))
         or (index and word in NOUNS_TOO and words[index - 1].lower().strip("(") in NOUN_BEFORE)  # "a run"
         or (index and word in NOUNS_TOO and words[index - 1].lower().endswith("ing"))  # "the same logging calls"
@@ -633,6 +737,8 @@ def reasons(sentence: str) -> list[str]:
         if DEFAULT_NAMED.search(part):
             found.append("default")
         named = any(group.search(part) for group in (SUBJECTS, HOOKS, CONCEPT_NAMES))
+        if HANDED.search(part):
+            found.append("handed")  # "a step that returns nothing leaves a callback no outputs"
         if CHANGE.search(part) or (named and STATE.search(part)):
             found.append("change")  # "the hook no longer receives outputs", "autograd is off in validation"
         words = part.split()
@@ -663,6 +769,19 @@ def reasons(sentence: str) -> list[str]:
         if not _instruction(words):
             groups.append(("concept", CONCEPT_NAMES, CONCEPT_VERBS))
         found += [reason for reason, names_, verbs in groups if _verb_near(part, names_, verbs, reason)]
+        if not _instruction(words):
+            if _immediate_verb(part, SUBJECTS, past=True) or _immediate_verb(part, LIBRARY_NAMES):
+                found.append("open verb")  # "as Lightning recommends", "after Lightning prepared it"
+            if _immediate_verb(part, CALLBACK_KINDS, SUBJECT_VERBS):
+                found.append("callback kind")  # "the monitoring callbacks refuse an epoch without their value"
+            if _immediate_verb(part, ARGUMENTS, HOOK_VERBS, open_=False):
+                found.append("argument")  # "outputs is built from what training_step returned"
+            if _immediate_verb(part, API_PATHS, SUBJECT_VERBS, copula=True) or _immediate_verb(
+                part, CONCEPT_NAMES, copula=True, open_=False
+            ):
+                found.append("api")  # "torch.stack needs ...", ".detach() is a view of the same storage"
+            if _keyword_verb(part):
+                found.append("setting")  # "sync_dist=True averages identical values"
     return found
 
 
@@ -673,6 +792,20 @@ MODALS = {"must", "should"}
 #: Words a library's name may have between it and its verb ("torch and gloo write", "PyTorch itself frees").
 LIBRARY_GAP_WORDS = {"and", "or", "itself", "also", "then", "never", "always", "only", "will", "does", "did", "not",
                      "no", "still", "now", "just", "first"}  # fmt: skip
+
+
+def _keyword_verb(part: str) -> bool:
+    """Whether a setting of Lightning's (:data:`KEYWORDS`: ``sync_dist=True``) is the subject of a verb: the first word
+    after it, adverbs aside, is a behaviour verb or a third-person form."""
+    for match in KEYWORDS.finditer(part):
+        if match[0].endswith((",", ":", ";", ")")):
+            continue
+        after = part[match.end() :].split()
+        while after and after[0].lower() in ADVERBS:
+            after = after[1:]
+        if after and (SUBJECT_VERBS.fullmatch(after[0].strip(".,;:")) or re.fullmatch(r"[a-z]+[^s]s[.,;:]?", after[0])):
+            return True
+    return False
 
 
 def _library_verb(part: str) -> bool:
@@ -707,7 +840,8 @@ def _verb_near(part: str, names_: re.Pattern[str], verbs: re.Pattern[str], reaso
         if possessive and reason != "subject":
             continue  # a possessive: its noun is the subject ("each rank's cache is printed below")
         asked = before[-2:] if reason == "subject" else before[-3:]
-        if len(before) > len(asked) and any(w.lower() in EMBEDDED for w in asked):
+        opened = len(before) > len(asked) or any(w.endswith(":") for w in before[:-1])
+        if opened and any(w.lower() in EMBEDDED for w in asked):
             continue  # a question inside the sentence names a topic ("shows what each batch-end hook receives")
         if reason == "subject" and agent:
             verb_at = at - 2 if words[at - 1] == "by" else at - 3
@@ -824,6 +958,35 @@ def opt_outs(root: Path = ROOT) -> list[Finding]:
     return found
 
 
+#: Typed text of the data files that the renderers put inside what the guard leaves unread (a recipe's box and its
+#: dropdowns, the scenario matrix: :data:`NOT_PROSE`), by file and key: read at its source, outside its claims, as
+#: the page's prose is.
+DATA_TEXTS = {"data/scenarios.toml": ("reason",)}
+ROLE = re.compile(r":claim:`[^`]*`")
+
+
+def data_sentences(root: Path = ROOT) -> list[Finding]:
+    """Every flagged sentence of the typed texts of :data:`DATA_TEXTS` (a trap's or an outside value's ``reason``),
+    each reported once, at the first line that holds it."""
+    found: list[Finding] = []
+    seen: set[str] = set()
+    for relative, keys in DATA_TEXTS.items():
+        path = root / relative
+        if not path.is_file():
+            continue
+        pattern = re.compile(r"\s*(?:" + "|".join(keys) + r')\s*=\s*"((?:[^"\\]|\\.)*)"')
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            match = pattern.match(line)
+            if not match:
+                continue
+            text = ROLE.sub(" \x00 ", match[1].replace('\\"', '"')).replace("``", "")
+            for sentence in sentences(text, heading=False):
+                if sentence not in seen and flagged(sentence):
+                    seen.add(sentence)
+                    found.append(Finding("(data)", relative, number, sentence))
+    return found
+
+
 def typed_sentences(html_dir: Path, root: Path = ROOT, used: set[tuple[str, str]] | None = None) -> list[Finding]:
     """Every flagged sentence of every page of ``html_dir`` that :data:`ALLOWED` does not list -- its prose, table
     rows, admonitions, the text templates put around it, the docstrings of the code it shows -- and every markup of
@@ -864,7 +1027,7 @@ def typed_sentences(html_dir: Path, root: Path = ROOT, used: set[tuple[str, str]
                     continue
                 seen.add(sentence)
                 findings.append(finding)
-    return findings + opt_outs(root)
+    return findings + data_sentences(root) + opt_outs(root)
 
 
 # -- Tests -----------------------------------------------------------------------------------------------------------
@@ -994,6 +1157,30 @@ TYPED = [
     # the breaker's probe: a default named by what it does, a verb of survival
     "Nothing of the step's output survives until the end of the epoch.",
     "The default sanity check is two batches.",
+    # fourth round, from a reading of the built site: a verb after a name that no list holds, a verb that stands
+    # for another, Lightning's callbacks by their kind, paths into Lightning's and torch's API, Lightning's settings
+    # and the arguments it hands a hook as subjects, what a hook is left, a verb before a colon
+    "A step that returns nothing leaves the callback no loss, and the monitoring callbacks refuse an epoch without it.",
+    "A step that returns nothing leaves a callback no outputs to read.",
+    "Every step returning nothing under manual optimization leaves outputs empty.",
+    "The project calls the misspelt hook itself; Lightning still never does.",
+    "The rewrite keeps every output until the epoch ends, as the old outputs list did.",
+    "The unweighted metric is not the dataset mean that self.log gives: the two disagree.",
+    "self.trainer.strategy.reduce adds both up across the ranks.",
+    "trainer.sanity_checking tells the two apart.",
+    "torch.stack needs tensors of one shape.",
+    "loss.detach() is a view of the loss and holds its storage.",
+    "The module adds its metrics when validation starts (self.trainer.val_dataloaders is one loader or a list).",
+    "Every rank computes the same mean; sync_dist=True, as Lightning recommends, has identical values to average.",
+    "Some frameworks make each predict loader again, after Lightning prepared it.",
+    "Every rank divides the same totals, and sync_dist=True averages identical values.",
+    "A common variant logs on rank 0 only. sync_dist=True then starts a collective call that rank 1 never joins.",
+    "By the time a monitoring callback runs, the module has cleared its cache.",
+    "To monitor the epoch's value, log it: a monitoring callback is given the name of a logged value.",
+    "Under automatic optimization outputs is built from what training_step returned.",
+    "The hook takes self only, and no list of the epoch's outputs is kept for it.",
+    "The backward pass frees the saved tensors of the branch that led to the loss.",
+    "ModelCheckpoint and EarlyStopping monitor a value the module logs in its own hook.",
 ]
 #: Ordinary sentences of a page that say nothing of Lightning's behaviour: none may be flagged.
 ORDINARY = [
@@ -1074,6 +1261,24 @@ ORDINARY = [
     "Keep the cache on the module.",
     "Clear the list in your epoch-end hook.",
     "See the next page for the distributed case.",
+    # fourth round: the look-alikes of the fourth round's phrasings on the site's own pages
+    "Empty outputs shows what each batch-end hook receives.",
+    "The same class holds in many more Trainer configurations.",
+    "What goes wrong once you cache step outputs yourself – hook order, uneven batches, autograd graphs, sanity "
+    "checks, memory – each shown by running it, with the fix.",
+    "A callback that reads outputs skips what has no loss.",
+    "It logs no value for a ModelCheckpoint or an EarlyStopping to monitor.",
+    "Read trainer.sanity_checking to tell the two apart.",
+    "Join the per-sample tensors with torch.cat along the batch dimension.",
+    "To monitor the epoch's value, log it and pass its name to the callback's monitor=.",
+    "The page reads them from trainer.callback_metrics in the process that called trainer.fit.",
+    "Every process makes both calls, even with nothing cached.",
+    "A fresh BoringModel in eval mode under torch.no_grad computes each batch's loss.",
+    "Fit the model; return the exception Lightning raised (None if none) and the trainer.",
+    "What the old hooks received: see the table below.",
+    "The recipe adds both up across the ranks with self.trainer.strategy.reduce.",
+    "A monitoring callback that reads the module's cache",
+    "The skipped batch gave the callback a loss of its own.",
 ]
 #: Headings that ask or name a topic (read as headings: a page's ``<h2>``, a dropdown's title): none may be flagged.
 HEADINGS = [
@@ -1156,6 +1361,24 @@ class Recorder:
         # by then the validation loop has run, and the sanity check runs before training starts
         return None
 '''
+
+
+def test_the_guard_reads_the_typed_reasons_of_the_data_files(tmp_path):
+    """A reason of ``data/scenarios.toml`` is rendered inside a recipe's box, which the guard leaves unread as a
+    record: its typed words are read at the source, each sentence outside its claims, and found at their line."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "scenarios.toml").write_text(
+        "[[recipe.r.declared]]\n"
+        'reason = "a step that returns nothing leaves the callback no loss, and the monitoring callbacks refuse an '
+        'epoch without their value; cache each loss in training_step"\n'
+        'see = "examples/x"\n\n[[recipe.r.outside]]\n'
+        'reason = ":claim:`Empty-outputs-for-none-and-manual`, so the callback has no loss to log. Cache each loss."\n'
+        'title = "Lightning calls the hook once per epoch"\n',
+        encoding="utf-8",
+    )
+    found = data_sentences(tmp_path)
+    assert [(f.source, f.line) for f in found] == [("data/scenarios.toml", 2)], found
+    assert data_sentences(ROOT) == [], data_sentences(ROOT)
 
 
 def test_the_guard_reads_every_place_text_reaches_a_reader(tmp_path):

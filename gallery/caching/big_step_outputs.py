@@ -100,8 +100,8 @@ fig.tight_layout()
 # ------------------------
 # A cache of N per-step tensors of K bytes holds N·K bytes until cleared, and nothing after:
 # :claim:`cleared-cache-frees`. :claim:`Slice-keeps-whole-storage`. One scalar per step holds one element per step
-# when it owns its storage (here a float64 copy, 8 bytes); ``loss.detach()`` is a view of the loss and holds the
-# loss's storage: :claim:`mse-loss-keeps-elementwise-buffer`. The :doc:`memory page
+# when it owns its storage (here a float64 copy, 8 bytes), and not otherwise:
+# :claim:`mse-loss-keeps-elementwise-buffer`. The :doc:`memory page
 # </examples/performance/retained_memory>` measures the forms that keep one element.
 K = BATCH * FEATURES * 4  # bytes of one float32 batch
 assert model.before_clear["whole batch"] == STEPS * K

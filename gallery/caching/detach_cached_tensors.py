@@ -56,8 +56,7 @@ class CachingModel(BoringModel):
 # ----------------------------------
 # Walk the autograd graph from every cached tensor (``grad_fn`` and its ``next_functions``), count the
 # nodes, and add up the bytes of the tensors those nodes saved for backward (their ``_saved_*``
-# attributes). The backward pass frees the saved tensors of the branch that led to the loss; a saved tensor
-# that was already freed raises when read and is not counted. Storages are counted once each; the model's
+# attributes), leaving out those that cannot be read. Storages are counted once each; the model's
 # own parameters are left out.
 
 

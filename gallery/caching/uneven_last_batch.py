@@ -12,7 +12,7 @@ the mean over the samples.
 # %%
 # The fix
 # -------
-# ``torch.cat`` joins per-sample tensors along the batch dimension: one row per sample, whatever the batch
+# Join the per-sample tensors with ``torch.cat`` along the batch dimension: one row per sample, whatever the batch
 # sizes. ``BoringModel.loss`` (mean squared error against ones) over all the rows is the mean over the
 # samples, each counted once.
 import torch
@@ -75,7 +75,7 @@ except RuntimeError as err:
     print(f"{type(err).__name__}: {err}")
 
 # %%
-# ``torch.stack`` needs tensors of one shape; the last batch has 2 rows, the others 4.
+# The last batch has 2 rows, the others 4; the old code stacks them with ``torch.stack``.
 batch_sizes = [len(batch) for batch in val_loader]
 print(f"batch sizes: {batch_sizes}")
 assert batch_sizes == [4, 4, 2]

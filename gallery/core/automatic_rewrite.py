@@ -148,7 +148,7 @@ assert model.training_step_outputs == []
 # ---------------------------------------------------
 # The rewrite keeps what the old code computed, not what you may want now:
 #
-# * it keeps **every** output of the epoch in memory until the epoch ends, as the old list did -- the cost the
+# * it keeps **every** output of the epoch in memory until the epoch ends -- the cost the
 #   ``outputs`` argument went for (:doc:`Memory retained by cached outputs
 #   </examples/performance/retained_memory>`); caching only the loss, as
 #   :doc:`module-side caching </examples/core/module_side_caching>` does, costs one number per batch;
@@ -156,8 +156,8 @@ assert model.training_step_outputs == []
 #   (:doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`);
 # * under DDP each rank averages its own batches: :claim:`old-ddp-lists-per-rank`
 #   (:doc:`per-rank caches </examples/distributed/ddp_per_rank_caches>`);
-# * where the old code raised -- every step returning nothing under manual optimization leaves ``outputs`` empty --
-#   the rewritten code raises the same error;
+# * where the old code raised -- every step returning nothing under manual optimization:
+#   :claim:`empty-outputs-for-none-and-manual` -- the rewritten code raises the same error;
 # * it caches detached outputs, so nothing at epoch end back-propagates through them; and a subclass whose own
 #   ``on_train_batch_end`` leaves out ``super()`` caches nothing.
 #

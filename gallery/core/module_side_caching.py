@@ -59,8 +59,8 @@ class LossCachingModel(BoringModel):
 # .. recipe-domain:: module_cache_reader
 #
 # :claim:`Plain-callbacks-before-module-train-epoch-end`, so it sees the full list; and
-# :claim:`monitoring-callbacks-after-module`: by then the list is cleared. To monitor the epoch's value, log it: a
-# monitoring callback is given the name of a logged value (``monitor=``), not the list. The plain callback below logs
+# :claim:`monitoring-callbacks-after-module`: by then the list is cleared. To monitor the epoch's value, log it and pass
+# its name to the callback's ``monitor=``. The plain callback below logs
 # the epoch's worst batch loss from the list; the ``ModelCheckpoint`` subclass, a counter-example, notes how many cached
 # losses it finds: the run shows the order.
 import lightning.pytorch as pl

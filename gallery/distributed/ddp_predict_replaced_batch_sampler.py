@@ -2,7 +2,7 @@
 Predictions under DDP when a framework replaces the batch sampler
 =================================================================
 
-Some frameworks make each predict loader again, with a batch sampler of their own, after Lightning prepared it
+Some frameworks make each predict loader again, with a batch sampler of their own
 (NeMo's data sampler does: NVIDIA-BioNeMo/bionemo-recipes #482). :claim:`Replaced-batch-sampler-gives-no-batch-indices`.
 The recipe first: a prediction writer that iterates each rank's batch sampler again for the indices, gathers every
 rank's predictions on rank 0 and saves them in the dataset's order. Then this page predicts on 2
@@ -64,10 +64,10 @@ class ReplayedIndicesWriter(BasePredictionWriter):
 #
 # A framework's strategy
 # ----------------------
-# The strategy below stands in for a framework's: after Lightning prepared a predict loader, it makes the loader
-# again with a batch sampler of its own, which gives rank ``r`` the ``r``-th block of 4 samples of every 8, as
-# Megatron's sampler deals micro-batches. A second writer, beside the recipe, writes what each rank received as
-# ``batch_indices`` and the warnings it saw into files: the worker processes cannot print to this page.
+# The strategy below stands in for a framework's: it makes each predict loader again with a batch sampler of its own,
+# which gives rank ``r`` the ``r``-th block of 4 samples of every 8, as Megatron's sampler deals micro-batches. A second
+# writer, beside the recipe, writes what each rank received as ``batch_indices`` and the warnings it saw into files: the
+# worker processes cannot print to this page.
 import warnings
 
 import lightning

@@ -130,9 +130,8 @@ assert not math.isclose(by_keys["val_loss_class1"], true_means[1], rel_tol=1e-3)
 # %%
 # Logging on rank 0 only
 # ----------------------
-# A common variant computes the value on rank 0 only. ``sync_dist=True`` then starts a collective call that rank 1
-# never joins: :claim:`rank-zero-only-sync-dist-fails`. (This run sets the process group's timeout to 60 seconds, in
-# case a backend waits for the missing rank instead.)
+# A common variant computes the value on rank 0 only: :claim:`rank-zero-only-sync-dist-fails`. (This run sets the
+# process group's timeout to 60 seconds, in case a backend waits for the missing rank instead.)
 
 
 class RankZeroOnly(PerClassLossByKeys):
@@ -164,9 +163,9 @@ assert worker_error.startswith("RuntimeError") and re.search("Connection (closed
 # The fix: the same names on every rank
 # -------------------------------------
 # Log one value per class of the dataset, on every rank, in the same order. Each rank sums its losses per class and
-# counts its samples per class (zero for a class it did not see); ``self.trainer.strategy.reduce`` adds both up across
-# the ranks, and every rank divides the same totals (checked with one process too). ``sync_dist=True``
-# then averages identical values, as Lightning recommends for epoch-level values under DDP. The cache is emptied
+# counts its samples per class (zero for a class it did not see), the recipe adds both up across the ranks with
+# ``self.trainer.strategy.reduce``, and every rank divides the same totals (checked with one process too), so what it
+# logs with ``sync_dist=True`` is the same on every rank. The cache is emptied
 # when each validation run starts as well as when it ends.
 
 

@@ -330,7 +330,7 @@ for (name, batch_size), forms_bytes in per_entry.items():
 print(f"F.mse_loss over (256, 1000) outputs: .detach() keeps {storage_bytes(wide_loss.detach()):,} bytes")
 
 # %%
-# :claim:`Mse-loss-keeps-elementwise-buffer` (``.detach()`` is a view of the same storage), while
+# :claim:`Mse-loss-keeps-elementwise-buffer` (:claim:`detach-copies-nothing`), while
 # :claim:`detach-clone-keeps-one-element`. :claim:`Callback-outputs-loss-one-element`, and
 # :claim:`cross-entropy-one-element`. So a module that caches a scalar of ``BoringModel``'s kind caches
 # ``loss.detach().clone()`` (or ``loss.item()``, a plain float), as the approaches below do.

@@ -193,8 +193,8 @@ assert all(
 # %%
 # The cause
 # ---------
-# Under automatic optimization ``outputs`` is built from what ``training_step`` returned: a step that returns
-# ``None`` has no loss and no backward pass, and ``outputs`` is ``{}``. :claim:`None-step-still-steps-optimizer`:
+# A step that returns ``None`` has no loss, so nothing goes backward through it.
+# :claim:`None-step-still-steps-optimizer`:
 _, skipped, _, _ = train(SkipsBatchOne, pl.Callback())
 before = {(epoch, batch_idx): weights for epoch, batch_idx, _, weights in skipped.steps}
 unchanged = all(

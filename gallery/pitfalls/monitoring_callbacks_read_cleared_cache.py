@@ -1,6 +1,6 @@
 """
-Monitoring callbacks find the module's cache cleared
-====================================================
+A monitoring callback that reads the module's cache
+===================================================
 
 :claim:`Monitoring-callbacks-after-module`. So a subclass of one of them that reads the module's cache finds it
 cleared. The fix: read the value the module logged, or read the cache from a plain
@@ -10,8 +10,8 @@ cleared. The fix: read the value the module logged, or read the cache from a pla
 # %%
 # The fix
 # -------
-# A monitoring callback reads the value the module **logged**: ``monitor=`` for Lightning's own logic, and
-# ``trainer.callback_metrics`` in a subclass's own code. A callback that needs the cache itself is a plain
+# Read the value the module **logged**: pass its name to ``monitor=``, and read ``trainer.callback_metrics`` in a
+# subclass's own code. A callback that needs the cache itself is a plain
 # ``Callback``: :claim:`plain-callbacks-before-module-train-epoch-end`.
 import lightning.pytorch as pl
 import torch
@@ -140,8 +140,8 @@ assert (
 # %%
 # The symptom
 # -----------
-# Below, a subclass of ``ModelCheckpoint`` with its own score from the cache: a whole epoch trains, then
-# ``torch.stack`` fails.
+# Below, a subclass of ``ModelCheckpoint`` with its own score from the cache: a whole epoch trains, then its
+# ``torch.stack`` fails on the empty cache.
 
 
 class CheckpointScoringTheCache(ModelCheckpoint):
@@ -167,9 +167,7 @@ assert trainer.global_step == trainer.num_training_batches == 4
 # %%
 # The cause
 # ---------
-# ``ModelCheckpoint`` and ``EarlyStopping`` monitor a value the module may log in its own ``on_train_epoch_end``:
-# :claim:`monitoring-callbacks-after-module`, while :claim:`plain-callbacks-before-module-train-epoch-end`. By the
-# time a monitoring callback runs, the module has cleared its cache for the next epoch.
+# :claim:`Monitoring-callbacks-after-module`, while :claim:`plain-callbacks-before-module-train-epoch-end`.
 #
 # The fix, run
 # ------------

@@ -44,8 +44,7 @@ class Migrated(BoringModel):
 #
 # .. dropdown:: Why each line
 #
-#    :claim:`Extra-parameters-never-passed`; ``on_validation_epoch_end`` takes ``self`` only, and no list of the
-#    epoch's outputs is kept for it, so the values must be kept while the epoch runs. With several validation
+#    :claim:`Extra-parameters-never-passed`: keep the values yourself while the epoch runs. With several validation
 #    dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
 #    :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
 #    </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`
@@ -117,7 +116,7 @@ print(f"training steps taken: {trainer.global_step}")
 assert error is not None and "outputs" in str(error) and sanity.started and not sanity.finished, (
     "on_validation_epoch_end(self, outputs) raised TypeError inside the default sanity check"
 )
-assert trainer.global_step == 0
+assert trainer.global_step == 0, "the TypeError of the sanity check came before any training step"
 # sphinx_gallery_end_ignore
 
 # %%

@@ -157,8 +157,8 @@ assert tracker.best_values == [1.5]  # the sanity check's value "beat" the real 
 # %%
 # The cause
 # ---------
-# :claim:`Validation-epoch-end-after-sanity-check`: here twice in a one-epoch fit. ``trainer.sanity_checking``
-# tells the two apart.
+# :claim:`Validation-epoch-end-after-sanity-check`: here twice in a one-epoch fit. Read ``trainer.sanity_checking``
+# to tell the two apart.
 #
 # The fix, run
 # ------------

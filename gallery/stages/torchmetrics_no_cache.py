@@ -180,11 +180,10 @@ for epoch, ((metric, scalar), state) in enumerate(zip(unweighted, unweighted_obs
     print(f"self.log scalar {scalar:.6f}, relative gap {gap:.2%}")
 
 # %%
-# The unweighted metric is the mean of batch means, not the dataset mean that ``self.log`` gives: the two
-# disagree in every epoch. ``MetricModel`` (with the weight) holds in every configuration of
-# :doc:`where it works </reference/scenarios>`; with an uneven last batch both of its values match the mean over
-# every sample. Two configurations need a variant: several validation dataloaders, where
-# :claim:`validation-step-needs-dataloader-idx` and :claim:`one-metric-pools-loaders`
+# The unweighted metric is the mean of batch means, not the dataset mean: the two disagree in every epoch.
+# ``MetricModel`` (with the weight) holds in every configuration of :doc:`where it works </reference/scenarios>`; with
+# an uneven last batch both of its values match the mean over every sample. Two configurations need a variant: several
+# validation dataloaders, where :claim:`validation-step-needs-dataloader-idx` and :claim:`one-metric-pools-loaders`
 # (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>` keeps one metric per loader),
 # and DDP, where :claim:`unsynced-log-is-rank-0s`
 # (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`).

@@ -117,7 +117,7 @@ assert old_error is not None and "validation_epoch_end" in str(old_error) and ol
 # ----------------------------------------------------------------
 # A ``CSVLogger`` keeps every value the module logs, and a small callback keeps a copy of the weights each time
 # validation starts (they change between validation runs), so the reference below evaluates exactly the weights
-# Lightning validated. It also notes the autograd mode of each batch and whether the last cached loss requires grad.
+# of each validation run. It also notes the autograd mode of each batch and whether the last cached loss requires grad.
 
 
 class ValidationObserver(pl.Callback):

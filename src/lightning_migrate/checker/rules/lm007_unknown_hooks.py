@@ -64,8 +64,8 @@ class UnknownHooks(Rule):
         "its code never runs (:claim:`unknown-names-never-called`). The message names the nearest real hook. The real "
         f"names are recorded from Lightning's ``{MODULE}``, ``{CALLBACK}`` and hook classes, not typed by hand; "
         "names other rules cover are left to them. A name that is a real hook's own words spelt another way "
-        "(``predict_epoch_end``, ``training_batch_end``) is reported even when the project calls it itself -- "
-        "Lightning still never does, and the message says where the project does; it is left alone only when the "
+        "(``predict_epoch_end``, ``training_batch_end``) is reported even when the project calls it itself, "
+        "and the message says where the project does; it is left alone only when the "
         'project builds hook names at run time (``getattr(self, f"{stage}_epoch_end")``), as its own hooks.'
     )
     why = ":claim:`unknown-names-never-called`; :claim:`removed-epoch-end-hooks-refused`."
