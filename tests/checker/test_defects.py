@@ -8,7 +8,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from lightning_migrate.checker import check_source
+from lightning_migrate.checker import check_source, proven
 
 from ._util import codes, fix, run, unwrapped, write
 
@@ -30,19 +30,37 @@ class ValidateBest(Callback):
 
 
 def test_renaming_a_dead_callback_hook_is_not_a_safe_fix():
-    # Lightning >= 1.8 never calls `on_batch_end`: renaming it to `on_train_batch_end` brings the body to life.
+    """Lightning >= 1.8 never calls ``on_batch_end``: renaming it to ``on_train_batch_end`` brings the body to life.
+    Never **safe**: **proven** because a row of the scenario matrix runs the rename and finds the renamed hook called
+    where the last 1.x release that ran the old one called it."""
+    [finding] = check_source(DEAD_CALLBACK.encode()).findings
+    assert (finding.code, finding.tier, finding.fix.shape) == ("LM006", "proven", "callback-on-batch-end/rename")
+    assert proven.proving_rows("callback-on-batch-end/rename") == ["rewrite_callback_on_batch_start_end"]
+    assert "def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):" in fix(DEAD_CALLBACK)
+
+
+def test_the_revival_no_row_proves_is_an_opt_in_rewrite(monkeypatch):
+    monkeypatch.setattr(proven, "shapes", lambda: frozenset())
     [finding] = check_source(DEAD_CALLBACK.encode()).findings
     assert (finding.code, finding.tier) == ("LM006", "unsafe")
     fixed = fix(DEAD_CALLBACK)
     assert "def on_batch_end(self, trainer, pl_module):" in fixed
     assert "# lightning-migrate: LM006 unsafe fix, " in fixed
-    assert "Lightning has not called it since 1.8" in fixed
-
-
-def test_the_revival_is_an_opt_in_rewrite():
+    assert "renamed to `on_train_batch_end`, a shape no row of the scenario matrix proves" in fixed
     fixed = fix(DEAD_CALLBACK, unsafe_fixes=True)
     assert "def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):" in fixed
     assert "on_batch_end" not in fixed
+
+
+def test_a_rename_to_a_hook_the_record_does_not_pair_it_with_is_not_proven(monkeypatch):
+    """The rename is proven only where the last 1.x release that ran ``on_batch_end`` ran it beside the new hook
+    alone (``stageless-hook-calls``): a record pairing it with other hooks too proves nothing about the rename."""
+    recorded = proven.stageless()
+    hooks = {**recorded["hooks"]["Callback"]["on_batch_end"], "hooks": ["on_train_batch_end", "on_test_batch_end"]}
+    changed = {**recorded, "hooks": {"Callback": {**recorded["hooks"]["Callback"], "on_batch_end": hooks}}}
+    monkeypatch.setattr(proven, "stageless", lambda: changed)
+    [finding] = check_source(DEAD_CALLBACK.encode()).findings
+    assert finding.tier == "unsafe"
 
 
 ASYNC = {
