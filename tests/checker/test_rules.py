@@ -409,6 +409,15 @@ def test_rule_example_is_flagged_and_fixed_clean(code):
         assert [f.code for f in check_source(result.new_source).findings] == [code]
 
 
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_a_rule_page_shows_its_example_with_unsafe_fixes_only_when_its_fix_is_opt_in(code):
+    """The page runs the example with ``--unsafe-fixes`` when ``example_unsafe``: only where plain ``--fix`` would
+    leave it a marker (LM006's rename became proven)."""
+    rule = RULES[code]
+    [finding] = check_source(rule.example.encode()).findings
+    assert rule.example_unsafe == (finding.tier == "unsafe"), finding.tier
+
+
 LOOK_ALIKES = {
     "plain class": """
         class Trainer:

@@ -95,7 +95,6 @@ class NeverCalled(Rule):
         "where the class's stage hook returns early, is ``async`` or decorated, a subclass defines one, or "
         f"{literal_list(sorted(EPOCH_END_METHODS))} are rewritten to the same hooks: pick the stage hooks you meant."
     )
-    example_unsafe = True
     example = """\
 from lightning.pytorch.callbacks import Callback
 
