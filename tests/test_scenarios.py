@@ -1231,6 +1231,39 @@ def test_a_notebook_cells_options_are_not_python(tmp_path):
     assert namespace["Kept"].value == pytest.approx(3.14159, rel=1e-5)
 
 
+def test_the_batch_hooks_row_holds_in_a_fit_differs_in_its_declared_outside_value_and_catches_a_broken_rename(
+    monkeypatch,
+):
+    """LM006's rename of a callback's ``on_batch_start`` / ``on_batch_end``: the renamed hooks run where 1.4.9 called
+    the old ones in a fit (a start and an end per training batch). A crash another callback raises in its own
+    batch-end hook, after this one's, comes one call after the old code's last: that value is declared outside the
+    row. A rename that leaves ``on_batch_start`` alone differs."""
+    from lightning_migrate import checker
+
+    loaded = space.load_space()
+    recipe = next(r for r in loaded.recipes if r.id == "rewrite_callback_on_batch_start_end")
+    assert [set(o.values) for o in recipe.outside if o.axis == "calls"] == [{"crash-rerun"}]
+    with harness.quiet():
+        held = harness.run_cell(recipe, loaded.scenario("t", {}))
+        crashed = harness.run_cell(
+            dataclasses.replace(recipe, outside=()), loaded.scenario("t", {"calls": "crash-rerun"})
+        )  # run where the row declares it does not hold: what its reason says
+    assert held["outcome"] == "holds", held
+    assert crashed["outcome"] == "differs", crashed
+    assert "first difference at call 3: ['end', 'train'] vs ['start', 'train']" in crashed["detail"], crashed
+    rewrite = checker.rewrite_source
+
+    def leaves_the_start_hook(text, filename):
+        rewritten = rewrite(text, filename)
+        assert "def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):" in rewritten
+        return rewritten.replace("def on_train_batch_start(", "def on_batch_start(")
+
+    monkeypatch.setattr(checker, "rewrite_source", leaves_the_start_hook)
+    with harness.quiet():
+        result = harness.run_cell(recipe, loaded.scenario("t", {}))
+    assert result["outcome"] == "differs" and "vs ['start', 'train']" in result["detail"], result
+
+
 @pytest.mark.parametrize(
     "values",
     [{"calls": "test-fit-test"}, {"calls": "crash-rerun"}, {"strategy": "ddp-2", "calls": "test-fit-test"}],

@@ -5,7 +5,7 @@ received on Lightning 1.x. This module runs a shape's classes -- as written (on 
 :func:`lightning_migrate.checker.rewrite_source` (on the build's release) -- in a few Trainer configurations over
 the same seeded data and the same seeded initial weights, and records what the epoch-end code computed: every value
 it logs (``self.log``, in order) and the attributes it keeps (:data:`KEPT`: ``epoch_predictions``, and
-``epoch_calls``, what a hook of no one stage saw at each call).
+``epoch_calls`` and ``batch_calls``, what a hook of no one stage saw at each call).
 
 ``nox -s legacy`` records the shapes as written on each 1.x release (:func:`record`, stored under ``"rewrites"`` in
 ``data/compat/<version>.json`` by :mod:`lightning_migrate.compat`); ``tests/checker/test_rewrite_equivalence.py``
@@ -35,7 +35,7 @@ ROOT = source_tree.ROOT  # the checkout (the tests read it through this module)
 SHAPES_DIR = source_tree.DATA / "rewrites"
 SEED, FEATURES, BATCH_SIZE = 7, 32, 8
 #: The attributes a run keeps of the shape's objects: predictions, or what a hook saw at each call.
-KEPT = ("epoch_predictions", "epoch_calls")
+KEPT = ("epoch_predictions", "epoch_calls", "batch_calls")
 #: Relative tolerance of a comparison across releases and machines: the same float32 operations in the same order,
 #: but processors may round the last digit differently.
 REL_TOL = 1e-5

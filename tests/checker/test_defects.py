@@ -8,7 +8,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from lightning_migrate.checker import check_source
+from lightning_migrate.checker import check_source, proven
 
 from ._util import codes, fix, run, unwrapped, write
 
@@ -30,19 +30,37 @@ class ValidateBest(Callback):
 
 
 def test_renaming_a_dead_callback_hook_is_not_a_safe_fix():
-    # Lightning >= 1.8 never calls `on_batch_end`: renaming it to `on_train_batch_end` brings the body to life.
+    """Lightning >= 1.8 never calls ``on_batch_end``: renaming it to ``on_train_batch_end`` brings the body to life.
+    Never **safe**: **proven** because a row of the scenario matrix runs the rename and finds the renamed hook called
+    where the last 1.x release that ran the old one called it."""
+    [finding] = check_source(DEAD_CALLBACK.encode()).findings
+    assert (finding.code, finding.tier, finding.fix.shape) == ("LM006", "proven", "callback-on-batch-end/rename")
+    assert proven.proving_rows("callback-on-batch-end/rename") == ["rewrite_callback_on_batch_start_end"]
+    assert "def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):" in fix(DEAD_CALLBACK)
+
+
+def test_the_revival_no_row_proves_is_an_opt_in_rewrite(monkeypatch):
+    monkeypatch.setattr(proven, "shapes", lambda: frozenset())
     [finding] = check_source(DEAD_CALLBACK.encode()).findings
     assert (finding.code, finding.tier) == ("LM006", "unsafe")
     fixed = fix(DEAD_CALLBACK)
     assert "def on_batch_end(self, trainer, pl_module):" in fixed
     assert "# lightning-migrate: LM006 unsafe fix, " in fixed
-    assert "Lightning has not called it since 1.8" in fixed
-
-
-def test_the_revival_is_an_opt_in_rewrite():
+    assert "renamed to `on_train_batch_end`, a shape no row of the scenario matrix proves" in fixed
     fixed = fix(DEAD_CALLBACK, unsafe_fixes=True)
     assert "def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):" in fixed
     assert "on_batch_end" not in fixed
+
+
+def test_a_rename_to_a_hook_the_record_does_not_pair_it_with_is_not_proven(monkeypatch):
+    """The rename is proven only where the last 1.x release that ran ``on_batch_end`` ran it beside the new hook
+    alone (``stageless-hook-calls``): a record pairing it with other hooks too proves nothing about the rename."""
+    recorded = proven.stageless()
+    hooks = {**recorded["hooks"]["Callback"]["on_batch_end"], "hooks": ["on_train_batch_end", "on_test_batch_end"]}
+    changed = {**recorded, "hooks": {"Callback": {**recorded["hooks"]["Callback"], "on_batch_end": hooks}}}
+    monkeypatch.setattr(proven, "stageless", lambda: changed)
+    [finding] = check_source(DEAD_CALLBACK.encode()).findings
+    assert finding.tier == "unsafe"
 
 
 ASYNC = {
@@ -1039,6 +1057,58 @@ def test_a_callback_that_may_read_the_module_at_the_same_epoch_end_withholds_the
     [finding] = [f for f in check_source(source.encode()).findings if f.code == "LM001"]
     assert finding.tier == "unsafe"
     assert "the project's callback `Reader` defines `on_validation_epoch_end`" in fix(source)
+
+
+#: Old epoch-end bodies (as public repositories wrote them) that change nothing outside their call: 1.x dropped
+#: what they return, so a callback's epoch-end hook has nothing of theirs to read, before or after them.
+CHANGES_NOTHING_OUTSIDE = {
+    "a returned dict": (
+        "avg = torch.stack([o['acc'] for o in outputs]).mean()\n"
+        "        return {'avg_acc': avg, 'log': {'acc': avg}, 'progress_bar': {'acc': avg}}"
+    ),
+    "a loop and a division": (
+        "total = 0\n        for output in outputs:\n            total += output['acc']\n"
+        "        total = total / len(outputs)\n        return {'val_loss': total}"
+    ),
+    "a value computed and dropped": "torch.stack([x['acc'] for x in outputs]).mean()",
+}
+#: Look-alikes that may change what a callback reads at the same epoch end.
+CHANGES_SOMETHING = {
+    "self.log": "self.log('acc', torch.stack([o['acc'] for o in outputs]).mean())",
+    "a method of the module": "return self._shared_epoch_end(outputs)",
+    "an item set": "outputs[0]['acc'] = 0",
+    "an in-place tensor method": "outputs[0]['acc'].add_(1)",
+    "a function of the project": "report(outputs)",
+    "print": "print(len(outputs))",
+    "a global": "global LAST\n        LAST = len(outputs)",
+    "torch shadowed": "torch = outputs[0]['acc']\n        torch.stack([])",
+    "numpy": "np.mean([len(outputs)])",
+}
+
+
+@pytest.mark.parametrize(
+    ("body", "tier"),
+    [
+        *((body, "proven") for body in CHANGES_NOTHING_OUTSIDE.values()),
+        *((body, "unsafe") for body in CHANGES_SOMETHING.values()),
+    ],
+    ids=[*CHANGES_NOTHING_OUTSIDE, *CHANGES_SOMETHING],
+)
+def test_a_callback_of_the_same_epoch_end_withholds_no_rewrite_of_a_body_that_changes_nothing_outside(body, tier):
+    """Found in the corpus (lightning-bolts: six modules whose ``validation_epoch_end`` returns a dict 1.x dropped,
+    beside a callback of the project defining ``on_validation_epoch_end``): the order of the two hooks matters only
+    when the old hook changes something the callback can read."""
+    source = (
+        "import numpy as np\nimport pytorch_lightning as pl\nimport torch\n\n\nclass Model(pl.LightningModule):\n"
+        "    def validation_step(self, batch, batch_idx):\n        return {'acc': batch.float().mean()}\n\n"
+        f"    def validation_epoch_end(self, outputs):\n        {body}\n\n\n"
+        "class Reader(pl.Callback):\n    def on_validation_epoch_end(self, trainer, pl_module):\n"
+        "        print(trainer.callback_metrics, pl_module.layer)\n"
+    )
+    [finding] = [f for f in check_source(source.encode()).findings if f.code == "LM001"]
+    assert (finding.fix.shape, finding.tier) == ("validation-epoch-end/per-dataloader", tier)
+    if tier == "unsafe":
+        assert "the project's callback `Reader` defines `on_validation_epoch_end`" in fix(source)
 
 
 @pytest.mark.parametrize(

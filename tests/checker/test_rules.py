@@ -22,12 +22,6 @@ NO_RELEASE = (
     "# lightning-migrate: LM002 manual fix, the body reads outputs; no caching rewrite: no release "
     f"passed it: {URL}LM002.html"
 )
-DEAD_HOOK = (
-    "# lightning-migrate: LM006 unsafe fix, Lightning has not called it since 1.8: renamed to "
-    "`on_train_batch_start`, this code runs again where it has not run; `--unsafe-fixes` applies it: "
-    f"{URL}LM006.html"
-)
-
 ASYNC_MARKER = (
     "# lightning-migrate: LM008 manual fix, `async def`: Lightning calls hooks without awaiting them, so its body "
     f"would never run: {URL}LM008.html"
@@ -285,7 +279,7 @@ PAIRS = [
         ["LM005"],
     ),
     (
-        "LM006 unsafe, not asked for: a dead callback hook is not renamed, the marker says why",
+        "LM006 proven: a dead callback hook is renamed to the stage hook the last 1.x release ran it beside",
         """
         import lightning
 
@@ -293,12 +287,11 @@ PAIRS = [
             def on_batch_start(self, trainer, pl_module):
                 trainer.x = 1
         """,
-        f"""
+        """
         import lightning
 
         class C(lightning.pytorch.Callback):
-            {DEAD_HOOK}
-            def on_batch_start(self, trainer, pl_module):
+            def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
                 trainer.x = 1
         """,
         ["LM006"],
@@ -414,6 +407,15 @@ def test_rule_example_is_flagged_and_fixed_clean(code):
     else:  # marked once, still reported
         assert result.new_source.decode().count(f"# lightning-migrate: {code} manual fix") == 1
         assert [f.code for f in check_source(result.new_source).findings] == [code]
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_a_rule_page_shows_its_example_with_unsafe_fixes_only_when_its_fix_is_opt_in(code):
+    """The page runs the example with ``--unsafe-fixes`` when ``example_unsafe``: only where plain ``--fix`` would
+    leave it a marker (LM006's rename became proven)."""
+    rule = RULES[code]
+    [finding] = check_source(rule.example.encode()).findings
+    assert rule.example_unsafe == (finding.tier == "unsafe"), finding.tier
 
 
 LOOK_ALIKES = {

@@ -370,12 +370,12 @@ class CheckSeed(pl.Callback):
 
 
 def test_a_batch_hook_whose_star_arguments_take_the_new_ones_is_renamed():
-    """``on_batch_start(self, trainer, *args, **kwargs)`` whose body reads neither: renamed (opt-in, as every
-    rename of a hook Lightning stopped calling), its ``*args`` taking ``pl_module, batch, batch_idx``."""
+    """``on_batch_start(self, trainer, *args, **kwargs)`` whose body reads neither: renamed (proven, as the rename
+    of ``on_batch_start`` is), its ``*args`` taking ``pl_module, batch, batch_idx``."""
     [finding] = check_source(BATCH_HOOK.encode()).findings
-    assert finding.tier == UNSAFE
+    assert (finding.tier, finding.fix.shape) == (PROVEN, "callback-on-batch-start/rename")
     expected = BATCH_HOOK.replace("def on_batch_start", "def on_train_batch_start")
-    assert fix(BATCH_HOOK, unsafe_fixes=True) == expected
+    assert fix(BATCH_HOOK) == expected
     assert check_source(expected.encode()).findings == []
 
 
@@ -383,3 +383,33 @@ def test_a_batch_hook_that_reads_its_star_arguments_keeps_a_marker():
     source = BATCH_HOOK.replace("print(trainer.global_step)", "print(args[0])")
     [finding] = check_source(source.encode()).findings
     assert finding.tier == "manual"
+
+
+def test_the_matrix_truth_of_the_batch_hooks_calls():
+    """The batch hooks' row: a ``start`` at each training batch's start, an ``end`` at its end (1.4.9 called
+    ``on_batch_start`` and ``on_batch_end`` beside the training batch hooks alone); the epoch hooks' row reads the
+    same events and finds its epoch calls only."""
+    from lightning_migrate.scenarios import space, truth
+
+    recipes = {r.id: r for r in space.load_space().recipes}
+    events = [
+        {"hook": "on_validation_epoch_start", "stage": "sanity_check"},
+        {"hook": "on_validation_epoch_end", "stage": "sanity_check"},
+        {"hook": "on_train_epoch_start", "stage": "train"},
+        *({"hook": f"on_train_batch_{edge}", "stage": "train"} for _ in range(2) for edge in ("start", "end")),
+        {"hook": "on_train_epoch_end", "stage": "train"},
+    ]
+    batches = recipes["rewrite_callback_on_batch_start_end"]
+    assert truth.stageless_calls(batches, space.ROOT / batches.page, events) == [
+        ["start", "train"],
+        ["end", "train"],
+        ["start", "train"],
+        ["end", "train"],
+    ]
+    epochs = recipes["rewrite_callback_on_epoch_start_end"]
+    assert truth.stageless_calls(epochs, space.ROOT / epochs.page, events) == [
+        ["start", "sanity_check"],
+        ["end", "sanity_check"],
+        ["start", "train"],
+        ["end", "train"],
+    ]

@@ -15,8 +15,9 @@ repository and in total:
   and edits that break a caller -- a method the fix renamed or removed whose old name is still used
   somewhere in the fixed copy, or a dropped parameter that a call still passes by keyword. That last check is
   written here, independently of the checker's own caller search;
-- the share of findings that need more than a safe fix (``unsafe`` and ``manual``) which the opt-in rewrites
-  rewrite: the work the markers would otherwise leave to the user.
+- the share of findings that need more than a safe fix (``proven``, ``unsafe`` and ``manual``) which the rewrites
+  rewrite: the work the markers would otherwise leave to the user; and the share plain ``--fix`` rewrites, by a
+  rewrite of a shape the scenario matrix proves.
 
 A label's ``line`` is the line in the file; in a notebook, ``cell`` (the code cell's number) and the line in it.
 
@@ -92,6 +93,13 @@ class Tally:
         proven tier, which plain ``--fix`` applies, and the opt-in one)."""
         rewritten = self.proven + self.unsafe
         return rewritten / (rewritten + self.manual) if rewritten + self.manual else 1.0
+
+    @property
+    def proven_share(self) -> float:
+        """Of the findings that need more than a safe fix, the share plain ``--fix`` rewrites: a rewrite of a shape a
+        row of the scenario matrix proves."""
+        needing = self.proven + self.unsafe + self.manual
+        return self.proven / needing if needing else 1.0
 
     @property
     def precision(self) -> float:
@@ -335,7 +343,8 @@ def measure(corpus: Path | list[Path], labels: Path = LABELS, fix: bool = True) 
             f"rewritten: {total.safe} by a safe fix, {total.proven} by a proven rewrite (plain --fix), {total.unsafe}"
             f" by an opt-in rewrite; markers left: {total.manual} ({total.markers} marker comments); of the {needing}"
             f" findings that need more than a safe fix, the rewrites rewrite {total.proven + total.unsafe}"
-            f" ({total.opt_in_share:.0%}); rewrites whose file does not parse:"
+            f" ({total.opt_in_share:.0%}), by a proven rewrite {total.proven} ({total.proven_share:.0%});"
+            " rewrites whose file does not parse:"
             f" {total.parse_failures}, not idempotent: {total.not_idempotent}"
         )
     if fix:

@@ -638,6 +638,7 @@ def _observers():
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
             if len(self.record["train"]) >= RUNAWAY_BATCHES:  # every rank counts the same: all stop together
                 raise RunawayRun(f"more than {RUNAWAY_BATCHES} training batches: Lightning never ended the run")
+            self._event("on_train_batch_start", trainer)
             copy = [b.detach().clone() for b in batch] if isinstance(batch, (list, tuple)) else batch.detach().clone()
             entry = {
                 "epoch": trainer.current_epoch,
@@ -674,9 +675,12 @@ def _observers():
             self._batch("predict", trainer, batch_idx, dataloader_idx)
 
         def _event(self, hook, trainer):
-            # every stage's epoch start and end, the sanity check's included, in order: where a stage-less hook
-            # of 1.x ran (``weighting = "calls"``)
+            # every stage's epoch start and end, the sanity check's included, and every training batch's start and
+            # end, in order: where a stage-less hook of 1.x ran (``weighting = "calls"``)
             self.record["events"].append({"hook": hook, "stage": trainer.state.stage.value})
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            self._event("on_train_batch_end", trainer)
 
         def on_train_epoch_start(self, trainer, pl_module):
             self._event("on_train_epoch_start", trainer)
@@ -1294,8 +1298,8 @@ def checkpoint_candidates(watched: list[tuple[float, int | None]]) -> list[float
 def _compare_calls(recipe: Recipe, root: Path, events: list[dict], kept: list) -> dict[str, Any]:
     """A recipe weighted by ``calls``: each entry its objects kept in ``metric``'s attribute (``kept``, as rank 0
     held it) starts with the edge and the stage a stage-less hook ran at (``["end", "validate", ...]``); the truth
-    is where the newest 1.x release that ran those hooks called them, over the stage epochs ``events`` of the runs
-    the objects made (:func:`.truth.stageless_calls`)."""
+    is where the newest 1.x release that ran those hooks called them, over the stage epochs and training batches
+    ``events`` of the runs the objects made (:func:`.truth.stageless_calls`)."""
     seen = [list(entry[:2]) for entry in kept]
     expected = truth.stageless_calls(recipe, root / recipe.page, events)
     if seen == expected:

@@ -18,11 +18,11 @@ What each quantity means, and so what the recipe is compared with:
   ``sample``: every sample once).
 * **predictions**: every prediction of the evaluated samples, in dataset order: one tensor, or one per
   dataloader when there are several.
-* **calls** (a stage-less hook's calls, ``on_epoch_end``): ``[edge, stage]`` for each call the newest 1.x release
-  that ran the hook would have made in the run -- at each epoch start or end of a stage whose hook that release
-  called it beside, as its record says (``stageless-hook-calls`` of ``data/compat/<release>.json``, read by
-  :func:`lightning_migrate.checker.record_proven.stageless`), over the stage epochs the run made (the sanity
-  check's included), in order.
+* **calls** (a stage-less hook's calls, ``on_epoch_end``, ``on_batch_end``): ``[edge, stage]`` for each call the
+  newest 1.x release that ran the hook would have made in the run -- at each epoch (or training batch) start or end
+  of a stage whose hook that release called it beside, as its record says (``stageless-hook-calls`` of
+  ``data/compat/<release>.json``, read by :func:`lightning_migrate.checker.record_proven.stageless`), over the stage
+  epochs (the sanity check's included) and training batches the run made, in order.
 
 Under ``precision="bf16-mixed"`` the model is applied under ``torch.autocast("cpu", torch.bfloat16)``, as
 Lightning applies it.
@@ -202,7 +202,8 @@ def ground_truth(
 
 def stageless_calls(recipe: Recipe, page, events: list[dict]) -> list[list[str]]:
     """The calls of the stage-less hooks that the recipe's classes define on ``page`` (as written), at the stage
-    epochs ``events`` (``{"hook", "stage"}`` in order): ``[edge, stage]`` each (see the module docstring).
+    epochs and training batches ``events`` (``{"hook", "stage"}`` in order): ``[edge, stage]`` each (see the module
+    docstring).
 
     Raises:
         MatrixError: no 1.x release recorded the hooks' calls, or the page's classes define none of them.

@@ -40,6 +40,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import textwrap
 from collections.abc import Sequence
 
 import libcst as cst
@@ -237,8 +238,10 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         no_predictions = _predictions_may_be_off(file)
     # 1.x ran the module's old epoch-end hook before every callback's hook of the same epoch end; the renamed hook
     # runs after the callbacks' (measured on 1.9.5 and 2.6.6): a callback of the project that reads what the old
-    # hook set would read the epoch before's value, which no row of the matrix shows
-    readers = [] if kind != MODULE or new_hook == old_hook else _readers(file, new_hook, stage)
+    # hook set would read the epoch before's value,
+    # hook, which no row of the matrix shows -- unless the old hook does nothing another object could read
+    quiet = kind != MODULE or new_hook == old_hook or _changes_nothing_outside(func, file)
+    readers = [] if quiet else _readers(file, new_hook, stage)
     if readers:
         where, name = readers[0]
         risks.append(
@@ -270,6 +273,65 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
             else f"{how} in `{cache}`, a shape no row of the scenario matrix proves"
         ),
     )
+
+
+#: The calls an old epoch-end body may make and still change nothing another object can read (what
+#: :func:`_changes_nothing_outside` allows): builtins and ``torch`` functions that build a new value from their
+#: arguments, and methods that read their object without changing it (a tensor's, a dict's).
+PURE_BUILTINS = frozenset(
+    {"abs", "bool", "dict", "enumerate", "float", "int", "isinstance", "len", "list", "max", "min", "range", "round"}
+    | {"sorted", "sum", "tuple", "zip"}
+)
+PURE_TORCH = frozenset({"as_tensor", "cat", "exp", "isfinite", "log", "max", "mean", "min", "sqrt", "stack", "std"})
+PURE_TORCH |= frozenset({"sum", "tensor"})
+PURE_METHODS = frozenset(
+    {"argmax", "cpu", "detach", "flatten", "float", "get", "item", "items", "keys", "long", "max", "mean", "min"}
+    | {"numel", "reshape", "size", "squeeze", "std", "sum", "tolist", "values", "view"}
+)
+#: Statements and expressions that may change what outlives the call (or run code the check cannot read).
+NOT_LOCAL = (
+    *(ast.Global, ast.Nonlocal, ast.Delete, ast.With, ast.AsyncWith, ast.Try, ast.Lambda, ast.FunctionDef),
+    *(ast.AsyncFunctionDef, ast.ClassDef, ast.Yield, ast.YieldFrom, ast.Await, ast.Import, ast.ImportFrom),
+)
+
+
+def _changes_nothing_outside(func: cst.FunctionDef, file: FileContext) -> bool:
+    """Whether the old hook's body changes nothing that outlives its call: it never names its ``self`` (no
+    ``self.log``, no attribute set, no method of the module), binds local names only (no attribute or item
+    assignment, no ``global``), and calls only :data:`PURE_BUILTINS`, the ``torch`` functions of
+    :data:`PURE_TORCH` (``torch`` imported as itself) and the methods of :data:`PURE_METHODS` -- a body that
+    computes a value and returns it, which Lightning 1.x dropped (``return {"val_loss": ..., "log": ...}``). A
+    callback's epoch-end hook then has nothing of it to read, whichever of the two runs first."""
+    text = cst.Module(body=[]).code_for_node(func.with_changes(decorators=()))
+    tree = ast.parse(textwrap.dedent(text)).body[0]
+    assert isinstance(tree, ast.FunctionDef | ast.AsyncFunctionDef)
+    arguments = [a.arg for a in (*tree.args.posonlyargs, *tree.args.args)]
+    if not arguments or tree.decorator_list:
+        return False
+    this = arguments[0]
+    body = [node for statement in tree.body for node in ast.walk(statement)]
+    bound = {n.id for n in body if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)} | set(arguments)
+    for node in body:
+        if isinstance(node, NOT_LOCAL) or (isinstance(node, ast.Name) and node.id == this):
+            return False
+        if isinstance(node, ast.Attribute | ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            return False  # `outputs[0]["x"] = ...`, `obj.count += 1`
+        if isinstance(node, ast.Call):
+            callee = node.func
+            if isinstance(callee, ast.Name):
+                pure = callee.id in PURE_BUILTINS and callee.id not in bound
+            elif (
+                isinstance(callee, ast.Attribute)
+                and isinstance(callee.value, ast.Name)
+                and callee.value.id not in bound
+            ):
+                module = file.info.imports.get(callee.value.id)
+                pure = callee.attr in (PURE_TORCH if module == "torch" else PURE_METHODS if module is None else ())
+            else:
+                pure = isinstance(callee, ast.Attribute) and callee.attr in PURE_METHODS
+            if not pure:
+                return False
+    return True
 
 
 #: A strategy under which 1.9.5 turned ``return_predictions=None`` (the default) into ``False``: its spawning DDP

@@ -75,14 +75,17 @@ class NeverCalled(Rule):
         "stops running."
     )
     fix_text = (
-        f"**unsafe** (opt-in, ``--unsafe-fixes``) for a callback's {literal_list(RENAMES)}: renamed to "
+        f"For a callback's {literal_list(RENAMES)}: renamed to "
         f"{literal_list(new for new, _ in RENAMES.values())} with the parameters those take "
         "(:claim:`batch-hooks-ran-for-training-batches`; a signature whose ``*args`` takes them, the body reading "
         "neither it nor ``**kwargs``, is kept), unless the class already defines the new hook or the "
         "body uses one of the new parameter names. It is not safe: :claim:`stageless-hooks-ignored`, so a project "
         "that runs on a release without it has been running without this code, and the rename makes it "
-        "run again (a callback that validates the best checkpoint can stop a run that completed before). Without "
-        "the option, ``--fix`` leaves a marker that says so. For the epoch hooks "
+        "run again (a callback that validates the best checkpoint can stop a run that completed before). "
+        "**proven** (applied by ``--fix``) where the rename's shape is proven on :doc:`Where each recipe works "
+        "</reference/scenarios>` (its runs call the renamed hook where the old release called the old one), "
+        "**unsafe** (opt-in, ``--unsafe-fixes``) otherwise: without the option, ``--fix`` leaves a marker that "
+        "says so. For the epoch hooks "
         "(:claim:`epoch-hooks-ran-for-every-loop`): the body stays as ``_on_epoch_start`` or ``_on_epoch_end``, "
         "and the fix calls it from each stage hook the recorded calls of the old release name (after that stage "
         "hook's own code for an end hook, before it for a start hook): in the stage hook the class defines, or in "
@@ -92,7 +95,6 @@ class NeverCalled(Rule):
         "where the class's stage hook returns early, is ``async`` or decorated, a subclass defines one, or "
         f"{literal_list(sorted(EPOCH_END_METHODS))} are rewritten to the same hooks: pick the stage hooks you meant."
     )
-    example_unsafe = True
     example = """\
 from lightning.pytorch.callbacks import Callback
 
@@ -139,8 +141,9 @@ class CountBatches(Callback):
             )
             if (simple or absorbed) and new_hook not in ctx.methods and not (names_in(func.body) & set(added)):
                 removed_in = registry.get(pattern_id).removed_in
+                shape = rename_shape(pattern_id)
                 fix = Fix(
-                    UNSAFE,
+                    PROVEN if shape in proven.shapes() and renames_where_recorded(hook, new_hook) else UNSAFE,
                     on_def(
                         lambda node: (
                             _rename(node, new_hook, added) if simple else node.with_changes(name=cst.Name(new_hook))
@@ -149,9 +152,11 @@ class CountBatches(Callback):
                     description=f"rename to {new_hook}",
                     risk=(
                         f"Lightning has not called it since {removed_in}: renamed to `{new_hook}`, this code runs "
-                        "again where it has not run"
+                        "again where it has not run (the order among different objects' hooks is 2.x's)"
                     ),
                     new_name=new_hook,
+                    shape=shape,
+                    withheld=f"renamed to `{new_hook}`, a shape no row of the scenario matrix proves",
                 )
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
 
@@ -167,6 +172,19 @@ class CountBatches(Callback):
 def helper_name(hook: str) -> str:
     """The name the old hook's body keeps once the stage hooks call it (``on_epoch_end`` -> ``_on_epoch_end``)."""
     return f"_{hook}"
+
+
+def rename_shape(pattern_id: str) -> str:
+    """The shape a batch hook's rename writes: the registry pattern, ``/rename``."""
+    return f"{pattern_id}/rename"
+
+
+def renames_where_recorded(hook: str, new_hook: str) -> bool:
+    """Whether the newest 1.x release that ran a callback's ``hook`` ran it beside ``new_hook`` alone
+    (:func:`.proven.stageless`), so that the renamed hook runs where the old one did: the calls a matrix row compares
+    with."""
+    entry = proven.stageless().get("hooks", {}).get(CALLBACK, {}).get(hook)
+    return entry is not None and entry["hooks"] == [new_hook]
 
 
 def shape_of(pattern_id: str) -> str:
