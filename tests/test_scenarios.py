@@ -813,8 +813,8 @@ def _load_problems(path: Path) -> str:
 
 CALLBACK_MONITORING_TRAP = (
     'values = { train_step = "manual-nothing", callbacks = "monitoring" }\noutcome = "raises"\n'
-    'match = "which is not available"\nreason = "a step that returns nothing leaves the callback no loss to log, and '
-    'the monitoring callbacks refuse an epoch without their value; cache each loss in training_step"\n'
+    'match = "which is not available"\nreason = ":claim:`Empty-outputs-for-none-and-manual`, so the callback has no '
+    'loss to log, and :claim:`early-stopping-refuses-unlogged-value`. Cache each loss in training_step"\n'
 )
 
 
