@@ -544,6 +544,52 @@ def test_a_cached_covering_set_is_read_back_while_its_key_holds(tmp_path):
     assert [(r, s.id, s.values) for r, s in again] == [(r, s.id, s.values) for r, s in cells]
 
 
+def test_a_kept_covering_set_is_read_while_its_key_holds_and_ignored_once_the_space_changes(tmp_path, monkeypatch):
+    """The checkout keeps the covering set beside the matrix file (a build then skips the generator, about 250 s);
+    a space that changed has another key, so the kept file is ignored and the set generated again."""
+    project = small_project(tmp_path / "p", CALLBACK_PAGE)
+    matrix = project / "matrix.toml"
+    small = scenarios.load_space(matrix)
+    path, changed = scenarios.keep_covering_set(small)
+    assert (path, changed) == (project / "matrix.covering-set.json", True)
+    assert scenarios.keep_covering_set(small) == (path, False)  # the same space: the file stays as it was
+    generated = [(r, s.id, s.values) for r, s in scenarios.covering_set(small)]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("generated although the kept covering set is this space's")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(space, "covering_set", refuse)
+        kept = [(r, s.id, s.values) for r, s in scenarios.cached_covering_set(small, None)]
+    assert kept == generated
+    matrix.write_text(matrix.read_text().replace('on = { label = "shuffled"', 'sorted = { label = "sorted", '
+                      'source = "Lightning #3" }\non = { label = "shuffled"'), encoding="utf-8")  # fmt: skip
+    wider = scenarios.load_space(matrix)
+    values = {item for pair in scenarios.covered_pairs(scenarios.cached_covering_set(wider, None)) for item in pair}
+    assert ("shuffle", "sorted") in values  # generated for the new space, not read from the stale file
+
+
+def test_a_kept_covering_set_that_is_not_one_names_its_file(tmp_path):
+    project = small_project(tmp_path / "p", CALLBACK_PAGE)
+    small = scenarios.load_space(project / "matrix.toml")
+    (project / "matrix.covering-set.json").write_text('{"key": "x", "cells": []', encoding="utf-8")
+    with pytest.raises(scenarios.MatrixError, match=r"matrix\.covering-set\.json: not a covering set kept by .*"
+                       r"--keep-covering-set"):  # fmt: skip
+        scenarios.cached_covering_set(small, None)
+
+
+def test_the_checkout_keeps_the_covering_set_of_its_space():
+    """Like a lock file: the kept covering set is the one of ``data/scenarios.toml`` and the installed generator
+    and Lightning, so the build reads it instead of generating it (a stale one would be ignored, not run)."""
+    declared = scenarios.load_space()
+    path = scenarios.kept_covering_set_file(declared)
+    kept = json.loads(path.read_text(encoding="utf-8"))
+    assert kept["key"] == space.generator_key(declared), (
+        f"{path} holds the covering set of another space (or another covertable or Lightning): write it again with "
+        "`PYTHONPATH=src python -m lightning_migrate.scenarios --keep-covering-set` (about 250 s) and commit it"
+    )
+
+
 def scenario_of(values: dict, **extra) -> space.Scenario:
     return scenarios.load_space().scenario("t", values, "t", **extra)
 

@@ -78,6 +78,8 @@ def inputs_key(matrix_file: Path = scenarios.MATRIX_FILE, root: Path = ROOT) -> 
     package = Path(scenarios.__file__).parent
     schemas = [package.parent / name for name in ("scenario_schema.py", "data_schema.py")]
     files = [matrix_file, scenarios.space.DECLARED_WARNINGS_FILE, *schemas, *sorted(package.glob("*.py"))]
+    kept = scenarios.kept_covering_set_file(space)
+    files += [kept] if kept.exists() else []
     files += sorted({root / r.page for r in space.recipes})
     if any(r.transform for r in space.recipes):  # the code that runs is what the checker's rewrite makes
         files += sorted((package.parent / "checker").rglob("*.py"))

@@ -53,6 +53,8 @@ from .space import (
     coverable_pairs,
     covered_pairs,
     covering_set,
+    keep_covering_set,
+    kept_covering_set_file,
     load_matrix,
     load_space,
     random_cells,
@@ -63,7 +65,8 @@ from .truth import reduce as _reduce
 
 __all__ = [
     "MATRIX_FILE", "OUTCOMES", "REL_TOL", "TRANSFORMS", "MatrixError", "Recipe", "Scenario", "Space",
-    "cached_covering_set", "coverable_pairs", "covered_pairs", "covering_set", "failures", "load_matrix",
+    "cached_covering_set", "coverable_pairs", "covered_pairs", "covering_set", "failures", "keep_covering_set",
+    "kept_covering_set_file", "load_matrix",
     "load_space", "main", "page_definitions", "page_source", "random_cells", "run_cells", "run_matrix",
     "scenario_table", "trap_cells", "write_atomic", "_reduce",
 ]  # fmt: skip
@@ -414,6 +417,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, help="keep the generated covering set in this folder")
     parser.add_argument("--named-only", action="store_true", help="run the named scenarios, not the covering set")
     parser.add_argument(
+        "--keep-covering-set",
+        action="store_true",
+        help="write the covering set beside the matrix file (its .covering-set.json, read by builds while the "
+        "space is the same) and run nothing",
+    )
+    parser.add_argument(
         "--scheduler",
         default=os.environ.get(SCHEDULER_VARIABLE) or None,
         help=f"run the cells on this Dask scheduler's workers (default: ${SCHEDULER_VARIABLE}, else here)",
@@ -424,6 +433,10 @@ def main(argv: list[str] | None = None) -> int:
         unknown = set(args.recipe or ()) - {r.id for r in space.recipes}
         if unknown:
             raise MatrixError(f"{args.matrix}: no recipe {sorted(unknown)}")
+        if args.keep_covering_set:
+            path, changed = keep_covering_set(space, args.cache)
+            print(f"{path}: {'written' if changed else 'unchanged (it already holds the covering set of this space)'}")
+            return 0
         document = run_matrix(
             space,
             args.root.resolve(),

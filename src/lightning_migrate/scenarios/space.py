@@ -834,10 +834,54 @@ def generator_key(space: Space, strength: int = 2) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def kept_covering_set_file(space: Space) -> Path:
+    """Where the checkout keeps the covering set of ``space``: beside its matrix file, ``data/scenarios.toml`` ->
+    ``data/scenarios.covering-set.json`` (see :func:`cached_covering_set`)."""
+    return space.path.with_name(f"{space.path.stem}.covering-set.json")
+
+
+def _rows(cells: list[tuple[str, Scenario]]) -> list[list[Any]]:
+    return [[scenario.id, rid, scenario.values] for rid, scenario in cells]
+
+
+def _kept_cells(space: Space, path: Path, key: str) -> list[tuple[str, Scenario]] | None:
+    """The cells ``path`` keeps when its key is ``key``; ``None`` when there is no such file or its key is another
+    (the space, the generator or the installed Lightning changed since it was written).
+
+    Raises:
+        MatrixError: the file is not the JSON object :func:`keep_covering_set` writes.
+    """
+    if not path.exists():
+        return None
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        if kept["key"] != key:
+            return None
+        return [(rid, space.scenario(sid, values)) for sid, rid, values in kept["cells"]]
+    except (ValueError, KeyError, TypeError) as error:
+        raise MatrixError(
+            f"{path}: not a covering set kept by `python -m lightning_migrate.scenarios --keep-covering-set` "
+            f"({type(error).__name__}: {error}); delete it or write it again with that command"
+        ) from None
+
+
 def cached_covering_set(space: Space, cache_dir: Path | None, strength: int = 2) -> list[tuple[str, Scenario]]:
-    """:func:`covering_set`, kept in ``cache_dir/covering-set-<key>.json`` (:func:`generator_key`) and read back
-    from there while nothing it depends on changed. ``cache_dir=None``: generated every time."""
-    path = cache_dir / f"covering-set-{generator_key(space, strength)}.json" if cache_dir else None
+    """:func:`covering_set`, read back instead of generated while nothing it depends on changed
+    (:func:`generator_key`): from the file the checkout keeps (:func:`kept_covering_set_file`, written by
+    :func:`keep_covering_set`), else from ``cache_dir/covering-set-<key>.json``, else generated (about 250 s, see
+    :func:`covering_set`) and kept in ``cache_dir``. ``cache_dir=None``: not kept there.
+
+    The kept file is the generator's own output for the key it names, like a lock file: a space that changed has
+    another key, so its file is ignored and the set generated again -- a stale file never runs.
+
+    Raises:
+        MatrixError: the kept file is not one :func:`keep_covering_set` wrote.
+    """
+    key = generator_key(space, strength)
+    kept = _kept_cells(space, kept_covering_set_file(space), key) if strength == 2 else None
+    if kept is not None:
+        return kept
+    path = cache_dir / f"covering-set-{key}.json" if cache_dir else None
     if path and path.exists():
         rows = json.loads(path.read_text(encoding="utf-8"))
         return [(rid, space.scenario(sid, values)) for sid, rid, values in rows]
@@ -845,9 +889,21 @@ def cached_covering_set(space: Space, cache_dir: Path | None, strength: int = 2)
     if path:
         from ..records import write_atomic
 
-        rows = [[scenario.id, rid, scenario.values] for rid, scenario in cells]
-        write_atomic(path, json.dumps(rows) + "\n")
+        write_atomic(path, json.dumps(_rows(cells)) + "\n")
     return cells
+
+
+def keep_covering_set(space: Space, cache_dir: Path | None = None) -> tuple[Path, bool]:
+    """Write the covering set of ``space`` (strength 2, :func:`cached_covering_set`) to
+    :func:`kept_covering_set_file`, with its :func:`generator_key`, so that builds and tests read it instead of
+    generating it. Returns the file and whether it changed."""
+    from ..records import write_atomic
+
+    cells = cached_covering_set(space, cache_dir)
+    path = kept_covering_set_file(space)
+    head = json.dumps({"key": generator_key(space), "generator": "covertable"})[:-1]
+    rows = ",\n".join(json.dumps(row, sort_keys=True) for row in _rows(cells))  # one cell per line: short diffs
+    return path, write_atomic(path, f'{head}, "cells": [\n{rows}\n]}}\n')
 
 
 def random_cells(space: Space, seed: int):
