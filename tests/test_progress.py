@@ -59,6 +59,20 @@ def test_the_matrix_prints_done_total_and_time_left_every_ten_seconds_at_most():
     ]
 
 
+def test_the_time_left_counts_from_the_first_cell_not_from_the_workers_start():
+    """The first cell waits for the workers to start (imports, about 10 s); the cells after it take 0.1 s each. An
+    estimate from the mean over all cells said hours; the one from the cells after the first says seconds."""
+    clock, lines = Clock(tick=0.0), []
+    tracker = Progress(1001, clock=clock, out=lines.append)
+    clock.now += 10.0
+    tracker.advance()
+    assert lines == [f"{PREFIX}1 / 1001 cells, 10 s so far"]  # no estimate from one cell
+    for _ in range(100):
+        clock.now += 0.1
+        tracker.advance()
+    assert tracker.line() == "101 / 1001 cells, 20 s so far, about 1 min 30 s left"  # 900 cells of 0.1 s
+
+
 def test_a_fast_matrix_prints_only_its_last_line():
     clock, lines = Clock(tick=0.5), []
     tracker = Progress(5, clock=clock, out=lines.append)
