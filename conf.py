@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT / "src"))  # the registry of old patterns, shared wi
 # The examples train toy models: one intra-op thread per process is faster than two threads contending
 # for two cores with Sphinx, the probes and the notebook kernel (measured: benchmarks/build_speed.py).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# A Python warning fails the build unless src/lightning_migrate/declared_warnings.py declares it, with its reason
+# A Python warning fails the build unless src/migration_guide/declared_warnings.py declares it, with its reason
 # (docs/_ext/build_mechanics/declared_warnings.py applies the list). The processes the build starts inherit the
 # filters through PYTHONWARNINGS: sphinx-gallery's workers, the notebook kernel, the probes and the scenario matrix;
 # sphinx-gallery's reset_modules entry

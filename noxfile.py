@@ -238,7 +238,8 @@ def lint(session):
 
 @nox.session(python=PYTHON)
 def mypy(session):
-    """mypy over src/lightning_migrate (pyproject.toml's [tool.mypy]), with libcst at its pin; no torch here."""
+    """mypy over src/lightning_migrate and src/migration_guide (pyproject.toml's [tool.mypy]), with libcst at its pin;
+    no torch here."""
     session.install("mypy==2.4.1", requirement_pin("libcst"))
     session.run("mypy")
 
@@ -255,7 +256,7 @@ def _compat_matrix():
     """The declared releases (data/compat/matrix.toml), checked against its schema (``compat_schema``: the standard
     library only, so nox imports it without the project's dependencies)."""
     sys.path.insert(0, str(ROOT / "src"))
-    from lightning_migrate import compat_schema
+    from migration_guide import compat_schema
 
     return compat_schema.read(ROOT / "data" / "compat" / "matrix.toml")
 
@@ -279,7 +280,7 @@ def install_lightning_release(session, entry):
 
 
 def run_release(session, group, version, *args, extra=()):
-    """Install ``version`` in the session's own environment (and the pins ``extra``) and run lightning_migrate.compat
+    """Install ``version`` in the session's own environment (and the pins ``extra``) and run migration_guide.compat
     there with ``args``."""
     try:
         install_lightning_release(session, COMPAT[group][version])
@@ -287,7 +288,7 @@ def run_release(session, group, version, *args, extra=()):
             session.install(*extra)
         src = str(ROOT / "src")  # the project's code runs from the tree: its records are read and written there
         env = {"PYTHONPATH": src, "OMP_NUM_THREADS": "1"}  # toy models: one intra-op thread, as the build has
-        session.run("python", "-m", "lightning_migrate.compat", "--version", version, *args, env=env)
+        session.run("python", "-m", "migration_guide.compat", "--version", version, *args, env=env)
     finally:
         remove_environment(session)  # one release's environment at a time
 
@@ -349,7 +350,7 @@ def explore(session):
         "PYTHONWARNINGS": declared_warnings.pythonwarnings(),
         "OMP_NUM_THREADS": "1",
     }
-    session.run("python", "-m", "lightning_migrate.scenarios.explore", *session.posargs, env=env)
+    session.run("python", "-m", "migration_guide.scenarios.explore", *session.posargs, env=env)
 
 
 @nox.session(python=PYTHON)
@@ -366,4 +367,4 @@ def corpus(session):
     data/corpus/labels.toml."""
     session.install(".")
     labels = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "corpus", "labels.toml")
-    session.run("python", "-m", "lightning_migrate.checker.corpus", "--labels", labels, *session.posargs)
+    session.run("python", "-m", "migration_guide.corpus", "--labels", labels, *session.posargs)

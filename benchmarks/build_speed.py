@@ -7,7 +7,7 @@ For each repeat, in a fresh copy of the tree:
 1. **plain**: the gallery scripts run one after the other in one plain Python process (this interpreter),
    each through :func:`runpy.run_path` in a fresh namespace with its own directory as working directory --
    what the examples cost with no Sphinx around them -- then the scenario matrix
-   (``python -m lightning_migrate.scenarios``, the same command the build runs: the named scenarios and the
+   (``python -m migration_guide.scenarios``, the same command the build runs: the named scenarios and the
    generated covering set, on loky workers, one per core);
 2. **clean**: ``sphinx-build`` of the whole site with ``CI=true`` (every example, MyST notebook and probe
    executed);
@@ -46,7 +46,7 @@ IGNORED = shutil.ignore_patterns(
 )  # fmt: skip
 CLEAN_GOAL, NOOP_GOAL = 1.25, 0.10
 #: The scenario matrix as the build runs it (docs/_ext/scenario_matrix.py), counted in the plain figure.
-MATRIX_COMMAND = [sys.executable, "-m", "lightning_migrate.scenarios"]
+MATRIX_COMMAND = [sys.executable, "-m", "migration_guide.scenarios"]
 
 #: Runs every gallery script given on the command line in this one process, like sphinx-gallery would:
 #: fresh ``__main__`` namespace, working directory = the script's directory, matplotlib on Agg, figures closed.

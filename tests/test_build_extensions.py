@@ -132,7 +132,7 @@ def test_pages_follow_new_probe_records_in_a_rebuild_without_ci(tmp_path):
     assert first.returncode == 0, first.output[-4000:]
     assert hooks_table_steps(first.outdir) == {"4"}  # 4 training batches per epoch (probes.TRAIN_BATCHES)
 
-    probes = tree / "src" / "lightning_migrate" / "probes.py"
+    probes = tree / "src" / "migration_guide" / "probes.py"
     text = probes.read_text(encoding="utf-8")
     assert "TRAIN_BATCHES, EVAL_BATCHES, BATCH_SIZE, FEATURES, EPOCHS = 4, 2, 2, 4, 2" in text
     probes.write_text(text.replace("EPOCHS = 4, 2,", "EPOCHS = 5, 2,"), encoding="utf-8")

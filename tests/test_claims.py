@@ -355,14 +355,14 @@ def test_matrix_and_default_evidence_read_this_builds_results():
 
 def test_a_cell_the_matrix_excludes_is_run_and_its_outcome_checked(tmp_path):
     """A constraint of data/scenarios.toml leaves out an iterable dataset with a fractional batch limit; a claim
-    citing that cell gets it run by the matrix's harness (python -m lightning_migrate.claim_cells), and its
+    citing that cell gets it run by the matrix's harness (python -m migration_guide.claim_cells), and its
     outcome, error and warnings are checked."""
     claims_file = tmp_path / "claims.toml"
     cell = '{ cell = "callback_side", values = { dataset = "iterable", limits = "fraction" }, outcome = "raises" }'
     claims_file.write_text(f'[claim.c]\ntext = "on {{lightning}}, x"\nchecked = "x"\nevidence = [{cell}]\n')
     record = tmp_path / "cells.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT / "docs" / "_ext")]))
-    command = [sys.executable, "-m", "lightning_migrate.claim_cells", "--claims", str(claims_file), "-o", str(record)]
+    command = [sys.executable, "-m", "migration_guide.claim_cells", "--claims", str(claims_file), "-o", str(record)]
     subprocess.run(command, check=True, env=env, cwd=ROOT, capture_output=True)
     sources = claims.Sources(ROOT)
     sources._cache["cells"] = {c["key"]: c for c in json.loads(record.read_text())["cells"]}
@@ -427,7 +427,7 @@ def test_every_declared_warning_is_emitted_by_its_witness_on_the_installed_packa
     output = tmp_path / "witnesses.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     subprocess.run(
-        [sys.executable, "-m", "lightning_migrate.warning_witnesses", "--output", str(output)],
+        [sys.executable, "-m", "migration_guide.warning_witnesses", "--output", str(output)],
         env=env,
         check=True,
         cwd=tmp_path,
@@ -486,7 +486,7 @@ def test_a_cells_match_must_identify_its_recorded_message():
 
 
 def test_every_declared_evidence_kind_is_implemented_and_every_implementation_declared():
-    from lightning_migrate import claim_schema
+    from migration_guide import claim_schema
 
     assert set(claims.IMPLEMENTATIONS) == set(claim_schema.EVIDENCE_KINDS)
     for kind, implementation in claims.IMPLEMENTATIONS.items():
@@ -497,7 +497,7 @@ def test_every_declared_evidence_kind_is_implemented_and_every_implementation_de
 def test_a_legacy_block_appended_in_the_earlier_form_loads_and_migrates(tmp_path):
     """A block in the earlier form (``checked`` and the qualifier in the wording) loads as its scope; the
     migration writes it in the reader's voice, with the same scope."""
-    from lightning_migrate import claim_schema
+    from migration_guide import claim_schema
 
     legacy = (
         '[claim.c]\ntext = "on Lightning {lightning}, in one process, the hook runs twice"\n'
@@ -796,7 +796,7 @@ def test_the_numbers_an_assert_compares_a_variable_with(tmp_path):
 def test_the_configuration_of_matrix_cells_and_recorded_runs():
     """A scenario's runs carry its processes, strategy, precision, optimization, accumulation and stages; a recorded
     run its record's configuration, or the one its recording code gives (marked declared)."""
-    from lightning_migrate import run_configurations, scenarios
+    from migration_guide import run_configurations, scenarios
 
     space = scenarios.load_space()
     [ddp_manual] = run_configurations.scenario_configurations(
@@ -940,7 +940,7 @@ def test_a_wording_about_dataloaders_names_how_many_its_evidence_had():
     [unsaid] = problems({"processes": 1}, [two], text="the hook runs once per validation run")
     assert unsaid.startswith("every run of its evidence had dataloaders = 2, which the scope does not say")
     assert problems({"processes": 1}, [{**one, "dataloaders": None}], text="the hook runs once per run") == []
-    from lightning_migrate import claim_schema
+    from migration_guide import claim_schema
 
     assert claim_schema.scope_words({"processes": 1, "stage": "validate", "dataloaders": 1}) == [
         "1 process", "trainer.validate", "1 validation dataloader"

@@ -1,6 +1,6 @@
 """The compatibility data (data/compat/*.json) is complete, fresh and says what the runs recorded.
 
-The data files are written by ``nox -s record`` (src/lightning_migrate/compat.py), one per
+The data files are written by ``nox -s record`` (src/migration_guide/compat.py), one per
 release declared in data/compat/matrix.toml; the site's compatibility page renders them. These tests fail when a
 declared release has no data file, when a data file was written under another matrix definition or misses a
 registry pattern, and when what was recorded contradicts the changelog facts of the registry or the equivalence.
@@ -14,8 +14,9 @@ import re
 
 import pytest
 
-from lightning_migrate import compat, equivalence, probes, registry
+from lightning_migrate import registry
 from lightning_migrate.records import PROBE_OUTCOMES
+from migration_guide import compat, equivalence, probes
 
 MATRIX = compat.load_matrix()
 VERSIONS = list(MATRIX["versions"])
@@ -234,7 +235,7 @@ def committed_label(version: str) -> str:
 
 
 def test_every_declared_equivalence_kind_is_implemented_and_no_other():
-    from lightning_migrate import compat_schema
+    from migration_guide import compat_schema
 
     assert set(compat_schema.EQUIVALENCE) == set(compat.EQUIVALENCE_MODES)
 

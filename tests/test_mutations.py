@@ -20,7 +20,7 @@ import pytest
 from build_mechanics import declared_warnings
 from builds import GALLERY_CONF, GALLERY_EXTENSIONS, ROOT, project, sphinx_build
 
-from lightning_migrate import scenarios
+from migration_guide import scenarios
 
 REPLACEMENTS = [
     "core/callback_side_caching.py",
@@ -113,7 +113,7 @@ def test_scenario_matrix_names_each_mutated_page(tmp_path, name):
     # the Trainer's defaults, three epochs and a predict run: each page's recipe runs in one of them (the whole
     # matrix over these recipes took 200-300 s a mutation)
     args += ["--named-only", *(f"--scenario={sid}" for sid in ("defaults", "three_epochs", "predict_only"))]
-    command = [sys.executable, "-m", "lightning_migrate.scenarios", "--root", str(tmp_path), *args]
+    command = [sys.executable, "-m", "migration_guide.scenarios", "--root", str(tmp_path), *args]
     run = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     assert run.returncode == 1, run.stdout + run.stderr[-3000:]
     for page in sorted(pages):

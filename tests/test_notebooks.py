@@ -2,7 +2,7 @@
 the numbers its page shows; the downloaded script and notebook run as quietly as the page, without the build's
 warning filters.
 
-The kernel runs under the build's warning filters (``src/lightning_migrate/declared_warnings.py``, applied by
+The kernel runs under the build's warning filters (``src/migration_guide/declared_warnings.py``, applied by
 ``build_mechanics.declared_warnings``): an undeclared warning is an error there too. A notebook that writes to
 standard error fails, naming the script line of the cell.
 A notebook run is the example's second run (the build ran the first): every number it prints must be the number on

@@ -7,9 +7,9 @@ import io
 
 import pytest
 
-from lightning_migrate.scenarios import explore as explore_module
-from lightning_migrate.scenarios import run_cells
-from lightning_migrate.scenarios.progress import PREFIX, Progress, duration
+from migration_guide.scenarios import explore as explore_module
+from migration_guide.scenarios import run_cells
+from migration_guide.scenarios.progress import PREFIX, Progress, duration
 
 
 class Clock:
@@ -128,7 +128,7 @@ def _pid(recipe, scenario, root, declared):
 def test_a_few_known_cells_run_in_this_process_and_a_matrix_with_more_to_come_in_workers():
     import os
 
-    from lightning_migrate.scenarios import IN_PROCESS_BELOW
+    from migration_guide.scenarios import IN_PROCESS_BELOW
 
     few = [("recipe", f"scenario-{n}") for n in range(3)]
     assert run_cells(few, run=_pid) == [os.getpid()] * 3  # no worker to start for three cells

@@ -1,7 +1,7 @@
 """Recorded data cannot drift silently: a run that differs from the committed record fails, naming file and value.
 
 ``nox -s legacy`` and ``nox -s matrix`` compare each release's run with ``data/compat/<version>.json``
-(:func:`lightning_migrate.compat.check`); these tests compare a committed record with changed copies of itself.
+(:func:`migration_guide.compat.check`); these tests compare a committed record with changed copies of itself.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import stat
 
 import pytest
 
-from lightning_migrate import compat, records
+from lightning_migrate import records
+from migration_guide import compat
 
 VERSIONS = list(compat.load_matrix()["versions"])
 

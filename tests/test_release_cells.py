@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from lightning_migrate import compat, release_api, scenarios
-from lightning_migrate.scenarios import releases
+from migration_guide import compat, release_api, scenarios
+from migration_guide.scenarios import releases
 
 #: The releases other than the build's own (the build runs the whole matrix on it).
 OTHERS = [v for v, e in compat.load_matrix()["versions"].items() if e["group"] == "matrix" and v != "2.6.6"]
@@ -183,7 +183,7 @@ def test_an_evaluation_that_ran_fewer_batches_is_compared_over_those():
     import torch
     from lightning.pytorch.demos.boring_classes import BoringModel
 
-    from lightning_migrate.scenarios import harness, truth
+    from migration_guide.scenarios import harness, truth
 
     loaded = scenarios.load_space()
     recipe = next(r for r in loaded.recipes if r.id == "validation")

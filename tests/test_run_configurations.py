@@ -1,10 +1,10 @@
-"""The configuration a run records (src/lightning_migrate/run_configurations.py), read off stand-in objects."""
+"""The configuration a run records (src/migration_guide/run_configurations.py), read off stand-in objects."""
 
 from __future__ import annotations
 
 import multiprocessing
 
-from lightning_migrate import run_configurations
+from migration_guide import run_configurations
 
 
 class ForkLauncher:

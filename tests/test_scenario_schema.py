@@ -1,4 +1,4 @@
-"""The schema of ``data/scenarios.toml`` is declared once (``lightning_migrate.scenario_schema``) and is what the
+"""The schema of ``data/scenarios.toml`` is declared once (``migration_guide.scenario_schema``) and is what the
 loader checks, the harness implements and every cell reads: a kind declared without its implementation (or the
 reverse) fails, a value the harness does not implement never runs as another, an unknown key names the closest known
 one with the file's line, and every declared setting is read by a cell."""
@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from lightning_migrate import scenario_schema, scenarios
-from lightning_migrate.scenarios import harness, space
+from migration_guide import scenario_schema, scenarios
+from migration_guide.scenarios import harness, space
 
 
 def test_every_declared_kind_is_implemented_and_every_implemented_kind_declared():
@@ -131,7 +131,7 @@ def test_the_schema_prints_every_table_and_kind():
 
 
 def test_the_matrix_loads_from_a_checkout_without_the_docs_tree(tmp_path):
-    """The scenario package imports the accepted warnings (``lightning_migrate.declared_warnings``); it read them
+    """The scenario package imports the accepted warnings (``migration_guide.declared_warnings``); it read them
     from ``docs/_ext`` by path before, and failed where the docs tree was not beside it."""
     import shutil
     import subprocess
@@ -141,7 +141,7 @@ def test_the_matrix_loads_from_a_checkout_without_the_docs_tree(tmp_path):
 
     shutil.copytree(ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "data", tmp_path / "data")
-    code = "from lightning_migrate.scenarios import load_space; print(len(load_space().warnings))"
+    code = "from migration_guide.scenarios import load_space; print(len(load_space().warnings))"
     run = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "src")},
         capture_output=True, text=True, check=False,
@@ -156,8 +156,8 @@ def test_the_contributing_page_renders_each_schema_from_its_declaration(tmp_path
     from builds import project, sphinx_build
 
     page = (
-        "# Schemas\n\n````{dropdown} data/scenarios.toml\n```{data-schema} lightning_migrate.scenario_schema\n```\n"
-        "````\n\n```{data-schema} lightning_migrate.compat_schema\n```\n"
+        "# Schemas\n\n````{dropdown} data/scenarios.toml\n```{data-schema} migration_guide.scenario_schema\n```\n"
+        "````\n\n```{data-schema} migration_guide.compat_schema\n```\n"
     )
     conf = 'extensions = ["myst_nb", "sphinx_design", "build_mechanics.data_schemas"]\nnb_execution_mode = "off"\n'
     tree = project(tmp_path / "ok", {"index.md": page}, conf)

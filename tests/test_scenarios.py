@@ -1,7 +1,7 @@
 """The scenario matrix: it reads what the pages show, it catches the mistakes users make, it covers its space.
 
 Each mutation below is a plausible user mistake, applied to the recipe's own gallery page in a copy of the tree.
-The matrix (``python -m lightning_migrate.scenarios``, what the build runs) must fail and name the scenario that
+The matrix (``python -m migration_guide.scenarios``, what the build runs) must fail and name the scenario that
 caught it; the unmutated pages must pass. The covering set holds every pair of values (checked by enumeration,
 apart from the generator); the ground truth counts each sample once under DDP; a recipe produced by a transform
 runs the transform's code; the ``recipe-domain`` box renders on a small project and becomes a link in a notebook.
@@ -25,8 +25,8 @@ import pytest
 from build_mechanics import run_cache
 from builds import ROOT
 
-from lightning_migrate import scenarios
-from lightning_migrate.scenarios import harness, space, truth
+from migration_guide import scenarios
+from migration_guide.scenarios import harness, space, truth
 
 
 def run_matrix(root: Path, *recipes: str, scenario_ids=(), named_only=False) -> subprocess.CompletedProcess:
@@ -36,7 +36,7 @@ def run_matrix(root: Path, *recipes: str, scenario_ids=(), named_only=False) -> 
     args = [arg for recipe in recipes for arg in ("--recipe", recipe)]
     args += [arg for sid in scenario_ids for arg in ("--scenario", sid)]
     args += ["--named-only"] if named_only else []
-    command = [sys.executable, "-m", "lightning_migrate.scenarios", "--root", str(root), *args]
+    command = [sys.executable, "-m", "migration_guide.scenarios", "--root", str(root), *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=900)
 
 
@@ -417,7 +417,7 @@ def test_missing_definition_names_the_page(tmp_path):
         ('[scenario.a]\ndata = { batch_sampler = "megatron" }\n',
          r"\[scenario\.a\].*data\.batch_sampler = 'megatron' is not one of"),
         ('[[warning]]\nmessage = "m"\ncategory = "UserWarning"\nreason = "r"\n',
-         r"\[\[warning\]\]: .* declared with their reasons in src/lightning_migrate/declared_warnings\.py"),
+         r"\[\[warning\]\]: .* declared with their reasons in src/migration_guide/declared_warnings\.py"),
     ],
 )  # fmt: skip
 def test_malformed_matrix_names_file_and_table(tmp_path, text, message):
@@ -586,7 +586,7 @@ def test_the_checkout_keeps_the_covering_set_of_its_space():
     kept = json.loads(path.read_text(encoding="utf-8"))
     assert kept["key"] == space.generator_key(declared), (
         f"{path} holds the covering set of another space (or another covertable or Lightning): write it again with "
-        "`PYTHONPATH=src python -m lightning_migrate.scenarios --keep-covering-set` (about 250 s) and commit it"
+        "`PYTHONPATH=src python -m migration_guide.scenarios --keep-covering-set` (about 250 s) and commit it"
     )
 
 
@@ -662,7 +662,7 @@ def test_explore_prints_the_named_scenario_to_add_for_an_unexpected_cell(tmp_pat
     step returns None, and prints the table that makes it a named scenario."""
     import io
 
-    from lightning_migrate.scenarios import explore
+    from migration_guide.scenarios import explore
 
     project = small_project(tmp_path, OLD_HOOK_PAGE.replace(", outputs):", "):"))
     small = scenarios.load_space(project / "matrix.toml")
@@ -790,7 +790,7 @@ def test_exploration_learns_nothing_from_a_cell_that_never_reaches_the_recipes_s
     """A drawn cell whose validation never runs outside the sanity check (exploration, seed 4: a declared bf16 trap
     of a validation recipe, in a fit that ends at max_steps first) is not a failure of the declaration; the same
     cell in the build's own set would be."""
-    from lightning_migrate.scenarios import explore
+    from migration_guide.scenarios import explore
 
     vacuous = {"recipe": "r", "scenario": "random-4-2054", "expected": "differs", "outcome": "not applicable",
                "detail": harness.NO_STAGE_RUN.format(stage="validation"), "in_run": True}  # fmt: skip
@@ -1051,6 +1051,27 @@ def test_a_training_value_under_ddp_is_compared_with_every_ranks_batches():
         every_rank = harness.run_cell(recipes["ddp_training_epoch_mean"], report)
     assert rank_0["outcome"] == "differs" and rank_0["relative_error"] > 1e-3, rank_0
     assert every_rank["outcome"] == "holds", every_rank
+
+
+def test_a_ddp_cell_picks_a_free_port_of_its_own_and_leaves_the_environment_as_it_found_it(monkeypatch):
+    """Lightning's launch leaves ``MASTER_PORT`` in the environment of the process that ran the Trainer: a matrix
+    started after a DDP cell in the same process ran every worker on that one port (``EADDRINUSE``). A cell runs
+    without it -- here the environment names a port another socket holds -- and leaves the environment as it was."""
+    import socket
+
+    loaded = scenarios.load_space()
+    recipe = next(r for r in loaded.recipes if r.id == "ddp_dataset_mean")
+    scenario = next(s for s in loaded.scenarios if s.id == "ddp_odd_dataset")
+    with harness.quiet(space.declared_warnings()), socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        held = str(taken.getsockname()[1])
+        monkeypatch.setenv("MASTER_PORT", held)
+        assert harness.run_cell(recipe, scenario)["outcome"] == "holds"
+        assert os.environ["MASTER_PORT"] == held
+        monkeypatch.delenv("MASTER_PORT")
+        assert harness.run_cell(recipe, scenario)["outcome"] == "holds"
+    assert "MASTER_PORT" not in os.environ
 
 
 def test_the_ground_truth_record_joins_every_ranks_training_batches(tmp_path):

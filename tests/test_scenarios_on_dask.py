@@ -17,7 +17,7 @@ import pytest
 from builds import ROOT
 from test_scenarios import CALLBACK_PAGE, OLD_HOOK_PAGE, small_project
 
-from lightning_migrate import scenarios
+from migration_guide import scenarios
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_the_matrix_runs_its_cells_on_the_schedulers_workers_with_the_same_resul
     """The command the build runs, given the scheduler through the environment: a single-process and a DDP cell of
     the callback-side recipe, and the same cells at home."""
     output = tmp_path / "dask.json"
-    command = [sys.executable, "-m", "lightning_migrate.scenarios", "--recipe", "ddp_dataset_mean", "--named-only"]
+    command = [sys.executable, "-m", "migration_guide.scenarios", "--recipe", "ddp_dataset_mean", "--named-only"]
     command += ["--scenario", "defaults", "--scenario", "ddp_odd_dataset"]
     path = os.pathsep.join([str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
     env = dict(os.environ, PYTHONPATH=path, GUIDE_DASK_SCHEDULER=cluster.scheduler_address)
@@ -66,7 +66,7 @@ def test_each_cell_runs_in_a_worker_and_the_results_keep_their_order(cluster):
 
 
 def test_the_exploration_runs_on_the_scheduler_and_finds_what_it_finds_at_home(cluster, tmp_path):
-    from lightning_migrate.scenarios import explore
+    from migration_guide.scenarios import explore
 
     project = small_project(tmp_path, OLD_HOOK_PAGE.replace(", outputs):", "):"))
     small = scenarios.load_space(project / "matrix.toml")

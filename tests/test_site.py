@@ -173,7 +173,7 @@ def test_every_declared_warning_gives_its_reason():
 def test_the_scenario_matrix_cells_accept_their_part_of_the_list_and_nothing_outside_them_does():
     """One list: the matrix ignores ``IN_SCENARIO_CELLS`` inside its cells (read from the build's file); the
     build's filters, which every example, notebook and probe runs under, keep them errors."""
-    from lightning_migrate.scenarios import load_space
+    from migration_guide.scenarios import load_space
 
     cells = declared_warnings.IN_SCENARIO_CELLS
     assert [(w.message, w.category, w.reason) for w in load_space().warnings] == [

@@ -31,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from lightning_migrate import hook_names, probes, registry  # noqa: E402
+from lightning_migrate import hook_names, registry  # noqa: E402
+from migration_guide import probes  # noqa: E402
 
 #: What Lightning (the library, the Trainer, a callback class of Lightning's) or a hook's caller does: behaviour
 #: verbs, each stem with its inflections (:func:`_inflections`). Wide on purpose: a contributor's verb is not the

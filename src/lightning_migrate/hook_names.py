@@ -39,6 +39,21 @@ RECORD = Path(__file__).resolve().parent / "data" / "hook_names.json"
 KINDS = ("LightningModule", "Callback")
 
 
+def import_lightning():
+    """Return ``(pl, distribution_name, version)`` for the installed Lightning.
+
+    Raises:
+        ImportError: neither ``lightning`` nor ``pytorch_lightning`` is importable.
+    """
+    try:
+        pl = importlib.import_module("lightning.pytorch")
+        dist = "lightning"
+    except ImportError:
+        pl = importlib.import_module("pytorch_lightning")
+        dist = "pytorch-lightning"
+    return pl, dist, pl.__version__
+
+
 def _public_methods(cls: type) -> list[str]:
     return [name for name, value in vars(cls).items() if not name.startswith("_") and callable(value)]
 
@@ -59,8 +74,6 @@ def record() -> dict[str, Any]:
     Raises:
         ImportError: neither ``lightning`` nor ``pytorch_lightning`` is importable.
     """
-    from lightning_migrate.probes import import_lightning
-
     pl, dist, version = import_lightning()
     hooks_module = importlib.import_module(f"{pl.__name__}.core.hooks")
     module_hooks = [

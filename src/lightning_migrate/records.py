@@ -1,8 +1,8 @@
 """What the project records from running Lightning: one outcome vocabulary, one atomic write, one drift check.
 
-Three recorders run Lightning and write what it did as JSON: the probes (:mod:`lightning_migrate.probes`, one
-record per registry pattern), the release recorder (:mod:`lightning_migrate.compat`, ``data/compat/<version>.json``)
-and the scenario matrix (:mod:`lightning_migrate.scenarios`, one cell per recipe and scenario). They write through
+Three recorders run Lightning and write what it did as JSON: the probes (:mod:`migration_guide.probes`, one
+record per registry pattern), the release recorder (:mod:`migration_guide.compat`, ``data/compat/<version>.json``)
+and the scenario matrix (:mod:`migration_guide.scenarios`, one cell per recipe and scenario). They write through
 :func:`write_record`, and the pages word their outcomes with :data:`PROBE_OUTCOMES` and :data:`CELL_OUTCOMES`.
 
 A record that is committed (``data/compat/*.json``) is compared with a new run by :func:`differences`: outcomes,

@@ -5,7 +5,7 @@ checker rules are all derived from this list: adding a removed hook means adding
 
 Facts typed here are only those Lightning's changelog states (the version that deprecated and the version that
 removed each shape, source: the CHANGELOG.md of Lightning-AI/pytorch-lightning, ``src/lightning/pytorch``).
-What Lightning *does* with each shape today is never typed here: :mod:`lightning_migrate.probes` runs the
+What Lightning *does* with each shape today is never typed here: :mod:`migration_guide.probes` runs the
 ``source`` snippet of each entry and records it.
 
 This module imports nothing beyond the standard library, so the checker can use it without Lightning installed.

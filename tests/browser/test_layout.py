@@ -17,7 +17,8 @@ import pytest
 from build_mechanics import identifier_breaks
 from PIL import Image, ImageChops
 
-from lightning_migrate import compat, registry
+from lightning_migrate import registry
+from migration_guide import compat
 
 from ._util import GALLERY_PAGES, ROOT, RULE_PAGES, SCREENSHOT_DIR, WIDTHS, WRITTEN_PAGES, fetch, open_page, set_width
 

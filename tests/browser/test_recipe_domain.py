@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from guide.scenario_matrix import page_docname, recipe_anchor
 
-from lightning_migrate.scenarios import load_space
+from migration_guide.scenarios import load_space
 
 from ._util import SCREENSHOT_DIR, WIDTHS, open_page, set_width
 

@@ -36,7 +36,8 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 from test_site import script_outputs
 
-from lightning_migrate import compat, registry
+from lightning_migrate import registry
+from migration_guide import compat
 
 from ._util import SCREENSHOT_DIR, WAIT, WIDTHS, click, open_page, search_results, set_width
 

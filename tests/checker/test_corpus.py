@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from lightning_migrate.checker import corpus
+from migration_guide import corpus
 
 MODEL = """\
 import lightning.pytorch as pl

@@ -15,8 +15,9 @@ import textwrap
 
 import pytest
 
-from lightning_migrate.checker import check_source, proven, record_proven
+from lightning_migrate.checker import check_source, proven
 from lightning_migrate.checker.base import MARKER, PROVEN, UNSAFE
+from migration_guide import record_proven
 
 from ._util import run, write
 

@@ -181,7 +181,7 @@ def test_the_definitions_come_from_the_recorded_releases():
     bound where the 2.6.6 record says."""
     import json
 
-    from lightning_migrate import source_tree
+    from migration_guide import source_tree
 
     folder = source_tree.ROOT / "src" / "lightning_migrate" / "data" / "lightning_names"
     old, new = (json.loads((folder / f"{v}.json").read_text(encoding="utf-8")) for v in ("1.9.5", "2.6.6"))
@@ -198,7 +198,7 @@ def test_the_1x_listing_was_recorded_beside_its_era_s_pins():
     ``requests``, which ``pytorch_lightning.serve`` imports: every module imported."""
     import json
 
-    from lightning_migrate import source_tree
+    from migration_guide import source_tree
 
     record = json.loads(
         (source_tree.ROOT / "src" / "lightning_migrate" / "data" / "lightning_names" / "1.9.5.json").read_text()
@@ -408,7 +408,7 @@ def test_the_shims_come_from_the_recorded_releases():
     more optional ones."""
     import json
 
-    from lightning_migrate import source_tree
+    from migration_guide import source_tree
 
     folder = source_tree.ROOT / "src" / "lightning_migrate" / "data" / "lightning_names"
     old, new = (json.loads((folder / f"{v}.json").read_text(encoding="utf-8")) for v in ("1.9.5", "2.6.6"))

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from lightning_migrate import compat, rewrite_equivalence
 from lightning_migrate.checker import rewrite_source
+from migration_guide import compat, rewrite_equivalence
 
 pl = pytest.importorskip("lightning.pytorch")
 
@@ -116,7 +116,7 @@ def test_the_rewrite_page_shows_a_shape_the_scenario_matrix_proves():
     import ast
     import re
 
-    from lightning_migrate.scenarios import load_space
+    from migration_guide.scenarios import load_space
 
     page = rewrite_equivalence.ROOT / "gallery" / "core" / "automatic_rewrite.py"
     text = page.read_text(encoding="utf-8")

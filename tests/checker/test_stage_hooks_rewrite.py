@@ -8,8 +8,9 @@ import textwrap
 
 import pytest
 
-from lightning_migrate.checker import check_source, proven, record_proven
+from lightning_migrate.checker import check_source, proven
 from lightning_migrate.checker.base import PROVEN, UNSAFE
+from migration_guide import record_proven
 
 from ._util import fix, write
 
@@ -340,7 +341,7 @@ def test_plain_fix_applies_the_rewrite_the_matrix_proves():
 def test_the_matrix_truth_of_the_calls():
     """The truth of a ``calls`` row: for each stage epoch of the run, in order, the recorded hooks the page's class
     defines that 1.4.9 called beside it, as ``[edge, stage]``; a predict epoch calls none."""
-    from lightning_migrate.scenarios import space, truth
+    from migration_guide.scenarios import space, truth
 
     recipe = next(r for r in space.load_space().recipes if r.id == "rewrite_callback_on_epoch_start_end")
     events = [
@@ -389,7 +390,7 @@ def test_the_matrix_truth_of_the_batch_hooks_calls():
     """The batch hooks' row: a ``start`` at each training batch's start, an ``end`` at its end (1.4.9 called
     ``on_batch_start`` and ``on_batch_end`` beside the training batch hooks alone); the epoch hooks' row reads the
     same events and finds its epoch calls only."""
-    from lightning_migrate.scenarios import space, truth
+    from migration_guide.scenarios import space, truth
 
     recipes = {r.id: r for r in space.load_space().recipes}
     events = [

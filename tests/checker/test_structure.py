@@ -162,7 +162,7 @@ def test_the_stage_steps_the_registry_names_are_lightning_hooks():
 def test_only_source_tree_locates_the_checkout():
     """An installed package has no checkout above it: a module that climbs from its own file out of
     ``src/lightning_migrate`` (``Path(__file__).parents[3]``) reads a repository-only path. The checkout is
-    located in ``lightning_migrate/source_tree.py`` alone; a module may reach its own package's data."""
+    located in ``migration_guide/source_tree.py`` alone; a module may reach its own package's data."""
     package = CHECKER.parent
     climbing = []
     for path in sorted(package.rglob("*.py")):
@@ -184,3 +184,58 @@ def test_the_monitoring_callbacks_the_registry_names_are_checkpoints_or_early_st
 
     for name in registry.MONITORING_CALLBACKS:
         assert issubclass(getattr(callbacks, name), (callbacks.Checkpoint, callbacks.EarlyStopping)), name
+
+
+SRC = CHECKER.parents[1]
+
+
+def test_the_installed_package_never_imports_the_guides_own_tools():
+    """``lightning-migrate`` installs ``src/lightning_migrate`` alone; the guide's tools (``src/migration_guide``: the
+    probes, the scenario matrix, the release records) run from the checkout, so an import of them in the package
+    would fail on every user's machine. The one exception reads the checkout's ``pyproject.toml`` where the package is
+    not installed at all (``base._published_url``, run from a checkout)."""
+    found = []
+    for path in sorted((SRC / "lightning_migrate").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        owners = {
+            id(child): node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef)
+            for child in ast.walk(node)
+        }
+        for node in ast.walk(tree):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(name.split(".")[0] == "migration_guide" for name in names):
+                found.append((path.relative_to(SRC).as_posix(), owners.get(id(node))))
+    assert found == [("lightning_migrate/checker/base.py", "_published_url")]
+
+
+def test_the_wheel_holds_the_checker_and_none_of_the_guides_tools(tmp_path):
+    """The wheel pip builds from the checkout (pyproject's ``packages.find``): the checker, its rules and its recorded
+    data; no module of ``migration_guide``."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    project = tmp_path / "project"  # a copy: setuptools' build/ folder of an earlier build would add its files
+    shutil.copytree(SRC, project / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(SRC.parent / name, project / name)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
+         str(project)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    [wheel] = tmp_path.glob("lightning_migrate-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    packages = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert packages == {"lightning_migrate"}, packages
+    assert "lightning_migrate/checker/cli.py" in names and "lightning_migrate/data/hook_names.json" in names
+    assert not [name for name in names if "scenarios" in name or "probes" in name], names

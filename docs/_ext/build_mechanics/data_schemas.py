@@ -1,10 +1,10 @@
 """Sphinx extension: a data file's schema on the contributing page, rendered from its one declaration.
 
 The schemas of ``data/scenarios.toml`` and ``data/compat/matrix.toml`` are declared once, in
-:mod:`lightning_migrate.scenario_schema` and :mod:`lightning_migrate.compat_schema` (the loaders check the files
+:mod:`migration_guide.scenario_schema` and :mod:`migration_guide.compat_schema` (the loaders check the files
 against them). In a MyST page::
 
-    ```{data-schema} lightning_migrate.scenario_schema
+    ```{data-schema} migration_guide.scenario_schema
     ```
 
 renders that module's ``document()`` -- Markdown: every table and key, its type, whether it is required, its default,

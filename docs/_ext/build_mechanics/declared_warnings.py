@@ -1,7 +1,7 @@
 """The Python warnings the build accepts, each with its reason; every other warning is an error.
 
 The list itself -- :class:`Declared`, :data:`DECLARED`, :data:`IN_SCENARIO_CELLS` -- is
-:mod:`lightning_migrate.declared_warnings`, the one place a warning may be declared, re-exported here; this module
+:mod:`migration_guide.declared_warnings`, the one place a warning may be declared, re-exported here; this module
 applies it. Everything that runs code for the site reads it:
 
 - ``conf.py`` sets :data:`PYTHONWARNINGS <os.environ>` to :func:`pythonwarnings` (``error`` first, then one
@@ -13,7 +13,7 @@ applies it. Everything that runs code for the site reads it:
 - ``tests/test_notebooks.py`` runs the downloaded notebooks in a kernel started with :func:`pythonwarnings`.
 
 :data:`IN_SCENARIO_CELLS` is the part of the list accepted only inside the cells of the scenario matrix
-(``src/lightning_migrate/scenarios``; it imports them with ``space.declared_warnings()``): Lightning's advice about a
+(``src/migration_guide/scenarios``; it imports them with ``space.declared_warnings()``): Lightning's advice about a
 configuration the matrix runs on purpose (several ranks during ``trainer.validate()``, a resumed mid-epoch
 checkpoint). Outside those cells -- every example, notebook and probe -- they fail the build like any other warning.
 
@@ -26,7 +26,7 @@ shows a warning on purpose catches it with :class:`warnings.catch_warnings` (``r
 ``simplefilter("always")``), which overrides these filters inside its block.
 
 Why each warning is accepted, its witness, and the syntax a declared message keeps to are told in
-:mod:`lightning_migrate.declared_warnings`.
+:mod:`migration_guide.declared_warnings`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import re
 import warnings
 from typing import Any
 
-from lightning_migrate.declared_warnings import (  # the list (src/ is on sys.path wherever the build runs)
+from migration_guide.declared_warnings import (  # the list (src/ is on sys.path wherever the build runs)
     DECLARED,
     IN_SCENARIO_CELLS,
     LIGHTNING_ON_TORCH,

@@ -3,10 +3,10 @@
 A claim whose evidence is a page's ``assert`` says in its ``scope`` what configuration that page ran in
 (``docs/_ext/guide/claims.py`` compares the two). The page's code is the reader's, so nothing is added to it: the
 recorder is a Lightning callback that Lightning itself adds to every ``Trainer()`` of the build's examples, through its
-documented entry-point group ``lightning.pytorch.callbacks_factory`` (:mod:`lightning_migrate.run_configurations`).
+documented entry-point group ``lightning.pytorch.callbacks_factory`` (:mod:`migration_guide.run_configurations`).
 
 - At ``builder-inited``, before sphinx-gallery starts its workers (priority 400 < 500), the environment variable
-  :data:`lightning_migrate.run_configurations.DIRECTORY` names :func:`directory` (``<doctrees>/run-configurations``):
+  :data:`migration_guide.run_configurations.DIRECTORY` names :func:`directory` (``<doctrees>/run-configurations``):
   the workers, and the processes a ``ddp_fork`` example forks, inherit it.
 - :func:`record_runs`, a sphinx-gallery ``reset_modules`` entry, puts :data:`ENTRY_POINT` (a ``*.dist-info`` folder:
   the entry point's metadata, seen by ``importlib.metadata`` only where it is on ``sys.path``) on the example
@@ -25,7 +25,7 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-from lightning_migrate import run_configurations
+from migration_guide import run_configurations
 
 #: The folder holding the entry point's metadata (``guide_run_recorder-1.dist-info``).
 ENTRY_POINT = Path(__file__).resolve().parent / "run_recorder"

@@ -8,7 +8,7 @@ and its evidence. Pages never type such a statement: they render it with the rol
 (``docs/_ext/build_mechanics/notebook_links.lua`` reads the file :func:`write_notebook_texts` writes).
 
 Its keys, the axes of its ``scope`` and the kinds of evidence are declared once, in
-:mod:`lightning_migrate.claim_schema`; each kind is one class here (:data:`IMPLEMENTATIONS`: how it is described,
+:mod:`migration_guide.claim_schema`; each kind is one class here (:data:`IMPLEMENTATIONS`: how it is described,
 checked, which runs and releases it rests on, which values a wording may print from it). Evidence, one or more per
 claim (each an inline table of the TOML file, told apart by its first key):
 
@@ -31,7 +31,7 @@ claim (each an inline table of the TOML file, told apart by its first key):
 ``cell = "<recipe id>", values = { <axis> = <value>, ... }, outcome = "raises", match = "..."``
     a cell the scenario matrix does not run -- a combination a constraint of ``data/scenarios.toml`` excludes, or
     one outside the recipe's domain -- run by this build with the matrix's harness on the installed release
-    (:mod:`lightning_migrate.claim_cells`; ``scenario = "<named scenario id>"`` instead of ``values``): its outcome
+    (:mod:`migration_guide.claim_cells`; ``scenario = "<named scenario id>"`` instead of ``values``): its outcome
     (``holds``, ``differs``, ``raises``), with ``match`` a text its detail (the error as raised) must contain and
     ``warns`` a text one of the warnings it emitted must contain. The reason a constraint or a domain gives is then
     a claim, proven by running what it excludes.
@@ -53,7 +53,7 @@ claim without a configuration (no ``scope``) is refused, unless ``general`` or f
 that quantifies over configurations ("always", "never", "whatever", "any ..." -- not "every batch") needs evidence
 of several runs (matrix cells, several probes or recorded runs, several pages). The earlier form -- ``checked``, a
 phrase of the wording, and the release named in it -- still loads
-(:data:`lightning_migrate.claim_schema.LEGACY_CHECKED`); ``python -m lightning_migrate.claim_schema --migrate
+(:data:`migration_guide.claim_schema.LEGACY_CHECKED`); ``python -m migration_guide.claim_schema --migrate
 data/claims.toml`` rewrites such blocks.
 
 The build fails (a warning, and ``-W``) when a claim's evidence is missing, did not run, or disagrees, when a page
@@ -81,11 +81,11 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from lightning_migrate import claim_schema
+from migration_guide import claim_schema
 
 logger = logging.getLogger(__name__)
 
-#: The kinds of evidence (declared in :data:`lightning_migrate.claim_schema.EVIDENCE_KINDS`).
+#: The kinds of evidence (declared in :data:`migration_guide.claim_schema.EVIDENCE_KINDS`).
 KINDS = tuple(claim_schema.EVIDENCE_KINDS)
 #: The placeholders a wording may use, each the installed version of a distribution.
 PLACEHOLDERS = {"lightning": ("lightning", "pytorch-lightning"), "torch": ("torch",), "torchmetrics": ("torchmetrics",)}
@@ -159,7 +159,7 @@ class Evidence:
         return {}
 
     def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
-        """The configuration of each run it rests on (:mod:`lightning_migrate.run_configurations`: one value per
+        """The configuration of each run it rests on (:mod:`migration_guide.run_configurations`: one value per
         axis, with ``release`` and ``run``, what names the run); ``None`` for a cited fact, which ran in none.
 
         Raises:
@@ -339,7 +339,7 @@ class MatrixEvidence(Evidence):
         return {"scenarios": len(scenarios)} if isinstance(scenarios, list) else {}
 
     def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
-        from lightning_migrate import run_configurations
+        from migration_guide import run_configurations
 
         space = sources.space()
         named = {scenario.id: scenario for scenario in space.scenarios}
@@ -369,7 +369,7 @@ class CellEvidence(Evidence):
             raise ClaimsError(f'{where}: cell evidence: outcome is "holds", "differs" or "raises"')
 
     def key(self) -> str:
-        from lightning_migrate.claim_cells import cell_key
+        from migration_guide.claim_cells import cell_key
 
         return cell_key({"recipe": self.target, **self.fields})
 
@@ -403,7 +403,7 @@ class CellEvidence(Evidence):
         return {f"cell {self.key()}"}
 
     def configurations(self, sources: Sources) -> list[dict[str, Any]] | None:
-        from lightning_migrate import run_configurations
+        from migration_guide import run_configurations
 
         space = sources.space()
         if "scenario" in self.fields:
@@ -1017,13 +1017,13 @@ def page_assert_lines(path: Path) -> dict[str, int]:
 
 
 def recorded_configuration(section: str, pattern: str, record: dict[str, Any], fields: dict[str, Any]) -> dict:
-    """:func:`lightning_migrate.run_configurations.recorded_configuration`."""
-    from lightning_migrate import run_configurations
+    """:func:`migration_guide.run_configurations.recorded_configuration`."""
+    from migration_guide import run_configurations
 
     return run_configurations.recorded_configuration(section, pattern, record, fields)
 
 
-#: The axes of a scope that a run records (:data:`lightning_migrate.run_configurations.AXES`); ``trainer`` and
+#: The axes of a scope that a run records (:data:`migration_guide.run_configurations.AXES`); ``trainer`` and
 #: ``module`` name what a claim is about, not a setting of the run, and are not compared.
 COMPARED_AXES = ("processes", "strategy", "precision", "optimization", "stage", "accumulate_grad_batches",
                  "return_predictions", "dataloaders")  # fmt: skip
@@ -1058,13 +1058,13 @@ def _scope_values(scope: dict[str, Any], axis: str) -> list[Any]:
 
 
 def _in_scope(run: dict[str, Any], scope: dict[str, Any]) -> bool:
-    from lightning_migrate.run_configurations import value
+    from migration_guide.run_configurations import value
 
     return all(value(run, axis) in _scope_values(scope, axis) for axis in COMPARED_AXES if axis in scope)
 
 
 def _describe_runs(runs: list[dict[str, Any]]) -> str:
-    from lightning_migrate.run_configurations import value
+    from migration_guide.run_configurations import value
 
     shown = sorted(
         {
@@ -1090,7 +1090,7 @@ def configuration_problems(
     A general claim (every scenario of the matrix) and a changelog fact are not compared, nor the asserts of the
     pages this build was asked not to run (``not_run``).
     """
-    from lightning_migrate.run_configurations import default, value
+    from migration_guide.run_configurations import default, value
 
     if claim_data.general:
         return []
@@ -1183,7 +1183,7 @@ def field_value(record: Any, dotted: str) -> Any:
 
 def matrix_outcomes(document: dict[str, Any]) -> dict[tuple[str, str], str]:
     """``{(recipe id, scenario id): outcome}`` of a scenario-matrix results document
-    (:func:`lightning_migrate.scenarios.run_matrix`): the one place that reads its format."""
+    (:func:`migration_guide.scenarios.run_matrix`): the one place that reads its format."""
     return {(cell["recipe"], cell["scenario"]): cell["outcome"] for cell in document["cells"]}
 
 
@@ -1204,8 +1204,8 @@ class Sources:
         return self._cache["versions"]
 
     def page_runs(self, page: str) -> list[dict[str, Any]] | None:
-        """The runs a gallery page recorded as it last ran (:mod:`lightning_migrate.run_configurations`)."""
-        from lightning_migrate import run_configurations
+        """The runs a gallery page recorded as it last ran (:mod:`migration_guide.run_configurations`)."""
+        from migration_guide import run_configurations
 
         folder = self.runs_dir
         if folder is None:
@@ -1216,7 +1216,7 @@ class Sources:
 
     def space(self) -> Any:
         if "space" not in self._cache:
-            from lightning_migrate import scenarios
+            from migration_guide import scenarios
 
             self._cache["space"] = scenarios.load_space()
         return self._cache["space"]
@@ -1521,11 +1521,11 @@ def page_runs(app: Sphinx) -> Any:
     return ran
 
 
-# -- The cells claims cite (lightning_migrate.claim_cells), run beside the build ------------------------------------
+# -- The cells claims cite (migration_guide.claim_cells), run beside the build ------------------------------------
 #: The claims' cells' recorder (:mod:`build_mechanics.recorded_run`): ``<doctrees>/claim-cells.json`` and its files.
 CELLS = "claim-cells"
 #: What a failed run of the cells says.
-CELLS_FAILURE_TITLE = ("the claims' cells", "src/lightning_migrate/claim_cells.py")
+CELLS_FAILURE_TITLE = ("the claims' cells", "src/migration_guide/claim_cells.py")
 
 
 def cells_key(app: Sphinx, cited: list[dict[str, Any]]) -> str:
@@ -1533,7 +1533,7 @@ def cells_key(app: Sphinx, cited: list[dict[str, Any]]) -> str:
     matrix file, the recipes' pages, the installed Lightning, torch and torchmetrics, and the cells themselves."""
     from build_mechanics import recorded_run
 
-    from lightning_migrate import claim_cells, scenarios
+    from migration_guide import claim_cells, scenarios
 
     root = Path(app.confdir)
     space = scenarios.load_space()
@@ -1549,7 +1549,7 @@ def _start_cells(app: Sphinx) -> None:
     build's inputs are those of the last run's document, or this test run kept a run of them)."""
     from build_mechanics import recorded_run
 
-    from lightning_migrate.claim_cells import cited_cells
+    from migration_guide.claim_cells import cited_cells
 
     app._claim_cells = None  # type: ignore[attr-defined]
     path = claims_path(app)
@@ -1565,12 +1565,12 @@ def _start_cells(app: Sphinx) -> None:
         CELLS,
         folder,
         cells_key(app, cited),
-        "lightning_migrate.claim_cells",
+        "migration_guide.claim_cells",
         lambda output: (*arguments, str(output)),
         cwd=Path(app.confdir),
     )
     if run.process is not None:
-        logger.info(f"claims: running the {len(cited)} cell(s) the claims cite (lightning_migrate.claim_cells) ...")
+        logger.info(f"claims: running the {len(cited)} cell(s) the claims cite (migration_guide.claim_cells) ...")
     app._claim_cells = run  # type: ignore[attr-defined]
 
 

@@ -1,6 +1,6 @@
 """Sphinx extension: the compatibility pages, rendered from the data files ``nox -s record`` wrote.
 
-Every cell comes from ``data/compat/<version>.json`` (written by :mod:`lightning_migrate.compat` with that release
+Every cell comes from ``data/compat/<version>.json`` (written by :mod:`migration_guide.compat` with that release
 installed) -- for the release this build runs, its probe records come from this build's probes
 (:func:`with_this_builds_probes`); nothing about a release's behaviour is typed here. Directives:
 
@@ -35,8 +35,9 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from lightning_migrate import compat, registry
+from lightning_migrate import registry
 from lightning_migrate.records import PROBE_OUTCOMES
+from migration_guide import compat
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +177,7 @@ class CompatReceived(SphinxDirective):
     """``.. compat-received:: [<version>]`` -- what the old hooks received on one release, and the warnings.
 
     Without a version: the newest declared release on which none of the ``:patterns:`` was removed yet
-    (:func:`lightning_migrate.compat.newest_release_before_removal`), so the page types no release number.
+    (:func:`migration_guide.compat.newest_release_before_removal`), so the page types no release number.
     """
 
     optional_arguments = 1

@@ -1,6 +1,6 @@
 """Sphinx extension: run the registry's probes on the Lightning the build uses; pages read one records file.
 
-At ``config-inited`` this starts ``python -m lightning_migrate.probes`` in a separate process (Lightning is never
+At ``config-inited`` this starts ``python -m migration_guide.probes`` in a separate process (Lightning is never
 imported into Sphinx itself, and no example has run in the process that probes it). It runs beside
 sphinx-gallery's examples and is waited for at ``env-get-outdated``, before Sphinx reads any page.
 
@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SRC = ROOT / "src"
 EXTENSIONS = ROOT / "docs" / "_ext"
 PACKAGE = SRC / "lightning_migrate"
+GUIDE = SRC / "migration_guide"  # the probes themselves
 REGISTRY_FILE = Path("src") / "lightning_migrate" / "registry.py"
 #: The recorder's name: its records are ``probe-records.json`` in the build's doctree directory, the key they were
 #: made with ``probe-records.key`` beside it (``build_mechanics.recorded_run``).
@@ -44,11 +45,13 @@ RECORDS, KEY = f"{NAME}.json", f"{NAME}.key"
 
 def cache_key() -> str:
     """Hash of everything a probe result depends on: registry and probe sources, Lightning and torch versions."""
-    return recorded_run.inputs_key(sorted(PACKAGE.glob("*.py")), ("lightning", "pytorch-lightning", "torch"))
+    return recorded_run.inputs_key(
+        sorted([*PACKAGE.glob("*.py"), *GUIDE.glob("*.py")]), ("lightning", "pytorch-lightning", "torch")
+    )
 
 
 #: The probes' failure: the end of what they wrote to standard error (a traceback names the file and line).
-FAILURE = recorded_run.default_failure("the Lightning probes", "src/lightning_migrate/probes.py")
+FAILURE = recorded_run.default_failure("the Lightning probes", "src/migration_guide/probes.py")
 
 
 def records_path(app: Sphinx) -> Path:
@@ -68,14 +71,14 @@ def _start(app: Sphinx, config: Any) -> None:
         NAME,
         records_path(app).parent,
         cache_key(),
-        "lightning_migrate.probes",
+        "migration_guide.probes",
         lambda output: ["--output", str(output)],
         strict=True,
     )
     if run.reused == "kept":
         logger.info("probe records: made by an earlier build of this test run from the same inputs")
     elif run.process is not None:
-        logger.info("running the Lightning probes (src/lightning_migrate/probes.py) ...")
+        logger.info("running the Lightning probes (src/migration_guide/probes.py) ...")
     app._probe_run = run  # type: ignore[attr-defined]
 
 

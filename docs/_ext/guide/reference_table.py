@@ -28,7 +28,8 @@ from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
 from guide import probe_records
-from lightning_migrate import probes, registry
+from lightning_migrate import registry
+from migration_guide import probes
 
 REGISTRY_FILE = Path(registry.__file__).resolve()
 COLUMNS = (("Old hook or argument", 28), ("Deprecated / removed", 12), ("What Lightning does today", 30))
@@ -81,7 +82,7 @@ def describe(record: dict[str, Any], stage: str) -> str:
     ``"Silently ignored: never called, though 4 validation batches ran"``.
 
     Raises:
-        ValueError: the record's ``outcome`` is not one :func:`lightning_migrate.probes.probe` produces.
+        ValueError: the record's ``outcome`` is not one :func:`migration_guide.probes.probe` produces.
     """
     outcome = record["outcome"]
     batches = record.get("batches") or {}

@@ -1,4 +1,4 @@
-"""Sphinx extension: run the scenario matrix (:mod:`lightning_migrate.scenarios`) at every build and render it.
+"""Sphinx extension: run the scenario matrix (:mod:`migration_guide.scenarios`) at every build and render it.
 
 At ``builder-inited`` the matrix starts in its own Python process (Lightning is never imported into Sphinx), beside
 the gallery examples (``build_mechanics.recorded_run``); at ``env-before-read-docs`` the build waits for it. While it
@@ -47,8 +47,8 @@ from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, new_document
 
-from lightning_migrate import scenarios
-from lightning_migrate.scenarios import progress
+from migration_guide import scenarios
+from migration_guide.scenarios import progress
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[3]
@@ -101,7 +101,7 @@ def _on_builder_inited(app: Sphinx) -> None:
         NAME,
         folder,
         key,
-        "lightning_migrate.scenarios",
+        "migration_guide.scenarios",
         lambda output: [
             "--output",
             str(output),
@@ -128,8 +128,7 @@ def failure(run: recorded_run.Run, code: int, printed: str) -> str:
     lines = [line.removeprefix("scenario matrix: ") for line in printed.splitlines() if " × " in line]
     detail = "\n".join(f"  {line}" for line in lines) or "\n".join(printed.splitlines()[-30:])
     return (
-        f"the scenario matrix failed (data/scenarios.toml, src/lightning_migrate/scenarios/; exit code {code}):\n"
-        f"{detail}"
+        f"the scenario matrix failed (data/scenarios.toml, src/migration_guide/scenarios/; exit code {code}):\n{detail}"
     )
 
 
@@ -144,7 +143,7 @@ def _finish(app: Sphinx, *args: Any) -> None:
 
 
 def matrix_results(app: Sphinx) -> dict[str, Any]:
-    """The results document of this build (see :func:`lightning_migrate.scenarios.run_matrix`)."""
+    """The results document of this build (see :func:`migration_guide.scenarios.run_matrix`)."""
     _finish(app)
     return json.loads(Path(app.env.scenario_matrix_results).read_text(encoding="utf-8"))  # type: ignore[attr-defined]
 
@@ -281,10 +280,10 @@ READER_WORDS: dict[str, list[tuple[str | None, set[str]]]] = {
 
 def release_records(app: Sphinx, document: dict[str, Any]) -> Results:
     """The results of this build with the records of the other declared 2.x releases (``data/compat/<release>.json``,
-    their recipes' runs, :func:`lightning_migrate.scenarios.releases.checked_on`): each record file is noted as a
+    their recipes' runs, :func:`migration_guide.scenarios.releases.checked_on`): each record file is noted as a
     dependency of the page, which is re-read when it changes."""
-    from lightning_migrate import compat
-    from lightning_migrate.scenarios import releases
+    from migration_guide import compat
+    from migration_guide.scenarios import releases
 
     records = {}
     for version, entry in compat.load_matrix()["versions"].items():

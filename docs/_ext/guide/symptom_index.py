@@ -8,7 +8,7 @@ Lightning, and groups them into :class:`Symptom` entries by their text with the 
 (:func:`class_key`):
 
 * the probe records of the Lightning the site is built with (:func:`probe_records.records`), and those of every
-  2.x release of ``data/compat/matrix.toml`` (``[matrix]``, recorded by :mod:`lightning_migrate.compat`): an
+  2.x release of ``data/compat/matrix.toml`` (``[matrix]``, recorded by :mod:`migration_guide.compat`): an
   older release that words the same error differently (2.0 and 2.2 link ``Lightning-AI/lightning``, later releases
   ``Lightning-AI/pytorch-lightning``) adds a wording to the entry of the same pattern. The class names are the
   registry's :attr:`~lightning_migrate.registry.OldPattern.probe_class`; each links the pattern's ``example``;
@@ -63,7 +63,8 @@ from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
 from guide import probe_records
-from lightning_migrate import compat, registry
+from lightning_migrate import registry
+from migration_guide import compat
 
 REGISTRY_FILE = Path(registry.__file__).resolve()
 

@@ -1,8 +1,8 @@
 """Sphinx extension: every declared warning is still emitted, by its witness, on the packages this build uses.
 
-``src/lightning_migrate/declared_warnings.py`` lists the warnings the build accepts; each names a witness, a small
-run of :mod:`lightning_migrate.warning_witnesses` that emits it. At ``config-inited`` this extension starts
-``python -m lightning_migrate.warning_witnesses`` in its own process (Lightning is never imported into Sphinx), beside
+``src/migration_guide/declared_warnings.py`` lists the warnings the build accepts; each names a witness, a small
+run of :mod:`migration_guide.warning_witnesses` that emits it. At ``config-inited`` this extension starts
+``python -m migration_guide.warning_witnesses`` in its own process (Lightning is never imported into Sphinx), beside
 the examples; at ``env-check-consistency`` it waits for it and logs a warning -- an error under ``-W`` -- naming
 the declaration's file and line for every declared warning its witness did not emit: a warning Lightning stopped
 emitting must not stay declared, hiding what a page says about it.
@@ -28,9 +28,9 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[3]
 SRC = ROOT / "src"
-WITNESS_SOURCE = SRC / "lightning_migrate" / "warning_witnesses.py"
+WITNESS_SOURCE = SRC / "migration_guide" / "warning_witnesses.py"
 #: The list of accepted warnings (``build_mechanics.declared_warnings`` re-exports it).
-DECLARATIONS = SRC / "lightning_migrate" / "declared_warnings.py"
+DECLARATIONS = SRC / "migration_guide" / "declared_warnings.py"
 #: The recorder's name (``build_mechanics.recorded_run``): its record is ``warning-witnesses.json`` in the doctree
 #: directory.
 NAME = "warning-witnesses"
@@ -40,7 +40,7 @@ DISTRIBUTIONS = ("lightning", "torch", "ipykernel", "jupyter_client")
 
 def inputs_key() -> str:
     """Hash of what the witnesses' record depends on (see the module docstring)."""
-    files = (WITNESS_SOURCE, DECLARATIONS, SRC / "lightning_migrate" / "probes.py")
+    files = (WITNESS_SOURCE, DECLARATIONS, SRC / "migration_guide" / "probes.py")
     return recorded_run.inputs_key(files, DISTRIBUTIONS)
 
 
@@ -78,27 +78,27 @@ def unseen(record: dict[str, list[dict[str, Any]]]) -> list[tuple[declared_warni
 
 
 def _start(app: Sphinx, config: Any) -> None:
-    from lightning_migrate.warning_witnesses import WITNESSES
+    from migration_guide.warning_witnesses import WITNESSES
 
     for entry in declared_warnings.witnessed():
         if entry.witness not in WITNESSES:
             raise ExtensionError(
                 f"{DECLARATIONS}:{declaration_line(entry)}: declared warning {entry.message!r} names the witness "
-                f"{entry.witness!r}; known: {', '.join(WITNESSES)} (src/lightning_migrate/warning_witnesses.py)"
+                f"{entry.witness!r}; known: {', '.join(WITNESSES)} (src/migration_guide/warning_witnesses.py)"
             )
     run = recorded_run.start(
         NAME,
         Path(app.doctreedir),
         inputs_key(),
-        "lightning_migrate.warning_witnesses",
+        "migration_guide.warning_witnesses",
         lambda out: ["--output", str(out)],
     )
     if run.process is not None:
-        logger.info("running the declared warnings' witnesses (src/lightning_migrate/warning_witnesses.py) ...")
+        logger.info("running the declared warnings' witnesses (src/migration_guide/warning_witnesses.py) ...")
     app._witnesses = run  # type: ignore[attr-defined]
 
 
-FAILURE = recorded_run.default_failure("the warning witnesses", "src/lightning_migrate/warning_witnesses.py")
+FAILURE = recorded_run.default_failure("the warning witnesses", "src/migration_guide/warning_witnesses.py")
 
 
 def _finish(app: Sphinx) -> None:

@@ -85,7 +85,7 @@ def _published_url() -> str:
         pass
     import tomllib  # run from a source tree (Python 3.11+, as the project's tools)
 
-    from lightning_migrate import source_tree  # the one module that knows where the checkout is
+    from migration_guide import source_tree  # the one module that knows where the checkout is
 
     pyproject = source_tree.ROOT / "pyproject.toml"
     return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["urls"]["Documentation"]

@@ -11,7 +11,7 @@ A caching rewrite (:mod:`.rules._caching`) writes one of a few shapes (:attr:`~.
   Lightning with it. The reference release of ``data/compat/matrix.toml`` (1.9.5) is taken where it ran the old
   code, else the newest 1.x release that did (an ``outputs`` hook 1.5 removed ran on 1.4.9 only).
 
-``python -m lightning_migrate.checker.record_proven`` reads the rows and the records as data and writes
+``python -m migration_guide.record_proven`` reads the rows and the records as data and writes
 ``src/lightning_migrate/data/proven_rewrites.json`` (the checker reads it without the source tree at hand);
 ``tests/checker/test_proven.py`` fails when the file is not what the rows and records give. Nothing here is typed.
 """

@@ -54,7 +54,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from lightning_migrate import source_tree
+from migration_guide import source_tree
 
 #: The axes of a run's configuration, in the order a claim's scope marker prints them.
 AXES = (
@@ -255,7 +255,7 @@ def default(axis: str) -> Any:
 
 
 def scenario_configurations(scenario: Any) -> list[dict[str, Any]]:
-    """The runs of a scenario of the matrix (:class:`lightning_migrate.scenarios.space.Scenario`), one per Trainer call,
+    """The runs of a scenario of the matrix (:class:`migration_guide.scenarios.space.Scenario`), one per Trainer call,
     with the configuration the harness gives it: its ``strategy`` and ``devices``, its Trainer's ``precision`` and
     ``accumulate_grad_batches`` (``None`` under the accumulation scheduler), manual optimization for a manual
     ``train_step``, ``return_predictions=False`` for a distributed ``predict`` (the harness passes it there), and the
@@ -286,10 +286,10 @@ def recorded_configuration(
 ) -> dict[str, Any]:
     """The configuration of a recorded run of a release (``data/compat/<release>.json``): the ``configuration`` its
     record holds, or, for a record made before the recorder held one, the configuration its recording code gives
-    every such run -- the probes' own ``Trainer`` (:func:`lightning_migrate.probes._trainer_kwargs`: one CPU
+    every such run -- the probes' own ``Trainer`` (:func:`migration_guide.probes._trainer_kwargs`: one CPU
     device, automatic optimization, the release's default precision, the pattern's Trainer call), an observation's
-    ``world_size`` (``ddp_fork``, as :mod:`lightning_migrate.observations` runs it), a rewrite run's Trainer
-    arguments (:data:`lightning_migrate.rewrite_equivalence.CONFIGS`, the run the compared fields name) -- marked
+    ``world_size`` (``ddp_fork``, as :mod:`migration_guide.observations` runs it), a rewrite run's Trainer
+    arguments (:data:`migration_guide.rewrite_equivalence.CONFIGS`, the run the compared fields name) -- marked
     ``declared``: read from the recording code, not from the run."""
     if "configuration" in record:
         return dict(record["configuration"])
@@ -302,7 +302,7 @@ def recorded_configuration(
     elif section == "observations" and int(record.get("world_size", 1)) > 1:
         found.update(processes=int(record["world_size"]), strategy="ddp_fork")
     elif section == "rewrites":
-        from lightning_migrate.rewrite_equivalence import CONFIGS
+        from migration_guide.rewrite_equivalence import CONFIGS
 
         names = {name.split(".")[1] for name in fields if name.startswith("runs.")}
         runs = {run: config for stage in CONFIGS.values() for run, config in stage.items()}

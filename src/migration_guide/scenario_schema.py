@@ -1,12 +1,12 @@
 """The schema of ``data/scenarios.toml``, declared once: its tables, their keys, the settings an axis value (or a
 named scenario) may set, and every closed set of values (*kinds*) with what each means.
 
-The loader (:func:`lightning_migrate.scenarios.space.load_space`) checks the file against :data:`FILE` (an unknown
+The loader (:func:`migration_guide.scenarios.space.load_space`) checks the file against :data:`FILE` (an unknown
 key names the closest known one) and starts every scenario from :data:`BASE_SETTINGS`; the harness
-(:mod:`lightning_migrate.scenarios.harness`), the ground truth and the loader implement each kind in one table
-(:data:`lightning_migrate.scenarios.IMPLEMENTATIONS`), and ``tests/test_scenario_schema.py`` fails when a kind is
+(:mod:`migration_guide.scenarios.harness`), the ground truth and the loader implement each kind in one table
+(:data:`migration_guide.scenarios.IMPLEMENTATIONS`), and ``tests/test_scenario_schema.py`` fails when a kind is
 declared here and not implemented there, or the reverse, and when a declared setting is never read by a cell.
-``docs/contributing.md`` renders this schema (``python -m lightning_migrate.scenario_schema`` prints it).
+``docs/contributing.md`` renders this schema (``python -m migration_guide.scenario_schema`` prints it).
 
 No Lightning is imported here.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 from .data_schema import Key, defaults, kinds, markdown
 
-#: The stages a recipe can reduce (the calls that run each: :data:`lightning_migrate.scenarios.space.STAGE_RUNS`).
+#: The stages a recipe can reduce (the calls that run each: :data:`migration_guide.scenarios.space.STAGE_RUNS`).
 STAGES = {
     "train": "training: one value per training epoch (``trainer.fit``)",
     "validation": "validation: one value per validation run (``trainer.fit`` and ``trainer.validate``)",
@@ -381,5 +381,5 @@ def _pick(keys: dict[str, Key], *names: str) -> dict[str, Key]:
     return {name: keys[name] for name in names}
 
 
-if __name__ == "__main__":  # python -m lightning_migrate.scenario_schema
+if __name__ == "__main__":  # python -m migration_guide.scenario_schema
     print(document())

@@ -1,10 +1,10 @@
 """The schema of ``data/compat/matrix.toml``, declared once: the Lightning releases the compatibility table covers,
 how each is installed, and what its run is compared with.
 
-:func:`lightning_migrate.compat.load_matrix` checks the file against :data:`FILE` (an unknown key names the closest
+:func:`migration_guide.compat.load_matrix` checks the file against :data:`FILE` (an unknown key names the closest
 known one, with the file's line), the noxfile installs each release from it (``install_lightning_release``), and
-``docs/contributing.md`` renders it (``python -m lightning_migrate.compat_schema`` prints it). Each kind of
-``equivalence`` is implemented by one entry of :data:`lightning_migrate.compat.EQUIVALENCE_MODES`;
+``docs/contributing.md`` renders it (``python -m migration_guide.compat_schema`` prints it). Each kind of
+``equivalence`` is implemented by one entry of :data:`migration_guide.compat.EQUIVALENCE_MODES`;
 ``tests/test_compat_data.py`` fails when the two disagree.
 
 No Lightning is imported here.
@@ -18,7 +18,7 @@ from typing import Any
 
 from .data_schema import Key, Lines, markdown, problems, unknown_keys
 
-#: What a release's run compares (:data:`lightning_migrate.compat.EQUIVALENCE_MODES` implements each).
+#: What a release's run compares (:data:`migration_guide.compat.EQUIVALENCE_MODES` implements each).
 EQUIVALENCE = {
     "old": "the old training_epoch_end(outputs) hook only",
     "old-and-replacements": (
@@ -109,5 +109,5 @@ def document() -> str:
     return markdown(FILE)
 
 
-if __name__ == "__main__":  # python -m lightning_migrate.compat_schema
+if __name__ == "__main__":  # python -m migration_guide.compat_schema
     print(document())

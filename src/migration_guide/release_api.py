@@ -2,7 +2,7 @@
 given to Lightning's classes and functions, checked against the installed release.
 
 The guide's pages claim Lightning 2.x from its oldest declared release (``data/compat/matrix.toml``); the build runs
-them on its own release only. ``python -m lightning_migrate.compat --version V --check --pages`` (``nox -s matrix``)
+them on its own release only. ``python -m migration_guide.compat --version V --check --pages`` (``nox -s matrix``)
 runs :func:`problems` in each 2.x release's environment: every gallery script and the code cells of every MyST
 notebook under ``docs/`` are read (never run: ``ast``), and
 
@@ -14,7 +14,7 @@ notebook under ``docs/`` are read (never run: ``ast``), and
 
 A line names the page, the line, the call and the argument the release lacks. It is a static check: what the
 examples' code computes is proven by running it (the build, and the recipes' cells on every release:
-:mod:`lightning_migrate.scenarios.releases`).
+:mod:`migration_guide.scenarios.releases`).
 """
 
 from __future__ import annotations

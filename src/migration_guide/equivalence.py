@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lightning_migrate import probes
+from migration_guide import probes
 
 EPOCHS, SAMPLES, BATCH_SIZE, FEATURES, SEED = 3, 32, 8, 32, 7
 VARIANTS = ("old", "callback", "module")

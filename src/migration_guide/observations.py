@@ -50,7 +50,7 @@ import tempfile
 import weakref
 from typing import Any
 
-from lightning_migrate import probes
+from migration_guide import probes
 
 BATCHES = probes.TRAIN_BATCHES
 

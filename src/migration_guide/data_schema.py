@@ -2,8 +2,8 @@
 the closed sets of values (*kinds*), what each means, and the defaults.
 
 The data files' schemas are declared with :class:`Key`: ``data/scenarios.toml``'s in
-:mod:`lightning_migrate.scenario_schema`, ``data/compat/matrix.toml``'s in :mod:`lightning_migrate.compat_schema`
-(the claims file's is :mod:`lightning_migrate.claim_schema`). The loaders check a file with :func:`problems`, whose
+:mod:`migration_guide.scenario_schema`, ``data/compat/matrix.toml``'s in :mod:`migration_guide.compat_schema`
+(the claims file's is :mod:`migration_guide.claim_schema`). The loaders check a file with :func:`problems`, whose
 messages name the file, the line of the table (:class:`Lines`), the table and the key, and the closest known key
 for an unknown one; :func:`markdown` renders a schema for ``docs/contributing.md``.
 """

@@ -1,9 +1,9 @@
 """Witnesses of the warnings the site's build declares: small runs that record every warning they emit.
 
-The build accepts a few warnings, each declared with its reason (:mod:`lightning_migrate.declared_warnings`);
+The build accepts a few warnings, each declared with its reason (:mod:`migration_guide.declared_warnings`);
 every other warning fails it. A declared warning is a claim about Lightning (or torch, ipykernel): "this run emits
 this warning". Each declaration names its *witness*, one of :data:`WITNESSES`, and the build runs them all in one
-process (``python -m lightning_migrate.warning_witnesses --output FILE``) and fails when a declared warning is not
+process (``python -m migration_guide.warning_witnesses --output FILE``) and fails when a declared warning is not
 among what its witness recorded: a warning that stopped being emitted must not keep hiding anything.
 
 Each witness runs under ``warnings.simplefilter("always")`` and records ``{"category": [class names of the
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from lightning_migrate import probes
+from migration_guide import probes
 
 
 def _entry(category: type, message: str) -> dict[str, Any]:

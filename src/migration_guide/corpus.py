@@ -1,6 +1,6 @@
 """Measure the checker on real code: hand-labelled checkouts of public repositories (``data/corpus/labels.toml``).
 
-``nox -s corpus -- DIR [DIR ...]`` (or ``python -m lightning_migrate.checker.corpus DIR ...``) runs the checker over
+``nox -s corpus -- DIR [DIR ...]`` (or ``python -m migration_guide.corpus DIR ...``) runs the checker over
 every repository folder of the ``DIR`` s that the labels file names (``DIR/<owner>+<name>``, checked out at the
 labelled commit; the code itself is never part of this project; ``.py`` files and notebooks) and prints, per
 repository and in total:
@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from lightning_migrate import source_tree
 from lightning_migrate.checker import notebook
 from lightning_migrate.checker.cli import Options, discover, main, project_files, run_checks
 from lightning_migrate.checker.resolve import Project
+from migration_guide import source_tree
 
 LABELS = source_tree.DATA / "corpus" / "labels.toml"  # in the checkout, which ``nox -s corpus`` runs from
 

@@ -21,7 +21,7 @@ What each quantity means, and so what the recipe is compared with:
 * **calls** (a stage-less hook's calls, ``on_epoch_end``, ``on_batch_end``): ``[edge, stage]`` for each call the
   newest 1.x release that ran the hook would have made in the run -- at each epoch (or training batch) start or end
   of a stage whose hook that release called it beside, as its record says (``stageless-hook-calls`` of
-  ``data/compat/<release>.json``, read by :func:`lightning_migrate.checker.record_proven.stageless`), over the stage
+  ``data/compat/<release>.json``, read by :func:`migration_guide.record_proven.stageless`), over the stage
   epochs (the sanity check's included) and training batches the run made, in order.
 
 Under ``precision="bf16-mixed"`` the model is applied under ``torch.autocast("cpu", torch.bfloat16)``, as
@@ -210,7 +210,7 @@ def stageless_calls(recipe: Recipe, page, events: list[dict]) -> list[list[str]]
     """
     import ast
 
-    from lightning_migrate.checker import record_proven
+    from migration_guide import record_proven
 
     recorded = record_proven.stageless_record()
     if recorded is None:

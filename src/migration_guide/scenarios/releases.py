@@ -10,7 +10,7 @@ target. Generated, deterministic: the same file and release give the same cells;
 targets, so two releases meet the values in different combinations.
 
 Targets a cell turns out not to reach when it runs (a crash cell whose fit ends before the crash, ``in_run``) are met
-again by a cell of their own (:func:`rerun_cells`). ``python -m lightning_migrate.compat --version V --scenario-cells``
+again by a cell of their own (:func:`rerun_cells`). ``python -m migration_guide.compat --version V --scenario-cells``
 runs them against the same ground truth as the build and fails naming the release, the recipe and the scenario.
 """
 

@@ -26,6 +26,7 @@ import io
 import json
 import logging
 import math
+import os
 import re
 import tempfile
 import time
@@ -160,7 +161,7 @@ def page_definitions(page: Path, names: tuple[str, ...], base: type, transform: 
 # -- The scenario's base module: what a user's module looks like in that configuration -------------------------
 @dataclass(frozen=True)
 class TrainStep:
-    """One kind of ``step.train`` (:data:`lightning_migrate.scenario_schema.TRAIN_STEPS`): whether the step
+    """One kind of ``step.train`` (:data:`migration_guide.scenario_schema.TRAIN_STEPS`): whether the step
     optimizes by hand, how many optimizers it has, what it returns (``returns(module, batch, batch_idx, loss)``; under
     manual optimization called after the optimizers stepped), and which batches have no loss in the old ``outputs``
     list (``skipped(batch_idx)``)."""
@@ -1087,6 +1088,27 @@ def _is_injected(error: BaseException) -> bool:
     return isinstance(error, InjectedCrash) or CRASH in str(error)
 
 
+#: Where a DDP run meets its processes: Lightning's launch writes ``MASTER_PORT`` into the environment of the process
+#: that called the Trainer and never removes it (2.6.6: its environment's ``teardown`` removes ``WORLD_SIZE`` only),
+#: so every later DDP cell of that process, and every process it starts, would use the same port -- two workers on
+#: one port fail with ``EADDRINUSE`` (30 cells of one build did, the matrix started by a test that had run a DDP
+#: cell itself). Each cell picks a free port of its own (:func:`_own_rendezvous`).
+RENDEZVOUS_VARIABLES = ("MASTER_ADDR", "MASTER_PORT")
+
+
+@contextlib.contextmanager
+def _own_rendezvous():
+    """Run without :data:`RENDEZVOUS_VARIABLES` (Lightning then picks a free port), and leave the environment as it
+    was found."""
+    saved = {name: os.environ.pop(name) for name in RENDEZVOUS_VARIABLES if name in os.environ}
+    try:
+        yield
+    finally:
+        for name in RENDEZVOUS_VARIABLES:
+            os.environ.pop(name, None)
+        os.environ.update(saved)
+
+
 def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str, Any]:
     """Run ``recipe`` in ``scenario``; return ``{"outcome", "detail", ...}`` (never raises for the recipe's errors).
 
@@ -1103,7 +1125,7 @@ def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str,
     if not recipe.runs_in(scenario):
         return {"outcome": "not applicable", "detail": f"this scenario runs no {recipe.stage} stage"}
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix=f"matrix-{recipe.id}-{scenario.id}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"matrix-{recipe.id}-{scenario.id}-") as tmp, _own_rendezvous():
         try:
             result = _run(recipe, scenario, root, Path(tmp))
         except MatrixError:  # the matrix file or a page is wrong, not the recipe: the run stops, naming it
@@ -1333,7 +1355,7 @@ def quiet(declared: tuple = ()):
     """Lightning's info banners and what the cells print stay out of the matrix's own output.
 
     A Python warning goes through the process's filters: in the build (``PYTHONWARNINGS``, from
-    :mod:`lightning_migrate.declared_warnings`) an undeclared warning is an error, so the cell raises and the
+    :mod:`migration_guide.declared_warnings`) an undeclared warning is an error, so the cell raises and the
     build names it. The warnings that list accepts inside the cells only (``declared``: its ``IN_SCENARIO_CELLS``, as
     :func:`.space.declared_warnings` gives them: Lightning's advice about a scenario's configuration itself) are
     ignored inside the block.

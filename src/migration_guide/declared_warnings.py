@@ -3,7 +3,7 @@
 Every other warning is an error in the build. This module holds the list only; how it is applied -- the
 ``PYTHONWARNINGS`` every process of the build inherits, the filters around each example, the first cell of a
 download -- is ``docs/_ext/build_mechanics/declared_warnings.py`` (which re-exports these names), and the scenario
-matrix's cells ignore :data:`IN_SCENARIO_CELLS` (:func:`lightning_migrate.scenarios.space.declared_warnings`): the
+matrix's cells ignore :data:`IN_SCENARIO_CELLS` (:func:`migration_guide.scenarios.space.declared_warnings`): the
 list is imported by both, never read by its path.
 
 :data:`IN_SCENARIO_CELLS` is the part of the list accepted only inside the cells of the scenario matrix: Lightning's
@@ -12,7 +12,7 @@ mid-epoch checkpoint). Outside those cells -- every example, notebook and probe 
 warning.
 
 A declared warning is a claim about what Lightning (or torch, ipykernel) emits, so it carries its evidence:
-:attr:`Declared.witness` names a small run of :mod:`lightning_migrate.warning_witnesses` that emits it. The build
+:attr:`Declared.witness` names a small run of :mod:`migration_guide.warning_witnesses` that emits it. The build
 runs every witness on the installed packages (``docs/_ext/guide/warning_witnesses.py``) and fails when a declared
 warning is no longer among what its witness emitted: a warning that stopped being emitted is not kept declared.
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Declared:
     """One accepted warning: the start of its message, its built-in category, why it is accepted, and the witness
-    (a name of :data:`lightning_migrate.warning_witnesses.WITNESSES`) whose run emits it -- required in
+    (a name of :data:`migration_guide.warning_witnesses.WITNESSES`) whose run emits it -- required in
     :data:`DECLARED`; an entry of :data:`IN_SCENARIO_CELLS` without one is emitted by the matrix cells that run its
     configuration, and no witness checks that it still is (:func:`witnessed`)."""
 

@@ -8,7 +8,7 @@ it logs (``self.log``, in order) and the attributes it keeps (:data:`KEPT`: ``ep
 ``epoch_calls`` and ``batch_calls``, what a hook of no one stage saw at each call).
 
 ``nox -s legacy`` records the shapes as written on each 1.x release (:func:`record`, stored under ``"rewrites"`` in
-``data/compat/<version>.json`` by :mod:`lightning_migrate.compat`); ``tests/checker/test_rewrite_equivalence.py``
+``data/compat/<version>.json`` by :mod:`migration_guide.compat`); ``tests/checker/test_rewrite_equivalence.py``
 runs the rewritten shapes on the installed Lightning and compares.
 
 The classes' ``BoringModel`` is bound to :func:`base_module`, the same module on every release (Lightning 1.4 has no
@@ -201,7 +201,7 @@ def run(source: str, filename: str, config: dict[str, Any], pl) -> dict[str, Any
 
     model.log = log
     callbacks = [cls() for cls in callback_classes]
-    from lightning_migrate.probes import _trainer_kwargs  # quiet CPU arguments, as each release spells them
+    from migration_guide.probes import _trainer_kwargs  # quiet CPU arguments, as each release spells them
 
     kwargs = {**_trainer_kwargs(pl), "max_epochs": 2, **config.get("trainer", {})}
     with tempfile.TemporaryDirectory() as root, _quiet():
@@ -261,7 +261,7 @@ def record(pl=None) -> dict[str, dict[str, Any]]:
     import hashlib
 
     if pl is None:
-        from lightning_migrate.probes import import_lightning
+        from migration_guide.probes import import_lightning
 
         pl, _, _ = import_lightning()
     records = {}

@@ -4,30 +4,30 @@ Run inside an environment where that release is installed, one session per relea
 ``data/compat/matrix.toml``. ``nox -s legacy`` and ``nox -s matrix`` (default sessions) check that the release
 still does what its committed record says::
 
-    python -m lightning_migrate.compat --version 1.9.5 --check
+    python -m migration_guide.compat --version 1.9.5 --check
 
 write the run's record under ``_build/compat/`` and fail, naming the file and every difference, when it differs
 from ``data/compat/1.9.5.json`` (:func:`lightning_migrate.records.differences`: outcomes, texts and counts exactly,
 measured floats within :func:`lightning_migrate.records.floats_agree`). ``nox -s record`` writes new records
 on purpose::
 
-    python -m lightning_migrate.compat --version 1.9.5
+    python -m migration_guide.compat --version 1.9.5
 
 The data file holds, for the installed release:
 
 ``probes``
-    :func:`lightning_migrate.probes.probe_all` -- every registry pattern's outcome, error, warnings and what the
+    :func:`migration_guide.probes.probe_all` -- every registry pattern's outcome, error, warnings and what the
     old hook received.
 ``equivalence``
-    :func:`lightning_migrate.equivalence.run` for the variants the matrix asks for (``old-and-replacements``: the
+    :func:`migration_guide.equivalence.run` for the variants the matrix asks for (``old-and-replacements``: the
     old ``training_epoch_end(outputs)`` and both replacements, asserted identical in this process;
     ``replacements``: both replacements, asserted identical to each other and -- exactly, float for float -- to
     the old hook's values on the reference release read from its data file; ``old``: the old hook only).
 ``observations``
-    for ``[legacy]`` releases: :func:`lightning_migrate.observations.observe_all` -- what the old
+    for ``[legacy]`` releases: :func:`migration_guide.observations.observe_all` -- what the old
     ``training_epoch_end(outputs)`` list held, when it was let go, what each DDP process held.
 ``rewrites``
-    for ``[legacy]`` releases: :func:`lightning_migrate.rewrite_equivalence.record` -- each rewrite shape of
+    for ``[legacy]`` releases: :func:`migration_guide.rewrite_equivalence.record` -- each rewrite shape of
     ``data/rewrites`` as written, in each configuration of its stage: what its epoch-end code logged, or the error;
     ``tests/checker/test_rewrite_equivalence.py`` compares the checker's rewrite of each shape on the build's
     release with these records.
@@ -36,9 +36,9 @@ The data file holds, for the installed release:
     directory -- ``passed``, the return code, what it printed and, on failure, the last line of its error output.
 ``scenario_cells``
     with ``--scenario-cells`` (the 2.x releases other than the build's own): every recipe of
-    ``data/scenarios.toml`` in the release's cells (:mod:`lightning_migrate.scenarios.releases`), by recipe: a digest
+    ``data/scenarios.toml`` in the release's cells (:mod:`migration_guide.scenarios.releases`), by recipe: a digest
     of the cells, each cell's outcome, and whether all behaved as declared
-    (:func:`lightning_migrate.scenarios.releases.cell_record`). Each recipe's page names the releases whose record
+    (:func:`migration_guide.scenarios.releases.cell_record`). Each recipe's page names the releases whose record
     holds its current cells, all as declared.
 ``matrix_sha256``
     SHA-256 of ``matrix.toml`` when the file was written; a different hash means the data file is stale.
@@ -59,16 +59,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lightning_migrate import equivalence, observations, probes, records, rewrite_equivalence
-from lightning_migrate.compat_schema import GROUPS, read
-from lightning_migrate.data_schema import Lines, did_you_mean
-from lightning_migrate.source_tree import DATA, ROOT
+from lightning_migrate import records
+from migration_guide import equivalence, observations, probes, rewrite_equivalence
+from migration_guide.compat_schema import GROUPS, read
+from migration_guide.data_schema import Lines, did_you_mean
+from migration_guide.source_tree import DATA, ROOT
 
 COMPAT_DIR = DATA / "compat"
 #: Where ``--check`` writes a run's record (beside the build's output, never committed).
 CHECK_DIR = ROOT / "_build" / "compat"
 MATRIX_FILE = COMPAT_DIR / "matrix.toml"
-#: The implementation of each ``equivalence`` kind (:data:`lightning_migrate.compat_schema.EQUIVALENCE`): the
+#: The implementation of each ``equivalence`` kind (:data:`migration_guide.compat_schema.EQUIVALENCE`): the
 #: variants its run compares.
 EQUIVALENCE_MODES = {
     "old": ("old",),
@@ -78,7 +79,7 @@ EQUIVALENCE_MODES = {
 
 
 def load_matrix(path: Path = MATRIX_FILE) -> dict[str, Any]:
-    """Parse the matrix definition, checked against its schema (:mod:`lightning_migrate.compat_schema`).
+    """Parse the matrix definition, checked against its schema (:mod:`migration_guide.compat_schema`).
 
     Returns:
         ``{"sha256": hex digest of the file, "versions": {version: {"group": "legacy"|"matrix", "pins": [...],
@@ -171,7 +172,7 @@ def collect(version: str, matrix: dict[str, Any], folder: Path = COMPAT_DIR) -> 
 
     Raises:
         RuntimeError: the installed Lightning is not ``version``, or the reference record is missing.
-        AssertionError: the equivalence check failed (see :func:`lightning_migrate.equivalence.run`).
+        AssertionError: the equivalence check failed (see :func:`migration_guide.equivalence.run`).
     """
     entry = matrix["versions"][version]
     _, dist, installed = probes.import_lightning()
@@ -247,13 +248,13 @@ def main(argv: list[str] | None = None) -> int:
         "--scenario-cells",
         action="store_true",
         help="also run every recipe of data/scenarios.toml on this release, in the smallest set of cells that meets "
-        "each value of its domain (lightning_migrate.scenarios.releases), against the build's ground truth",
+        "each value of its domain (migration_guide.scenarios.releases), against the build's ground truth",
     )
     parser.add_argument("--jobs", type=int, help="worker processes of the scenario cells (default: one per core)")
     parser.add_argument(
         "--pages",
         action="store_true",
-        help="check that the pages import and call only what this release has (lightning_migrate.release_api)",
+        help="check that the pages import and call only what this release has (migration_guide.release_api)",
     )
     args = parser.parse_args(argv)
     matrix = load_matrix()
@@ -263,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     result = collect(args.version, matrix, folder)
     lines: list[str] = []
     if args.scenario_cells:  # run before the record is written: its outcomes are part of it
-        from lightning_migrate.scenarios import releases
+        from migration_guide.scenarios import releases
 
         lines, cells, seconds, result["scenario_cells"] = releases.check_release(args.version, args.jobs)
         print(
@@ -299,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"failed on Lightning {args.version}: {', '.join(failed)}", file=sys.stderr)
         code = 1
     if args.pages:
-        from lightning_migrate import release_api
+        from migration_guide import release_api
 
         lacking = release_api.problems()
         print(f"pages on Lightning {args.version}: {len(release_api.pages())} read, {len(lacking)} use what it lacks")

@@ -8,7 +8,7 @@ when present, else ``pytorch_lightning``, and passes only the ``Trainer`` argume
 
 Usage::
 
-    python -m lightning_migrate.probes --output records.json [PATTERN_ID ...]
+    python -m migration_guide.probes --output records.json [PATTERN_ID ...]
 
 The output is one JSON document (see :func:`probe_all`). Each pattern runs in this one process, on a fresh model
 and ``Trainer``, seeded: 4 training batches per epoch, 2 validation, 2 test and 2 predict batches, 2 epochs.
@@ -17,7 +17,6 @@ and ``Trainer``, seeded: 4 training batches per epoch, 2 validation, 2 test and 
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 import platform
 import sys
@@ -26,26 +25,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from lightning_migrate import records, registry, run_configurations
+from lightning_migrate import records, registry
+from lightning_migrate.hook_names import import_lightning  # the installed package's: the checker records with it too
+from migration_guide import run_configurations
 
 TRAIN_BATCHES, EVAL_BATCHES, BATCH_SIZE, FEATURES, EPOCHS = 4, 2, 2, 4, 2
 #: Schema version of the records: bump when a field changes meaning.
 SCHEMA = 1
-
-
-def import_lightning():
-    """Return ``(pl, distribution_name, version)`` for the installed Lightning.
-
-    Raises:
-        ImportError: neither ``lightning`` nor ``pytorch_lightning`` is importable.
-    """
-    try:
-        pl = importlib.import_module("lightning.pytorch")
-        dist = "lightning"
-    except ImportError:
-        pl = importlib.import_module("pytorch_lightning")
-        dist = "pytorch-lightning"
-    return pl, dist, pl.__version__
 
 
 def _trainer_kwargs(pl) -> dict[str, Any]:
@@ -204,7 +190,7 @@ def probe(pattern: registry.OldPattern, pl=None) -> dict[str, Any]:
         finished per loop before the end or the failure), ``training_steps`` (``trainer.global_step``),
         ``hook_calls`` (how often the old hook ran), ``received`` (a summary of its first call's argument) and
         ``warnings`` (category and text of every deprecation warning emitted) and ``configuration`` (what the run
-        ran in: :func:`lightning_migrate.run_configurations.configuration`).
+        ran in: :func:`migration_guide.run_configurations.configuration`).
     """
     import torch
 
@@ -267,7 +253,7 @@ def probe(pattern: registry.OldPattern, pl=None) -> dict[str, Any]:
 
 def _reemit(warning: warnings.WarningMessage, pattern_id: str) -> None:
     """Emit a caught warning again under the process's filters (the build's declared warnings:
-    :mod:`lightning_migrate.declared_warnings`).
+    :mod:`migration_guide.declared_warnings`).
 
     Raises:
         RuntimeError: the filters made it an error; the message names the file and line that warned, and the pattern.
@@ -278,7 +264,7 @@ def _reemit(warning: warnings.WarningMessage, pattern_id: str) -> None:
         raise RuntimeError(
             f"{warning.filename}:{warning.lineno}: {warning.category.__name__}: {error} "
             f"(while probing {pattern_id}; accepted warnings are declared in "
-            "src/lightning_migrate/declared_warnings.py)"
+            "src/migration_guide/declared_warnings.py)"
         ) from None
 
 
@@ -339,8 +325,8 @@ def probe_all(pattern_ids: list[str] | None = None, configurations: bool = False
         ``{"schema", "lightning": {"distribution", "version"}, "torch", "python", "records": [...],
         "trainer_defaults": {...}}`` with one record per pattern, as :func:`probe` describes, and what a default
         ``Trainer`` holds (:func:`trainer_defaults`). With ``configurations``, each record keeps the configuration
-        its run ran in (:func:`lightning_migrate.run_configurations.configuration`), which the build's claims
-        compare with their scope; the releases' committed records (:mod:`lightning_migrate.compat`) were made
+        its run ran in (:func:`migration_guide.run_configurations.configuration`), which the build's claims
+        compare with their scope; the releases' committed records (:mod:`migration_guide.compat`) were made
         without it, and a key they lack would be a difference of every release.
 
     Raises:

@@ -2,7 +2,7 @@
 evidence and their keys.
 
 The claims extension (``docs/_ext/guide/claims.py``: the loader, the checks, the rendering) and the runner of the
-cells the claims cite (:mod:`lightning_migrate.claim_cells`) read the file through these declarations; each evidence
+cells the claims cite (:mod:`migration_guide.claim_cells`) read the file through these declarations; each evidence
 kind declared here is implemented there by one class, and ``tests/test_claims.py`` fails when a kind is declared
 and not implemented, or the reverse.
 
@@ -243,11 +243,11 @@ def _toml(value: Any) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-if __name__ == "__main__":  # python -m lightning_migrate.claim_schema --migrate data/claims.toml
+if __name__ == "__main__":  # python -m migration_guide.claim_schema --migrate data/claims.toml
     import sys
     from pathlib import Path
 
     if sys.argv[1:2] != ["--migrate"] or len(sys.argv) != 3:
-        raise SystemExit("usage: python -m lightning_migrate.claim_schema --migrate data/claims.toml")
+        raise SystemExit("usage: python -m migration_guide.claim_schema --migrate data/claims.toml")
     target = Path(sys.argv[2])
     target.write_text(migrate(target.read_text(encoding="utf-8")), encoding="utf-8")

@@ -16,7 +16,7 @@ Lightning or Python raised it) or ``not applicable`` (outside the recipe's domai
 page of the variant to use, or a scenario that runs no stage of the recipe). A cell inside the domain must hold,
 unless the matrix file declares it a trap kept as evidence (``declared``, with its reason and page).
 
-``python -m lightning_migrate.scenarios --output FILE`` writes the results as JSON (atomically) and exits 1 when a
+``python -m migration_guide.scenarios --output FILE`` writes the results as JSON (atomically) and exits 1 when a
 cell's outcome is not the declared one, naming the recipe, the scenario and what happened. Cells run side by side
 in joblib's loky workers (``--jobs``; default: every core), or on the workers of a Dask scheduler (``--scheduler
 ADDRESS``, default ``$GUIDE_DASK_SCHEDULER``: :func:`on_dask`, joblib's ``dask`` backend). The Sphinx extension
@@ -36,7 +36,8 @@ from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any
 
-from ..records import write_atomic
+from lightning_migrate.records import write_atomic
+
 from . import harness as harness_module
 from . import space as space_module
 from . import truth as truth_module
@@ -358,7 +359,7 @@ def failures(document: dict[str, Any]) -> list[str]:
     return lines
 
 
-#: Where each kind the schema declares (:func:`lightning_migrate.scenario_schema.declared_kinds`, by its dotted
+#: Where each kind the schema declares (:func:`migration_guide.scenario_schema.declared_kinds`, by its dotted
 #: path) is implemented: one table per kind, keyed by its values, each entry the code that does it.
 #: ``tests/test_scenario_schema.py`` fails when the two disagree.
 IMPLEMENTATIONS: dict[str, Any] = {
@@ -385,7 +386,7 @@ IMPLEMENTATIONS: dict[str, Any] = {
 
 
 def implementation_gaps() -> list[str]:
-    """One line per kind declared in the schema (:func:`lightning_migrate.scenario_schema.declared_kinds`) without
+    """One line per kind declared in the schema (:func:`migration_guide.scenario_schema.declared_kinds`) without
     its implementation in :data:`IMPLEMENTATIONS`, or implemented without being declared: ``[]`` when they agree."""
     from ..scenario_schema import declared_kinds
 
@@ -407,7 +408,7 @@ def implementation_gaps() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: run the matrix, write ``--output`` (JSON), exit 1 naming every unexpected cell."""
-    parser = argparse.ArgumentParser(prog="python -m lightning_migrate.scenarios", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m migration_guide.scenarios", description=__doc__.split("\n")[0])
     parser.add_argument("--output", type=Path, help="where to write the results (JSON)")
     parser.add_argument("--matrix", type=Path, default=MATRIX_FILE, help="the matrix file (default: %(default)s)")
     parser.add_argument("--root", type=Path, default=ROOT, help="the tree whose recipe pages run")

@@ -1,6 +1,6 @@
 """Exploration: many more scenarios than the build runs, drawn at random, for a time budget.
 
-``python -m lightning_migrate.scenarios.explore --minutes N --seed S`` (``nox -s explore -- --minutes N --seed S``)
+``python -m migration_guide.scenarios.explore --minutes N --seed S`` (``nox -s explore -- --minutes N --seed S``)
 draws allowed cells at random (:func:`.space.random_cells`: every parameter uniformly, the recipe included; the
 same seed draws the same cells), runs them in batches on every core as the build runs its cells, and prints each
 cell that does not behave as the matrix file declares, with the ``[scenario.*]`` table that adds it as a named
@@ -45,7 +45,7 @@ def explore(
     """Run random cells for ``minutes``; print every unexpected cell with its table, and a progress line (cells
     run, findings, the time spent and the budget left) at most every :data:`.progress.INTERVAL` seconds of
     ``clock`` and after the last batch. ``scheduler``: run the cells on that Dask scheduler's workers
-    (:func:`lightning_migrate.scenarios.on_dask`), four per worker in each batch. Returns (cells, findings)."""
+    (:func:`migration_guide.scenarios.on_dask`), four per worker in each batch. Returns (cells, findings)."""
     by_id = {r.id: r for r in space.recipes}
     draws = random_cells(space, seed)
     started = clock()
@@ -110,7 +110,7 @@ def _indent(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lightning_migrate.scenarios.explore", description=__doc__.split("\n")[0]
+        prog="python -m migration_guide.scenarios.explore", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--minutes", type=float, default=10.0, help="time budget (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the draws (default: %(default)s)")

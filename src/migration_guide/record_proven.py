@@ -1,4 +1,4 @@
-"""``python -m lightning_migrate.checker.record_proven``: record the shapes the scenario matrix proves
+"""``python -m migration_guide.record_proven``: record the shapes the scenario matrix proves
 (:mod:`.proven`) from the rows of ``data/scenarios.toml`` and the 1.x records of ``data/compat``, read as data; and
 where the newest 1.x release that ran them called the stage-less hooks (:func:`stageless`), which LM006's rewrite
 reproduces."""
@@ -13,9 +13,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from lightning_migrate import compat
 from lightning_migrate.checker.core import check_source
 from lightning_migrate.checker.proven import RECORD
+from migration_guide import compat
 
 #: The transform of the matrix rows that run the checker's rewrites.
 TRANSFORM = "lightning-migrate"
@@ -99,7 +99,7 @@ def stageless_record(root: Path | None = None) -> dict[str, Any] | None:
     return None
 
 
-#: The observation of :mod:`lightning_migrate.observations` that records when the stage-less hooks ran.
+#: The observation of :mod:`migration_guide.observations` that records when the stage-less hooks ran.
 STAGELESS_OBSERVATION = "stageless-hook-calls"
 #: A stage's own hook: ``on_<stage>_<epoch|batch>_<start|end>``.
 STAGE_HOOK = re.compile(r"on_(train|validation|test|predict)_(epoch|batch)_(start|end)")

@@ -220,7 +220,7 @@ DECLARED_WARNINGS_FILE = Path(accepted.__file__)
 
 def declared_warnings() -> tuple[ScenarioWarning, ...]:
     """The warnings the cells ignore: ``IN_SCENARIO_CELLS`` of the build's list of accepted warnings
-    (:mod:`lightning_migrate.declared_warnings`). Every other warning stays under the process's filters (an error
+    (:mod:`migration_guide.declared_warnings`). Every other warning stays under the process's filters (an error
     in the build)."""
     return tuple(ScenarioWarning(entry.message, entry.category, entry.reason) for entry in accepted.IN_SCENARIO_CELLS)
 
@@ -289,7 +289,7 @@ def _value_set(where: str, axes: dict[str, Axis], axis: str, value: Any) -> froz
 
 
 def _schema_problems(document: dict[str, Any], lines: Lines) -> list[str]:
-    """Every departure of the file from its schema (:mod:`lightning_migrate.scenario_schema`), one line each, naming
+    """Every departure of the file from its schema (:mod:`migration_guide.scenario_schema`), one line each, naming
     the file, the line and table, the key, and the closest known key of an unknown one."""
     path = lines.path
     found = [
@@ -350,7 +350,7 @@ def load_space(path: Path = MATRIX_FILE) -> Space:
     """Read the matrix file.
 
     Raises:
-        MatrixError: the file departs from its schema (:mod:`lightning_migrate.scenario_schema`: an unknown key,
+        MatrixError: the file departs from its schema (:mod:`migration_guide.scenario_schema`: an unknown key,
             with the closest known one, a missing key, a type, a value outside its kind), or names an unknown axis
             value or scenario, or a referral proves nothing; the message names the file, the line and the table.
     """
@@ -860,7 +860,7 @@ def _kept_cells(space: Space, path: Path, key: str) -> list[tuple[str, Scenario]
         return [(rid, space.scenario(sid, values)) for sid, rid, values in kept["cells"]]
     except (ValueError, KeyError, TypeError) as error:
         raise MatrixError(
-            f"{path}: not a covering set kept by `python -m lightning_migrate.scenarios --keep-covering-set` "
+            f"{path}: not a covering set kept by `python -m migration_guide.scenarios --keep-covering-set` "
             f"({type(error).__name__}: {error}); delete it or write it again with that command"
         ) from None
 
@@ -887,7 +887,7 @@ def cached_covering_set(space: Space, cache_dir: Path | None, strength: int = 2)
         return [(rid, space.scenario(sid, values)) for sid, rid, values in rows]
     cells = covering_set(space, strength)
     if path:
-        from ..records import write_atomic
+        from lightning_migrate.records import write_atomic
 
         write_atomic(path, json.dumps(_rows(cells)) + "\n")
     return cells
@@ -897,7 +897,7 @@ def keep_covering_set(space: Space, cache_dir: Path | None = None) -> tuple[Path
     """Write the covering set of ``space`` (strength 2, :func:`cached_covering_set`) to
     :func:`kept_covering_set_file`, with its :func:`generator_key`, so that builds and tests read it instead of
     generating it. Returns the file and whether it changed."""
-    from ..records import write_atomic
+    from lightning_migrate.records import write_atomic
 
     cells = cached_covering_set(space, cache_dir)
     path = kept_covering_set_file(space)

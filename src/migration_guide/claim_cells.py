@@ -5,11 +5,11 @@ marks a recipe's cells outside its domain "not applicable" without running them;
 that says what Lightning does there is a claim. Its evidence is that cell, run here: a claim of
 ``data/claims.toml`` cites ``{ cell = "<recipe id>", values = { <axis> = <value>, ... } }`` (or ``scenario =
 "<named scenario id>"`` instead of ``values``), and this module runs each cited cell once with the matrix's own
-harness (:func:`lightning_migrate.scenarios.harness.run_cell`: the recipe's page code, its observers, its ground
+harness (:func:`migration_guide.scenarios.harness.run_cell`: the recipe's page code, its observers, its ground
 truth), ignoring the recipe's domain, and records the cell's outcome, its detail (the error as raised) and every
 warning the cell emitted in this process.
 
-``python -m lightning_migrate.claim_cells --claims data/claims.toml --output FILE`` writes ``{"lightning",
+``python -m migration_guide.claim_cells --claims data/claims.toml --output FILE`` writes ``{"lightning",
 "torch", "cells": [{"recipe", "values", "scenario", "outcome", "detail", "warnings"}]}`` (atomically). The Sphinx
 extension ``docs/_ext/guide/claims.py`` starts it at every build whose inputs changed and checks the claims'
 expected outcomes against it.
@@ -25,9 +25,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from lightning_migrate import claim_schema
-
-from .records import write_atomic
+from lightning_migrate.records import write_atomic
+from migration_guide import claim_schema
 
 
 def cited_cells(claims_file: Path) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """Progress of long work: cells done out of the total, with an estimate of the time left, at most every few seconds.
 
-The scenario matrix (:func:`lightning_migrate.scenarios.run_cells`) and the exploration
-(:mod:`lightning_migrate.scenarios.explore`) report through :class:`Progress`; the build's extension
+The scenario matrix (:func:`migration_guide.scenarios.run_cells`) and the exploration
+(:mod:`migration_guide.scenarios.explore`) report through :class:`Progress`; the build's extension
 (``docs/_ext/guide/scenario_matrix.py``) passes the matrix's lines on to Sphinx's console as status messages.
 """
 

@@ -1,7 +1,0 @@
-"""``python -m lightning_migrate.scenarios``: run the scenario matrix (see the package docstring)."""
-
-import sys
-
-from . import main
-
-sys.exit(main())
