@@ -283,6 +283,8 @@ class FileContext:
         first, last = of.spans.get(name, (0, -1))
         if path is None and use.receiver == "other" and first <= use.line <= last:
             return False  # delegation to another object inside the method itself
+        if use.receiver == "other" and use.attr is not None and use.cls is not None:
+            return self._may_hold(use, path, of)
         if use.receiver not in ("self", "super", "class") or use.cls is None:
             return True
         info = self.info if path is None else self.project.info(path)
@@ -294,6 +296,38 @@ class FileContext:
         theirs = {(a.name, c) for a, c in self.project.ancestors(info, info.classes[use.cls])}
         bases = {(a.name, c) for a, c in self.project.ancestors(self.info, self.info.classes.get(of.name, []))}
         return mine in theirs or (info.name, use.cls) in bases
+
+    def _may_hold(self, use: Reference, path: Path | None, of: ClassContext) -> bool:
+        """Whether the attribute of ``self`` a use calls the method on (``self.adapter.name``) may hold an object of
+        the class ``of``: ``False`` only when the project's class its annotation names
+        (:meth:`~.resolve.Project.attribute_class`) is neither ``of`` nor a base of it, nor derives from it, and no
+        class of the project derives from both."""
+        assert use.cls is not None and use.attr is not None
+        info = self.info if path is None else self.project.info(path)
+        if info is None:
+            return True
+        uses = self.uses() if path is None else self.project.uses(path)
+        where = self.path if path is None and self.path in self.project.name_of else path
+        held = self.project.attribute_class(info, uses, where, use.cls, use.attr)
+        if held is None:
+            return True
+        mine = (self.info.name, of.name)
+        held_key = (held[0].name, held[1])
+        ours = {mine, *((a.name, c) for a, c in self.project.ancestors(self.info, self.info.classes.get(of.name, [])))}
+        if held_key in ours:
+            return True
+        needle = held[1].encode()
+        for other in [self.path, *(p for p in self.project.name_of if p != self.path)]:
+            if other is not None and other != self.path and needle not in self.project.read(other):
+                continue
+            other_info = self.info if other is None or other == self.path else self.project.info(other)
+            if other_info is None:
+                continue
+            for cls, bases in other_info.classes.items():
+                chain = {(other_info.name, cls), *((a.name, c) for a, c in self.project.ancestors(other_info, bases))}
+                if held_key in chain and mine in chain:
+                    return True  # a class of both: the attribute may hold one
+        return False
 
     def use_site(self, name: str) -> str | None:
         """``path:line`` of the first use of ``name`` (an attribute, a bare name or a string): this file first,
