@@ -126,6 +126,8 @@ class Fix:
     shape: str | None = None
     #: for ``unsafe``: what the marker says when the fix is not asked for (default: :attr:`risk`), one short phrase
     withheld: str = ""
+    #: the edit removes the method: what its own body calls (``super().<name>(...)``) goes with it
+    removes: bool = False
     #: for an import's fix: module-level statements (lines of code) it adds after the file's leading imports, the
     #: last of which is :attr:`define_after` top-level statements below the import it fixes
     define: tuple[str, ...] = ()
@@ -232,6 +234,7 @@ class FileContext:
         dynamic: bool = False,
         name_uses: bool = True,
         of: ClassContext | None = None,
+        removed: bool = False,
     ) -> str | None:
         """Where code calls the method ``name`` (or passes one of ``dropped`` by keyword to it, or to a call whose
         target is built at run time): this file first, then every other file of the project; ``None`` when
@@ -242,7 +245,8 @@ class FileContext:
         another object inside the method itself (``return self.adapter.name(outputs)``) is delegation, not a
         call of it. With ``dynamic``, a string that ends the name (``"_epoch_end"``, two words or more) counts as
         a use too: code such as ``getattr(self, f"{stage}_epoch_end")`` builds the name at run time; without
-        ``name_uses``, only those strings count."""
+        ``name_uses``, only those strings count. With ``removed`` (the method goes), ``super().name`` inside the
+        method itself calls a base's method and goes with it: not a call of it."""
         fragments = dynamic_fragments(name) if dynamic else ()
         words = (*((name,) if name_uses else ()), *fragments)
         if (words or dropped) and self._mentioned(words, dropped):
@@ -251,7 +255,7 @@ class FileContext:
                 return "this file is too deeply nested to search for its callers"
             found = []
             if name_uses:
-                use = next((u for u in uses.names.get(name, ()) if self._relevant(u, None, of, name)), None)
+                use = next((u for u in uses.names.get(name, ()) if self._relevant(u, None, of, name, removed)), None)
                 if use is not None:
                     found.append((use.line, _use_text(use.what, name, "{}")))
             call = uses.keyword_call(name, dropped)
@@ -276,11 +280,15 @@ class FileContext:
             return _use_text(ref.what, name, f"{where}:{ref.line}")
         return None
 
-    def _relevant(self, use: Reference, path: Path | None, of: ClassContext | None, name: str) -> bool:
+    def _relevant(
+        self, use: Reference, path: Path | None, of: ClassContext | None, name: str, removed: bool = False
+    ) -> bool:
         """Whether a use may call the method ``name`` of the class ``of`` (see :meth:`caller`)."""
         if of is None:
             return True
         first, last = of.spans.get(name, (0, -1))
+        if removed and path is None and use.receiver == "super" and use.cls == of.name and first <= use.line <= last:
+            return False  # the base's method, called from the method that goes
         if path is None and use.receiver == "other" and first <= use.line <= last:
             return False  # delegation to another object inside the method itself
         if use.receiver == "other" and use.attr is not None and use.cls is not None:
