@@ -3,6 +3,7 @@ the wrong reason. Each test failed on the checker before its fix."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import libcst as cst
@@ -774,6 +775,59 @@ def test_an_alias_in_an_unrelated_class_of_another_file_is_not_a_caller(tmp_path
     text = unwrapped((tmp_path / "m.py").read_text(encoding="utf-8"))
     assert "def validation_epoch_end(self, outputs):" in text
     assert "`validation_epoch_end` is used at line 8 of this file: change the callers too" in text
+
+
+ADAPTER_TASK = """\
+    import lightning.pytorch as pl
+
+
+    class Adapter:
+        def test_epoch_end(self, outputs):
+            return len(outputs)
+
+
+    class AdapterTask(pl.LightningModule):
+        def __init__(self, adapter: Adapter):
+            super().__init__()
+            self.adapter = adapter
+
+        def test_epoch_end(self, outputs):
+            return self.adapter.test_epoch_end(outputs)
+    """
+TEST_MODULE = """\
+    import lightning.pytorch as pl
+
+
+    class Detector(pl.LightningModule):
+        def test_epoch_end(self, outputs):
+            self.log("done", 1.0)
+    """
+
+
+def test_a_call_on_an_attribute_annotated_with_an_unrelated_class_is_not_a_caller(tmp_path, capsys):
+    """``self.adapter.test_epoch_end(outputs)`` in another file (lightning-flash's ``AdapterTask``) calls the method of
+    what ``self.adapter`` holds: a parameter annotated ``Adapter``, a class of the project unrelated to the module,
+    so the module's hook is renamed. Where the attribute may hold the module -- its annotation names the module's
+    class, a class of the project derives from both, or another assignment of that attribute exists -- the call
+    still keeps the rename manual."""
+    write(tmp_path, {"tasks.py": ADAPTER_TASK, "detector.py": TEST_MODULE})
+    run(["--fix", tmp_path], capsys)
+    assert "def on_test_epoch_end(self):" in (tmp_path / "detector.py").read_text(encoding="utf-8")
+
+    kept = re.compile(r"`test_epoch_end` is used at \S*tasks\.py:1[56]: change the callers too")
+    both = "from detector import Detector\nfrom tasks import Adapter\n\n\nclass Both(Adapter, Detector): ...\n"
+    again = "self.adapter = adapter\n        self.adapter = Adapter()\n"
+    for tasks, extra in (
+        (ADAPTER_TASK.replace("adapter: Adapter", "adapter: Detector"), "from detector import Detector\n"),
+        (ADAPTER_TASK, both),
+        (ADAPTER_TASK.replace("self.adapter = adapter\n", again), ""),
+        (ADAPTER_TASK.replace("adapter: Adapter", "adapter"), ""),
+    ):
+        write(tmp_path, {"tasks.py": tasks, "detector.py": TEST_MODULE, "more.py": extra})
+        run(["--fix", tmp_path], capsys)
+        text = unwrapped((tmp_path / "detector.py").read_text(encoding="utf-8"))
+        assert "def test_epoch_end(self, outputs):" in text, tasks
+        assert kept.search(text), text
 
 
 # -- hooks bound or written so that Lightning raises, or never runs them ------------------------------------------

@@ -260,6 +260,66 @@ PAIRS = [
         ["LM005"],
     ),
     (
+        "LM005 safe: a step_end that hands its input on to Lightning's hook is removed (1.x kept the step's output)",
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return batch
+
+            def training_step_end(self, step_output):
+                return super().training_step_end(step_output)
+
+            def validation_step_end(self, *args, **kwargs):
+                \"\"\"Kept from the DataParallel days.\"\"\"
+                return super().validation_step_end(*args, **kwargs)
+        """,
+        """
+        import lightning.pytorch as pl
+
+        class M(pl.LightningModule):
+            def training_step(self, batch, batch_idx):
+                return batch
+        """,
+        ["LM005", "LM005"],
+    ),
+    (
+        "LM005 manual: super() of a step_end reaches a base of the project, or gets other arguments",
+        """
+        import lightning.pytorch as pl
+
+        class Base(pl.LightningModule):
+            def validation_step_end(self, out):
+                return out.mean()
+
+        class M(Base):
+            def validation_step_end(self, out):
+                return super().validation_step_end(out)
+
+            def test_step_end(self, out):
+                return super().test_step_end(out * 2)
+        """,
+        f"""
+        import lightning.pytorch as pl
+
+        class Base(pl.LightningModule):
+            # lightning-migrate: LM005 manual fix, move this work into the step or the batch-end hook: {URL}LM005.html
+            def validation_step_end(self, out):
+                return out.mean()
+
+        class M(Base):
+            # lightning-migrate: LM005 manual fix, move this work into the step or the batch-end hook: {URL}LM005.html
+            def validation_step_end(self, out):
+                return super().validation_step_end(out)
+
+            # lightning-migrate: LM005 manual fix, move this work into the step or the batch-end hook: {URL}LM005.html
+            def test_step_end(self, out):
+                return super().test_step_end(out * 2)
+        """,
+        ["LM005", "LM005", "LM005"],
+    ),
+    (
         "LM005 manual: a step_end that does work",
         """
         import lightning.pytorch as pl

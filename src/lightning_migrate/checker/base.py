@@ -126,6 +126,8 @@ class Fix:
     shape: str | None = None
     #: for ``unsafe``: what the marker says when the fix is not asked for (default: :attr:`risk`), one short phrase
     withheld: str = ""
+    #: the edit removes the method: what its own body calls (``super().<name>(...)``) goes with it
+    removes: bool = False
     #: for an import's fix: module-level statements (lines of code) it adds after the file's leading imports, the
     #: last of which is :attr:`define_after` top-level statements below the import it fixes
     define: tuple[str, ...] = ()
@@ -232,6 +234,7 @@ class FileContext:
         dynamic: bool = False,
         name_uses: bool = True,
         of: ClassContext | None = None,
+        removed: bool = False,
     ) -> str | None:
         """Where code calls the method ``name`` (or passes one of ``dropped`` by keyword to it, or to a call whose
         target is built at run time): this file first, then every other file of the project; ``None`` when
@@ -242,7 +245,8 @@ class FileContext:
         another object inside the method itself (``return self.adapter.name(outputs)``) is delegation, not a
         call of it. With ``dynamic``, a string that ends the name (``"_epoch_end"``, two words or more) counts as
         a use too: code such as ``getattr(self, f"{stage}_epoch_end")`` builds the name at run time; without
-        ``name_uses``, only those strings count."""
+        ``name_uses``, only those strings count. With ``removed`` (the method goes), ``super().name`` inside the
+        method itself calls a base's method and goes with it: not a call of it."""
         fragments = dynamic_fragments(name) if dynamic else ()
         words = (*((name,) if name_uses else ()), *fragments)
         if (words or dropped) and self._mentioned(words, dropped):
@@ -251,7 +255,7 @@ class FileContext:
                 return "this file is too deeply nested to search for its callers"
             found = []
             if name_uses:
-                use = next((u for u in uses.names.get(name, ()) if self._relevant(u, None, of, name)), None)
+                use = next((u for u in uses.names.get(name, ()) if self._relevant(u, None, of, name, removed)), None)
                 if use is not None:
                     found.append((use.line, _use_text(use.what, name, "{}")))
             call = uses.keyword_call(name, dropped)
@@ -276,13 +280,19 @@ class FileContext:
             return _use_text(ref.what, name, f"{where}:{ref.line}")
         return None
 
-    def _relevant(self, use: Reference, path: Path | None, of: ClassContext | None, name: str) -> bool:
+    def _relevant(
+        self, use: Reference, path: Path | None, of: ClassContext | None, name: str, removed: bool = False
+    ) -> bool:
         """Whether a use may call the method ``name`` of the class ``of`` (see :meth:`caller`)."""
         if of is None:
             return True
         first, last = of.spans.get(name, (0, -1))
+        if removed and path is None and use.receiver == "super" and use.cls == of.name and first <= use.line <= last:
+            return False  # the base's method, called from the method that goes
         if path is None and use.receiver == "other" and first <= use.line <= last:
             return False  # delegation to another object inside the method itself
+        if use.receiver == "other" and use.attr is not None and use.cls is not None:
+            return self._may_hold(use, path, of)
         if use.receiver not in ("self", "super", "class") or use.cls is None:
             return True
         info = self.info if path is None else self.project.info(path)
@@ -294,6 +304,38 @@ class FileContext:
         theirs = {(a.name, c) for a, c in self.project.ancestors(info, info.classes[use.cls])}
         bases = {(a.name, c) for a, c in self.project.ancestors(self.info, self.info.classes.get(of.name, []))}
         return mine in theirs or (info.name, use.cls) in bases
+
+    def _may_hold(self, use: Reference, path: Path | None, of: ClassContext) -> bool:
+        """Whether the attribute of ``self`` a use calls the method on (``self.adapter.name``) may hold an object of
+        the class ``of``: ``False`` only when the project's class its annotation names
+        (:meth:`~.resolve.Project.attribute_class`) is neither ``of`` nor a base of it, nor derives from it, and no
+        class of the project derives from both."""
+        assert use.cls is not None and use.attr is not None
+        info = self.info if path is None else self.project.info(path)
+        if info is None:
+            return True
+        uses = self.uses() if path is None else self.project.uses(path)
+        where = self.path if path is None and self.path in self.project.name_of else path
+        held = self.project.attribute_class(info, uses, where, use.cls, use.attr)
+        if held is None:
+            return True
+        mine = (self.info.name, of.name)
+        held_key = (held[0].name, held[1])
+        ours = {mine, *((a.name, c) for a, c in self.project.ancestors(self.info, self.info.classes.get(of.name, [])))}
+        if held_key in ours:
+            return True
+        needle = held[1].encode()
+        for other in [self.path, *(p for p in self.project.name_of if p != self.path)]:
+            if other is not None and other != self.path and needle not in self.project.read(other):
+                continue
+            other_info = self.info if other is None or other == self.path else self.project.info(other)
+            if other_info is None:
+                continue
+            for cls, bases in other_info.classes.items():
+                chain = {(other_info.name, cls), *((a.name, c) for a, c in self.project.ancestors(other_info, bases))}
+                if held_key in chain and mine in chain:
+                    return True  # a class of both: the attribute may hold one
+        return False
 
     def use_site(self, name: str) -> str | None:
         """``path:line`` of the first use of ``name`` (an attribute, a bare name or a string): this file first,

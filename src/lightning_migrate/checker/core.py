@@ -587,7 +587,7 @@ def _callers(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str | No
     fix = finding.fix
     if fix is None or fix.tier == MANUAL or not fix.changes_callers or not isinstance(node, cst.FunctionDef):
         return None
-    caller = ctx.file.caller(node.name.value, fix.dropped, of=ctx)
+    caller = ctx.file.caller(node.name.value, fix.dropped, of=ctx, removed=fix.removes)
     return None if caller is None else f"{caller}: change the callers too"
 
 

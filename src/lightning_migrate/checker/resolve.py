@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -264,6 +265,30 @@ class Project:
             uses = self._uses[path] = uses_of(self.read(path))
         return uses
 
+    def attribute_class(
+        self, info: ModuleInfo, uses: Uses, path: Path | None, cls: str, attr: str
+    ) -> tuple[ModuleInfo, str] | None:
+        """The project's class (``(file info, class name)``) that the attribute ``attr`` of a ``cls`` object holds,
+        as its annotation says, written in the file ``info`` (``uses``; ``path``, ``None`` for the file being
+        checked when it is not part of the project): every assignment ``self.<attr> = <parameter>`` of ``cls``'s
+        methods takes a parameter annotated with that class, and no other assignment to an attribute of that name
+        exists in the project. ``None`` otherwise."""
+        annotation = uses.attribute_types.get((cls, attr))
+        if annotation is None:
+            return None
+        target = self._project_class(info, annotation)
+        if target is None:
+            return None
+        stores = uses.attribute_stores[attr]
+        needle = re.compile(rb"\b" + re.escape(attr.encode()) + rb"\b")
+        for other in self.name_of:
+            if other != path and needle.search(self.read(other)):
+                counted = self.uses(other)
+                if counted.too_deep:
+                    return None
+                stores += counted.attribute_stores[attr]
+        return target if stores == uses.attribute_assignments[(cls, attr)] else None
+
     def subclasses_defining(self, info: ModuleInfo, class_name: str, method: str) -> list[Path]:
         """Files of the project with a class that derives from ``class_name`` of ``info`` and defines ``method``
         (it would override a method renamed to that name). Files are searched as bytes first."""
@@ -495,13 +520,16 @@ class Reference:
     ``string``, ``keyword``, ``fragment``: a string that ends the name, for a name built at run time, or ``too
     deep``: a file that mentions the name but is too deeply nested to parse) and, for an
     attribute, its receiver (``self``, ``super`` -- ``super().name`` -- or ``other``) and the class it is written in;
-    a bare name in a class body that the body defines has the receiver ``class`` and that class."""
+    a bare name in a class body that the body defines has the receiver ``class`` and that class. For a method of
+    an attribute of ``self`` (``self.adapter.name``), the receiver is ``other``, ``attr`` that attribute
+    (``adapter``) and ``cls`` the class it is written in."""
 
     path: Path | None
     line: int
     what: str
     receiver: str | None = None
     cls: str | None = None
+    attr: str | None = None
 
 
 @dataclass
@@ -520,6 +548,16 @@ class Uses:
 
     names: dict[str, list[Reference]] = field(default_factory=dict)
     keywords: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
+    #: ``(class, attribute)`` -> the annotation every assignment ``self.<attribute> = <parameter>`` in that class's
+    #: methods takes its value from (``def __init__(self, adapter: Adapter): self.adapter = adapter`` gives
+    #: ``"Adapter"``), or ``None`` when one of them assigns anything else (see :meth:`Project.attribute_class`)
+    attribute_types: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    #: how many assignments to an attribute of that name the file holds, on any object (``x.name = ...``, ``x.name
+    #: += ...``, ``setattr(x, "name", ...)``; a ``setattr`` whose name is built at run time is not counted, as a
+    #: ``getattr`` call of a method is not: a risk the fixes state), in a class or not
+    attribute_stores: Counter = field(default_factory=Counter)
+    #: ``(class, attribute)`` -> how many assignments ``self.<attribute> = ...`` that class's methods hold
+    attribute_assignments: Counter = field(default_factory=Counter)
     #: the file parses for Python but is too deeply nested for :mod:`ast` to index: any name may be used there
     too_deep: bool = False
 
@@ -551,9 +589,10 @@ class _UsesVisitor(ast.NodeVisitor):
         #: the innermost scopes: a class body's own names (a set), or ``None`` for a function or a comprehension
         self.scopes: list[set[str] | None] = []
 
-    def _add(self, name: str, line: int, kind: str, receiver: str | None = None) -> None:
-        cls = self.classes[-1] if self.classes and receiver in ("self", "super", "class") else None
-        self.uses.names.setdefault(name, []).append(Reference(None, line, kind, receiver, cls))
+    def _add(self, name: str, line: int, kind: str, receiver: str | None = None, attr: str | None = None) -> None:
+        known = receiver in ("self", "super", "class") or attr is not None
+        cls = self.classes[-1] if self.classes and known else None
+        self.uses.names.setdefault(name, []).append(Reference(None, line, kind, receiver, cls, attr))
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for part in (*node.decorator_list, *node.bases, *node.keywords):
@@ -563,6 +602,8 @@ class _UsesVisitor(ast.NodeVisitor):
         self.classes.append(node.name)
         self.scopes.append(own)
         for statement in node.body:
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                self._attribute_types(node.name, statement)
             self.visit(statement)
         self.scopes.pop()
         self.classes.pop()
@@ -575,15 +616,45 @@ class _UsesVisitor(ast.NodeVisitor):
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _function
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _function
 
+    def _attribute_types(self, cls: str, method: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """Record in :attr:`Uses.attribute_types` what each ``self.<attribute> = ...`` of ``method`` assigns."""
+        args = method.args
+        params = {a.arg: a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        rebound = {n.id for n in ast.walk(method) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del)}
+        for node in ast.walk(method):
+            value: ast.expr | None
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+                targets, value = [node.target], (node.value if isinstance(node, ast.AnnAssign) else None)
+            else:
+                continue
+            for target in targets:
+                receiver = target.value if isinstance(target, ast.Attribute) else None
+                if not (isinstance(target, ast.Attribute) and isinstance(receiver, ast.Name) and receiver.id == "self"):
+                    continue
+                annotation = None
+                if isinstance(value, ast.Name) and value.id in params and value.id not in rebound:
+                    annotation = _annotation_name(params[value.id])
+                key = (cls, target.attr)
+                self.uses.attribute_assignments[key] += 1
+                known = self.uses.attribute_types.get(key, annotation)
+                self.uses.attribute_types[key] = annotation if annotation is not None and known == annotation else None
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         value = node.value
+        attr = None
         if isinstance(value, ast.Name) and value.id == "self":
             receiver = "self"
         elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
             receiver = "super"
         else:
             receiver = "other"
-        self._add(node.attr, node.lineno, "attribute", receiver)
+            if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
+                attr = value.attr  # self.adapter.name
+        if isinstance(node.ctx, ast.Store | ast.Del):
+            self.uses.attribute_stores[node.attr] += 1
+        self._add(node.attr, node.lineno, "attribute", receiver, attr)
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -611,10 +682,21 @@ class _UsesVisitor(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         callee = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        name = node.args[1] if callee == "setattr" and len(node.args) > 1 else None
+        if _is_string(name):  # setattr(obj, "name", value) assigns obj.name
+            self.uses.attribute_stores[name.value] += 1  # type: ignore[union-attr]
         for keyword in node.keywords:
             if keyword.arg:
                 self.uses.keywords.setdefault(keyword.arg, []).append((keyword.value.lineno, callee))
         self.generic_visit(node)
+
+
+def _annotation_name(annotation: ast.expr | None) -> str | None:
+    """The dotted class name an annotation names (``Adapter``, ``adapters.Adapter``, ``"Adapter"``), or ``None``."""
+    if _is_string(annotation):
+        text = annotation.value  # type: ignore[union-attr]
+        return text if all(part.isidentifier() for part in text.split(".")) else None
+    return dotted(annotation) if isinstance(annotation, ast.Name | ast.Attribute) else None
 
 
 def uses_of(source: bytes | ast.AST) -> Uses:
