@@ -39,7 +39,7 @@ from test_site import script_outputs
 from lightning_migrate import registry
 from migration_guide import compat
 
-from ._util import SCREENSHOT_DIR, WAIT, WIDTHS, click, open_page, search_results, set_width
+from ._util import SCREENSHOT_DIR, WAIT, WIDTHS, click, open_page, results_shown, search_results, set_width
 
 #: The class name a reader's code uses: on no page of the site.
 READERS_CLASS = "ReadersOwnNet"
@@ -107,9 +107,10 @@ def all_cases(site) -> dict[str, list[str]]:
     return recorded | printed_cases(site, recorded)
 
 
-def paste_into_search(browser, base_url: str, text: str) -> list[str]:
+def paste_into_search(browser, base_url: str, text: str, first: int | None = None) -> list[str]:
     """On the landing page, paste ``text`` into the sidebar's search box (opening the navigation drawer when the
-    window is too narrow to show it) and press Enter; return the result paths in order (``examples/x.html``)."""
+    window is too narrow to show it) and press Enter; return the result paths in order (``examples/x.html``): all
+    of them, or at least the first ``first`` (:func:`results_shown`)."""
     open_page(browser, f"{base_url}index.html")
     box = browser.find_element(By.CSS_SELECTOR, "input.sidebar-search")
     if not box.is_displayed():
@@ -119,13 +120,7 @@ def paste_into_search(browser, base_url: str, text: str) -> list[str]:
     browser.execute_script("arguments[0].value = arguments[1]", box, text)  # what a paste puts in the box
     box.send_keys(Keys.ENTER)
     WebDriverWait(browser, WAIT).until(
-        lambda d: (
-            urlsplit(d.current_url).path.endswith("/search.html")
-            and any(
-                phrase in d.find_element(By.ID, "search-results").text
-                for phrase in ("Search finished", "did not match")
-            )
-        )
+        lambda d: urlsplit(d.current_url).path.endswith("/search.html") and results_shown(d, first)
     )
     # A text box drops the line breaks of what is pasted into it (HTML's value sanitization of <input type=text>).
     sent = text.replace("\r", "").replace("\n", "")
@@ -138,7 +133,7 @@ def misses(browser, base_url: str, cases: dict[str, list[str]]) -> list[str]:
     """Each case whose first results are not its fix pages (one fix: the first result; two: the first two)."""
     found_wrong = []
     for text, fixes in cases.items():
-        found = paste_into_search(browser, base_url, text)
+        found = paste_into_search(browser, base_url, text, first=len(fixes))
         first = [path.removesuffix(".html") for path in found[: len(fixes)]]
         if sorted(first) != sorted(fixes):
             found_wrong.append(f"{fixes} not first in {found[:4]} for {text!r}")
@@ -369,11 +364,11 @@ def search_index(site) -> dict:
 
 def rank_misses(browser, base_url: str, cases) -> tuple[list[str], dict[str, list[int]]]:
     """Search each case on the search page; return the cases whose fix pages are not all among the first three
-    results, and per category the worst rank (1-based, 0: not found) of each case."""
+    results, and per category the worst rank (1-based, 0: not among the first three) of each case."""
     wrong, ranks = [], {}
     for category, query, fixes in cases:
-        found = [path.removesuffix(".html") for path in search_results(browser, base_url, quote(query))]
-        positions = [found.index(page) + 1 if page in found else 0 for page in fixes]
+        found = [path.removesuffix(".html") for path in search_results(browser, base_url, quote(query), first=3)]
+        positions = [found.index(page) + 1 if page in found[:3] else 0 for page in fixes]
         worst = 0 if 0 in positions else max(positions)
         ranks.setdefault(category, []).append(worst)
         if worst == 0 or worst > 3:
@@ -382,7 +377,7 @@ def rank_misses(browser, base_url: str, cases) -> tuple[list[str], dict[str, lis
 
 
 def report(ranks: dict[str, list[int]], width: int, label: str) -> str:
-    lines = [f"{label}, {width}px: rank of the fix per category (0: not found)"]
+    lines = [f"{label}, {width}px: rank of the fix per category (0: not among the first three)"]
     lines += [f"  {category}: {ranks[category]}" for category in CATEGORIES if category in ranks]
     return "\n".join(lines)
 
