@@ -75,7 +75,7 @@ class NeverCalled(Rule):
         "stops running."
     )
     fix_text = (
-        f"For a callback's {literal_list(RENAMES)}: renamed to "
+        f"For a callback's {literal_list(RENAMES)}: the fix renames them to "
         f"{literal_list(new for new, _ in RENAMES.values())} with the parameters those take "
         "(:claim:`batch-hooks-ran-for-training-batches`; a signature whose ``*args`` takes them, the body reading "
         "neither it nor ``**kwargs``, is kept), unless the class already defines the new hook or the "
