@@ -248,8 +248,8 @@ print(f"epoch 1's logged mean: {end_logged}; uninterrupted: {reference_logged[1]
 # What we learned
 # ---------------
 # Emptying the cache when an epoch starts makes a run called again with the same objects give the uninterrupted
-# values. From a mid-epoch checkpoint, :claim:`mid-epoch-resume-restarts-the-dataloader`, so that epoch's value
-# covers part of an epoch; from an end-of-epoch checkpoint, :claim:`end-of-epoch-resume-runs-every-batch`.
+# values. :claim:`Mid-epoch-resume-restarts-the-dataloader`, so that epoch's value covers part of an epoch; from an
+# end-of-epoch checkpoint, :claim:`end-of-epoch-resume-runs-every-batch`.
 assert [step[1] for step in end_record.steps] == list(range(8)) and len(end_logged) == 1, (
     "resumed from an end-of-epoch checkpoint, the next epoch ran all 8 batches"
 )
