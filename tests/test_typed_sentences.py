@@ -726,7 +726,16 @@ def reasons(sentence: str, context: str = "") -> list[str]:
     - ``process``: a process of a distributed run (:data:`PROCESSES`: "each rank", "one worker") with one of
       :data:`HOOK_VERBS` after it;
     - ``order``: an order of events (:data:`ORDER`: "comes before", "goes first") whose subject is something Lightning
-      runs (:data:`EVENTS`), in a sentence that is neither an instruction nor about the reader's code.
+      runs (:data:`EVENTS`), in a sentence that is neither an instruction nor about the reader's code;
+    - ``resumption``: a checkpoint or a resumed run (:data:`RESUMPTION`) as the subject of a verb
+      (:func:`_resumption_verb`: "a checkpoint saved when an epoch ends resumes at the start of the next one");
+    - ``release``: also a release named by words as a subject (:func:`_release_verb`: "the newest release above that
+      still calls them");
+    - ``pronoun``: ``it``, ``they``, ``its`` or ``their`` as the subject of a behaviour verb, standing for a name of
+      Lightning, a hook or a claim (:func:`_pronoun_verb`, :func:`_antecedent`: "The list they return ...", "...,
+      and they never run"), read with ``context``: what comes before the sentence under its heading;
+    - ``fragment``: a clause with no subject after a colon, a semicolon or a dash, opened by a behaviour verb's
+      participle, in a sentence or ``context`` that names Lightning (:func:`_fragment`: "...: refused all the same").
 
     A colon or semicolon ends the clause; a hook or concept the sentence calls the reader's (:data:`READERS`) is the
     reader's code; a modal ("must", "should") makes the rest of the clause what the reader's code must do; a name
@@ -986,9 +995,11 @@ def _pronoun_verb(context: str, part: str) -> bool:
 
 
 def _fragment(context: str, part: str) -> bool:
-    """Whether a clause of ``part`` opens with a behaviour verb's participle or third-person form (adverbs aside) and
-    no subject -- after a colon, a semicolon or a dash, or at the start of the sentence -- in a sentence or block that
-    names Lightning, a hook or a concept (an instruction opens with the base form, which this leaves alone)."""
+    """Whether a clause of ``part`` after a colon, a semicolon or a dash opens with a behaviour verb's participle or
+    a hook's third-person form (:data:`HOOK_FORMS`), adverbs aside, and no subject, in a sentence or block that names
+    Lightning, a hook, a concept or holds a claim. An instruction opens with the base form, a term before its
+    definition ends with a colon ("holds: ..."), and a sentence that opens with a participle is most often a title
+    ("Renamed the hook but kept outputs"): these are left alone."""
     named = context + " " + part
     if (
         not any(group.search(named) for group in (SUBJECTS, HOOKS, CONCEPT_NAMES, CALLBACK_KINDS))
@@ -1042,11 +1053,10 @@ def _resumption_verb(part: str) -> bool:
     return False
 
 
+#: Words between a release and its verb ("the release above that still calls them").
+RELATIVE_GAP = {"that", "which", "who", "above", "below", "before", "after"}
 #: A release named by words, not by its number ("the newest release above that still calls them", "every later
 #: release"): what it does is what a numbered release does (:data:`RELEASE`).
-#: Words between a release and its verb ("the release above that still calls them").
-RELEASE_GAP = "that which who above below before after".split()
-RELATIVE_GAP = set(RELEASE_GAP)
 RELEASE_WORDS = re.compile(r"\b(?:release|releases|version|versions)\b(?!\s+notes)", re.I)
 
 
@@ -1223,11 +1233,11 @@ def typed_sentences(html_dir: Path, root: Path = ROOT, used: set[tuple[str, str]
         blocks = [(block, i in reader.headings or _plain(block) in headings) for i, block in enumerate(reader.blocks)]
         section = ""  # the heading a block stands under: what its pronouns may stand for
         for index, (block, heading) in enumerate(blocks + [(text, None) for text in reader.docstrings]):
+            context = "" if heading is None or index in reader.headings else section
             if index in reader.headings:
                 section = _plain(block)  # without its link (a pilcrow the guard leaves unread)
             elif heading is not None:
                 section += " " + block
-            context = "" if heading is None or index in reader.headings else section.removesuffix(" " + block)
             for sentence in sentences(block, heading):
                 named = sentence
                 for title in others:
