@@ -58,7 +58,7 @@ class LossCachingModel(BoringModel):
 # -------------------------------------
 # .. recipe-domain:: module_cache_reader
 #
-# :claim:`Plain-callbacks-before-module-train-epoch-end`, so it sees the full list; and
+# :claim:`Plain-callbacks-before-module-train-epoch-end`, so a plain callback can read the full list; and
 # :claim:`monitoring-callbacks-after-module`: by then the list is cleared. To monitor the epoch's value, log it and pass
 # its name to the callback's ``monitor=``. The plain callback below logs
 # the epoch's worst batch loss from the list; the ``ModelCheckpoint`` subclass, a counter-example, notes how many cached

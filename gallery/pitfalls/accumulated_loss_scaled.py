@@ -189,3 +189,34 @@ assert len(fixed_logged) == EPOCHS
 for logged, expected in zip(fixed_logged, reference, strict=True):
     assert math.isclose(logged, expected, rel_tol=1e-5)
 assert fixed.batch_losses == []
+
+# %%
+# With a ``GradientAccumulationScheduler``
+# ----------------------------------------
+# A scheduler with ``scheduling={1: 2}``, over the same 5 batches per epoch; the same checks record each step's loss
+# and its ``outputs["loss"]``.
+from lightning.pytorch.callbacks import GradientAccumulationScheduler
+
+torch.manual_seed(3)
+scheduled_inputs, scheduled_seen = StepInputs(), OutputsLoss()
+scheduled_trainer = pl.Trainer(
+    max_epochs=2,
+    limit_val_batches=0,
+    callbacks=[GradientAccumulationScheduler(scheduling={1: 2}), scheduled_inputs, scheduled_seen],
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+)
+scheduled_trainer.fit(BoringModel(), DataLoader(RandomDataset(32, 40), batch_size=8))
+scheduled_ratios = {}
+for (epoch, _, batch, weights), value in zip(scheduled_inputs.steps, scheduled_seen.values, strict=True):
+    scheduled_ratios.setdefault(epoch, []).append(loss_by_hand(weights, batch) / value)
+for epoch, epoch_ratios in sorted(scheduled_ratios.items()):
+    print(f"epoch {epoch}: loss / outputs['loss'] per batch: {[round(ratio, 6) for ratio in epoch_ratios]}")
+
+# %%
+# :claim:`Scheduled-accumulation-divides-by-the-epochs-own`.
+assert sorted(scheduled_ratios) == [0, 1] and all(
+    math.isclose(ratio, 1 + epoch, rel_tol=1e-5) for epoch, ratios in scheduled_ratios.items() for ratio in ratios
+), "under a GradientAccumulationScheduler, outputs['loss'] is divided by its own epoch's count: 1, then 2"

@@ -204,7 +204,7 @@ for batch_idx, samples in resumed_steps:
 print(f"resumed epoch's logged mean: {resumed_logged}; uninterrupted epoch 1: {reference_logged[1]:.6f}")
 
 # %%
-# The resumed epoch ran 4 steps, numbered 4 to 7 -- on samples 0 to 31, the first 4 batches again. Its cache held
+# Above, the resumed epoch's 4 steps, numbered 4 to 7, on samples 0 to 31: the first 4 batches again. Its cache held
 # those 4 losses: the logged value is their mean at the weights each was computed with, not the epoch's 8 batches,
 # and not the uninterrupted run's value.
 resumed_batch_idx = [batch_idx for batch_idx, _ in resumed_steps]
@@ -221,7 +221,7 @@ assert not math.isclose(resumed_logged[0], reference_logged[1], rel_tol=1e-4)
 # %%
 # Resume from the end of an epoch
 # -------------------------------
-# A checkpoint saved when an epoch ends resumes at the start of the next one:
+# Resume from a checkpoint saved when an epoch ends instead:
 # :claim:`end-of-epoch-resume-runs-every-batch`. Here a checkpoint saved at the end of epoch 0, then the same
 # resumption.
 
@@ -248,9 +248,8 @@ print(f"epoch 1's logged mean: {end_logged}; uninterrupted: {reference_logged[1]
 # What we learned
 # ---------------
 # Emptying the cache when an epoch starts makes a run called again with the same objects give the uninterrupted
-# values. A mid-epoch checkpoint resumes with a cache of the batches run after it -- with a plain ``DataLoader``, the
-# epoch's first batches again -- so its epoch value covers part of an epoch; from an end-of-epoch checkpoint the
-# next epoch's value is the uninterrupted run's.
+# values. :claim:`Mid-epoch-resume-restarts-the-dataloader`, so that epoch's value covers part of an epoch; from an
+# end-of-epoch checkpoint, :claim:`end-of-epoch-resume-runs-every-batch`.
 assert [step[1] for step in end_record.steps] == list(range(8)) and len(end_logged) == 1, (
     "resumed from an end-of-epoch checkpoint, the next epoch ran all 8 batches"
 )

@@ -217,12 +217,13 @@ assert [test_results[0][f"test_loss_{idx}"] for idx in (0, 1)] == [test_referenc
 # %%
 # What ``trainer.validate`` and ``trainer.test`` return
 # -----------------------------------------------------
-# The list they return has one dictionary per dataloader -- but a value logged in ``on_validation_epoch_end`` or
+# :claim:`Validate-returns-one-dictionary-per-loader` -- but a value logged in ``on_validation_epoch_end`` or
 # ``on_test_epoch_end`` belongs to no dataloader (:claim:`validation-epoch-end-once-per-run`):
 # :claim:`epoch-end-value-in-every-result-dictionary`.
 validate_results = make_trainer().validate(model, val_loaders, verbose=False)
 for idx, results in enumerate(validate_results):
     print(f"trainer.validate, dictionary {idx}: {results}")
+assert len(validate_results) == 2, "trainer.validate returned one dictionary per validation dataloader"
 
 # %%
 # Read such a value by its name (from any dictionary, or from ``trainer.callback_metrics``), not by its position in

@@ -15,7 +15,7 @@ that the metric started each epoch empty.
 # ----------
 # .. recipe-domain:: torchmetrics torchmetrics_log
 #
-# The module's ``MeanMetric``: updated in every step, and logged as the metric object itself, not its value:
+# The module keeps a ``MeanMetric``: it updates it in every step and logs the metric object itself, not its value:
 # :claim:`logged-metric-computed-and-reset`. Each update carries the batch's sample count as its weight.
 # The loss is also logged as a plain scalar: :claim:`self-log-on-epoch-sample-mean`. The reset at the start of each
 # validation run keeps ``trainer.validate()`` before ``trainer.fit()`` working (the last section of this page shows

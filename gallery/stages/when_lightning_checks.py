@@ -84,7 +84,7 @@ assert control.fit_loop.epoch_loop.val_loop.batch_progress.total.completed == 0,
 )
 
 # %%
-# The same setting with ``validation_epoch_end`` defined: refused all the same.
+# The same setting with ``validation_epoch_end`` defined: :claim:`fit-refuses-validation-epoch-end-without-batches`.
 trainer = make_trainer(limit_val_batches=0)
 error = run_and_capture(trainer.fit, WithValidationEpochEnd(), train_loader)
 print(f"training steps taken: {trainer.global_step}")

@@ -66,8 +66,8 @@ class EpochEndParameters(Rule):
     )
     fix_text = (
         "**safe** when the body never reads the extra parameters and they are what a release passed (the registry's "
-        f"old signatures: the last parameter of {literal_list(sorted({hook for hook, _ in PATTERNS}))}): they are "
-        "dropped. Any other extra parameter stops the hook before its body runs -- "
+        f"old signatures: the last parameter of {literal_list(sorted({hook for hook, _ in PATTERNS}))}): the fix "
+        "drops them. Any other extra parameter stops the hook before its body runs -- "
         ":claim:`extra-parameters-never-passed` --: dropping it would make the body run for the first time, and the "
         "fix is **manual**. **proven** (plain ``--fix``) when the "
         "body reads the old ``outputs`` and the rewrite's shape is "

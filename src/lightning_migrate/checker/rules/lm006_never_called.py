@@ -75,7 +75,7 @@ class NeverCalled(Rule):
         "stops running."
     )
     fix_text = (
-        f"For a callback's {literal_list(RENAMES)}: renamed to "
+        f"For a callback's {literal_list(RENAMES)}: the fix renames them to "
         f"{literal_list(new for new, _ in RENAMES.values())} with the parameters those take "
         "(:claim:`batch-hooks-ran-for-training-batches`; a signature whose ``*args`` takes them, the body reading "
         "neither it nor ``**kwargs``, is kept), unless the class already defines the new hook or the "
@@ -83,7 +83,7 @@ class NeverCalled(Rule):
         "that runs on a release without it has been running without this code, and the rename makes it "
         "run again (a callback that validates the best checkpoint can stop a run that completed before). "
         "**proven** (applied by ``--fix``) where the rename's shape is proven on :doc:`Where each recipe works "
-        "</reference/scenarios>` (its runs call the renamed hook where the old release called the old one), "
+        "</reference/scenarios>` (its runs call the renamed hook where the old one ran on the old release), "
         "**unsafe** (opt-in, ``--unsafe-fixes``) otherwise: without the option, ``--fix`` leaves a marker that "
         "says so. For the epoch hooks "
         "(:claim:`epoch-hooks-ran-for-every-loop`): the body stays as ``_on_epoch_start`` or ``_on_epoch_end``, "
