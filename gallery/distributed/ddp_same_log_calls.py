@@ -112,7 +112,7 @@ for c in range(NUM_CLASSES):
 
 # %%
 # Class 0 holds (both ranks saw it first, each two samples of it); class 1 and class 2 are off, and class 3 was never
-# logged. No error, no warning.
+# logged.
 #
 # The cause
 # ---------
@@ -154,7 +154,7 @@ error_type = worker_error.split(":", 1)[0]
 print(f"{type(rank_zero_error).__name__}, from a worker process: {error_type}: {worker_error.split('] ', 1)[-1]}")
 
 # %%
-# The worker whose collective call found no partner raised: its peer had gone.
+# The line above is the error the main process received from the worker.
 assert worker_error.startswith("RuntimeError") and re.search("Connection (closed|reset) by peer", worker_error), (
     "rank 0's collective call failed: rank 1 had finished fit and its process had ended"
 )

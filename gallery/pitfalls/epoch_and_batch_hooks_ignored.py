@@ -119,7 +119,7 @@ print(f"module calls: {dict(old_model.calls)}; callback calls: {dict(old_callbac
 print(f"warnings naming an old hook: {len(old_warnings)}")
 
 # %%
-# No call, no warning: the training ran as if the hooks were not there.
+# Above: how often each old hook ran in that fit, and how many warnings named one.
 
 # sphinx_gallery_start_ignore
 assert not old_model.calls and not old_callback.calls and old_warnings == [], (

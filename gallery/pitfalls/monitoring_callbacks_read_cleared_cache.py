@@ -125,8 +125,7 @@ for epoch in range(2):
     print(f"epoch {epoch}: (who ran, cached losses found) {calls[4 * epoch : 4 * epoch + 4]}")
 
 # %%
-# In each epoch, in this order: the plain callback, with the four cached losses; the module, which logs and clears;
-# then ``EarlyStopping`` and ``ModelCheckpoint``, with an empty cache.
+# Read each epoch's line above in order: who ran first, and how many cached losses each found when it ran.
 order = [name for name, _ in calls[:4]]
 found = dict(calls[:4])
 assert (
