@@ -82,10 +82,10 @@ assert counter.runs == [(True, 2), (False, 3)], (
 # .. recipe-domain:: callback_owned_validation
 #
 # Return early while ``trainer.sanity_checking`` is true, in both hooks: the sanity batches are never cached,
-# and nothing is reduced for them. The cache is keyed by ``dataloader_idx`` (the hooks serve every validation
-# dataloader), emptied when each validation run starts (a run that stopped half-way leaves nothing behind)
-# and reduced and emptied in ``on_validation_epoch_end`` -- the hook that ends every validation run, inside ``fit``
-# or in ``trainer.validate()``; a cache emptied only in ``on_train_epoch_end`` is not (see the end of this page, and
+# and nothing is reduced for them. The cache is keyed by ``dataloader_idx`` (one list per validation dataloader),
+# emptied when each validation run starts (a run that stopped half-way leaves nothing behind) and reduced and
+# emptied in ``on_validation_epoch_end``, inside ``fit`` and in ``trainer.validate()`` alike; do not empty it only
+# in ``on_train_epoch_end`` (see the end of this page, and
 # :doc:`Hook order: when validation runs inside a training epoch </examples/caching/hook_order>`). (Or pass
 # ``num_sanity_val_steps=0`` to the ``Trainer``, giving up the early check of the validation code.)
 #

@@ -3,10 +3,10 @@ Epoch means of several losses under manual optimization
 =======================================================
 
 A GAN's ``training_step`` steps its two optimizers itself and returns its losses by name,
-``{"g_loss": ..., "d_loss": ...}``, with no ``"loss"`` key: code that read ``outputs`` in ``training_epoch_end``,
-or a callback that reads ``outputs["loss"]``, finds nothing to average. Keep one cache per loss in the module,
-average each in ``on_train_epoch_end`` over every process's batches, and clear them. This page checks each epoch's
-two means against a plain PyTorch loop over the same batches and weights.
+``{"g_loss": ..., "d_loss": ...}``, with no ``"loss"`` key for code that read ``outputs`` in
+``training_epoch_end``, or for a callback that reads ``outputs["loss"]``, to average. Keep one cache per loss in the
+module, average each in ``on_train_epoch_end`` over every process's batches, and clear them. This page checks each
+epoch's two means against a plain PyTorch loop over the same batches and weights.
 """
 
 # %%
@@ -15,13 +15,12 @@ two means against a plain PyTorch loop over the same batches and weights.
 # .. recipe-domain:: several_losses_manual
 #
 # ``training_step`` appends a detached, one-element copy of each loss to its own list, under the loss's name.
-# ``on_train_epoch_end`` sums each list (in float32) and counts it, and ``self.trainer.strategy.reduce(...,
-# reduce_op="sum")`` adds both up over the processes, as on :doc:`the DDP training-mean page
-# </examples/distributed/ddp_training_epoch_mean>`: each batch of each process counts once, and with one process the
-# totals are its own. Every process makes both calls, even with nothing cached. It logs each mean and clears the
-# lists; ``on_train_epoch_start`` clears too, so that a run that stopped half-way and is started again with the same
-# module leaves nothing behind. The two optimizers here stand for a generator's and a discriminator's (the weight and
-# the bias of ``BoringModel``'s layer).
+# ``on_train_epoch_end`` sums each list (in float32) and counts it, and adds both up over the processes with
+# ``self.trainer.strategy.reduce(..., reduce_op="sum")``, as on :doc:`the DDP training-mean page
+# </examples/distributed/ddp_training_epoch_mean>`, so that each batch of each process counts once. Every process
+# makes both calls, even with nothing cached. It logs each mean and clears the lists; ``on_train_epoch_start`` clears
+# too, so that a run that stopped half-way and is started again with the same module leaves nothing behind. The two
+# optimizers here stand for a generator's and a discriminator's (the weight and the bias of ``BoringModel``'s layer).
 import copy
 import csv
 import math

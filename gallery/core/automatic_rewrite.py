@@ -63,9 +63,9 @@ print(diff.stdout + diff.stderr)
 
 # %%
 # The module gets a cache, emptied when each epoch starts; a ``training_step`` of its own calls the inherited one and
-# appends what it returned, detached, as the module-side recipe does, and skips a step that returned nothing, as the
-# old list had no entry for it; the renamed ``on_train_epoch_end(self)`` takes the cache as ``outputs`` (the loss
-# divided by ``accumulate_grad_batches``, as the old list held it), empties it, and runs the old body unchanged.
+# appends what it returned, detached, as the module-side recipe does, and skips a step that returned nothing; the
+# renamed ``on_train_epoch_end(self)`` takes the cache as ``outputs`` (with the loss divided by
+# ``accumulate_grad_batches``), empties it, and runs the old body unchanged.
 #
 # Apply it
 # --------
@@ -148,9 +148,8 @@ assert model.training_step_outputs == []
 # ---------------------------------------------------
 # The rewrite keeps what the old code computed, not what you may want now:
 #
-# * it keeps **every** output of the epoch in memory until the epoch ends -- the cost the
-#   ``outputs`` argument went for (:doc:`Memory retained by cached outputs
-#   </examples/performance/retained_memory>`); caching only the loss, as
+# * it keeps **every** output of the epoch in memory until the epoch ends (:doc:`Memory retained by cached outputs
+#   </examples/performance/retained_memory>` measures that cost); caching only the loss, as
 #   :doc:`module-side caching </examples/core/module_side_caching>` does, costs one number per batch;
 # * under gradient accumulation it averages what the old list held: :claim:`old-list-loss-whole-then-divided`
 #   (:doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`);

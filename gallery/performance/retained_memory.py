@@ -74,8 +74,8 @@ def retained_bytes(cache):
 # Two model shapes
 # ----------------
 # One linear classifier, two things ``training_step`` can return: only the loss, or the loss and the
-# per-sample logits (``BATCH`` x ``CLASSES``, detached -- returning them attached would also keep each
-# batch's autograd graph alive, which the byte count below would not even see). With ``caches_loss`` the
+# per-sample logits (``BATCH`` x ``CLASSES``, detached: for logits returned attached, see :doc:`Extra keys of
+# outputs keep their autograd graph </examples/caching/outputs_keep_graph>`). With ``caches_loss`` the
 # module itself appends ``loss.detach().clone()``, one element, as the module-side recipes do: that is module-side
 # caching (what each form of the cached loss keeps is measured below).
 

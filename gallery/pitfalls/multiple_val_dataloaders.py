@@ -227,7 +227,7 @@ assert len(validate_results) == 2, "trainer.validate returned one dictionary per
 
 # %%
 # Read such a value by its name (from any dictionary, or from ``trainer.callback_metrics``), not by its position in
-# the list: ``validate_results[1]`` also holds loader 0's mean.
+# the list.
 assert (
     validate_results[0] == validate_results[1]
     and test_results[0] == test_results[1]
