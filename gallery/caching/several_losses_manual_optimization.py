@@ -17,10 +17,11 @@ epoch's two means against a plain PyTorch loop over the same batches and weights
 # ``training_step`` appends a detached, one-element copy of each loss to its own list, under the loss's name.
 # ``on_train_epoch_end`` sums each list (in float32) and counts it, and adds both up over the processes with
 # ``self.trainer.strategy.reduce(..., reduce_op="sum")``, as on :doc:`the DDP training-mean page
-# </examples/distributed/ddp_training_epoch_mean>`, so that each batch of each process counts once. Every process
-# makes both calls, even with nothing cached. It logs each mean and clears the lists; ``on_train_epoch_start`` clears
-# too, so that a run that stopped half-way and is started again with the same module leaves nothing behind. The two
-# optimizers here stand for a generator's and a discriminator's (the weight and the bias of ``BoringModel``'s layer).
+# </examples/distributed/ddp_training_epoch_mean>`, so that each batch counts once, whichever process ran it. Every
+# process makes both calls, even with nothing cached. It logs each mean and clears the lists; ``on_train_epoch_start``
+# clears too, so that a run that stopped half-way and is started again with the same module leaves nothing behind. The
+# two optimizers here stand for a generator's and a discriminator's (the weight and the bias of ``BoringModel``'s
+# layer).
 import copy
 import csv
 import math

@@ -48,7 +48,8 @@ class EpochLossCallback(pl.Callback):
 #    * ``if not outputs``: :claim:`empty-outputs-for-none-and-manual`; those batches have no loss to keep.
 #    * ``* trainer.accumulate_grad_batches``: :claim:`accumulation-divides-outputs-loss`
 #      (:doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`); multiplying gives the loss back.
-#    * ``if self.batch_losses``: an epoch with no cached loss logs nothing instead of failing in ``torch.stack``.
+#    * ``if self.batch_losses``: an epoch with no cached loss logs nothing instead of calling ``torch.stack`` on an
+#      empty list.
 #    * the ``.clear()`` in ``on_train_epoch_start``: a run that stopped half-way and is started again with the same
 #      callback object leaves nothing behind
 #      (:doc:`Interrupted runs and mid-epoch checkpoints </examples/pitfalls/interrupted_and_resumed_runs>`).

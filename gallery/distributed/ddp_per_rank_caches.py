@@ -20,8 +20,8 @@ twice. :claim:`All-gather-of-unequal-caches-aborts`.
 # :doc:`Gathering per-sample vectors </examples/distributed/ddp_gather_per_sample_vectors>`). The module keeps a cache
 # per ``dataloader_idx``, empties it when each validation run starts as well as when it ends (a run that stopped
 # half-way leaves nothing behind), and logs one value for every validation loader on every rank, so that every rank
-# makes the same collective calls. The dataset comes from ``self.trainer.val_dataloaders`` (one loader, or a list of
-# them). Every rank computes the same mean, so ``sync_dist=True`` (:claim:`unsynced-epoch-log-warns`) has
+# makes the same collective calls. It reads the dataset from ``self.trainer.val_dataloaders``, as one loader or as a
+# list of them. Every rank computes the same mean, so ``sync_dist=True`` (:claim:`unsynced-epoch-log-warns`) has
 # identical values to average; with one process nothing is cut (:claim:`all-gather-one-process-no-dimension`).
 import torch
 from lightning.pytorch.demos.boring_classes import BoringModel

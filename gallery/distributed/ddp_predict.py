@@ -12,10 +12,10 @@ processes with a module that caches its predictions, and with the writer.
 # %%
 # The recipe: a writer that gathers on rank 0
 # -------------------------------------------
-# :claim:`Ddp-writer-receives-each-ranks-share`. The writer gathers both across the ranks with ``gather_rows`` (which,
-# like ``self.all_gather``, needs every rank to call it, and unlike it accepts shares of different sizes: it gathers the
-# lengths first and pads to the longest), puts the rows back in the dataset's order, and rank 0 saves one tensor per
-# dataloader. ``all_predictions`` reads the file, in whichever process asks.
+# :claim:`Ddp-writer-receives-each-ranks-share`. The writer gathers both across the ranks with ``gather_rows`` (call it
+# on every rank; it gathers the lengths first and pads to the longest, so shares of different sizes are accepted), puts
+# the rows back in the dataset's order, and rank 0 saves one tensor per dataloader. ``all_predictions`` reads the file,
+# in whichever process asks.
 import tempfile
 from pathlib import Path
 

@@ -154,7 +154,7 @@ error_type = worker_error.split(":", 1)[0]
 print(f"{type(rank_zero_error).__name__}, from a worker process: {error_type}: {worker_error.split('] ', 1)[-1]}")
 
 # %%
-# The line above is the error the main process received from the worker.
+# The line above prints the worker's error, as it reached this page.
 assert worker_error.startswith("RuntimeError") and re.search("Connection (closed|reset) by peer", worker_error), (
     "rank 0's collective call failed: rank 1 had finished fit and its process had ended"
 )

@@ -126,8 +126,8 @@ assert [type(err) for err in errors] == [TypeError, RuntimeError] and all(
 # %%
 # The proof: each hook's calls, batch by batch
 # --------------------------------------------
-# The same classes, each hook noting the ``dataloader_idx`` it received (``None`` for the training hooks, which have
-# none).
+# The same classes, each hook noting the ``dataloader_idx`` it received (the training hooks note ``None``: their new
+# signatures take no ``dataloader_idx``).
 
 
 class RecordedModule(BatchHooksModule):

@@ -107,7 +107,7 @@ except TypeError as err:
 print(f"training batches run before the failure: {counter.batches}; optimizer steps: {trainer.global_step}")
 
 # %%
-# Both batches of the first epoch ran; the error came when the epoch ended.
+# The second callback's count above gives the batches that ran before the error.
 
 # sphinx_gallery_start_ignore
 assert error is not None and counter.batches == trainer.global_step == 2, (

@@ -12,7 +12,7 @@ skip the empty ``outputs`` (``if not outputs: return``), below. For ``on_validat
 # The fix
 # -------
 # Skip empty ``outputs``: a batch that returned no loss has no loss to average. An epoch without a single loss
-# logs nothing instead of failing in ``torch.stack``. This is the
+# logs nothing instead of calling ``torch.stack`` on an empty list. This is the
 # :doc:`callback-side recipe </examples/core/callback_side_caching>`, which also undoes the scaling of
 # :doc:`gradient accumulation </examples/pitfalls/accumulated_loss_scaled>`.
 import lightning.pytorch as pl

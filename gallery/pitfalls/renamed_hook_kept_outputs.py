@@ -110,7 +110,8 @@ print(f"sanity check started: {sanity.started}, finished: {sanity.finished}")
 print(f"training steps taken: {trainer.global_step}")
 
 # %%
-# The error came from inside the sanity check (it started and never finished), before any training step.
+# The lines above tell whether the sanity check started and finished, and how many training steps ran before the
+# error.
 
 # sphinx_gallery_start_ignore
 assert error is not None and "outputs" in str(error) and sanity.started and not sanity.finished, (

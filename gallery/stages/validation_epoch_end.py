@@ -144,8 +144,8 @@ with open(Path(logger.log_dir, "metrics.csv"), newline="") as file:
     logged = [float(row["val_loss"]) for row in csv.DictReader(file) if row["val_loss"]]
 
 # %%
-# A fresh ``BoringModel`` in eval mode under ``torch.no_grad`` computes each batch's loss. Validation does not
-# change the weights, so the means agree exactly, not merely approximately.
+# A fresh ``BoringModel`` in eval mode under ``torch.no_grad`` computes each batch's loss, with the weights the
+# callback copied when that validation run started, so the means agree exactly, not merely approximately.
 
 
 def reference_mean(state_dict, loader):
