@@ -438,8 +438,9 @@ def test_ground_truth_weightings_differ_on_an_uneven_last_batch():
 
 
 def test_results_are_rerun_when_a_recipe_page_changes(tmp_path):
-    """The build re-uses the matrix's results only while nothing they depend on changed: editing a recipe's page
-    (or the matrix file) changes the key the extension stores beside the results."""
+    """The build re-uses the matrix's results only while nothing they depend on changed: editing a recipe's page,
+    the matrix file, the checker or its data (the rewrite rows run its rewrite) changes the key the extension stores
+    beside the results."""
     from builds import copy_tree
 
     tree = copy_tree(tmp_path / "tree")
@@ -461,7 +462,14 @@ def test_results_are_rerun_when_a_recipe_page_changes(tmp_path):
     assert after_page != before
     matrix = tree / "data" / "scenarios.toml"
     matrix.write_text(matrix.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
-    assert key() not in (before, after_page)
+    seen = {before, after_page, key()}
+    assert len(seen) == 3
+    # the rewrite rows run the checker's rewrite of their page: its code and the data it reads count too
+    for path in ("src/lightning_migrate/checker/rules/_caching.py", "src/lightning_migrate/data/proven_rewrites.json"):
+        edited = tree / path
+        edited.write_text(edited.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+        assert key() not in seen, path
+        seen.add(key())
 
 
 def test_the_covering_set_holds_every_pair_of_values():

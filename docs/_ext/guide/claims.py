@@ -1539,7 +1539,11 @@ def cells_key(app: Sphinx, cited: list[dict[str, Any]]) -> str:
     space = scenarios.load_space()
     pages = sorted({root / r.page for r in space.recipes if r.id in {c["recipe"] for c in cited}})
     package = Path(scenarios.__file__).parent
-    files = (Path(claim_cells.__file__), scenarios.MATRIX_FILE, *sorted(package.glob("*.py")), *pages)
+    files = [Path(claim_cells.__file__), scenarios.MATRIX_FILE, *sorted(package.glob("*.py")), *pages]
+    if any(r.transform for r in space.recipes if r.id in {c["recipe"] for c in cited}):
+        from guide.scenario_matrix import checker_files
+
+        files += checker_files()  # a cited cell of a rewrite runs the checker's rewrite of its page
     cells = json.dumps(cited, sort_keys=True)
     return recorded_run.inputs_key(files, ("lightning", "torch", "torchmetrics"), cells)
 

@@ -82,8 +82,25 @@ def inputs_key(matrix_file: Path = scenarios.MATRIX_FILE, root: Path = ROOT) -> 
     files += [kept] if kept.exists() else []
     files += sorted({root / r.page for r in space.recipes})
     if any(r.transform for r in space.recipes):  # the code that runs is what the checker's rewrite makes
-        files += sorted((package.parent / "checker").rglob("*.py"))
+        files += checker_files()
     return recorded_run.inputs_key(files, ("lightning", "torch", "covertable"))
+
+
+def checker_files() -> list[Path]:
+    """What a recipe with ``transform = "lightning-migrate"`` runs besides its page: the checker's code and the data
+    it reads (the installed package, ``src/lightning_migrate``), every file.
+
+    Raises:
+        ExtensionError: the package is not where the checkout keeps it (a key without it would reuse old results).
+    """
+    import lightning_migrate
+
+    package = Path(lightning_migrate.__file__).parent
+    files = sorted(path for pattern in ("*.py", "data/**/*.json") for path in package.glob(pattern))
+    files += sorted((package / "checker").rglob("*.py"))
+    if not any(path.parent.name == "checker" for path in files):
+        raise ExtensionError(f"the checker's code is not in {package / 'checker'}: the matrix's key would miss it")
+    return files
 
 
 def _on_builder_inited(app: Sphinx) -> None:
