@@ -586,6 +586,32 @@ def test_a_kept_covering_set_that_is_not_one_names_its_file(tmp_path):
         scenarios.cached_covering_set(small, None)
 
 
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda cells: cells[1:], r"pairs of values in no cell"),
+        (lambda cells: [[cells[0][0], "nope", cells[0][2]], *cells[1:]], r"no recipe 'nope'"),
+        (lambda cells: [cells[0], [cells[0][0], *cells[1][1:]], *cells[2:]], r"the cell id 'pairs-001' twice"),
+        (lambda cells: [[*cells[0][:2], {**cells[0][2], "calls": "test"}], *cells[1:]], r"not a cell expected to hold"),
+        (lambda cells: [[*cells[0][:2], {**cells[0][2], "shuffle": "sorted"}], *cells[1:]], r"unknown axis value"),
+    ],
+    ids=["cell-removed", "unknown-recipe", "id-twice", "excluded-cell", "unknown-value"],
+)
+def test_a_kept_covering_set_edited_by_hand_is_refused_and_written_again(tmp_path, edit, message):
+    """A kept file under the right key whose cells are not a covering set of the space is an error naming the file
+    and the cause -- never a run that silently loses pairs -- and ``keep_covering_set`` (the command the error names)
+    replaces it with the generated set."""
+    project = small_project(tmp_path / "p", CALLBACK_PAGE)
+    small = scenarios.load_space(project / "matrix.toml")
+    path, _ = scenarios.keep_covering_set(small)
+    document = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**document, "cells": edit(document["cells"])}), encoding="utf-8")
+    with pytest.raises(scenarios.MatrixError, match=rf"matrix\.covering-set\.json: not a covering set of .*{message}"):
+        scenarios.cached_covering_set(small, None)
+    assert scenarios.keep_covering_set(small) == (path, True)
+    assert json.loads(path.read_text(encoding="utf-8")) == document
+
+
 def test_the_checkout_keeps_the_covering_set_of_its_space():
     """Like a lock file: the kept covering set is the one of ``data/scenarios.toml`` and the installed generator
     and Lightning, so the build reads it instead of generating it (a stale one would be ignored, not run)."""
