@@ -158,3 +158,38 @@ def test_the_matrix_counts_its_time_from_the_first_cells_while_the_covering_set_
     results = run_cells([("recipe", "named")], jobs=2, then=then, run=_scenario, progress=progress)
     assert results == ["named", "generated"]
     assert lines[-1] == f"{PREFIX}2 / 2 cells, 30 s so far, done"
+
+
+def test_cells_count_when_they_finish_even_while_the_covering_set_is_made():
+    """Each cell counts when it finishes, also while ``then`` is still making the covering set (about 250 s when it
+    is not kept): counted only after ``then``, the cells finished meanwhile came in one burst, and the estimate of the
+    time left took them for instant ("19 s left" where 10 min were). No line says "done" before ``then``'s cells are
+    known."""
+    import time
+
+    clock, lines, made = Clock(tick=0.0), [], []
+
+    def progress(total: int) -> Progress:
+        made.append(Progress(total, clock=clock, out=lines.append, every=0.0))
+        return made[0]
+
+    def then():
+        deadline = time.monotonic() + 60
+        while made[0].done < 2 and time.monotonic() < deadline:  # the two named cells finish in the workers
+            time.sleep(0.05)
+        assert made[0].done == 2, "the named cells were not counted while the covering set was being made"
+        assert not [line for line in lines if "done" in line], lines
+        return [("recipe", "generated")]
+
+    results = run_cells([("recipe", "a"), ("recipe", "b")], jobs=2, then=then, run=_scenario, progress=progress)
+    assert results == ["a", "b", "generated"]
+    assert lines[-1] == f"{PREFIX}3 / 3 cells, 0 s so far, done"
+    assert f"{PREFIX}2 / 2 cells, 0 s so far, more to come" in lines
+
+
+def test_counts_are_never_negative():
+    tracker = Progress(3, out=[].append)
+    with pytest.raises(ValueError, match="a negative count of cells: -1"):
+        tracker.advance(-1)
+    with pytest.raises(ValueError, match="a negative count of cells: -2"):
+        tracker.extend(-2)

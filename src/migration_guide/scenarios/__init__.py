@@ -30,9 +30,10 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import as_completed
+from concurrent.futures import wait
 from pathlib import Path
 from typing import Any
 
@@ -135,16 +136,30 @@ def run_cells(
 
     executor = get_reusable_executor(max_workers=jobs, timeout=60)
     futures = [executor.submit(run, recipe, scenario, root, declared) for recipe, scenario in cells]
-    # the clock starts with the first cells: while ``then`` makes the rest, those run, and count
+    # the clock starts with the first cells: while ``then`` makes the rest, those run, and each counts when it
+    # finishes (a callback, not a loop after ``then``: cells that finished while the covering set was generated
+    # would all count at once, and the estimate of the time left take them for instant)
     tracker = progress(len(futures)) if progress else None
+    lock = threading.Lock()
+
+    def finished(_future) -> None:
+        with lock:
+            tracker.advance()  # type: ignore[union-attr]  # attached only with a tracker
+
+    if tracker:
+        if then:
+            tracker.expect_more()
+        for future in futures:
+            future.add_done_callback(finished)
     if then:
         more = [executor.submit(run, recipe, scenario, root, declared) for recipe, scenario in then()]
-        futures += more
         if tracker:
-            tracker.extend(len(more))
-    if tracker:
-        for _ in as_completed(futures):
-            tracker.advance()
+            with lock:
+                tracker.extend(len(more))
+            for future in more:
+                future.add_done_callback(finished)
+        futures += more
+    wait(futures)
     return [future.result() for future in futures]
 
 

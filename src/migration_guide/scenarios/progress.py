@@ -59,30 +59,51 @@ class Progress:
         self.started = clock()
         self.last: float | None = None
         self.first: float | None = None  # when the first cell finished
+        self.more = False  # the total grows later (extend): no line says "done" before it does
 
     def line(self) -> str:
         """The progress line for now (without :attr:`prefix`)."""
         spent = self.clock() - self.started
         text = f"{self.done} / {self.total} {self.label}, {duration(spent)} so far"
-        if self.done == self.total:
+        if self.done == self.total and not self.more:
             return f"{text}, done"
+        if self.done == self.total:
+            return f"{text}, more to come"
         if self.done >= 2 and self.first is not None:
             per_cell = (self.clock() - self.first) / (self.done - 1)
             return f"{text}, about {duration(per_cell * (self.total - self.done))} left"
         return text
 
+    def expect_more(self) -> None:
+        """More cells will come (:meth:`extend`): until then, no line says the work is done."""
+        self.more = True
+
     def extend(self, count: int) -> None:
         """``count`` more cells to do, known after the first ones started (the covering set, made while the named
-        scenarios' cells run): the time spent keeps counting from the start."""
+        scenarios' cells run): the time spent keeps counting from the start; no more come after them.
+
+        Raises:
+            ValueError: ``count`` is negative.
+        """
+        if count < 0:
+            raise ValueError(f"a negative count of {self.label}: {count}")
         self.total += count
+        self.more = False
+        if self.done == self.total:  # every cell finished before the last ones were known (none came)
+            self.last = self.clock()
+            self.out(self.prefix + self.line())
 
     def advance(self, count: int = 1) -> None:
         """``count`` more cells finished: print a line if one is due (see the class docstring)."""
+        if count < 0:
+            raise ValueError(f"a negative count of {self.label}: {count}")
         self.done = min(self.total, self.done + count)
         now = self.clock()
         if self.first is None:
             self.first = now
-        if self.done == self.total or now - (self.started if self.last is None else self.last) >= self.every:
+        if (self.done == self.total and not self.more) or now - (
+            self.started if self.last is None else self.last
+        ) >= self.every:
             self.last = now
             self.out(self.prefix + self.line())
 
