@@ -1100,10 +1100,11 @@ def test_a_ddp_cell_picks_a_free_port_of_its_own_and_leaves_the_environment_as_i
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         held = str(taken.getsockname()[1])
-        monkeypatch.setenv("MASTER_PORT", held)
-        assert harness.run_cell(recipe, scenario)["outcome"] == "holds"
-        assert os.environ["MASTER_PORT"] == held
-        monkeypatch.delenv("MASTER_PORT")
+        for variable in ("MASTER_PORT", "STANDALONE_PORT"):  # the second: Lightning's free-port search returns it
+            monkeypatch.setenv(variable, held)
+            assert harness.run_cell(recipe, scenario)["outcome"] == "holds", variable
+            assert os.environ[variable] == held
+            monkeypatch.delenv(variable)
         assert harness.run_cell(recipe, scenario)["outcome"] == "holds"
     assert "MASTER_PORT" not in os.environ
 

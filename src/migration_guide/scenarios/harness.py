@@ -1092,8 +1092,9 @@ def _is_injected(error: BaseException) -> bool:
 #: that called the Trainer and never removes it (2.6.6: its environment's ``teardown`` removes ``WORLD_SIZE`` only),
 #: so every later DDP cell of that process, and every process it starts, would use the same port -- two workers on
 #: one port fail with ``EADDRINUSE`` (30 cells of one build did, the matrix started by a test that had run a DDP
-#: cell itself). Each cell picks a free port of its own (:func:`_own_rendezvous`).
-RENDEZVOUS_VARIABLES = ("MASTER_ADDR", "MASTER_PORT")
+#: cell itself). ``STANDALONE_PORT``, when set, is the port Lightning's free-port search returns every time. Each
+#: cell picks a free port of its own (:func:`_own_rendezvous`).
+RENDEZVOUS_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "STANDALONE_PORT")
 
 
 @contextlib.contextmanager
