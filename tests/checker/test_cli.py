@@ -355,3 +355,24 @@ def test_the_summary_counts_what_was_read_not_words_of_the_error(tmp_path, capsy
     code, lines, err = run([tmp_path], capsys)
     assert (code, lines) == (2, [])
     assert err.strip().endswith("0 findings (0 files checked); 2 files could not be read (not checked)"), err
+
+
+def test_a_reader_that_stops_reading_early_gets_no_traceback(tmp_path):
+    """``lightning-migrate src | head``: the pipe closes before the findings end (here about 150 KB of them, more than
+    a pipe holds); the command stops quietly, exit code 1, with nothing on standard error."""
+    body = "".join(
+        f"class Net{n}(pl.LightningModule):\n    def training_epoch_end(self, outputs):\n        pass\n\n\n"
+        for n in range(600)
+    )
+    (tmp_path / "many.py").write_text("import lightning.pytorch as pl\n\n\n" + body, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2] / "src")]))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lightning_migrate.checker", str(tmp_path / "many.py")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    first = process.stdout.readline()
+    process.stdout.close()  # what `head -1` does after its line
+    error = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 1
+    assert b"LM001" in first and error == "", error

@@ -404,6 +404,19 @@ def _github(text: str, in_property: bool = False) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``lightning-migrate`` command (exit codes: :func:`build_parser`'s description). A reader that stops reading
+    early (``lightning-migrate src | head``) ends the output quietly, as Python's documentation advises for
+    ``SIGPIPE`` (https://docs.python.org/3/library/signal.html#note-on-sigpipe), with exit code 1; a file being fixed
+    is replaced whole or not at all (:func:`lightning_migrate.records.write_atomic`)."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush of stdout at exit would fail again
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
