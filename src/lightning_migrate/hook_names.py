@@ -2,8 +2,9 @@
 
 The checker needs them without Lightning installed (to tell a misspelt or removed hook, such as
 ``on_training_epoch_end`` or ``predict_epoch_end``, from a real one), so they are recorded like the probe data:
-``python -m lightning_migrate.hook_names`` imports Lightning, reads its classes and writes
-``src/lightning_migrate/data/hook_names.json``; the tests check the file against the installed Lightning.
+``python -m lightning_migrate.hook_names --output src/lightning_migrate/data/hook_names.json`` imports Lightning,
+reads its classes and writes that file (named, never a default: an installed copy is not rewritten); the tests
+check the file against the installed Lightning.
 Nothing here is typed by hand.
 
 The JSON holds, per class kind (``"LightningModule"``, ``"Callback"``):
@@ -120,7 +121,13 @@ def load() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", "-o", type=Path, default=RECORD, help=f"default: {RECORD}")
+    parser.add_argument(
+        "--output",
+        "-o",
+        type=Path,
+        required=True,  # never the installed package's own file by default: the checker reads it
+        help="where to write the record (the checkout's is src/lightning_migrate/data/hook_names.json)",
+    )
     args = parser.parse_args(argv)
     text = json.dumps(record(), indent=1) + "\n"
     tmp = args.output.with_suffix(".tmp")
