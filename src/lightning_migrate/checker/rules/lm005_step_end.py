@@ -31,10 +31,9 @@ class StepEnd(Rule):
     summary = f"A ``{MODULE}`` that defines (or binds in its class body) {literal_list(PATTERNS)}."
     fix_text = (
         "**safe** when the method only returns what it received (``return step_output``, a docstring allowed), "
-        f"or only hands it on to Lightning's own hook (``return super().{next(iter(PATTERNS))}(step_output)``, or "
-        "``(*args, **kwargs)``, in a class no base of the project of which defines the hook): Lightning's hook "
-        "returns ``None``, and 1.x then kept the step's output as it was (1.4.9 and 1.9.5 both; under "
-        "``DataParallel``, which 2.x removed, it was left unreduced as well): the method is removed. "
+        f"or only calls the base class's method with it (``return super().{next(iter(PATTERNS))}(step_output)``, "
+        "or ``(*args, **kwargs)``, where no class of your project between yours and ``LightningModule`` defines "
+        "the method): the method is removed. "
         "**manual** otherwise: move its work to the end of the step or to the batch-end hook."
     )
     example = '''\
