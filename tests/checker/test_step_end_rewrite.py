@@ -1,7 +1,7 @@
 """LM005's rewrite of a step-end hook that does work: its body runs at each ``return`` of the class's own step, as
 Lightning 1.x ran it after the step (the step's output kept where the hook returned ``None``), ``proven`` by the
-matrix rows ``rewrite_training_step_end`` and ``rewrite_test_step_end``; and the cases it refuses, each with its
-reason in the marker."""
+matrix rows ``rewrite_training_step_end``, ``rewrite_validation_step_end`` and ``rewrite_test_step_end``; and the
+cases it refuses, each with its reason in the marker."""
 
 from __future__ import annotations
 
@@ -81,20 +81,26 @@ def _tiers(source: str) -> list[tuple[str, str | None]]:
     return [(f.message.split("`")[1].split("(")[0], f.tier) for f in result.findings]
 
 
-def test_the_training_and_test_shapes_are_proven_by_their_matrix_rows():
-    assert proven.proving_rows("training-step-end/into-step") == ["rewrite_training_step_end"]
-    assert proven.proving_rows("test-step-end/into-step") == ["rewrite_test_step_end"]
-    assert "validation-step-end/into-step" not in proven.shapes()
+def test_each_stage_s_shape_is_proven_by_its_matrix_row():
+    for stage in ("training", "validation", "test"):
+        assert proven.proving_rows(f"{stage}-step-end/into-step") == [f"rewrite_{stage}_step_end"]
 
 
 def test_each_return_of_the_step_calls_the_renamed_hook():
+    assert _tiers(MODULE) == [("training_step_end", PROVEN), ("validation_step_end", PROVEN)]
+    fixed = fix(MODULE)  # plain --fix: both shapes are proven
+    assert fixed.split("self.made = []\n\n", 1)[1].split("\n    def configure_optimizers")[0] == REWRITTEN
+    assert fix(fixed) == fixed
+
+
+def test_a_shape_no_row_proves_is_opt_in(monkeypatch):
+    monkeypatch.setattr(proven, "shapes", lambda: frozenset({"training-step-end/into-step"}))
     assert _tiers(MODULE) == [("training_step_end", PROVEN), ("validation_step_end", UNSAFE)]
-    fixed = fix(MODULE)  # plain --fix: the proven training shape only
+    fixed = fix(MODULE)
     assert "ended = self._training_step_end(step_output)" in fixed
     assert "def validation_step_end(self, out):" in fixed and "_validation_step_end" not in fixed
-    both = fix(MODULE, unsafe_fixes=True)
-    assert both.split("self.made = []\n\n", 1)[1].split("\n    def configure_optimizers")[0] == REWRITTEN
-    assert fix(both, unsafe_fixes=True) == both
+    assert "moved into `validation_step`, a shape no row of the scenario matrix proves" in fixed
+    assert fix(MODULE, unsafe_fixes=True).split("self.made = []\n\n", 1)[1].startswith(REWRITTEN)
 
 
 def test_the_rewritten_module_trains_on_the_loss_the_hook_made():
