@@ -18,6 +18,12 @@ RESHAPED = (
     "# lightning-migrate: LM001 manual fix, the body reads outputs; no caching rewrite: "
     f"`test_step_end` reshapes each step's output (1.x collected what it returned): {URL}LM001.html"
 )
+#: LM005's marker on a step-end hook whose class does not define the step itself (``{}``: the step)
+NOT_OWN_STEP = (
+    "# lightning-migrate: LM005 manual fix, move this work into the step or the batch-end hook (the class does not "
+    f"define `{{}}` itself): {URL}LM005.html"
+)
+NOT_OWN_VALIDATION_STEP, NOT_OWN_TEST_STEP = NOT_OWN_STEP.format("validation_step"), NOT_OWN_STEP.format("test_step")
 NO_RELEASE = (
     "# lightning-migrate: LM002 manual fix, the body reads outputs; no caching rewrite: no release "
     f"passed it: {URL}LM002.html"
@@ -75,7 +81,7 @@ PAIRS = [
             def test_epoch_end(self, outputs):
                 self.mean = sum(outputs) / len(outputs)
 
-            # lightning-migrate: LM005 manual fix, move this work into the step or the batch-end hook: {URL}LM005.html
+            {NOT_OWN_TEST_STEP}
             def test_step_end(self, out):
                 return out.mean()
         """,
@@ -304,16 +310,16 @@ PAIRS = [
         import lightning.pytorch as pl
 
         class Base(pl.LightningModule):
-            # lightning-migrate: LM005 manual fix, move this work into the step or the batch-end hook: {URL}LM005.html
+            {NOT_OWN_VALIDATION_STEP}
             def validation_step_end(self, out):
                 return out.mean()
 
         class M(Base):
-            # lightning-migrate: LM005 manual fix, move this work into the step or the batch-end hook: {URL}LM005.html
+            {NOT_OWN_VALIDATION_STEP}
             def validation_step_end(self, out):
                 return super().validation_step_end(out)
 
-            # lightning-migrate: LM005 manual fix, move this work into the step or the batch-end hook: {URL}LM005.html
+            {NOT_OWN_TEST_STEP}
             def test_step_end(self, out):
                 return super().test_step_end(out * 2)
         """,
@@ -332,7 +338,7 @@ PAIRS = [
         import lightning.pytorch as pl
 
         class M(pl.LightningModule):
-            # lightning-migrate: LM005 manual fix, move this work into the step or the batch-end hook: {URL}LM005.html
+            {NOT_OWN_VALIDATION_STEP}
             def validation_step_end(self, out):
                 return out.mean()
         """,

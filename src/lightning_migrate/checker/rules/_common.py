@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from lightning_migrate import registry
-from lightning_migrate.checker.base import Finding, manual_fix
+from lightning_migrate.checker.base import ClassContext, Finding, manual_fix
 
 #: the registry patterns of LM001 (``training_epoch_end`` and its kin), whose rewrites other rules must not cross
 EPOCH_END_METHOD_PATTERNS = ("training-epoch-end", "validation-epoch-end", "test-epoch-end")
@@ -107,3 +107,19 @@ def default_zero(func: cst.FunctionDef, index: int) -> cst.FunctionDef:
     )
     attr = "posonly_params" if index < posonly else "params"
     return func.with_changes(params=params.with_changes(**{attr: seq}))
+
+
+def subclass_defines(ctx: ClassContext, method: str) -> bool:
+    """Whether a class deriving from the class defines ``method``: in the same file, or in another file of the
+    project."""
+    file = ctx.file
+    project, info = file.project, file.info
+    for name, methods in info.methods.items():
+        if method in methods and name != ctx.name:
+            if any((a.name, c) == (info.name, ctx.name) for a, c in project.ancestors(info, info.classes[name])):
+                return True
+    return (
+        file.path is not None
+        and file.path in project.name_of
+        and bool(project.subclasses_defining(info, ctx.name, method))
+    )

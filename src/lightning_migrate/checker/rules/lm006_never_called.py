@@ -30,6 +30,7 @@ from lightning_migrate.checker.rules._common import (
     new_hook,
     new_params,
     removed,
+    subclass_defines,
 )
 
 PATTERNS = by_hook(
@@ -239,7 +240,7 @@ def stage_hooks_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str) -
             return f"Lightning's `{ctx.via}` is not among the recorded classes; it may define the stage hooks"
         inherited |= set(stages) & set(classes[ctx.via])
     for stage_hook in stages:
-        if stage_hook not in ctx.methods and _subclass_defines(ctx, stage_hook):
+        if stage_hook not in ctx.methods and subclass_defines(ctx, stage_hook):
             return f"a subclass defines `{stage_hook}`, which would replace the added one"
     params, arguments = EPOCH_CALL[ctx.kind]
     shape = shape_of(pattern_id)
@@ -259,22 +260,6 @@ def stage_hooks_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str) -
         new_name=helper,
         shape=shape,
         withheld=f"calls from {where}, a shape no row of the scenario matrix proves",
-    )
-
-
-def _subclass_defines(ctx: ClassContext, method: str) -> bool:
-    """Whether a class deriving from the class defines ``method``: in the same file, or in another file of the
-    project."""
-    file = ctx.file
-    project, info = file.project, file.info
-    for name, methods in info.methods.items():
-        if method in methods and name != ctx.name:
-            if any((a.name, c) == (info.name, ctx.name) for a, c in project.ancestors(info, info.classes[name])):
-                return True
-    return (
-        file.path is not None
-        and file.path in project.name_of
-        and bool(project.subclasses_defining(info, ctx.name, method))
     )
 
 
