@@ -105,7 +105,9 @@ RESUMES = {
     ),
 }
 STRATEGIES = {
-    "ddp_fork": 'Lightning\'s ``DDPStrategy(start_method="fork")``, gloo on CPU, ``trainer.devices`` processes'
+    "ddp_fork": (
+        'Lightning\'s ``DDPStrategy(start_method="fork")``, with ``accelerator="cpu"``, ``trainer.devices`` processes'
+    )
 }
 WEIGHTINGS = {
     "batch": "the mean of per-batch means (what the old outputs list gave training_epoch_end / validation_epoch_end)",
