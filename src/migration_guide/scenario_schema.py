@@ -33,7 +33,7 @@ CALLS = {
 TRAIN_STEPS = {
     "loss-dict": 'returns ``{"loss": loss}`` (BoringModel\'s own step)',
     "tensor": "returns the bare loss tensor",
-    "none-batch-1": "returns ``None`` for batch 1 (a skipped batch: the old ``outputs`` list had no entry for it)",
+    "none-batch-1": "returns ``None`` for batch 1 (a skipped batch)",
     "manual": 'manual optimization; returns ``{"loss": loss}``',
     "manual-nothing": "manual optimization; returns nothing",
     "manual-no-loss": 'manual optimization; returns a dict without ``"loss"`` (``{"x": loss}``)',
