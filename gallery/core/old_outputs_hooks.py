@@ -15,8 +15,8 @@ The last 1.x releases, shape by shape: :claim:`old-outputs-on-1-4-9`;
 # %%
 # Set-up
 # ------
-# ``BoringModel`` and ``RandomDataset`` are Lightning's own demo classes: a linear layer trained on random
-# vectors. Four batches per epoch, two epochs, no logger or checkpoints.
+# ``BoringModel`` and ``RandomDataset`` come from ``lightning.pytorch.demos.boring_classes`` (the import below).
+# Four batches per epoch, two epochs, no logger or checkpoints.
 import lightning
 import lightning.pytorch as pl
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset

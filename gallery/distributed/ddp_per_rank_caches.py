@@ -163,7 +163,7 @@ def make_trainer(**kwargs):
 # %%
 # Two processes
 # -------------
-# The page uses ``strategy="ddp_fork"`` (gloo on CPU), so that its notebook runs in Jupyter as it is:
+# The page uses ``strategy="ddp_fork"`` (with ``accelerator="cpu"``), so that its notebook runs in Jupyter as it is:
 # :claim:`ddp-fork-main-process-waits`.
 pl.seed_everything(0)
 ddp_model = ShardCachingModel()
@@ -292,11 +292,11 @@ assert naive["first_21_in_dataset_order"] == 1.0
 # %%
 # Gathering assumes every rank cached as many values
 # --------------------------------------------------
-# The gathered tensor has one row per rank: row ``r`` is rank ``r``'s losses, in the order its batches ran. Reading
-# the rows column by column (``gathered.T.reshape(-1)``) restores the sampler's list of indices (the dataset's order
-# here, asserted above), the repeated samples at its tail, so the first ``len(dataset)`` values are every sample
-# once. The module below does exactly that -- and holds only while every rank caches the same number of losses:
-# :claim:`distributed-sampler-repeats-a-sample`.
+# The module below reshapes the gathered losses into one row per rank (``reshape(world_size, -1)``), row ``r`` meant
+# as rank ``r``'s losses in the order its batches ran, and reads the rows column by column (``gathered.T.reshape(-1)``)
+# to put back the sampler's list of indices (the dataset's order here, asserted above), the repeated samples at its
+# tail, keeping the first ``len(dataset)`` values as every sample once. That reading needs every rank to cache the
+# same number of losses: :claim:`distributed-sampler-repeats-a-sample`.
 
 
 class EqualLengthGather(BoringModel):

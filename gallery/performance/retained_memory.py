@@ -264,10 +264,10 @@ assert (
 # What one cached loss keeps
 # --------------------------
 # A loss is a 0-d tensor, one element, but what a cache keeps alive is its *storage*, which can be larger.
-# ``BoringModel``, Lightning's demo module and the module of this guide's recipe pages, computes ``F.mse_loss``
-# over its (batch, 2) outputs; this page's classifier computes ``F.cross_entropy``. For each, one training step of a
-# real fit: the storage of the loss ``training_step`` returned, of the forms a module can cache, and of the
-# ``outputs["loss"]`` of ``on_train_batch_end`` (``.item()`` is a Python float: no tensor storage).
+# Two losses here: ``BoringModel``'s, the loss of this guide's recipe pages, and the ``F.cross_entropy`` of this
+# page's classifier. For each, one training step of a real fit: the storage of the loss ``training_step`` returned,
+# of the forms a module can cache, and of the ``outputs["loss"]`` of ``on_train_batch_end`` (``.item()`` is a
+# Python float: no tensor storage).
 
 
 def storage_bytes(value):
@@ -357,8 +357,8 @@ assert all(per_entry["classifier", b][".detach()"] == 4 for b in (64, 256)), "F.
 # Long epochs without a Trainer
 # -----------------------------
 # Retained bytes depend only on what each step adds to the cache, not on how the step was scheduled. So the
-# long epochs (up to 10,000 steps) call the same methods directly -- the module's step, then the ``ClosureResult``
-# class that builds ``outputs``, then each approach's batch-end method -- under
+# long epochs (up to 10,000 steps) call the same methods directly -- the module's step, then
+# ``ClosureResult.from_training_step_output(...).asdict()`` as above, then each approach's batch-end method -- under
 # ``torch.no_grad()`` and without optimizer steps, which change the values but not the sizes of what is kept.
 # The same driver is first run for 20 and 100 steps and must match the Trainer's bytes exactly: that check
 # is what licenses the shortcut, and it keeps this page quick to run.
@@ -367,7 +367,6 @@ assert all(per_entry["classifier", b][".detach()"] == 4 for b in (64, 256)), "F.
 # out (the tensor and Python objects around each storage, the allocator's rounding). There each approach
 # fills its cache alone, every cache stays alive until all are measured, and memory freed before a pass is
 # handed back to the system (``malloc_trim``), so that less of it is there for a cache to grow into unseen.
-# Not none: Python's and torch's allocators keep pools of their own, which ``malloc_trim`` does not return.
 process = psutil.Process()
 try:  # glibc: hand memory freed by earlier work back to the system, so that it cannot hide a cache's growth
     release_free_memory = ctypes.CDLL("libc.so.6").malloc_trim

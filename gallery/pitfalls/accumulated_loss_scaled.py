@@ -135,8 +135,8 @@ def train(recipe):
 # %%
 # The symptom
 # -----------
-# Five batches per epoch and ``accumulate_grad_batches=3``: the windows are batches 0-2 and 3-4, the second one
-# short.
+# Five batches per epoch (40 samples in batches of 8) and ``accumulate_grad_batches=3``: five is not a multiple of
+# three. The first line below prints the batches per epoch and the optimizer steps the run took.
 EPOCHS, ACCUMULATE = 2, 3
 trainer, inputs, seen, naive_logged = train(NaiveEpochLossCallback())
 by_hand = [loss_by_hand(weights, batch) for _, _, batch, weights in inputs.steps]
@@ -153,8 +153,8 @@ for epoch, (logged, expected) in enumerate(zip(naive_logged, naive_reference, st
 print(f"outputs['loss'] requires grad: {set(seen.requires_grad)}")
 
 # %%
-# Every ``outputs["loss"]`` is the step's loss divided by 3 -- in the short last window too, where only two
-# batches accumulate -- and so is the naive callback's epoch mean.
+# The lines above show a ratio of 3 between the step's loss and ``outputs["loss"]`` at every batch, batches 3 and 4
+# of each epoch included, and the loss's mean 3 times what the naive callback logged.
 assert trainer.num_training_batches == 5 and trainer.global_step == 2 * EPOCHS  # windows 0-2 and 3-4 per epoch
 assert all(math.isclose(ratio, ACCUMULATE, rel_tol=1e-5) for ratio in ratios), (
     "every outputs['loss'] is the step's loss divided by accumulate_grad_batches, the short last window's too"

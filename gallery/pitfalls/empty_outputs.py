@@ -193,7 +193,6 @@ assert all(
 # %%
 # The cause
 # ---------
-# A step that returns ``None`` has no loss, so nothing goes backward through it.
 # :claim:`None-step-still-steps-optimizer`:
 _, skipped, _, _ = train(SkipsBatchOne, pl.Callback())
 before = {(epoch, batch_idx): weights for epoch, batch_idx, _, weights in skipped.steps}

@@ -75,7 +75,8 @@ class Overwrite(ClearedCache):
 # -----------------------------
 # A callback keeps the weights of each validation run and the cache's length twice: in its own
 # ``on_validation_epoch_end`` (:claim:`plain-callbacks-before-module-epoch-ends`: what the module is about to
-# reduce), and in ``on_validation_end``, after it (what is left). A ``CSVLogger`` keeps what each module logs.
+# reduce), and in ``on_validation_end`` (what is left: the runs below show each cache there). A ``CSVLogger`` keeps
+# what each module logs.
 
 
 class CacheObserver(pl.Callback):

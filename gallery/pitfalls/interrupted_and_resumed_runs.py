@@ -204,9 +204,9 @@ for batch_idx, samples in resumed_steps:
 print(f"resumed epoch's logged mean: {resumed_logged}; uninterrupted epoch 1: {reference_logged[1]:.6f}")
 
 # %%
-# Above, the resumed epoch's 4 steps, numbered 4 to 7, on samples 0 to 31: the first 4 batches again. Its cache held
-# those 4 losses: the logged value is their mean at the weights each was computed with, not the epoch's 8 batches,
-# and not the uninterrupted run's value.
+# Above, the resumed epoch's 4 steps, numbered 4 to 7, on samples 0 to 31 -- the samples of this page's loader's
+# first 4 batches (``IndexDataset`` in order, batches of 8). Its cache held those 4 losses: the logged value is their
+# mean at the weights each was computed with, not the epoch's 8 batches, and not the uninterrupted run's value.
 resumed_batch_idx = [batch_idx for batch_idx, _ in resumed_steps]
 assert (
     len(resume_warnings) == 1

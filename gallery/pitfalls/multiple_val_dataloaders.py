@@ -103,7 +103,8 @@ except RuntimeError as err:
 print(f"training steps taken: {trainer.global_step}")
 
 # %%
-# Without a sanity check, the first validation run is the one that fails -- after the first epoch trained.
+# This page's Trainer runs no sanity check (``num_sanity_val_steps=0``), and the lines above show the error and the
+# training steps taken before it: the first epoch's.
 assert (
     error is not None and "dataloader_idx" in str(error) and trainer.global_step == trainer.num_training_batches == 1
 ), "with two validation loaders, a validation_step without dataloader_idx is refused when validation starts"
@@ -164,7 +165,8 @@ for run, (means, expected) in enumerate(zip(logged, reference_means, strict=True
     print(f"run {run}: " + ", ".join(f"loader {i} {means[i]:.6f} (by hand: {expected[i]:.6f})" for i in means))
 
 # %%
-# Two epochs, two validation runs, two calls of the hook -- not one per loader. Each call found both loaders'
+# The lines above show two calls of the hook in two epochs, not one per loader:
+# :claim:`validation-epoch-end-once-per-run`. Each call found both loaders'
 # losses in the cache (2 and 3 batches) and logged both means in one row, equal to the references; the cache is
 # empty afterwards.
 assert observer.cache_sizes == [{0: len(val_loaders[0]), 1: len(val_loaders[1])}] * 2 == [{0: 2, 1: 3}] * 2, (

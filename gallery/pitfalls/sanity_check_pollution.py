@@ -242,9 +242,9 @@ assert restored.best_val_loss == guarded.best_val_loss == min(expected)
 # %%
 # Why not ``global_step == 0``
 # ----------------------------
-# A guard written as ``self.trainer.global_step == 0`` skips the sanity check of a fresh ``fit`` too -- and
-# also every validation before the first optimizer step: ``trainer.validate()`` on its own, or before
-# ``fit``. Those runs then log nothing (checked below).
+# A guard written as ``self.trainer.global_step == 0``, meant to skip the sanity check, skips every validation run
+# in which ``global_step`` is still 0: that is what its condition says. Below, ``trainer.validate()`` of a fresh
+# module on a new Trainer: the lines it prints show what ``GlobalStepGuard`` and ``Guarded`` each returned.
 
 
 class GlobalStepGuard(Guarded):

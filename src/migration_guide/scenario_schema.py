@@ -33,7 +33,7 @@ CALLS = {
 TRAIN_STEPS = {
     "loss-dict": 'returns ``{"loss": loss}`` (BoringModel\'s own step)',
     "tensor": "returns the bare loss tensor",
-    "none-batch-1": "returns ``None`` for batch 1 (a skipped batch: the old ``outputs`` list had no entry for it)",
+    "none-batch-1": "returns ``None`` for batch 1 (a skipped batch)",
     "manual": 'manual optimization; returns ``{"loss": loss}``',
     "manual-nothing": "manual optimization; returns nothing",
     "manual-no-loss": 'manual optimization; returns a dict without ``"loss"`` (``{"x": loss}``)',
@@ -105,7 +105,9 @@ RESUMES = {
     ),
 }
 STRATEGIES = {
-    "ddp_fork": 'Lightning\'s ``DDPStrategy(start_method="fork")``, gloo on CPU, ``trainer.devices`` processes'
+    "ddp_fork": (
+        'Lightning\'s ``DDPStrategy(start_method="fork")``, with ``accelerator="cpu"``, ``trainer.devices`` processes'
+    )
 }
 WEIGHTINGS = {
     "batch": "the mean of per-batch means (what the old outputs list gave training_epoch_end / validation_epoch_end)",
