@@ -49,7 +49,7 @@ class StepEnd(Rule):
     fix_text = (
         "**safe** when the method only returns what it received (``return step_output``, a docstring allowed), "
         f"or only calls the base class's method with it (``return super().{_HOOK}(step_output)``, "
-        "or ``(*args, **kwargs)``, where no class of your project between yours and ``LightningModule`` defines "
+        f"or ``(*args, **kwargs)``, where no class of your project between yours and ``{MODULE}`` defines "
         "the method): the method is removed. "
         "Otherwise its work moves into the step: the method keeps its body under a name of its own "
         f"(``_{_HOOK}``), and each ``return X`` of the class's own step becomes ``step_output = X``, "
