@@ -10,9 +10,9 @@ of them, a copy of the slice, one scalar per step in two ways -- and after ``.cl
 # %%
 # Measuring a cache
 # -----------------
-# This page counts bytes by *storage*, not by tensor: a slice or the result of ``.detach()`` may share its storage
-# with another tensor, and the checks below say which do. The bytes a cache holds are the sizes of its distinct
-# storages (``untyped_storage().nbytes()``, counted once per storage ``data_ptr``).
+# This page counts bytes by *storage*, not by tensor; the checks below say which of the cached tensors share one.
+# The bytes a cache holds are the sizes of its distinct storages (``untyped_storage().nbytes()``, counted once per
+# storage ``data_ptr``).
 import weakref
 
 import lightning
