@@ -356,12 +356,10 @@ assert all(per_entry["classifier", b][".detach()"] == 4 for b in (64, 256)), "F.
 # %%
 # Long epochs without a Trainer
 # -----------------------------
-# Retained bytes depend only on what each step adds to the cache, not on how the step was scheduled. So the
-# long epochs (up to 10,000 steps) call the same methods directly -- the module's step, then
+# The long epochs (up to 10,000 steps) call the same methods directly -- the module's step, then
 # ``ClosureResult.from_training_step_output(...).asdict()`` as above, then each approach's batch-end method -- under
-# ``torch.no_grad()`` and without optimizer steps, which change the values but not the sizes of what is kept.
-# The same driver is first run for 20 and 100 steps and must match the Trainer's bytes exactly: that check
-# is what licenses the shortcut, and it keeps this page quick to run.
+# ``torch.no_grad()`` and without optimizer steps. The same driver is first run for 20 and 100 steps and must match
+# the Trainer's bytes exactly: that check is what licenses the shortcut, and it keeps this page quick to run.
 #
 # Process RSS (``psutil``) is the second view, for the logits model: it includes what the byte count leaves
 # out (the tensor and Python objects around each storage, the allocator's rounding). There each approach
