@@ -103,8 +103,8 @@ except RuntimeError as err:
 print(f"training steps taken: {trainer.global_step}")
 
 # %%
-# This page's Trainer runs no sanity check (``num_sanity_val_steps=0``), and the lines above show the error and the
-# training steps taken before it: the first epoch's.
+# This page sets ``num_sanity_val_steps=0``; the lines above show the error and the training steps taken before it:
+# the first epoch's.
 assert (
     error is not None and "dataloader_idx" in str(error) and trainer.global_step == trainer.num_training_batches == 1
 ), "with two validation loaders, a validation_step without dataloader_idx is refused when validation starts"

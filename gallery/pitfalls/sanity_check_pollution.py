@@ -242,9 +242,9 @@ assert restored.best_val_loss == guarded.best_val_loss == min(expected)
 # %%
 # Why not ``global_step == 0``
 # ----------------------------
-# A guard written as ``self.trainer.global_step == 0``, meant to skip the sanity check, skips every validation run
-# in which ``global_step`` is still 0: that is what its condition says. Below, ``trainer.validate()`` of a fresh
-# module on a new Trainer: the lines it prints show what ``GlobalStepGuard`` and ``Guarded`` each returned.
+# Your guard ``self.trainer.global_step == 0``, meant to skip the sanity check, is true wherever ``global_step`` is
+# still 0: that is what its condition says. Below: a fresh module validated by a new Trainer; the lines printed show
+# what ``GlobalStepGuard`` and ``Guarded`` each returned.
 
 
 class GlobalStepGuard(Guarded):
