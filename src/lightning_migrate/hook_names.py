@@ -35,6 +35,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from lightning_migrate.records import write_atomic
+
 #: Where the record lives inside the package (shipped with it as package data).
 RECORD = Path(__file__).resolve().parent / "data" / "hook_names.json"
 KINDS = ("LightningModule", "Callback")
@@ -129,10 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         help="where to write the record (the checkout's is src/lightning_migrate/data/hook_names.json)",
     )
     args = parser.parse_args(argv)
-    text = json.dumps(record(), indent=1) + "\n"
-    tmp = args.output.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(args.output)
+    write_atomic(args.output, json.dumps(record(), indent=1) + "\n")  # the project's one atomic write
     print(f"wrote {args.output}")
     return 0
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from lightning_migrate.checker.core import check_source
 from lightning_migrate.checker.proven import RECORD
+from lightning_migrate.records import write_atomic
 from migration_guide import compat
 
 #: The transform of the matrix rows that run the checker's rewrites.
@@ -169,10 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", "-o", type=Path, default=RECORD, help=f"default: {RECORD}")
     args = parser.parse_args(argv)
-    text = json.dumps(record(), indent=1) + "\n"
-    tmp = args.output.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(args.output)
+    write_atomic(args.output, json.dumps(record(), indent=1) + "\n")  # the project's one atomic write
     print(f"wrote {args.output}")
     return 0
 
