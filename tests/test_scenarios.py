@@ -20,6 +20,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import forked
 import pypandoc
 import pytest
 from build_mechanics import run_cache
@@ -30,14 +31,14 @@ from migration_guide.scenarios import harness, space, truth
 
 
 def run_matrix(root: Path, *recipes: str, scenario_ids=(), named_only=False) -> subprocess.CompletedProcess:
-    """Run the matrix over ``root``'s pages (only ``recipes``, only ``scenario_ids``); never raises on a failing
-    matrix."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    args = [arg for recipe in recipes for arg in ("--recipe", recipe)]
+    """Run the matrix over ``root``'s pages (only ``recipes``, only ``scenario_ids``), as ``python -m
+    migration_guide.scenarios`` in a new process (forked from one that imported it: :mod:`forked`); never raises on a
+    failing matrix."""
+    args = ["--root", str(root), *(arg for recipe in recipes for arg in ("--recipe", recipe))]
     args += [arg for sid in scenario_ids for arg in ("--scenario", sid)]
     args += ["--named-only"] if named_only else []
-    command = [sys.executable, "-m", "migration_guide.scenarios", "--root", str(root), *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=900)
+    output = root.with_name(f"{root.name}-matrix-run")
+    return forked.run_module("migration_guide.scenarios", args, output, {"PYTHONPATH": str(ROOT / "src")})
 
 
 def failing_scenarios(stderr: str, recipe: str) -> set[str]:

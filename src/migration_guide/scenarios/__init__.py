@@ -444,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         help=f"run the cells on this Dask scheduler's workers (default: ${SCHEDULER_VARIABLE}, else here)",
     )
     args = parser.parse_args(argv)
+    if not args.root.is_dir():
+        parser.error(f"--root {args.root}: no such folder (the tree whose recipe pages run)")
     try:
         space = load_space(args.matrix)
         unknown = set(args.recipe or ()) - {r.id for r in space.recipes}
