@@ -329,6 +329,8 @@ def test_the_table_matches_the_installed_release():
     for module, names in table["removed"].items():
         for name, replacement in names.items():
             assert name not in now["modules"].get(module, {}), (module, name)
+            # not bound at all: no attribute of that name, public or imported, once every module is imported
+            assert module not in now["modules"] or not hasattr(importlib.import_module(module), name), (module, name)
             if replacement is not None:
                 assert name in now["modules"][replacement], (replacement, name)
     for module in table["modules_removed"]:
@@ -362,6 +364,54 @@ def test_compare_reads_replacements_from_the_homes():
         "definitions": {},
         "deprecated": {},
     }
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from pytorch_lightning.utilities.enums import LightningEnum\n",
+        "from pytorch_lightning.trainer.states import LightningEnum\n",
+        "from pytorch_lightning.utilities.types import LRScheduler, ReduceLROnPlateau\n",
+    ],
+    ids=["enums (lightning-flash)", "trainer states", "types"],
+)
+def test_a_name_2x_binds_without_listing_it_public_is_not_reported(source):
+    """``LightningEnum`` is no public name of the installed release's ``pytorch_lightning.utilities.enums`` (it
+    imports it from lightning_utilities), but the module binds it, so the import works there: no finding."""
+    assert check_source(source.encode()).findings == []
+    exec(compile(source, "source", "exec"), {})  # noqa: S102 - the import, run on the installed release
+
+
+def test_the_names_2x_binds_without_listing_them_are_recorded_from_it():
+    """The new release's record's ``"bound"``: the older records' names each module binds (``hasattr``) without
+    its listing counting them public -- recorded by importing, and only those the older listings name."""
+    new = _record(lightning_names.load()["new"])
+    olds = [_record(version) for version in lightning_names.load()["releases"]]
+    assert "LightningEnum" in new["bound"]["pytorch_lightning.utilities.enums"]
+    assert "LightningEnum" not in new["modules"]["pytorch_lightning.utilities.enums"]
+    for module, names in new["bound"].items():
+        assert names == sorted(names) and not set(names) & set(new["modules"][module]), module
+        assert set(names) <= {n for old in olds for n in old["modules"].get(module, {})}, module
+
+
+def test_compare_leaves_out_a_name_the_new_release_binds_without_listing_it():
+    """A name the new module binds only through an import (its ``"bound"``) imports there: not removed; a name it
+    binds in neither way is."""
+    old = {
+        "package": "p",
+        "version": "1",
+        "failed": [],
+        "modules": {"p.a": {"Enum": "p.a", "gone": "p.a"}},
+    }
+    new = {
+        "package": "p",
+        "version": "2",
+        "failed": [],
+        "modules": {"p.a": {}, "q": {"Enum": "q"}},
+        "bound": {"p.a": ["Enum"]},
+    }
+    assert lightning_names.compare(old, new)["removed"] == {"p.a": {"gone": None}}
+    assert lightning_names.compare(old, {**new, "bound": {}})["removed"] == {"p.a": {"Enum": None, "gone": None}}
 
 
 def test_compare_keeps_a_shim_s_replacement_where_it_is_a_drop_in():

@@ -8,7 +8,10 @@ listed under ``"failed"``) and writes, per module, each public name it binds wit
 defines it (``obj.__module__`` for a class or a function), or the module itself for a value assigned there
 (``EPOCH_OUTPUT = List[STEP_OUTPUT]``). A name is public when it is in the module's ``__all__``, or is a class or
 function of the package, or is assigned in the module's own source; an imported third-party name (``torch``,
-``Optional``) is not the module's.
+``Optional``) is not the module's. With ``--also`` (older records), each module's ``"bound"`` names are those of
+an older record's listing of it that the module binds after import without listing them public (``hasattr``:
+imported there, as ``pytorch_lightning.utilities.enums`` imports ``LightningEnum``): an import of one works, so
+``compare`` counts it kept.
 
 ``python -m lightning_migrate.checker.lightning_names compare OLD NEW`` writes
 ``src/lightning_migrate/data/removed_names.json``: for every ``(module, name)`` of the old record that the new one
@@ -286,16 +289,23 @@ def _public(module: Any) -> dict[str, str]:
     return dict(sorted(names.items()))
 
 
-def record(package: str = PACKAGE, also: tuple[str, ...] = (), replacements: tuple[str, ...] = ()) -> dict[str, Any]:
+def record(
+    package: str = PACKAGE,
+    also: tuple[str, ...] = (),
+    replacements: tuple[str, ...] = (),
+    names: dict[str, set[str]] | None = None,
+) -> dict[str, Any]:
     """Import every module of ``package`` and read its public names; ``also``: more module names to try (an older
     release's, which a newer one may still provide without a file of its own -- the modules 2.x keeps importable
     for old code and checkpoints); one that does not import is simply not recorded. ``replacements``: dotted names
     (an older release's deprecation messages name them) whose parameters to record, ``None`` for one that does not
-    import here.
+    import here. ``names``: ``{module: names}`` of older releases' listings: those a module recorded here binds
+    without listing them public (``hasattr`` once every module is imported) go under ``"bound"``.
 
     Returns:
-        ``{"package", "version", "modules": {module: {name: home}}, "values", "deprecated": {module: {name:
-        shim}} (:func:`_deprecated`), "replacements": {dotted name: parameters or None}, "failed": [module, ...]}``.
+        ``{"package", "version", "modules": {module: {name: home}}, "bound": {module: [name, ...]}, "values",
+        "deprecated": {module: {name: shim}} (:func:`_deprecated`), "replacements": {dotted name: parameters or
+        None}, "failed": [module, ...]}``.
 
     Raises:
         ImportError: ``package`` is not installed.
@@ -327,11 +337,19 @@ def record(package: str = PACKAGE, also: tuple[str, ...] = (), replacements: tup
                 modules[name] = _public(importlib.import_module(name))
             except Exception:  # not there: what the comparison is for
                 continue
+        bound: dict[str, list[str]] = {}
+        for name, wanted in (names or {}).items():
+            if name in modules:
+                module = sys.modules[name]
+                imported = sorted(n for n in wanted if n not in modules[name] and hasattr(module, n))
+                if imported:
+                    bound[name] = imported
     return {
         "package": package,
         "version": getattr(root, "__version__", "?"),
         "environment": _environment(package),
         "modules": dict(sorted(modules.items())),
+        "bound": dict(sorted(bound.items())),
         "values": dict(sorted(values.items())),
         "deprecated": dict(sorted(deprecated.items())),
         "replacements": {path: _parameters_at(path) for path in sorted(set(replacements))},
@@ -361,7 +379,8 @@ def _environment(package: str) -> dict[str, str]:
 
 
 def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """The names of ``old`` that ``new`` does not bind, each with its replacement (see the module docstring).
+    """The names of ``old`` that ``new`` does not bind, each with its replacement (see the module docstring): a name
+    ``new`` binds without listing it public (its ``"bound"``: imported there) is not removed, its import works.
 
     The replacement of a class or function is where ``new`` binds the same name with the same home (the same
     definition): the home itself, else the nearest package above the old module or above the home that exports
@@ -382,7 +401,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     for module, names in old["modules"].items():
         if module in new["failed"] or _private(module):
             continue
-        kept = new["modules"].get(module, {})
+        kept = new["modules"].get(module, {}).keys() | new.get("bound", {}).get(module, ())
         for name, home in names.items():
             if name in kept:
                 continue
@@ -570,6 +589,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "record":
         olders = [json.loads(path.read_text(encoding="utf-8")) for path in args.also]
         also = tuple(dict.fromkeys(module for older in olders for module in older.get("modules", ())))
+        listed: dict[str, set[str]] = {}
+        for older in olders:
+            for module, old_names in older.get("modules", {}).items():
+                listed.setdefault(module, set()).update(old_names)
         wanted = tuple(
             shim["replacement"]
             for older in olders
@@ -577,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
             for shim in names.values()
             if shim["replacement"]
         )
-        _write(args.output, record(also=also, replacements=wanted))
+        _write(args.output, record(also=also, replacements=wanted, names=listed))
     else:
         olds = [json.loads(p.read_text(encoding="utf-8")) for p in args.old]
         _write(args.output, compare_releases(olds, json.loads(args.new.read_text(encoding="utf-8"))))

@@ -30,7 +30,8 @@ class RemovedImports(Rule):
     owners = frozenset()
     summary = (
         "``from pytorch_lightning.<module> import <name>`` (or ``import pytorch_lightning.<module>``) where the "
-        "last 1.x release binds the name (or has the module) and the installed 2.x release does not: the import "
+        "last 1.x release binds the name (or has the module) and the installed 2.x release does not bind it at all "
+        "(a name its module only imports, not counted public there, still imports from it): the import "
         "raises before any hook runs. An older 1.x release is recorded too, for code written for it: a module or "
         "name it had that the last 1.x release had already dropped (``pytorch_lightning.core.lightning``) is "
         "reported the same way, naming that release. The lists are recorded by importing every module of each "
