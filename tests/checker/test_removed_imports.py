@@ -190,7 +190,100 @@ def test_the_definitions_come_from_the_recorded_releases():
     assert definition["expression"] == old["values"]["pytorch_lightning.utilities.types"]["EPOCH_OUTPUT"]["expression"]
     for module, name in definition["imports"]:
         assert module == "typing" or name in new["modules"][module], (module, name)
-    assert lightning_names.compare(old, new) == table
+    newest = lightning_names.compare(old, new)  # the older release's entries are merged beside these
+    assert all(table["removed"][m][n] == r for m, names in newest["removed"].items() for n, r in names.items())
+    assert all(table["definitions"][m][n] == d for m, names in newest["definitions"].items() for n, d in names.items())
+
+
+def _record(version: str) -> dict:
+    import json
+
+    from migration_guide import source_tree
+
+    folder = source_tree.ROOT / "src" / "lightning_migrate" / "data" / "lightning_names"
+    return json.loads((folder / f"{version}.json").read_text(encoding="utf-8"))
+
+
+def test_the_table_is_the_comparison_of_every_recorded_release():
+    """The table is :func:`~lightning_names.compare_releases` of the recorded 1.x releases with 2.6.6: what the
+    newest 1.x release had, and what only the older one had (``pytorch_lightning.core.lightning``), each
+    attributed to the release that had it."""
+    table = lightning_names.load()
+    olds = [_record(version) for version in table["releases"]]
+    assert lightning_names.compare_releases(olds, _record(table["new"])) == table
+    assert table["modules_had"]["pytorch_lightning.core.lightning"] == table["releases"][0]
+    assert "pytorch_lightning.core.lightning" in olds[0]["modules"]
+    assert "pytorch_lightning.core.lightning" not in olds[-1]["modules"]
+
+
+def test_the_older_listing_was_recorded_in_its_own_environment():
+    """The 1.4.9 listing: every module imported, with torchmetrics of 1.4's time (0.6 no longer has the
+    ``r2score`` that ``pytorch_lightning.metrics.functional`` imports)."""
+    record = _record("1.4.9")
+    assert record["environment"]["pytorch-lightning"] == "1.4.9" and record["failed"] == []
+    assert record["environment"]["torchmetrics"].startswith("0.4.")
+    assert "pytorch_lightning.metrics.functional" in record["modules"]
+
+
+OLDER = [
+    (
+        "the old module of the module class: reported as the older release's, no fix (another definition now)",
+        "from pytorch_lightning.core.lightning import LightningModule\n",
+        "manual",
+    ),
+    ("the module itself", "import pytorch_lightning.core.lightning as L\n", "manual"),
+    (
+        "a metric of the old metrics package, which 2.x has no counterpart of",
+        "from pytorch_lightning.metrics import Accuracy\n",
+        "manual",
+    ),
+    (
+        "a name of the older release defined where 2.x defines it: imported from there (safe)",
+        "from pytorch_lightning.core.lightning import ModelHooks\n",
+        "safe",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "tier"), [p[1:] for p in OLDER], ids=[p[0] for p in OLDER])
+def test_a_name_only_an_older_release_had_is_reported_naming_it(source, tier):
+    table = lightning_names.load()
+    older, newest = table["releases"][0], table["old"]
+    [finding] = check_source(source.encode(), fix=True).findings
+    assert finding.code == "LM009" and finding.tier == tier
+    assert f"Lightning {older} has it, {table['new']} does not" in finding.message
+    assert f"Lightning {newest} has it" not in finding.message
+
+
+def test_the_module_class_s_old_import_names_where_2x_defines_one_without_rewriting_it():
+    """1.4.9 defined the class in ``pytorch_lightning.core.lightning``, 2.6.6 in ``pytorch_lightning.core.module``:
+    the records show the same name, not the same object, so the marker names the new place and ``--fix`` rewrites
+    nothing."""
+    source = "from pytorch_lightning.core.lightning import LightningModule\n"
+    fixed = fix(source, unsafe_fixes=True)
+    assert fixed.endswith(source) and "LM009 manual fix" in fixed
+    assert "defines a LightningModule in pytorch_lightning.core.module, not shown to be 1.4.9's" in fixed
+
+
+def test_a_safe_fix_of_an_older_release_s_name_imports_on_the_installed_lightning():
+    fixed = fix("from pytorch_lightning.core.lightning import ModelHooks\n")
+    assert fixed == "from pytorch_lightning.core.hooks import ModelHooks\n"
+    exec(compile(fixed, "fixed", "exec"), {})  # noqa: S102 - the fixed line, run on the installed release
+    assert check_source(fixed.encode()).findings == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from pytorch_lightning import LightningModule, Trainer, seed_everything\n",
+        "from pytorch_lightning.trainer.states import RunningStage, TrainerFn, TrainerState\n",
+        "from pytorch_lightning.core.hooks import ModelHooks\n",
+        "import pytorch_lightning.core.module\n",
+    ],
+    ids=["top level", "trainer states", "hooks", "module kept"],
+)
+def test_an_older_release_s_name_that_2x_still_has_is_not_reported(source):
+    assert check_source(source.encode()).findings == []
 
 
 def test_the_1x_listing_was_recorded_beside_its_era_s_pins():
@@ -236,6 +329,8 @@ def test_the_table_matches_the_installed_release():
     for module, names in table["removed"].items():
         for name, replacement in names.items():
             assert name not in now["modules"].get(module, {}), (module, name)
+            # not bound at all: no attribute of that name, public or imported, once every module is imported
+            assert module not in now["modules"] or not hasattr(importlib.import_module(module), name), (module, name)
             if replacement is not None:
                 assert name in now["modules"][replacement], (replacement, name)
     for module in table["modules_removed"]:
@@ -269,6 +364,54 @@ def test_compare_reads_replacements_from_the_homes():
         "definitions": {},
         "deprecated": {},
     }
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from pytorch_lightning.utilities.enums import LightningEnum\n",
+        "from pytorch_lightning.trainer.states import LightningEnum\n",
+        "from pytorch_lightning.utilities.types import LRScheduler, ReduceLROnPlateau\n",
+    ],
+    ids=["enums (lightning-flash)", "trainer states", "types"],
+)
+def test_a_name_2x_binds_without_listing_it_public_is_not_reported(source):
+    """``LightningEnum`` is no public name of the installed release's ``pytorch_lightning.utilities.enums`` (it
+    imports it from lightning_utilities), but the module binds it, so the import works there: no finding."""
+    assert check_source(source.encode()).findings == []
+    exec(compile(source, "source", "exec"), {})  # noqa: S102 - the import, run on the installed release
+
+
+def test_the_names_2x_binds_without_listing_them_are_recorded_from_it():
+    """The new release's record's ``"bound"``: the older records' names each module binds (``hasattr``) without
+    its listing counting them public -- recorded by importing, and only those the older listings name."""
+    new = _record(lightning_names.load()["new"])
+    olds = [_record(version) for version in lightning_names.load()["releases"]]
+    assert "LightningEnum" in new["bound"]["pytorch_lightning.utilities.enums"]
+    assert "LightningEnum" not in new["modules"]["pytorch_lightning.utilities.enums"]
+    for module, names in new["bound"].items():
+        assert names == sorted(names) and not set(names) & set(new["modules"][module]), module
+        assert set(names) <= {n for old in olds for n in old["modules"].get(module, {})}, module
+
+
+def test_compare_leaves_out_a_name_the_new_release_binds_without_listing_it():
+    """A name the new module binds only through an import (its ``"bound"``) imports there: not removed; a name it
+    binds in neither way is."""
+    old = {
+        "package": "p",
+        "version": "1",
+        "failed": [],
+        "modules": {"p.a": {"Enum": "p.a", "gone": "p.a"}},
+    }
+    new = {
+        "package": "p",
+        "version": "2",
+        "failed": [],
+        "modules": {"p.a": {}, "q": {"Enum": "q"}},
+        "bound": {"p.a": ["Enum"]},
+    }
+    assert lightning_names.compare(old, new)["removed"] == {"p.a": {"gone": None}}
+    assert lightning_names.compare(old, {**new, "bound": {}})["removed"] == {"p.a": {"Enum": None, "gone": None}}
 
 
 def test_compare_keeps_a_shim_s_replacement_where_it_is_a_drop_in():

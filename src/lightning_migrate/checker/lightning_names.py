@@ -8,7 +8,10 @@ listed under ``"failed"``) and writes, per module, each public name it binds wit
 defines it (``obj.__module__`` for a class or a function), or the module itself for a value assigned there
 (``EPOCH_OUTPUT = List[STEP_OUTPUT]``). A name is public when it is in the module's ``__all__``, or is a class or
 function of the package, or is assigned in the module's own source; an imported third-party name (``torch``,
-``Optional``) is not the module's.
+``Optional``) is not the module's. With ``--also`` (older records), each module's ``"bound"`` names are those of
+an older record's listing of it that the module binds after import without listing them public (``hasattr``:
+imported there, as ``pytorch_lightning.utilities.enums`` imports ``LightningEnum``): an import of one works, so
+``compare`` counts it kept.
 
 ``python -m lightning_migrate.checker.lightning_names compare OLD NEW`` writes
 ``src/lightning_migrate/data/removed_names.json``: for every ``(module, name)`` of the old record that the new one
@@ -25,9 +28,15 @@ the definitions and the messages come from the releases, each record naming the 
 in an environment without libcst). The records this table was made from: 1.9.5
 imported in an environment of its own, of 1.9's time (``pytorch-lightning==1.9.5 torchmetrics==0.11.4
 lightning-utilities==0.8.0 requests==2.28.2 "setuptools<81"`` over the pinned torch; ``requests`` lets
-``pytorch_lightning.serve`` import), 2.6.6 as installed, with ``--also`` the 1.9.5 record; both records are kept in
+``pytorch_lightning.serve`` import), 1.4.9 likewise (``pytorch-lightning==1.4.9 "setuptools<70"`` over the pinned
+torch, with ``torchmetrics==0.4.1``: 0.6 no longer has the ``r2score`` that ``pytorch_lightning.metrics.functional``
+imports, and 0.5.1 does not import beside today's tqdm; otherwise the same modules and names), 2.6.6 as installed,
+with ``--also`` the 1.9.5 and the 1.4.9 records (with only the 1.9.5 one, the same listing); the records are kept in
 ``src/lightning_migrate/data/lightning_names/`` (not shipped: the table is). Recorded beside torchmetrics 1.9.0
 instead, the 1.9.5 listing held the same modules and names.
+
+``compare OLD [OLD ...] NEW`` with several 1.x records (:func:`compare_releases`) adds what only an older one had:
+code written for 1.4 imports ``pytorch_lightning.core.lightning``, which 1.9.5 no longer had.
 """
 
 from __future__ import annotations
@@ -280,16 +289,23 @@ def _public(module: Any) -> dict[str, str]:
     return dict(sorted(names.items()))
 
 
-def record(package: str = PACKAGE, also: tuple[str, ...] = (), replacements: tuple[str, ...] = ()) -> dict[str, Any]:
+def record(
+    package: str = PACKAGE,
+    also: tuple[str, ...] = (),
+    replacements: tuple[str, ...] = (),
+    names: dict[str, set[str]] | None = None,
+) -> dict[str, Any]:
     """Import every module of ``package`` and read its public names; ``also``: more module names to try (an older
     release's, which a newer one may still provide without a file of its own -- the modules 2.x keeps importable
     for old code and checkpoints); one that does not import is simply not recorded. ``replacements``: dotted names
     (an older release's deprecation messages name them) whose parameters to record, ``None`` for one that does not
-    import here.
+    import here. ``names``: ``{module: names}`` of older releases' listings: those a module recorded here binds
+    without listing them public (``hasattr`` once every module is imported) go under ``"bound"``.
 
     Returns:
-        ``{"package", "version", "modules": {module: {name: home}}, "values", "deprecated": {module: {name:
-        shim}} (:func:`_deprecated`), "replacements": {dotted name: parameters or None}, "failed": [module, ...]}``.
+        ``{"package", "version", "modules": {module: {name: home}}, "bound": {module: [name, ...]}, "values",
+        "deprecated": {module: {name: shim}} (:func:`_deprecated`), "replacements": {dotted name: parameters or
+        None}, "failed": [module, ...]}``.
 
     Raises:
         ImportError: ``package`` is not installed.
@@ -321,11 +337,19 @@ def record(package: str = PACKAGE, also: tuple[str, ...] = (), replacements: tup
                 modules[name] = _public(importlib.import_module(name))
             except Exception:  # not there: what the comparison is for
                 continue
+        bound: dict[str, list[str]] = {}
+        for name, wanted in (names or {}).items():
+            if name in modules:
+                module = sys.modules[name]
+                imported = sorted(n for n in wanted if n not in modules[name] and hasattr(module, n))
+                if imported:
+                    bound[name] = imported
     return {
         "package": package,
         "version": getattr(root, "__version__", "?"),
         "environment": _environment(package),
         "modules": dict(sorted(modules.items())),
+        "bound": dict(sorted(bound.items())),
         "values": dict(sorted(values.items())),
         "deprecated": dict(sorted(deprecated.items())),
         "replacements": {path: _parameters_at(path) for path in sorted(set(replacements))},
@@ -355,7 +379,8 @@ def _environment(package: str) -> dict[str, str]:
 
 
 def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """The names of ``old`` that ``new`` does not bind, each with its replacement (see the module docstring).
+    """The names of ``old`` that ``new`` does not bind, each with its replacement (see the module docstring): a name
+    ``new`` binds without listing it public (its ``"bound"``: imported there) is not removed, its import works.
 
     The replacement of a class or function is where ``new`` binds the same name with the same home (the same
     definition): the home itself, else the nearest package above the old module or above the home that exports
@@ -376,7 +401,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     for module, names in old["modules"].items():
         if module in new["failed"] or _private(module):
             continue
-        kept = new["modules"].get(module, {})
+        kept = new["modules"].get(module, {}).keys() | new.get("bound", {}).get(module, ())
         for name, home in names.items():
             if name in kept:
                 continue
@@ -420,6 +445,73 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         "definitions": definitions,
         "deprecated": deprecated,
     }
+
+
+def compare_releases(olds: list[dict[str, Any]], new: dict[str, Any]) -> dict[str, Any]:
+    """:func:`compare` of the newest of ``olds`` with ``new``, and what only an older one of ``olds`` had: a user
+    upgrading from an older 1.x release imports modules and names the newest 1.x release had already dropped
+    (``pytorch_lightning.core.lightning``). Each older record is compared with ``new`` the same way (its
+    replacements, definitions and shims by the same standard); a ``(module, name)`` or a module the newest
+    comparison already lists keeps that comparison's entry.
+
+    Returns:
+        :func:`compare`'s table of the newest, with the older releases' entries merged into ``removed``,
+        ``modules_removed``, ``definitions`` and ``deprecated`` (a definition and a shim carry ``"release"``), and
+        ``"releases"``: the old versions compared, oldest first; ``"had"``: ``{module: {name: version}}`` for each
+        removed name the newest old release did not have, the newest older one that did; ``"modules_had"``:
+        ``{module: version}`` likewise for a module.
+    """
+    newest, *older = sorted(olds, key=lambda record: _version(record["version"]), reverse=True)
+    table = compare(newest, new)
+    table.update(releases=sorted((r["version"] for r in olds), key=_version), had={}, modules_had={})
+    for record in older:
+        version, found = record["version"], compare(record, new)
+        for module, names in found["removed"].items():
+            for name, replacement in names.items():
+                if name in table["removed"].get(module, {}):
+                    continue
+                table["removed"].setdefault(module, {})[name] = replacement
+                table["had"].setdefault(module, {})[name] = version
+                for key in ("definitions", "deprecated"):
+                    entry = found[key].get(module, {}).get(name)
+                    if entry is not None:
+                        table[key].setdefault(module, {})[name] = {**entry, "release": version}
+        for module in found["modules_removed"]:
+            if module not in table["modules_removed"]:
+                table["modules_removed"].append(module)
+                table["modules_had"][module] = version
+    table["modules_removed"].sort()
+    table["namesakes"] = _namesakes(table, {r["version"]: r for r in olds}, new)
+    for key in ("removed", "had", "definitions", "deprecated", "namesakes"):
+        table[key] = {module: dict(sorted(names.items())) for module, names in sorted(table[key].items())}
+    return table
+
+
+def _namesakes(table: dict[str, Any], olds: dict[str, dict[str, Any]], new: dict[str, Any]) -> dict[str, Any]:
+    """``{module: {name: [home, ...]}}``: for each removed class or function with no replacement, the public
+    modules that define a class or function of that name in ``new`` -- another definition than the old release's
+    (its home differs), so not shown to be the same object: a lead for the user, never a fix. Values (``log``) are
+    left out: a value of the same name is no lead."""
+    defined: dict[str, set[str]] = {}
+    for module, names in new["modules"].items():
+        for name, home in names.items():
+            value = name in new.get("values", {}).get(home, {})
+            if not _private(home) and not _private(module) and not value:
+                defined.setdefault(name, set()).add(home)
+    found: dict[str, dict[str, list[str]]] = {}
+    for module, names in table["removed"].items():
+        for name, replacement in names.items():
+            release = table["had"].get(module, {}).get(name, table["old"])
+            home = olds[release]["modules"].get(module, {}).get(name)
+            homes = sorted(defined.get(name, set()) - {home})
+            value = home is not None and name in olds[release].get("values", {}).get(home, {})
+            if replacement is None and home is not None and homes and not value:
+                found.setdefault(module, {})[name] = homes
+    return found
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
 def drop_in(old: list[list[Any]] | None, new: list[list[Any]] | None) -> bool:
@@ -486,25 +578,32 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="record the installed release's names")
     rec.add_argument("--output", "-o", type=Path, required=True)
-    rec.add_argument("--also", type=Path, help="an older release's record: try importing its modules too")
-    cmp = sub.add_parser("compare", help="write the table of removed names from two records")
-    cmp.add_argument("old", type=Path)
+    rec.add_argument(
+        "--also", type=Path, action="append", default=[], help="an older release's record: try its modules too"
+    )
+    cmp = sub.add_parser("compare", help="write the table of removed names from the records")
+    cmp.add_argument("old", type=Path, nargs="+", help="the 1.x records (the newest is compared first)")
     cmp.add_argument("new", type=Path)
     cmp.add_argument("--output", "-o", type=Path, default=TABLE)
     args = parser.parse_args(argv)
     if args.command == "record":
-        older = json.loads(args.also.read_text(encoding="utf-8")) if args.also else {}
-        also = tuple(older.get("modules", ()))
+        olders = [json.loads(path.read_text(encoding="utf-8")) for path in args.also]
+        also = tuple(dict.fromkeys(module for older in olders for module in older.get("modules", ())))
+        listed: dict[str, set[str]] = {}
+        for older in olders:
+            for module, old_names in older.get("modules", {}).items():
+                listed.setdefault(module, set()).update(old_names)
         wanted = tuple(
             shim["replacement"]
+            for older in olders
             for names in older.get("deprecated", {}).values()
             for shim in names.values()
             if shim["replacement"]
         )
-        _write(args.output, record(also=also, replacements=wanted))
+        _write(args.output, record(also=also, replacements=wanted, names=listed))
     else:
-        old, new = (json.loads(p.read_text(encoding="utf-8")) for p in (args.old, args.new))
-        _write(args.output, compare(old, new))
+        olds = [json.loads(p.read_text(encoding="utf-8")) for p in args.old]
+        _write(args.output, compare_releases(olds, json.loads(args.new.read_text(encoding="utf-8"))))
     return 0
 
 

@@ -30,8 +30,12 @@ class RemovedImports(Rule):
     owners = frozenset()
     summary = (
         "``from pytorch_lightning.<module> import <name>`` (or ``import pytorch_lightning.<module>``) where the "
-        "last 1.x release binds the name (or has the module) and the installed 2.x release does not: the import "
-        "raises before any hook runs. Both lists are recorded by importing every module of each release in its own "
+        "last 1.x release binds the name (or has the module) and the installed 2.x release does not bind it at all "
+        "(a name its module only imports, not counted public there, still imports from it): the import "
+        "raises before any hook runs. An older 1.x release is recorded too, for code written for it: a module or "
+        "name it had that the last 1.x release had already dropped (``pytorch_lightning.core.lightning``) is "
+        "reported the same way, naming that release. The lists are recorded by importing every module of each "
+        "release in its own "
         "environment, not typed: a public name is one the module's ``__all__`` lists, a class or function of "
         "Lightning, or a value assigned in the module (``EPOCH_OUTPUT``). Not reported: an import in a ``try`` that "
         "catches ``ImportError`` (the file handles it), in the handler of a ``try`` whose body imports only names "
@@ -55,7 +59,10 @@ class RemovedImports(Rule):
         "file reads as an object). A name that moved beside names still there: the statement keeps those and the "
         "moved one joins the imports. **manual** for the rest (a class with no counterpart in the installed "
         "release, such as ``TrainingStep``; a name the definition needs that the file binds otherwise; a shim "
-        "whose message names no drop-in): a marker names what is missing, with the shim's message."
+        "whose message names no drop-in): a marker names what is missing, with the shim's message. A class or "
+        "function the installed release defines elsewhere under the same name, in another module than the old "
+        "release defined it in, is not shown to be the same object: the marker names where the installed release "
+        "defines it, and the statement is left to the user."
     )
     example = """\
 from pytorch_lightning.loops.utilities import recursive_detach
@@ -72,7 +79,6 @@ def detached(outputs):
         name or module, in source order."""
         data = table()
         removed, gone = data["removed"], set(data["modules_removed"])
-        versions = f"Lightning {data['old']} has it, {data['new']} does not"
         guarded = _guarded(tree)
         dead = _fallbacks(tree, removed, gone) | _older_release_branches(tree, data["old"])
         typing_only = _type_checking_branches(tree)
@@ -90,6 +96,7 @@ def detached(outputs):
                     if not missing:
                         continue
                     shown = ", ".join(f"`{n}`" for n in missing)
+                    versions = _versions(data, {_release(data, node.module, n) for n in missing})
                     message = f"{shown} of `{node.module}`: {versions}; " + (
                         TYPING_ONLY if id(node) in typing_only else "the import raises ImportError"
                     )
@@ -102,28 +109,40 @@ def detached(outputs):
                         fix = Fix(SAFE, _from(target), description=f"import from {target}", changes_callers=False)
                     elif shims is not None and (where != -1 or _one_module(shims, len(missing) == len(names))):
                         message += "; " + "; ".join(
-                            f"{data['old']} said: {shim.message}" if shim.message else f"import it from `{shim.module}`"
+                            f"{shim.release} said: {shim.message}"
+                            if shim.message
+                            else f"import it from `{shim.module}`"
                             for shim in shims.values()
                         )
                         fix = _replacement_fix(node, shims, len(missing) == len(names))
                     elif defined is not None and where != -1:
-                        message += "; " + ", ".join(f"define `{n}` as {data['old']} did" for n in defined)
+                        message += "; " + ", ".join(f"define `{n}` as {_had(d, data)} did" for n, d in defined.items())
                         fix = _definition_fix(tree, index, node, missing, defined, data) or manual_fix(
                             self.code, f"gone in {data['new']}: define {', '.join(defined)} by hand"
                         )
                     else:
                         moved = [f"import {n} from {t}" for n, t in missing.items() if t]
                         said = {n: _shim(data, node.module, n) for n, t in missing.items() if not t}
-                        dropped = [n for n, shim in said.items() if shim is None]
+                        namesakes = data.get("namesakes", {}).get(node.module, {})
+                        dropped = [n for n, shim in said.items() if shim is None and n not in namesakes]
                         if dropped:
                             moved.append(f"{', '.join(dropped)} has no replacement: drop it")
-                        moved += [f"{data['old']} said: {shim['message']}" for shim in said.values() if shim]
-                        message += "".join(f"; {data['old']} said: {shim['message']}" for shim in said.values() if shim)
+                        moved += [
+                            f"{data['new']} defines a {n} in {', '.join(namesakes[n])}, not shown to be "
+                            f"{_release(data, node.module, n)}'s: import it from there if it is the one meant"
+                            for n, shim in said.items()
+                            if shim is None and n in namesakes
+                        ]
+                        moved += [f"{_had(shim, data)} said: {shim['message']}" for shim in said.values() if shim]
+                        message += "".join(
+                            f"; {_had(shim, data)} said: {shim['message']}" for shim in said.values() if shim
+                        )
                         fix = manual_fix(self.code, f"gone in {data['new']}: {'; '.join(moved)}")
                     yield where, Finding(self.code, message, (), line=node.lineno, col=node.col_offset + 1, fix=fix)
                 elif isinstance(node, ast.Import):
                     for alias in node.names:
                         if alias.name in gone:
+                            versions = _versions(data, {data.get("modules_had", {}).get(alias.name, data["old"])})
                             message = f"module `{alias.name}`: {versions}; " + (
                                 TYPING_ONLY if id(node) in typing_only else "the import raises ImportError"
                             )
@@ -131,6 +150,28 @@ def detached(outputs):
                             finding = Finding(self.code, message, (), line=node.lineno, col=node.col_offset + 1)
                             finding.fix = fix
                             yield where, finding
+
+
+def _release(data: dict, module: str, name: str) -> str:
+    """The newest recorded 1.x release that had ``name`` in ``module`` (or the module, for a name the records never
+    saw in a module that is gone): the newest, unless only an older one had it
+    (:func:`~lightning_migrate.checker.lightning_names.compare_releases`)."""
+    had = data.get("had", {}).get(module, {}).get(name)
+    return had or data.get("modules_had", {}).get(module) or data["old"]
+
+
+def _had(entry: dict, data: dict) -> str:
+    """The release a recorded definition or shim is of: its ``"release"``, or the newest 1.x release."""
+    return entry.get("release") or data["old"]
+
+
+def _versions(data: dict, releases: set[str]) -> str:
+    """``Lightning 1.4.9 has it, 2.6.6 does not``, from the recorded versions."""
+    order = data.get("releases", [data["old"]])
+    shown = sorted(releases, key=lambda r: order.index(r) if r in order else len(order))
+    if len(shown) == 1:
+        return f"Lightning {shown[0]} has it, {data['new']} does not"
+    return f"Lightning {' and '.join(shown)} have them, {data['new']} does not"
 
 
 #: The exceptions a ``try`` may catch to handle an import that fails.
@@ -267,6 +308,8 @@ class _Replacement:
     #: the shim's deprecation message (empty for a name that moved: the same object elsewhere)
     message: str = ""
     risk: str = ""
+    #: the release whose shim the message is
+    release: str = ""
 
 
 def _replacements(
@@ -298,11 +341,15 @@ def _replacements(
         bound = alias.asname or alias.name
         risks = []
         if not shim["forwards"]:
-            risks.append(f"{data['old']}'s `{alias.name}` did more than hand its arguments to `{shim['replacement']}`")
+            risks.append(
+                f"{_had(shim, data)}'s `{alias.name}` did more than hand its arguments to `{shim['replacement']}`"
+            )
         if not _only_called(tree, bound, node):
-            risks.append(f"the file uses `{bound}` otherwise than calling it, and {data['old']}'s was another object")
+            risks.append(
+                f"the file uses `{bound}` otherwise than calling it, and {_had(shim, data)}'s was another object"
+            )
         tier = UNSAFE if risks else SAFE
-        found[alias.name] = _Replacement(module, tier, shim["message"], "; ".join(risks))
+        found[alias.name] = _Replacement(module, tier, shim["message"], "; ".join(risks), _had(shim, data))
     return found
 
 
@@ -454,15 +501,16 @@ def _definition_fix(
         for bound, d in defined.items()
     )
     lines = [
-        f"{bound} = {d['expression']}  # Lightning {data['old']}'s definition; {data['new']} has none\n"
+        f"{bound} = {d['expression']}  # Lightning {_had(d, data)}'s definition; {data['new']} has none\n"
         for bound, d in defined.items()
     ]
+    releases = " and ".join(sorted({_had(d, data) for d in defined.values()}))
     kept = [a for a in node.names if missing.get(a.name, "") == ""]
     return Fix(
         SAFE if safe else UNSAFE,
         _keep_names({a.asname or a.name for a in kept}),
         description="define " + ", ".join(defined),
-        risk=f"{', '.join(defined)} would be {data['old']}'s definition over {data['new']}'s names, which differ, and "
+        risk=f"{', '.join(defined)} would be {releases}'s definition over {data['new']}'s names, which differ, and "
         "the code reads it when it runs",
         changes_callers=False,
         imports=tuple(imports),
