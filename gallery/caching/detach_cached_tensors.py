@@ -135,8 +135,8 @@ print(f"outputs in on_train_batch_end, requires grad: {undetached.outputs_seen.r
 # %%
 # The symptom
 # -----------
-# Besides the memory, an undetached cache breaks any epoch-end code that leaves torch -- NumPy, scikit-learn,
-# plotting:
+# Besides the memory: epoch-end code that hands the undetached cache to NumPy, as scikit-learn and plotting code do,
+# stops with the error below (asserted further down).
 print(f"{type(undetached.numpy_error).__name__}: {undetached.numpy_error}")
 
 # %%
