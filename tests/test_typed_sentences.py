@@ -1202,7 +1202,47 @@ def _setting_gloss(part: str) -> bool:
     return False
 
 
+#: A tolerance of a comparison ("to float32 rounding", "a relative tolerance of 1e-6", "not bit for bit").
+TOLERANCE = re.compile(
+    r"\b(?:rounding|tolerance(?:\s+of\s+[\w.+-]*\w)?|last bits?|bit for bit|bitwise|approximately)", re.I
+)
+#: The verbs of a reason given for a tolerance: what the computations did ("the workers computed them in batches of
+#: their own", "they add the same numbers in different orders").
+REASON_VERBS = re.compile(
+    VERBS.pattern[: -len(r")\b")]
+    + "|"
+    + "|".join([*BEHAVIOUR_FORMS, "add", "differ", "differs", "round", "rounds"])
+    + r")\b"
+)
+
+
+def _tolerance_reason(part: str) -> bool:
+    """Whether a tolerance is given a reason that says what torch or a library did: right after the tolerance's words,
+    a colon, a parenthesis or "because" opens a clause with a behaviour verb ("to float32 rounding: the workers computed
+    them in batches of their own", "closest to (a sample computed in another batch differs in its last bits)"). A
+    tolerance alone ("compared with a relative tolerance of 1e-6, not bit for bit"), or followed by what the page
+    decides ("to float32 rounding: the choice is about where the code belongs"), is the page's own."""
+    for match in TOLERANCE.finditer(part):
+        rest = part[match.end() :]
+        opened = re.match(r"\s*(?::|\(|\s(?:because|since|as)\b)\s*([^();]+)", rest)
+        if not opened:
+            continue
+        clause = opened[1]
+        words = [w.lower().strip(".,'\"`’”“") for w in clause.split()]
+        if any(w in SITE_SUBJECTS or w in READERS for w in words):
+            continue
+        if any(REASON_VERBS.fullmatch(w) for w in words):
+            return True
+    for match in re.finditer(r"\(([^()]+)\)", part):  # a parenthesis that is itself the reason
+        inner = match[1]
+        if TOLERANCE.search(inner) and not any(w.lower() in SITE_SUBJECTS | READERS for w in inner.split()):
+            if any(REASON_VERBS.fullmatch(w.lower().strip(".,")) for w in inner.split()):
+                return True
+    return False
+
+
 SIXTH_ROUND = {
+    "tolerance reason": _tolerance_reason,
     "universal": _universal_failure,
     "guarantee": _guarantee,
     "list order": _list_order,
@@ -1762,6 +1802,12 @@ TYPED_SIXTH = {
         "Since the sampler pads the shards, torch.cat of the gathered rows counts a sample twice.",
         "As the module moves to the device first, the Trainer hands the batch over as it is.",
     ],
+    "tolerance reason": [
+        "Equal to the model applied by hand (to float32 rounding: the workers computed them in batches of their own).",
+        "Each row is matched to the closest vector (a sample computed in another batch differs in its last bits).",
+        "They agree to float32 rounding (they add the same numbers in different orders).",
+        "Compared with a relative tolerance of 1e-6: the metric and the logger accumulate sums in their own order.",
+    ],
     "setting gloss": [
         "The Trainer is told to leave it alone (use_distributed_sampler=False).",
         "Lightning is asked to keep every prediction (return_predictions=True).",
@@ -1791,12 +1837,17 @@ ORDINARY_SIXTH = [
     "Both epoch values equal the reference (compared with a relative tolerance of 1e-6, not bit for bit).",
     "The page passes use_distributed_sampler=False to the Trainer.",
     "Two epochs of training, to compare the means (max_epochs=2).",
+    "In both configurations the two columns agree to float32 rounding: the choice is about where the code belongs.",
+    "holds: every value matched (relative tolerance 1e-5); differs: the largest relative error.",
+    "Equal to the model applied by hand (compared to float32 rounding, not bit for bit).",
+    "They agree to float32 rounding, as the check below asserts.",
 ]
 
 
 def test_the_sixth_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
     """Each rule of the sixth round -- a failure said of every case, a library's promise, a consequence of a place in
-    a list, a cause whose main clause names Lightning or torch, a setting glossed by what Lightning is made to do --
+    a list, a cause whose main clause names Lightning or torch, a setting glossed by what Lightning is made to do, a
+    tolerance given a reason that says what the computation did --
     flags every phrasing of its class, by that rule; the look-alikes about the reader's code and the page are not
     flagged, by any rule."""
     missed = [
