@@ -1241,7 +1241,57 @@ def _tolerance_reason(part: str) -> bool:
     return False
 
 
+#: Words before "by" that make its noun an agent: a past participle ("synchronized by Lightning", "repeated by the
+#: sampler"), of any verb, not only those of :data:`VERB_STEMS`.
+PARTICIPLE = re.compile(r"[a-z]+(?:ed|en)|" + "|".join(IRREGULAR) + r"|made|done|set|told|seen|shown|known|put|run|cut")
+#: What a participle's agent may be that makes the passive Lightning's, torch's or a library's doing.
+AGENTS = [SUBJECTS, CONCEPT_NAMES, LIBRARY_NAMES, PROCESS_NAMES, CALLBACK_KINDS]
+
+
+def _agent(part: str) -> bool:
+    """Whether a past participle has a name of Lightning, a concept, a library or a process as its agent ("a
+    torchmetrics metric, synchronized by Lightning, needs none", "one of them repeated by the sampler"), whatever the
+    verb: the agent rule of :func:`_verb_near` reads only the verbs of :data:`VERBS`. "computed by hand", "written by
+    the page" and "kept by your module" name no such agent."""
+    for match in re.finditer(r"\b([A-Za-z]+)\s+by\s+((?:the|a|an|each|every)\s+)?", part):
+        if not PARTICIPLE.fullmatch(match[1].lower()) or match[1].lower() in ("need", "speed", "feed", "seed", "bed"):
+            continue
+        rest = part[match.end() :]
+        for pattern in AGENTS:
+            found = pattern.match(rest) if pattern is not CONCEPT_NAMES else pattern.match((match[2] or "") + rest)
+            if found:
+                return True
+    return False
+
+
+def _trainer_arguments() -> list[str]:
+    """The names of the arguments of Lightning's ``Trainer`` with ``_`` in them, read from the installed Lightning
+    (the names of :data:`migration_guide.probes.TRAINER_DEFAULTS` without it)."""
+    try:
+        import inspect
+
+        from lightning.pytorch import Trainer
+    except ImportError:  # pragma: no cover - Lightning is a test requirement
+        return sorted(probes.TRAINER_DEFAULTS, key=len, reverse=True)
+    names = {name for name in inspect.signature(Trainer.__init__).parameters if "_" in name}
+    return sorted(names | set(probes.TRAINER_DEFAULTS), key=len, reverse=True)
+
+
+#: A ``Trainer`` argument named bare, not set (``fast_dev_run``, not ``fast_dev_run=True``).
+SETTING_NAMES = re.compile(r"(?<![\w.=])(?:" + "|".join(map(re.escape, _trainer_arguments())) + r")(?![\w=(])")
+
+
+def _bare_setting(part: str) -> bool:
+    """Whether a ``Trainer`` argument named bare is the subject of a verb ("fast_dev_run sets every batch limit to 1",
+    "fast_dev_run turns checkpointing off"): what a setting does is Lightning's doing, as with :data:`KEYWORDS`. An
+    instruction ("Set fast_dev_run ..."), a name after a preposition ("With fast_dev_run, ...") or before a comma
+    is not a subject."""
+    return not _instruction(part.split()) and _immediate_verb(part, SETTING_NAMES, SUBJECT_VERBS)
+
+
 SIXTH_ROUND = {
+    "agent": _agent,
+    "bare setting": _bare_setting,
     "tolerance reason": _tolerance_reason,
     "universal": _universal_failure,
     "guarantee": _guarantee,
@@ -1802,6 +1852,18 @@ TYPED_SIXTH = {
         "Since the sampler pads the shards, torch.cat of the gathered rows counts a sample twice.",
         "As the module moves to the device first, the Trainer hands the batch over as it is.",
     ],
+    "agent": [
+        "It keeps the first len(dataset) values; a torchmetrics metric, synchronized by Lightning, needs none.",
+        "Each rank logs its own mean, one of the samples repeated by the sampler.",
+        "The last batch, padded by the DDP strategy, holds a repeated sample.",
+        "The hook's outputs, emptied by the Trainer, hold nothing at epoch end.",
+    ],
+    "bare setting": [
+        "fast_dev_run sets every batch limit to 1 itself.",
+        "fast_dev_run validates once, after its one training batch.",
+        "fast_dev_run turns checkpointing off: there is no last.ckpt to restart from.",
+        "With a fraction, limit_val_batches counts the batches of each rank.",
+    ],
     "tolerance reason": [
         "Equal to the model applied by hand (to float32 rounding: the workers computed them in batches of their own).",
         "Each row is matched to the closest vector (a sample computed in another batch differs in its last bits).",
@@ -1841,13 +1903,21 @@ ORDINARY_SIXTH = [
     "holds: every value matched (relative tolerance 1e-5); differs: the largest relative error.",
     "Equal to the model applied by hand (compared to float32 rounding, not bit for bit).",
     "They agree to float32 rounding, as the check below asserts.",
+    "The loss of each sample, computed by hand, is the reference.",
+    "A value written by the page's callback, kept by your module until it is cleared.",
+    "Each batch is shown by running it, with the fix.",
+    "Not combined: fast_dev_run and batch limits are two ways of shortening a run, each run on its own.",
+    "With fast_dev_run, the page trains one batch.",
+    "Set fast_dev_run to train one batch.",
+    "The matrix runs fast_dev_run=True with the default schedule only.",
 ]
 
 
 def test_the_sixth_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
     """Each rule of the sixth round -- a failure said of every case, a library's promise, a consequence of a place in
     a list, a cause whose main clause names Lightning or torch, a setting glossed by what Lightning is made to do, a
-    tolerance given a reason that says what the computation did --
+    tolerance given a reason that says what the computation did, a participle whose agent is Lightning's, a
+    ``Trainer`` argument named bare as a subject --
     flags every phrasing of its class, by that rule; the look-alikes about the reader's code and the page are not
     flagged, by any rule."""
     missed = [
