@@ -802,6 +802,8 @@ def reasons(sentence: str, context: str = "") -> list[str]:
         found.append("pronoun")  # "The list they return has ...", "..., and they never run"
     if not _instruction(sentence.split()) and _fragment(context, sentence):
         found.append("fragment")  # "The same setting with validation_epoch_end defined: refused all the same."
+    for part in sentence.split("\x00"):
+        found += [reason for reason, rule in SIXTH_ROUND.items() if rule(part)]
     return found
 
 
@@ -1088,6 +1090,217 @@ def _release_verb(part: str) -> bool:
         if index < len(words) and _verb_at(words, index, SUBJECT_VERBS):
             return True
     return False
+
+
+# -- Sixth round: shapes an audit of the built site found past the earlier rules ---------------------------------------
+#: Third-person and past forms of failing: said of every case ("breaks any epoch-end code"), a rule of torch's or
+#: Lightning's, not an observation of the page's run.
+FAILURES = set(
+    "breaks broke fails failed crashes crashed raises raised errors errored refuses refused rejects rejected".split()
+)
+#: Words that make a statement universal: a quantifier opening a noun phrase, or an adverb of always and never.
+QUANTIFIERS = {"any", "every", "all", "whatever", "each"}
+ALWAYS = {"always", "never", "invariably"}
+#: What the site and the reader do: a subject of these is the site's own account or the reader's code.
+SITE_SUBJECTS = {"page", "guide", "site", "build", "checker", "example", "examples", "you", "your", "we", "test",
+                 "tests", "assert", "check", "checks"}  # fmt: skip
+
+
+def _clauses(part: str) -> list[list[str]]:
+    """The clauses of ``part``, split at a comma, a colon, a semicolon, a dash or a parenthesis, as word lists."""
+    return [c.split() for c in re.split(r"[,:;()]|\s[—–]\s|\s--\s", part) if c.strip()]
+
+
+def _universal_failure(part: str) -> bool:
+    """Whether a clause states that something fails in every case: a failure verb (:data:`FAILURES`) whose object
+    is quantified ("breaks any epoch-end code", "fails every call"), whose subject is ("any tensor that keeps its
+    graph fails in NumPy", "every such call raises"), or with an adverb of always ("an undetached cache always fails").
+    A relative clause ("any hook that fails"), a condition ("if any check fails"), an instruction, the reader's code
+    and the site's own checks are left alone."""
+    if _instruction(part.split()):
+        return False
+    for words in _clauses(part):
+        low = [w.lower().strip(".,;:'\"`’”“") for w in words]
+        for index, word in enumerate(low):
+            if word not in FAILURES:
+                continue
+            before = low[:index]
+            if before and before[-1] in ("that", "which", "who", "to"):
+                continue  # a relative clause or an infinitive: "any hook that fails", "set to fail"
+            if any(w in SITE_SUBJECTS or w in READERS for w in before) or any(w in MODALS for w in before):
+                continue
+            if any(w in ("if", "when", "whether", "unless", "once") for w in before):
+                continue  # a condition: "if any check fails"
+            after = [w for w in low[index + 1 :] if w not in ADVERBS]
+            if after and after[0] in QUANTIFIERS and len(after) > 1:
+                return True  # "breaks any epoch-end code"
+            if before and before[0] in QUANTIFIERS - {"whatever"} and len(before) > 1:
+                return True  # "any tensor with a graph fails in NumPy" ("whatever Lightning raises" is an object)
+            if before and before[-1] in ALWAYS:
+                return True  # "an undetached cache always fails"
+    return False
+
+
+#: What a library guarantees, in any form ("bitwise equality is not something they promise", "no guarantee of order").
+GUARANTEES = re.compile(r"\b(?:promis|guarant|warrant)\w*", re.I)
+
+
+def _guarantee(part: str) -> bool:
+    """Whether the sentence says what a library promises or guarantees: a word of :data:`GUARANTEES` in a sentence
+    whose clause does not name the site or the reader as the one who promises ("This page guarantees ...", "your code
+    must guarantee ...")."""
+    for words in _clauses(part):
+        low = [w.lower().strip(".,;:'\"`’”“") for w in words]
+        for index, word in enumerate(low):
+            if GUARANTEES.fullmatch(word) and not any(
+                w in SITE_SUBJECTS or w in READERS or w in MODALS for w in low[:index]
+            ):
+                return True
+    return False
+
+
+#: A place in a list of callbacks or hooks ("first in the list", "last in the callbacks list").
+LIST_PLACE = re.compile(r"\b(?:first|last|earlier|later|second)\s+in\s+(?:the|its|their)\s+(?:\w+\s+)?list\b", re.I)
+#: A consequence drawn from it: "so", "so that", "and so", "which is why".
+CONSEQUENCE = re.compile(r"(?:,|;)?\s\b(?:so|so that|hence|thus|which is why|and therefore)\b", re.I)
+
+
+def _list_order(part: str) -> bool:
+    """Whether a place in a list is given a consequence in the same sentence: "They come first in the list, so they see
+    a batch before the naive callback fails on it" says that Lightning calls the callbacks in the list's order. A
+    place alone ("The plain callback is last in the callbacks list") is the reader's code, and so is an instruction."""
+    match = LIST_PLACE.search(part)
+    if not match or _instruction(part.split()) or any(w.lower().strip(".,;:") in READERS for w in part.split()):
+        return False  # an instruction, or the reader's own list ("Put your recorder first in the list, so ...")
+    return bool(CONSEQUENCE.search(part[match.end() :]))
+
+
+def _cause(part: str) -> bool:
+    """Whether a sentence opened by a cause ("Because the metrics are added after the module was made, ``self.log`` is
+    told ...") draws its main clause about a name of Lightning's or torch's (its hooks, :data:`CONCEPTS`, its API
+    paths, the libraries): the cause is then a statement of why Lightning needs something. A main clause that is an
+    instruction ("Because your module keeps a list, clear it ...") is the reader's."""
+    match = re.match(r"\s*(?:Because|As|Since)\s+(?![12]\.)[^,]+,\s*(.+)", part)
+    if not match:
+        return False
+    main = match[1].split()
+    if not main or _instruction([main[0].capitalize(), *main[1:]]):
+        return False
+    main = " ".join(main)
+    return any(group.search(main) for group in (SUBJECTS, HOOKS, CONCEPT_NAMES, API_PATHS, LIBRARY_NAMES))
+
+
+def _setting_gloss(part: str) -> bool:
+    """Whether a setting of Lightning's in parentheses (:data:`KEYWORDS`) closes a clause that says what Lightning is
+    made to do ("the ``Trainer`` is told to leave it alone (``use_distributed_sampler=False``)"): a name of Lightning
+    with an infinitive before the parenthesis, in the same clause, is what the setting does."""
+    for match in re.finditer(r"\(([^()]*)\)", part):
+        if not KEYWORDS.search(match[1]):
+            continue
+        clause = re.split(r"[,:;]|\s[—–]\s|\s--\s", part[: match.start()])[-1]
+        name = SUBJECTS.search(clause)
+        if name and re.search(r"\bto\s+[a-z]+", clause[name.end() :]) and not _instruction(clause.split()):
+            return True
+    return False
+
+
+#: A tolerance of a comparison ("to float32 rounding", "a relative tolerance of 1e-6", "not bit for bit").
+TOLERANCE = re.compile(
+    r"\b(?:rounding|tolerance(?:\s+of\s+[\w.+-]*\w)?|last bits?|bit for bit|bitwise|approximately)", re.I
+)
+#: The verbs of a reason given for a tolerance: what the computations did ("the workers computed them in batches of
+#: their own", "they add the same numbers in different orders").
+REASON_VERBS = re.compile(
+    VERBS.pattern[: -len(r")\b")]
+    + "|"
+    + "|".join([*BEHAVIOUR_FORMS, "add", "differ", "differs", "round", "rounds"])
+    + r")\b"
+)
+
+
+def _tolerance_reason(part: str) -> bool:
+    """Whether a tolerance is given a reason that says what torch or a library did: right after the tolerance's words,
+    a colon, a parenthesis or "because" opens a clause with a behaviour verb ("to float32 rounding: the workers computed
+    them in batches of their own", "closest to (a sample computed in another batch differs in its last bits)"). A
+    tolerance alone ("compared with a relative tolerance of 1e-6, not bit for bit"), or followed by what the page
+    decides ("to float32 rounding: the choice is about where the code belongs"), is the page's own."""
+    for match in TOLERANCE.finditer(part):
+        rest = part[match.end() :]
+        opened = re.match(r"\s*(?::|\(|\s(?:because|since|as)\b)\s*([^();]+)", rest)
+        if not opened:
+            continue
+        clause = opened[1]
+        words = [w.lower().strip(".,'\"`’”“") for w in clause.split()]
+        if any(w in SITE_SUBJECTS or w in READERS for w in words):
+            continue
+        if any(REASON_VERBS.fullmatch(w) for w in words):
+            return True
+    for match in re.finditer(r"\(([^()]+)\)", part):  # a parenthesis that is itself the reason
+        inner = match[1]
+        if TOLERANCE.search(inner) and not any(w.lower() in SITE_SUBJECTS | READERS for w in inner.split()):
+            if any(REASON_VERBS.fullmatch(w.lower().strip(".,")) for w in inner.split()):
+                return True
+    return False
+
+
+#: Words before "by" that make its noun an agent: a past participle ("synchronized by Lightning", "repeated by the
+#: sampler"), of any verb, not only those of :data:`VERB_STEMS`.
+PARTICIPLE = re.compile(r"[a-z]+(?:ed|en)|" + "|".join(IRREGULAR) + r"|made|done|set|told|seen|shown|known|put|run|cut")
+#: What a participle's agent may be that makes the passive Lightning's, torch's or a library's doing.
+AGENTS = [SUBJECTS, CONCEPT_NAMES, LIBRARY_NAMES, PROCESS_NAMES, CALLBACK_KINDS]
+
+
+def _agent(part: str) -> bool:
+    """Whether a past participle has a name of Lightning, a concept, a library or a process as its agent ("a
+    torchmetrics metric, synchronized by Lightning, needs none", "one of them repeated by the sampler"), whatever the
+    verb: the agent rule of :func:`_verb_near` reads only the verbs of :data:`VERBS`. "computed by hand", "written by
+    the page" and "kept by your module" name no such agent."""
+    for match in re.finditer(r"\b([A-Za-z]+)\s+by\s+((?:the|a|an|each|every)\s+)?", part):
+        if not PARTICIPLE.fullmatch(match[1].lower()) or match[1].lower() in ("need", "speed", "feed", "seed", "bed"):
+            continue
+        rest = part[match.end() :]
+        for pattern in AGENTS:
+            found = pattern.match(rest) if pattern is not CONCEPT_NAMES else pattern.match((match[2] or "") + rest)
+            if found:
+                return True
+    return False
+
+
+def _trainer_arguments() -> list[str]:
+    """The names of the arguments of Lightning's ``Trainer`` with ``_`` in them, read from the installed Lightning
+    (the names of :data:`migration_guide.probes.TRAINER_DEFAULTS` without it)."""
+    try:
+        import inspect
+
+        from lightning.pytorch import Trainer
+    except ImportError:  # pragma: no cover - Lightning is a test requirement
+        return sorted(probes.TRAINER_DEFAULTS, key=len, reverse=True)
+    names = {name for name in inspect.signature(Trainer.__init__).parameters if "_" in name}
+    return sorted(names | set(probes.TRAINER_DEFAULTS), key=len, reverse=True)
+
+
+#: A ``Trainer`` argument named bare, not set (``fast_dev_run``, not ``fast_dev_run=True``).
+SETTING_NAMES = re.compile(r"(?<![\w.=])(?:" + "|".join(map(re.escape, _trainer_arguments())) + r")(?![\w=(])")
+
+
+def _bare_setting(part: str) -> bool:
+    """Whether a ``Trainer`` argument named bare is the subject of a verb ("fast_dev_run sets every batch limit to 1",
+    "fast_dev_run turns checkpointing off"): what a setting does is Lightning's doing, as with :data:`KEYWORDS`. An
+    instruction ("Set fast_dev_run ..."), a name after a preposition ("With fast_dev_run, ...") or before a comma
+    is not a subject."""
+    return not _instruction(part.split()) and _immediate_verb(part, SETTING_NAMES, SUBJECT_VERBS)
+
+
+SIXTH_ROUND = {
+    "agent": _agent,
+    "bare setting": _bare_setting,
+    "tolerance reason": _tolerance_reason,
+    "universal": _universal_failure,
+    "guarantee": _guarantee,
+    "list order": _list_order,
+    "cause": _cause,
+    "setting gloss": _setting_gloss,
+}
 
 
 @dataclass(frozen=True)
@@ -1609,6 +1822,117 @@ def test_the_fifth_rounds_rules_flag_their_shapes_in_context_and_pass_ordinary_o
         for context, sentence in ORDINARY_IN_CONTEXT
         for part in sentences(sentence, heading=False)
         if flagged(part, context)
+    ]
+    assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+
+
+#: Sixth round, from an audit of the built site: sentences each rule must flag, by the rule (``reasons``).
+TYPED_SIXTH = {
+    "universal": [
+        "Besides the memory, an undetached cache breaks any epoch-end code that leaves torch.",
+        "Any tensor that still has a graph fails in NumPy.",
+        "Every such collective call raises in the other worker.",
+        "An undetached cache always fails in scikit-learn.",
+        "A fractional limit refuses every loader with one batch.",
+    ],
+    "guarantee": [
+        "The metric and the logger accumulate sums in their own order, and bitwise equality is not something they "
+        "promise.",
+        "torch guarantees that a view shares the storage of its base.",
+        "There is no guarantee that the callbacks run in the order of the list.",
+        "The sampler promises each rank the same number of samples.",
+    ],
+    "list order": [
+        "They come first in the list, so they see a batch before the naive callback fails on it.",
+        "The recorder is first in the callbacks list, so that it notes each batch before the others.",
+        "Put first in the list, the checkpoint callback saves before EarlyStopping stops; hence the order.",
+        "The writer is last in its list, so it reads what the others wrote.",
+    ],
+    "cause": [
+        "Because the metrics are added after the module was made, self.log is told which attribute each one is.",
+        "Because the loop reuses the list, on_train_epoch_end reads it cleared.",
+        "Since the sampler pads the shards, torch.cat of the gathered rows counts a sample twice.",
+        "As the module moves to the device first, the Trainer hands the batch over as it is.",
+    ],
+    "agent": [
+        "It keeps the first len(dataset) values; a torchmetrics metric, synchronized by Lightning, needs none.",
+        "Each rank logs its own mean, one of the samples repeated by the sampler.",
+        "The last batch, padded by the DDP strategy, holds a repeated sample.",
+        "The hook's outputs, emptied by the Trainer, hold nothing at epoch end.",
+    ],
+    "bare setting": [
+        "fast_dev_run sets every batch limit to 1 itself.",
+        "fast_dev_run validates once, after its one training batch.",
+        "fast_dev_run turns checkpointing off: there is no last.ckpt to restart from.",
+        "With a fraction, limit_val_batches counts the batches of each rank.",
+    ],
+    "tolerance reason": [
+        "Equal to the model applied by hand (to float32 rounding: the workers computed them in batches of their own).",
+        "Each row is matched to the closest vector (a sample computed in another batch differs in its last bits).",
+        "They agree to float32 rounding (they add the same numbers in different orders).",
+        "Compared with a relative tolerance of 1e-6: the metric and the logger accumulate sums in their own order.",
+    ],
+    "setting gloss": [
+        "The Trainer is told to leave it alone (use_distributed_sampler=False).",
+        "Lightning is asked to keep every prediction (return_predictions=True).",
+        "The module builds its own loader, and the Trainer is made to use it as it is (use_distributed_sampler=False).",
+        "Lightning is left to average the values (sync_dist=True).",
+    ],
+}
+#: Sentences of the same shapes about the reader's code, the page or its checks: none may be flagged.
+ORDINARY_SIXTH = [
+    "Besides the memory: epoch-end code that hands the undetached cache to NumPy stops with the error below.",
+    "A callback that forgets .clear() or overwrites instead of appending fails these checks.",
+    "Forgetting .clear() breaks the recipe's checks in many Trainer configurations.",
+    "Fix any hook that fails.",
+    "If any check fails, the site is not published.",
+    "Your code fails every check below.",
+    "Neither raises anything: the only symptom is a wrong number.",
+    "whatever Lightning raises: the checks below say which",
+    "The page guarantees nothing it has not run.",
+    "Your code must guarantee the same calls on every rank.",
+    "This guide promises each value is computed by hand.",
+    "The callbacks list puts them first; the lines printed below include the batch the naive callback fails on.",
+    "The plain callback is last in the callbacks list.",
+    "Put your recorder first in the list, so that it sees every batch.",
+    "Because your module keeps its own list, clear it in on_train_epoch_end.",
+    "Because the page runs two processes, its output comes from rank 0.",
+    "The module passes metric_attribute to self.log: the name of the attribute that holds each metric it added.",
+    "Both epoch values equal the reference (compared with a relative tolerance of 1e-6, not bit for bit).",
+    "The page passes use_distributed_sampler=False to the Trainer.",
+    "Two epochs of training, to compare the means (max_epochs=2).",
+    "In both configurations the two columns agree to float32 rounding: the choice is about where the code belongs.",
+    "holds: every value matched (relative tolerance 1e-5); differs: the largest relative error.",
+    "Equal to the model applied by hand (compared to float32 rounding, not bit for bit).",
+    "They agree to float32 rounding, as the check below asserts.",
+    "The loss of each sample, computed by hand, is the reference.",
+    "A value written by the page's callback, kept by your module until it is cleared.",
+    "Each batch is shown by running it, with the fix.",
+    "Not combined: fast_dev_run and batch limits are two ways of shortening a run, each run on its own.",
+    "With fast_dev_run, the page trains one batch.",
+    "Set fast_dev_run to train one batch.",
+    "The matrix runs fast_dev_run=True with the default schedule only.",
+]
+
+
+def test_the_sixth_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
+    """Each rule of the sixth round -- a failure said of every case, a library's promise, a consequence of a place in
+    a list, a cause whose main clause names Lightning or torch, a setting glossed by what Lightning is made to do, a
+    tolerance given a reason that says what the computation did, a participle whose agent is Lightning's, a
+    ``Trainer`` argument named bare as a subject --
+    flags every phrasing of its class, by that rule; the look-alikes about the reader's code and the page are not
+    flagged, by any rule."""
+    missed = [
+        (rule, sentence)
+        for rule, cases in TYPED_SIXTH.items()
+        for sentence in cases
+        if not any(rule in reasons(part) for part in sentences(sentence, heading=False))
+    ]
+    wrong = [
+        (sentence, reasons(part))
+        for sentence in ORDINARY_SIXTH
+        for part in sentences(sentence, heading=False)
+        if flagged(part)
     ]
     assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
 

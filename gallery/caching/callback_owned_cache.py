@@ -66,8 +66,8 @@ def fit(callbacks, logger=False, max_epochs=1, **kwargs):
 
 # %%
 # ``num_sanity_val_steps=2``, ``limit_val_batches=3``: :claim:`sanity-check-calls-the-same-hooks`. A cache filled in
-# every call and reduced at the end of the sanity run (a "best score", an early-stopping reference) holds 2 batches of
-# an untrained model.
+# every call and reduced at the end of the sanity run (a "best score", an early-stopping reference) holds those 2
+# sanity batches: :claim:`default-sanity-check-and-checkpointing`.
 counter = RunCounter()
 trainer = fit([counter])
 print(f"validation runs (sanity check?, batches): {counter.runs}")

@@ -39,7 +39,7 @@ class CachingModel(BoringModel):
         else:
             self.losses.append(loss)
             self.confidences.append(confidence)
-        return {"loss": loss, "confidence": confidence}  # the loss keeps its graph: the backward pass uses it
+        return {"loss": loss, "confidence": confidence}  # the loss as computed, for the optimizer step
 
     def on_train_epoch_end(self):
         self.at_epoch_end = footprint(self.losses + self.confidences, exclude=list(self.parameters()))
@@ -82,7 +82,7 @@ def footprint(cached, exclude):
                 continue
             try:
                 value = getattr(node, name)
-            except RuntimeError:  # freed by the backward pass
+            except RuntimeError:  # one that cannot be read: left out
                 continue
             if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() not in excluded:
                 saved.append(value)
@@ -135,8 +135,8 @@ print(f"outputs in on_train_batch_end, requires grad: {undetached.outputs_seen.r
 # %%
 # The symptom
 # -----------
-# Besides the memory, an undetached cache breaks any epoch-end code that leaves torch -- NumPy, scikit-learn,
-# plotting:
+# Besides the memory: epoch-end code that hands the undetached cache to NumPy, as scikit-learn and plotting code do,
+# stops with the error below (asserted further down).
 print(f"{type(undetached.numpy_error).__name__}: {undetached.numpy_error}")
 
 # %%

@@ -117,7 +117,7 @@ def graph_kept(tensors):
             if name.startswith("_saved_"):
                 try:
                     value = getattr(node, name)
-                except RuntimeError:  # freed by the backward pass
+                except RuntimeError:  # one that cannot be read: left out
                     continue
                 if isinstance(value, torch.Tensor):
                     saved[value.untyped_storage().data_ptr()] = value.untyped_storage().nbytes()

@@ -138,7 +138,7 @@ print(f"self.all_gather returned shape {gathered_shape}")
 # -----------------
 # :claim:`All-gather-stacks-one-block-per-rank`. Read rank by rank, the first 25 rows are the wrong ones: the lines
 # below show the samples they hold, one of them twice and one missing. Each kept row is matched below to the sample
-# whose vector, computed by hand, it is closest to (a sample computed in another batch differs in its last bits).
+# whose vector, computed by hand, it is closest to: the page asks for the nearest vector, not for equal bits.
 saved, reference = results["rank by rank, 3 processes"]
 samples = [int((reference - row).abs().amax(dim=1).argmin()) for row in saved]
 print(f"rank by rank, the samples kept: {samples}")

@@ -317,7 +317,7 @@ class EqualLengthGather(BoringModel):
 # %%
 # A sampler that does not pad hands the ranks shards of different sizes. Here the module builds its own validation
 # loader in ``val_dataloader`` -- rank ``r`` takes every second sample from ``r`` on, 11 samples on rank 0 and 10 on
-# rank 1 -- and the ``Trainer`` is told to leave it alone (``use_distributed_sampler=False``). The small helper below
+# rank 1 -- and the page passes ``use_distributed_sampler=False`` to the ``Trainer``. The small helper below
 # sends the standard error of this process and of the worker processes to a file, so that the page can show what
 # was written there.
 

@@ -184,8 +184,8 @@ for name, (options, loaders) in runs.items():
 # What the writer delivered
 # -------------------------
 # In every run the saved file holds one tensor per dataloader, with every sample's prediction once, in the dataset's
-# order, equal to the model applied by hand (to float32 rounding: the workers computed them in batches of their
-# own). The same writer works with one process and with several, with one predict dataloader and with several. Under
+# order, equal to the model applied by hand (compared to float32 rounding, not bit for bit). The same writer works
+# with one process and with several, with one predict dataloader and with several. Under
 # a framework that replaces the batch sampler, see :doc:`Predictions under DDP when a framework replaces the batch
 # sampler </examples/distributed/ddp_predict_replaced_batch_sampler>`.
 assert all(

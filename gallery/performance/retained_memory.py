@@ -263,7 +263,7 @@ assert (
 # %%
 # What one cached loss keeps
 # --------------------------
-# A loss is a 0-d tensor, one element, but what a cache keeps alive is its *storage*, which can be larger.
+# A loss is a 0-d tensor, one element; the bytes below are those of its *storage*, as everywhere on this page.
 # Two losses here: ``BoringModel``'s, the loss of this guide's recipe pages, and the ``F.cross_entropy`` of this
 # page's classifier. For each, one training step of a real fit: the storage of the loss ``training_step`` returned,
 # of the forms a module can cache, and of the ``outputs["loss"]`` of ``on_train_batch_end`` (``.item()`` is a
@@ -497,10 +497,8 @@ assert times_fewer >= 100, (
 # The same caches in process RSS
 # ------------------------------
 # RSS growth while each cache filled (MiB, 2**20 bytes). It counts what the byte count leaves out -- each
-# cached element sits in a whole tensor object -- but it is coarse: the allocators hand out
-# memory in pages and reuse pools that earlier work left, so the scalar caches' figures move from one run to
-# the next, and two caches that hold the same data can differ. Only what stands far above that noise is
-# asserted: the old contract's growth against the others'.
+# cached element sits in a whole tensor object -- but it is coarse: only what stands far above its
+# noise is asserted, the old contract's growth against the others'.
 rss = {name: direct["loss + logits", name] for name in APPROACHES}
 print(f"RSS growth (MiB) at {CHECKPOINTS[-1]:,} steps, and per step (bytes):")
 for name, measured in rss.items():

@@ -88,8 +88,8 @@ class ManualReturnsNothing(ManualOptimization):
 # -------------------------------------------
 # The callback caches ``outputs["loss"]``. Beside it, two small callbacks record what the page compares: the
 # ``outputs`` of each ``on_train_batch_end``, and the weights and batch each step is computed with (for a loss
-# computed by hand with plain PyTorch). They come first in the list, so they see a batch before the naive
-# callback fails on it.
+# computed by hand with plain PyTorch). The callbacks list puts them first; the lines printed below include the
+# batch the naive callback fails on.
 
 
 class NaiveEpochLossCallback(pl.Callback):

@@ -287,8 +287,8 @@ assert math.isclose(pooled[1], both, rel_tol=1e-6) and not math.isclose(pooled[1
 # The fix is one metric object per loader, in a ``torch.nn.ModuleList`` so that it moves with the module. The module
 # adds the metrics it needs when a validation run starts, and resets them there, so every run starts from fresh states
 # (see :doc:`No cache at all </examples/stages/torchmetrics_no_cache>`, on ``trainer.validate()`` before ``fit``).
-# Because the metrics are added after the module was made, ``self.log`` is told which attribute each one is
-# (``metric_attribute``).
+# The module passes ``metric_attribute`` to ``self.log``: the name of the attribute that holds each metric it
+# added.
 #
 # .. recipe-domain:: per_loader_metric
 

@@ -135,8 +135,7 @@ print(f"MeanMetric.update_count at each validation end: {observer.updates_at_end
 # %%
 # What Lightning did for us
 # -------------------------
-# Both epoch values equal the reference (compared with a relative tolerance of 1e-6: the metric and the
-# logger accumulate sums in their own order, and bitwise equality is not something they promise), and
+# Both epoch values equal the reference (compared with a relative tolerance of 1e-6, not bit for bit), and
 # :claim:`logged-metric-computed-and-reset`.
 assert [len(batch) for batch in val_loader] == [8, 8, 4]
 assert all(
