@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import forked
+from builds import ROOT
 
 
 def test_a_forked_command_gives_the_exit_code_and_output_of_python_dash_m(tmp_path):
     command = [sys.executable, "-m", "migration_guide.scenarios"]
     for argv in (["--help"], ["--no-such-option"]):  # argparse: exit 0 with the usage, exit 2 with the error
         ran = forked.run_module("migration_guide.scenarios", argv, tmp_path / argv[0])
-        expected = subprocess.run([*command, *argv], capture_output=True, text=True, check=False)
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))  # the tree's code, as pytest's own path has it
+        expected = subprocess.run([*command, *argv], env=env, capture_output=True, text=True, check=False)
         assert (ran.returncode, ran.stdout, ran.stderr) == (expected.returncode, expected.stdout, expected.stderr)
     assert ran.returncode == 2 and "unrecognized arguments: --no-such-option" in ran.stderr
 
