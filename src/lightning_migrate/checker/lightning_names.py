@@ -340,7 +340,7 @@ def record(
         bound: dict[str, list[str]] = {}
         for name, wanted in (names or {}).items():
             if name in modules:
-                module = sys.modules[name]
+                module = importlib.import_module(name)  # imported above: the module object itself
                 imported = sorted(n for n in wanted if n not in modules[name] and hasattr(module, n))
                 if imported:
                     bound[name] = imported
