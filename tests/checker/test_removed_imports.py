@@ -227,9 +227,10 @@ def test_the_older_listing_was_recorded_in_its_own_environment():
 
 OLDER = [
     (
-        "the old module of the module class: reported as the older release's, no fix (another definition now)",
+        "the old module of the module class: reported as the older release's, imported from the package that "
+        "exported the same class then and binds the name now (safe)",
         "from pytorch_lightning.core.lightning import LightningModule\n",
-        "manual",
+        "safe",
     ),
     ("the module itself", "import pytorch_lightning.core.lightning as L\n", "manual"),
     (
@@ -255,14 +256,68 @@ def test_a_name_only_an_older_release_had_is_reported_naming_it(source, tier):
     assert f"Lightning {newest} has it" not in finding.message
 
 
-def test_the_module_class_s_old_import_names_where_2x_defines_one_without_rewriting_it():
-    """1.4.9 defined the class in ``pytorch_lightning.core.lightning``, 2.6.6 in ``pytorch_lightning.core.module``:
-    the records show the same name, not the same object, so the marker names the new place and ``--fix`` rewrites
-    nothing."""
-    source = "from pytorch_lightning.core.lightning import LightningModule\n"
+def test_a_class_2x_defines_elsewhere_is_named_without_rewriting_it():
+    """1.9.5 defined ``CombinedLoader`` in ``pytorch_lightning.trainer.supporters`` and exported it from no module
+    2.6.6 still binds it in; 2.6.6 defines one in ``pytorch_lightning.utilities.combined_loader``: the records show
+    the same name, not the same object, so the marker names the new place and ``--fix`` rewrites nothing."""
+    source = "from pytorch_lightning.trainer.supporters import CombinedLoader\n"
     fixed = fix(source, unsafe_fixes=True)
     assert fixed.endswith(source) and "LM009 manual fix" in fixed
-    assert "defines a LightningModule in pytorch_lightning.core.module, not shown to be 1.4.9's" in fixed
+    assert "defines a CombinedLoader in pytorch_lightning.utilities.combined_loader, not shown to be 1.9.5's" in fixed
+
+
+def test_the_module_class_s_old_import_is_imported_from_where_1x_exported_it():
+    """1.4.9 exported the very class of ``pytorch_lightning.core.lightning`` from ``pytorch_lightning`` (the 1.4.9
+    record: the same home), and 2.6.6 binds ``LightningModule`` there: a plain ``--fix`` imports it from there, and
+    the fixed line runs on the installed release."""
+    record = _record("1.4.9")
+    home = record["modules"]["pytorch_lightning.core.lightning"]["LightningModule"]
+    assert record["modules"]["pytorch_lightning"]["LightningModule"] == home
+    fixed = fix("from pytorch_lightning.core.lightning import LightningModule\n")
+    assert fixed == "from pytorch_lightning import LightningModule\n"
+    namespace: dict = {}
+    exec(compile(fixed, "fixed", "exec"), namespace)  # noqa: S102 - the fixed line, run on the installed release
+    assert namespace["LightningModule"].__name__ == "LightningModule"
+
+
+def _names(version: str, modules: dict) -> dict:
+    return {"package": "p", "version": version, "failed": [], "modules": modules}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ({"p.core.lm": {"M": "p.core.lm"}, "p": {"M": "p.core.lm"}}, {"p": {"M": "p.core.module"}}, "p"),
+        (
+            {"p.core.lm": {"M": "p.core.lm"}, "p": {"M": "p.core.lm"}, "p.core": {"M": "p.core.lm"}},
+            {"p": {"M": "p.core.module"}, "p.core": {"M": "p.core.module"}},
+            "p",
+        ),
+        ({"p.a": {"E": "p.err"}, "p.err": {"E": "p.err"}}, {"p.err": {"E": "q.err"}}, "p.err"),
+        ({"p.core.lm": {"M": "p.core.lm"}, "p.other": {"M": "p.core.lm"}}, {"p.other": {"M": "p.x"}}, None),
+        ({"p.core.lm": {"M": "p.core.lm"}, "p": {"M": "p.core.lm"}}, {"p": {}}, None),
+        ({"p.core.lm": {"M": "p.core.lm"}, "p": {"M": "p.elsewhere"}}, {"p": {"M": "p.core.module"}}, None),
+        ({"p.core.lm": {"M": "p.core.lm"}, "p._private": {"M": "p.core.lm"}}, {"p._private": {"M": "p.x"}}, None),
+    ],
+    ids=[
+        "the package exported it",
+        "the shallowest package",
+        "its own home, still bound",
+        "a module that is no package above: no",
+        "the new package lacks the name: no",
+        "another object in the old package: no",
+        "a private module: no",
+    ],
+)
+def test_compare_imports_from_where_the_old_release_exported_the_same_object(old, new, expected):
+    """A removed class or function that the old release also bound elsewhere with the same home (the same object)
+    -- its home, or a package above the module or the home -- is imported from there where the new release still
+    binds the name: the table gives it as the replacement and under ``"exported"``."""
+    removed = next(m for m, names in old.items() if "M" in names or "E" in names if m not in new)
+    name = "M" if "M" in old[removed] else "E"
+    table = lightning_names.compare(_names("1", old), _names("2", new))
+    assert table["removed"][removed][name] == expected
+    assert table["exported"].get(removed, {}).get(name) == expected
 
 
 def test_a_safe_fix_of_an_older_release_s_name_imports_on_the_installed_lightning():
@@ -325,7 +380,9 @@ def test_the_table_matches_the_installed_release():
     assert table["removed"]["pytorch_lightning.loops.utilities"]["recursive_detach"] == (
         "pytorch_lightning.utilities.memory"
     )
-    now = lightning_names.record(also=tuple(table["removed"]) + tuple(table["modules_removed"]))
+    # the replacements too: a module 2.x keeps importable for old code has no file of its own (``...tpu_bf16``)
+    places = {r for names in table["removed"].values() for r in names.values() if r is not None}
+    now = lightning_names.record(also=(*table["removed"], *table["modules_removed"], *sorted(places)))
     for module, names in table["removed"].items():
         for name, replacement in names.items():
             assert name not in now["modules"].get(module, {}), (module, name)
@@ -360,6 +417,7 @@ def test_compare_reads_replacements_from_the_homes():
         "old": "1",
         "new": "2",
         "removed": {"p.a": {"moved": "p.b.impl", "value": None}, "p.gone": {"f": None}},
+        "exported": {},
         "modules_removed": ["p.gone"],
         "definitions": {},
         "deprecated": {},

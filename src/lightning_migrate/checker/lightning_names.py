@@ -398,6 +398,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
             for name, home in names.items():
                 homes.setdefault(name, []).append((module, home))
     removed: dict[str, dict[str, str | None]] = {}
+    exported: dict[str, dict[str, str]] = {}
     for module, names in old["modules"].items():
         if module in new["failed"] or _private(module):
             continue
@@ -411,6 +412,10 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
                 if h == home != module and (m == home or _within(module, m) or _within(home, m))
             ]
             best = max(same, key=lambda m: (m == home, len(m.split("."))), default=None)
+            if best is None:
+                best = _exported(old, new, module, name, home)
+                if best is not None:
+                    exported.setdefault(module, {})[name] = best
             removed.setdefault(module, {})[name] = best
     gone = sorted(m for m in old["modules"] if m not in new["modules"] and m not in new["failed"] and not _private(m))
     definitions: dict[str, dict[str, dict[str, Any]]] = {}
@@ -441,10 +446,30 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         "old": old["version"],
         "new": new["version"],
         "removed": removed,
+        "exported": exported,
         "modules_removed": gone,
         "definitions": definitions,
         "deprecated": deprecated,
     }
+
+
+def _exported(old: dict[str, Any], new: dict[str, Any], module: str, name: str, home: str) -> str | None:
+    """Where ``old`` itself exported the very object ``module.name`` is (another public module binding ``name``
+    with the same home: its own module, else a package above that module or above the home) and ``new`` still binds
+    ``name``: its home first, else the shallowest such package (``pytorch_lightning`` for 1.4.9's
+    ``pytorch_lightning.core.lightning.LightningModule``); ``None`` when there is none. On ``old`` an import from
+    there binds the same object, so the fix changes nothing on the release the code was written for; on ``new``
+    the name is the one every user of that path gets (another definition, possibly: what the upgrade brings)."""
+    places = [
+        m
+        for m, names in old["modules"].items()
+        if m != module
+        and not _private(m)
+        and names.get(name) == home
+        and (m == home or _within(module, m) or _within(home, m))
+        and name in new["modules"].get(m, {})
+    ]
+    return min(places, key=lambda m: (m != home, len(m.split("."))), default=None)
 
 
 def compare_releases(olds: list[dict[str, Any]], new: dict[str, Any]) -> dict[str, Any]:
@@ -472,6 +497,8 @@ def compare_releases(olds: list[dict[str, Any]], new: dict[str, Any]) -> dict[st
                     continue
                 table["removed"].setdefault(module, {})[name] = replacement
                 table["had"].setdefault(module, {})[name] = version
+                if name in found["exported"].get(module, {}):
+                    table["exported"].setdefault(module, {})[name] = found["exported"][module][name]
                 for key in ("definitions", "deprecated"):
                     entry = found[key].get(module, {}).get(name)
                     if entry is not None:
@@ -482,7 +509,7 @@ def compare_releases(olds: list[dict[str, Any]], new: dict[str, Any]) -> dict[st
                 table["modules_had"][module] = version
     table["modules_removed"].sort()
     table["namesakes"] = _namesakes(table, {r["version"]: r for r in olds}, new)
-    for key in ("removed", "had", "definitions", "deprecated", "namesakes"):
+    for key in ("removed", "exported", "had", "definitions", "deprecated", "namesakes"):
         table[key] = {module: dict(sorted(names.items())) for module, names in sorted(table[key].items())}
     return table
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from lightning_migrate.checker import lightning_names
-from lightning_migrate.checker.base import SAFE, UNSAFE, Finding, Fix, Rule, manual_fix
+from lightning_migrate.checker.base import MODULE, SAFE, UNSAFE, Finding, Fix, Rule, manual_fix
 
 
 @functools.cache
@@ -44,7 +44,10 @@ class RemovedImports(Rule):
     )
     fix_text = (
         "**safe** when every name the statement imports was moved: the same class or function is bound by a module "
-        "of 2.x (its own module, or a package above it): the statement imports it from there. A name the old "
+        "of 2.x (its own module, or a package above it): the statement imports it from there. Likewise when the "
+        "old release itself exported the same object from another module that 2.x still binds the name in (its "
+        f"own module, or a package above: ``pytorch_lightning.core.lightning.{MODULE}`` is imported from "
+        "``pytorch_lightning``): on the old release the import binds the same object as before. A name the old "
         "module assigned as a value (``EPOCH_OUTPUT``), whose recorded definition uses only names the installed "
         "release or the standard library bind, is defined in the file as recorded, below its imports, with the "
         "imports it needs (``EPOCH_OUTPUT = List[STEP_OUTPUT]``, ``STEP_OUTPUT`` from its new module); the "
@@ -105,6 +108,10 @@ def detached(outputs):
                     if len(missing) == len(names) and len(targets) == 1 and None not in targets:
                         [target] = targets
                         message += f"; import it from `{target}`"
+                        exported = data.get("exported", {}).get(node.module, {})
+                        if any(n in exported for n in missing):
+                            releases = " and ".join(sorted({_release(data, node.module, n) for n in exported}))
+                            message += f", where {releases} exported the same object and {data['new']} binds the name"
                         fix = Fix(SAFE, _from(target), description=f"import from {target}", changes_callers=False)
                     elif shims is not None and (where != -1 or _one_module(shims, len(missing) == len(names))):
                         message += "; " + "; ".join(
