@@ -651,3 +651,102 @@ def test_an_import_for_the_type_checker_only_is_reported_as_one():
 def test_every_type_checker_only_branch_is_named_as_one(source):
     [finding] = check_source(source.encode()).findings
     assert "runs only for a type checker" in finding.message, finding.message
+
+
+TOMBSTONED = [
+    (
+        "read only in annotations: safe",
+        "from pytorch_lightning.loggers import LightningLoggerBase\n\n\ndef loggers() -> list[LightningLoggerBase]:\n"
+        "    return []\n",
+        "safe",
+    ),
+    (
+        "beside a name still there: safe, renamed in place",
+        "from pytorch_lightning.loggers import LightningLoggerBase, CSVLogger\n\nx: LightningLoggerBase = None\n",
+        "safe",
+    ),
+    (
+        "read outside annotations: unsafe",
+        "from pytorch_lightning.loggers import LightningLoggerBase\n\n\ndef is_logger(x):\n"
+        "    return isinstance(x, LightningLoggerBase)\n",
+        "unsafe",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "tier"), [p[1:] for p in TOMBSTONED], ids=[p[0] for p in TOMBSTONED])
+def test_a_tombstoned_name_is_imported_from_what_its_message_names(source, tier):
+    """1.9.5 left ``pytorch_lightning.loggers.base.LightningLoggerBase`` as a class that only raises, naming
+    ``pytorch_lightning.loggers.Logger`` (its 1.9.5 record): the finding quotes it, and the fix imports ``Logger``
+    under the name the file binds; the fixed file runs on the installed release."""
+    stone = _record("1.9.5")["tombstones"]["pytorch_lightning.loggers.base.LightningLoggerBase"]
+    assert stone["replacement"] == "pytorch_lightning.loggers.Logger"
+    [finding] = check_source(source.encode(), fix=True).findings
+    assert finding.code == "LM009" and finding.tier == tier
+    assert f"1.9.5 said: {stone['message']}" in finding.message
+    fixed = fix(source, unsafe_fixes=True)
+    assert "import Logger as LightningLoggerBase" in fixed and "lightning-migrate" not in fixed
+    namespace: dict = {}
+    exec(compile(fixed, "fixed", "exec"), namespace)  # noqa: S102 - the fixed file, run on the installed release
+    from pytorch_lightning.loggers import Logger
+
+    assert namespace["LightningLoggerBase"] is Logger
+    # a plain --fix applies the safe tier only
+    assert ("import Logger as LightningLoggerBase" in fix(source)) == (tier == "safe")
+
+
+def test_a_tombstone_whose_replacement_2x_lacks_leaves_its_message_in_a_marker():
+    """``pytorch_lightning.plugins.DDP2Plugin``: 1.9.5's tombstone names ``DDP2Strategy``, which 2.6.6 does not
+    bind: a marker quotes the message, the statement is left as it is."""
+    source = "from pytorch_lightning.plugins import DDP2Plugin\n"
+    [finding] = check_source(source.encode(), fix=True).findings
+    assert finding.tier == "manual" and "DDP2Strategy" in finding.message and "1.9.5 said" in finding.message
+    fixed = fix(source, unsafe_fixes=True)
+    assert fixed.endswith(source) and "LM009 manual fix" in fixed
+
+
+def test_tombstones_are_read_by_calling_them(tmp_path, monkeypatch):
+    """:func:`lightning_names._tombstones`: a class whose ``__init__`` only raises ``NotImplementedError`` and a
+    function that only raises it, keyed by the dotted name their message names (``pl.`` read as
+    ``pytorch_lightning.``), with the replacement the message names where it imports; a function that does more,
+    or raises another error, is no tombstone."""
+    (tmp_path / "stones.py").write_text(
+        "class Old:\n"
+        "    def __init__(self, *_, **__):\n"
+        "        raise NotImplementedError('`pl.old.Old` was removed. Please use `from json import JSONDecoder`')\n\n\n"
+        "def gone(*_, **__):\n"
+        "    raise NotImplementedError('`pytorch_lightning.x.gone` was removed. Use `json.dumps` instead')\n\n\n"
+        "def busy(*_, **__):\n"
+        "    print('busy')\n"
+        "    raise NotImplementedError('`pytorch_lightning.x.busy` was removed. Use `json.dumps` instead')\n\n\n"
+        "def other(*_, **__):\n"
+        "    raise ValueError('`pytorch_lightning.x.other` was removed. Use `json.dumps` instead')\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("stones")
+    found = lightning_names._tombstones(module)
+    assert found == {
+        "pytorch_lightning.old.Old": {
+            "message": "`pl.old.Old` was removed. Please use `from json import JSONDecoder`",
+            "replacement": "json.JSONDecoder",
+        },
+        "pytorch_lightning.x.gone": {
+            "message": "`pytorch_lightning.x.gone` was removed. Use `json.dumps` instead",
+            "replacement": "json.dumps",
+        },
+    }
+
+
+def test_the_table_s_tombstones_are_the_last_1x_release_s():
+    """Every tombstone of the table is one the 1.9.5 record holds (the message as recorded), and its replacement is
+    bound by the 2.6.6 record where the table keeps it."""
+    table, old, new = lightning_names.load(), _record("1.9.5"), _record("2.6.6")
+    messages = {stone["message"] for stone in old["tombstones"].values()}
+    entries = [entry for names in table["tombstones"].values() for entry in names.values()]
+    assert len(entries) >= 40
+    for entry in entries:
+        assert entry["message"] in messages and entry["release"] == "1.9.5"
+        if entry["replacement"]:
+            module, _, name = entry["replacement"].rpartition(".")
+            assert name in new["modules"][module]
