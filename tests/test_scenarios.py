@@ -1403,3 +1403,33 @@ def test_a_calls_row_holds_and_catches_a_rewrite_that_misses_a_stage(values, mon
     with harness.quiet():
         result = harness.run_cell(recipe, scenario)
     assert result["outcome"] == "differs" and "['end', 'test']" in result["detail"], result
+
+
+def test_a_cell_whose_port_was_taken_runs_again(monkeypatch, capsys):
+    """A DDP rendezvous that found its port taken (``EADDRINUSE``, a race with another process) runs the cell
+    again, up to ``RENDEZVOUS_ATTEMPTS`` times in all; a cell that keeps losing it is ``raises`` with that text; any
+    other error is the cell's outcome at once."""
+    loaded = scenarios.load_space()
+    recipe = next(r for r in loaded.recipes if r.id == "ddp_dataset_mean")
+    scenario = next(s for s in loaded.scenarios if s.id == "ddp_odd_dataset")
+    race = RuntimeError("The server socket has failed to listen on any local network address. code: -98, EADDRINUSE")
+    calls: list[int] = []
+
+    def run(outcomes):
+        def fake(*_):
+            calls.append(1)
+            outcome = outcomes[len(calls) - 1]
+            if isinstance(outcome, Exception):
+                raise outcome
+            return {"outcome": outcome}
+
+        calls.clear()
+        monkeypatch.setattr(harness, "_run", fake)
+        return harness.run_cell(recipe, scenario)
+
+    assert run([race, race, "holds"])["outcome"] == "holds" and len(calls) == 3
+    assert capsys.readouterr().out.count("EADDRINUSE") == 2
+    lost = run([race] * harness.RENDEZVOUS_ATTEMPTS)
+    assert lost["outcome"] == "raises" and "EADDRINUSE" in lost["detail"] and len(calls) == harness.RENDEZVOUS_ATTEMPTS
+    other = run([ValueError("the recipe's own error"), "holds"])
+    assert other["outcome"] == "raises" and len(calls) == 1

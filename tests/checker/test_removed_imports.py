@@ -227,9 +227,10 @@ def test_the_older_listing_was_recorded_in_its_own_environment():
 
 OLDER = [
     (
-        "the old module of the module class: reported as the older release's, no fix (another definition now)",
+        "the old module of the module class: reported as the older release's, imported from the package that "
+        "exported the same class then and binds the name now (safe)",
         "from pytorch_lightning.core.lightning import LightningModule\n",
-        "manual",
+        "safe",
     ),
     ("the module itself", "import pytorch_lightning.core.lightning as L\n", "manual"),
     (
@@ -255,14 +256,68 @@ def test_a_name_only_an_older_release_had_is_reported_naming_it(source, tier):
     assert f"Lightning {newest} has it" not in finding.message
 
 
-def test_the_module_class_s_old_import_names_where_2x_defines_one_without_rewriting_it():
-    """1.4.9 defined the class in ``pytorch_lightning.core.lightning``, 2.6.6 in ``pytorch_lightning.core.module``:
-    the records show the same name, not the same object, so the marker names the new place and ``--fix`` rewrites
-    nothing."""
-    source = "from pytorch_lightning.core.lightning import LightningModule\n"
+def test_a_class_2x_defines_elsewhere_is_named_without_rewriting_it():
+    """1.9.5 defined ``CombinedLoader`` in ``pytorch_lightning.trainer.supporters`` and exported it from no module
+    2.6.6 still binds it in; 2.6.6 defines one in ``pytorch_lightning.utilities.combined_loader``: the records show
+    the same name, not the same object, so the marker names the new place and ``--fix`` rewrites nothing."""
+    source = "from pytorch_lightning.trainer.supporters import CombinedLoader\n"
     fixed = fix(source, unsafe_fixes=True)
     assert fixed.endswith(source) and "LM009 manual fix" in fixed
-    assert "defines a LightningModule in pytorch_lightning.core.module, not shown to be 1.4.9's" in fixed
+    assert "defines a CombinedLoader in pytorch_lightning.utilities.combined_loader, not shown to be 1.9.5's" in fixed
+
+
+def test_the_module_class_s_old_import_is_imported_from_where_1x_exported_it():
+    """1.4.9 exported the very class of ``pytorch_lightning.core.lightning`` from ``pytorch_lightning`` (the 1.4.9
+    record: the same home), and 2.6.6 binds ``LightningModule`` there: a plain ``--fix`` imports it from there, and
+    the fixed line runs on the installed release."""
+    record = _record("1.4.9")
+    home = record["modules"]["pytorch_lightning.core.lightning"]["LightningModule"]
+    assert record["modules"]["pytorch_lightning"]["LightningModule"] == home
+    fixed = fix("from pytorch_lightning.core.lightning import LightningModule\n")
+    assert fixed == "from pytorch_lightning import LightningModule\n"
+    namespace: dict = {}
+    exec(compile(fixed, "fixed", "exec"), namespace)  # noqa: S102 - the fixed line, run on the installed release
+    assert namespace["LightningModule"].__name__ == "LightningModule"
+
+
+def _names(version: str, modules: dict) -> dict:
+    return {"package": "p", "version": version, "failed": [], "modules": modules}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ({"p.core.lm": {"M": "p.core.lm"}, "p": {"M": "p.core.lm"}}, {"p": {"M": "p.core.module"}}, "p"),
+        (
+            {"p.core.lm": {"M": "p.core.lm"}, "p": {"M": "p.core.lm"}, "p.core": {"M": "p.core.lm"}},
+            {"p": {"M": "p.core.module"}, "p.core": {"M": "p.core.module"}},
+            "p",
+        ),
+        ({"p.a": {"E": "p.err"}, "p.err": {"E": "p.err"}}, {"p.err": {"E": "q.err"}}, "p.err"),
+        ({"p.core.lm": {"M": "p.core.lm"}, "p.other": {"M": "p.core.lm"}}, {"p.other": {"M": "p.x"}}, None),
+        ({"p.core.lm": {"M": "p.core.lm"}, "p": {"M": "p.core.lm"}}, {"p": {}}, None),
+        ({"p.core.lm": {"M": "p.core.lm"}, "p": {"M": "p.elsewhere"}}, {"p": {"M": "p.core.module"}}, None),
+        ({"p.core.lm": {"M": "p.core.lm"}, "p._private": {"M": "p.core.lm"}}, {"p._private": {"M": "p.x"}}, None),
+    ],
+    ids=[
+        "the package exported it",
+        "the shallowest package",
+        "its own home, still bound",
+        "a module that is no package above: no",
+        "the new package lacks the name: no",
+        "another object in the old package: no",
+        "a private module: no",
+    ],
+)
+def test_compare_imports_from_where_the_old_release_exported_the_same_object(old, new, expected):
+    """A removed class or function that the old release also bound elsewhere with the same home (the same object)
+    -- its home, or a package above the module or the home -- is imported from there where the new release still
+    binds the name: the table gives it as the replacement and under ``"exported"``."""
+    removed = next(m for m, names in old.items() if "M" in names or "E" in names if m not in new)
+    name = "M" if "M" in old[removed] else "E"
+    table = lightning_names.compare(_names("1", old), _names("2", new))
+    assert table["removed"][removed][name] == expected
+    assert table["exported"].get(removed, {}).get(name) == expected
 
 
 def test_a_safe_fix_of_an_older_release_s_name_imports_on_the_installed_lightning():
@@ -325,7 +380,9 @@ def test_the_table_matches_the_installed_release():
     assert table["removed"]["pytorch_lightning.loops.utilities"]["recursive_detach"] == (
         "pytorch_lightning.utilities.memory"
     )
-    now = lightning_names.record(also=tuple(table["removed"]) + tuple(table["modules_removed"]))
+    # the replacements too: a module 2.x keeps importable for old code has no file of its own (``...tpu_bf16``)
+    places = {r for names in table["removed"].values() for r in names.values() if r is not None}
+    now = lightning_names.record(also=(*table["removed"], *table["modules_removed"], *sorted(places)))
     for module, names in table["removed"].items():
         for name, replacement in names.items():
             assert name not in now["modules"].get(module, {}), (module, name)
@@ -360,6 +417,7 @@ def test_compare_reads_replacements_from_the_homes():
         "old": "1",
         "new": "2",
         "removed": {"p.a": {"moved": "p.b.impl", "value": None}, "p.gone": {"f": None}},
+        "exported": {},
         "modules_removed": ["p.gone"],
         "definitions": {},
         "deprecated": {},
@@ -593,3 +651,102 @@ def test_an_import_for_the_type_checker_only_is_reported_as_one():
 def test_every_type_checker_only_branch_is_named_as_one(source):
     [finding] = check_source(source.encode()).findings
     assert "runs only for a type checker" in finding.message, finding.message
+
+
+TOMBSTONED = [
+    (
+        "read only in annotations: safe",
+        "from pytorch_lightning.loggers import LightningLoggerBase\n\n\ndef loggers() -> list[LightningLoggerBase]:\n"
+        "    return []\n",
+        "safe",
+    ),
+    (
+        "beside a name still there: safe, renamed in place",
+        "from pytorch_lightning.loggers import LightningLoggerBase, CSVLogger\n\nx: LightningLoggerBase = None\n",
+        "safe",
+    ),
+    (
+        "read outside annotations: unsafe",
+        "from pytorch_lightning.loggers import LightningLoggerBase\n\n\ndef is_logger(x):\n"
+        "    return isinstance(x, LightningLoggerBase)\n",
+        "unsafe",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "tier"), [p[1:] for p in TOMBSTONED], ids=[p[0] for p in TOMBSTONED])
+def test_a_tombstoned_name_is_imported_from_what_its_message_names(source, tier):
+    """1.9.5 left ``pytorch_lightning.loggers.base.LightningLoggerBase`` as a class that only raises, naming
+    ``pytorch_lightning.loggers.Logger`` (its 1.9.5 record): the finding quotes it, and the fix imports ``Logger``
+    under the name the file binds; the fixed file runs on the installed release."""
+    stone = _record("1.9.5")["tombstones"]["pytorch_lightning.loggers.base.LightningLoggerBase"]
+    assert stone["replacement"] == "pytorch_lightning.loggers.Logger"
+    [finding] = check_source(source.encode(), fix=True).findings
+    assert finding.code == "LM009" and finding.tier == tier
+    assert f"1.9.5 said: {stone['message']}" in finding.message
+    fixed = fix(source, unsafe_fixes=True)
+    assert "import Logger as LightningLoggerBase" in fixed and "lightning-migrate" not in fixed
+    namespace: dict = {}
+    exec(compile(fixed, "fixed", "exec"), namespace)  # noqa: S102 - the fixed file, run on the installed release
+    from pytorch_lightning.loggers import Logger
+
+    assert namespace["LightningLoggerBase"] is Logger
+    # a plain --fix applies the safe tier only
+    assert ("import Logger as LightningLoggerBase" in fix(source)) == (tier == "safe")
+
+
+def test_a_tombstone_whose_replacement_2x_lacks_leaves_its_message_in_a_marker():
+    """``pytorch_lightning.plugins.DDP2Plugin``: 1.9.5's tombstone names ``DDP2Strategy``, which 2.6.6 does not
+    bind: a marker quotes the message, the statement is left as it is."""
+    source = "from pytorch_lightning.plugins import DDP2Plugin\n"
+    [finding] = check_source(source.encode(), fix=True).findings
+    assert finding.tier == "manual" and "DDP2Strategy" in finding.message and "1.9.5 said" in finding.message
+    fixed = fix(source, unsafe_fixes=True)
+    assert fixed.endswith(source) and "LM009 manual fix" in fixed
+
+
+def test_tombstones_are_read_by_calling_them(tmp_path, monkeypatch):
+    """:func:`lightning_names._tombstones`: a class whose ``__init__`` only raises ``NotImplementedError`` and a
+    function that only raises it, keyed by the dotted name their message names (``pl.`` read as
+    ``pytorch_lightning.``), with the replacement the message names where it imports; a function that does more,
+    or raises another error, is no tombstone."""
+    (tmp_path / "stones.py").write_text(
+        "class Old:\n"
+        "    def __init__(self, *_, **__):\n"
+        "        raise NotImplementedError('`pl.old.Old` was removed. Please use `from json import JSONDecoder`')\n\n\n"
+        "def gone(*_, **__):\n"
+        "    raise NotImplementedError('`pytorch_lightning.x.gone` was removed. Use `json.dumps` instead')\n\n\n"
+        "def busy(*_, **__):\n"
+        "    print('busy')\n"
+        "    raise NotImplementedError('`pytorch_lightning.x.busy` was removed. Use `json.dumps` instead')\n\n\n"
+        "def other(*_, **__):\n"
+        "    raise ValueError('`pytorch_lightning.x.other` was removed. Use `json.dumps` instead')\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("stones")
+    found = lightning_names._tombstones(module)
+    assert found == {
+        "pytorch_lightning.old.Old": {
+            "message": "`pl.old.Old` was removed. Please use `from json import JSONDecoder`",
+            "replacement": "json.JSONDecoder",
+        },
+        "pytorch_lightning.x.gone": {
+            "message": "`pytorch_lightning.x.gone` was removed. Use `json.dumps` instead",
+            "replacement": "json.dumps",
+        },
+    }
+
+
+def test_the_table_s_tombstones_are_the_last_1x_release_s():
+    """Every tombstone of the table is one the 1.9.5 record holds (the message as recorded), and its replacement is
+    bound by the 2.6.6 record where the table keeps it."""
+    table, old, new = lightning_names.load(), _record("1.9.5"), _record("2.6.6")
+    messages = {stone["message"] for stone in old["tombstones"].values()}
+    entries = [entry for names in table["tombstones"].values() for entry in names.values()]
+    assert len(entries) >= 40
+    for entry in entries:
+        assert entry["message"] in messages and entry["release"] == "1.9.5"
+        if entry["replacement"]:
+            module, _, name = entry["replacement"].rpartition(".")
+            assert name in new["modules"][module]

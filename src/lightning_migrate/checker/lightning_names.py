@@ -274,6 +274,70 @@ def _local_import_is(function: Any, name: str, target: Any) -> bool:
     return False
 
 
+#: A message's ``from package import name`` in backquotes (1.9's tombstones say so for the module class).
+_QUOTED_IMPORT = re.compile(r"`from ([A-Za-z_][\w.]*) import ([A-Za-z_]\w*)`")
+
+
+def _tombstones(module: Any) -> dict[str, dict[str, Any]]:
+    """The module's own classes and functions that only raise ``NotImplementedError`` (a class from its own
+    ``__init__``): what 1.9 left in place of a removed name (``pytorch_lightning._graveyard``), found by calling each
+    one with no arguments in the recording process and keeping the message it raises. Keyed by the dotted name the
+    message names first whose last part is the name (``pytorch_lightning.loggers.base.LightningLoggerBase``):
+    ``{dotted name: {"message", "replacement": the first other name the message names that imports here (a module
+    it says to import the name from, with the name; ``from m import n``), or None}}``."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, value in vars(module).items():
+        if getattr(value, "__module__", None) != module.__name__:
+            continue
+        if inspect.isclass(value):
+            function = vars(value).get("__init__")
+        elif inspect.isfunction(value):
+            function = value
+        else:
+            continue
+        try:
+            tree = ast.parse(inspect.getsource(function).lstrip()) if function is not None else None
+        except (OSError, TypeError, SyntaxError):
+            continue
+        if tree is None or not isinstance(tree.body[0], ast.FunctionDef):
+            continue
+        body = [s for s in tree.body[0].body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        raised = body[0].exc if len(body) == 1 and isinstance(body[0], ast.Raise) else None
+        if not (isinstance(raised, ast.Call) and ast.unparse(raised.func) == "NotImplementedError"):
+            continue
+        try:
+            value()
+        except NotImplementedError as error:
+            message = str(error)
+        except Exception:  # noqa: BLE001 - it takes arguments after all: not a tombstone
+            continue
+        else:
+            continue
+        # Lightning's messages abbreviate the package by its documented alias (``import pytorch_lightning as pl``)
+        quoted = [_unalias(q) for q in _QUOTED.findall(message)]
+        subject = next((q for q in quoted if q.rpartition(".")[2] == name and "." in q), None)
+        if subject is None:
+            continue
+        replacement = None
+        imports = [f"{_unalias(m)}.{n}" for m, n in _QUOTED_IMPORT.findall(message)]
+        candidates = imports + [q for q in quoted if q != subject]
+        for candidate in candidates:
+            target = _resolve(candidate)
+            if inspect.ismodule(target) and hasattr(target, name):
+                replacement = f"{candidate}.{name}"
+            elif target is not None and not inspect.ismodule(target):
+                replacement = candidate
+            if replacement is not None:
+                break
+        found[subject] = {"message": message, "replacement": replacement}
+    return found
+
+
+def _unalias(dotted: str) -> str:
+    """``pl.strategies.DDPStrategy`` -> ``pytorch_lightning.strategies.DDPStrategy``; any other name as it is."""
+    return PACKAGE + dotted[2:] if dotted == "pl" or dotted.startswith("pl.") else dotted
+
+
 def _public(module: Any) -> dict[str, str]:
     """``{name: home}`` of the module's public names (see the module docstring)."""
     listed = set(getattr(module, "__all__", ()) or ())
@@ -304,7 +368,8 @@ def record(
 
     Returns:
         ``{"package", "version", "modules": {module: {name: home}}, "bound": {module: [name, ...]}, "values",
-        "deprecated": {module: {name: shim}} (:func:`_deprecated`), "replacements": {dotted name: parameters or
+        "deprecated": {module: {name: shim}} (:func:`_deprecated`), "tombstones": {dotted name: tombstone}
+        (:func:`_tombstones`), "replacements": {dotted name: parameters or
         None}, "failed": [module, ...]}``.
 
     Raises:
@@ -315,6 +380,7 @@ def record(
     modules: dict[str, dict[str, str]] = {package: _public(root)}
     values: dict[str, dict[str, dict[str, Any]]] = {}
     deprecated: dict[str, dict[str, dict[str, Any]]] = {}
+    tombstones: dict[str, dict[str, Any]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for info in pkgutil.walk_packages(root.__path__, package + ".", onerror=failed.append):
@@ -330,6 +396,7 @@ def record(
             found = _deprecated(module, modules[info.name])
             if found:
                 deprecated[info.name] = found
+            tombstones.update(_tombstones(module))
         for name in also:
             if name in modules or _private(name):
                 continue
@@ -352,6 +419,7 @@ def record(
         "bound": dict(sorted(bound.items())),
         "values": dict(sorted(values.items())),
         "deprecated": dict(sorted(deprecated.items())),
+        "tombstones": dict(sorted(tombstones.items())),
         "replacements": {path: _parameters_at(path) for path in sorted(set(replacements))},
         "failed": sorted(set(failed)),
     }
@@ -398,6 +466,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
             for name, home in names.items():
                 homes.setdefault(name, []).append((module, home))
     removed: dict[str, dict[str, str | None]] = {}
+    exported: dict[str, dict[str, str]] = {}
     for module, names in old["modules"].items():
         if module in new["failed"] or _private(module):
             continue
@@ -411,6 +480,10 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
                 if h == home != module and (m == home or _within(module, m) or _within(home, m))
             ]
             best = max(same, key=lambda m: (m == home, len(m.split("."))), default=None)
+            if best is None:
+                best = _exported(old, new, module, name, home)
+                if best is not None:
+                    exported.setdefault(module, {})[name] = best
             removed.setdefault(module, {})[name] = best
     gone = sorted(m for m in old["modules"] if m not in new["modules"] and m not in new["failed"] and not _private(m))
     definitions: dict[str, dict[str, dict[str, Any]]] = {}
@@ -441,10 +514,30 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         "old": old["version"],
         "new": new["version"],
         "removed": removed,
+        "exported": exported,
         "modules_removed": gone,
         "definitions": definitions,
         "deprecated": deprecated,
     }
+
+
+def _exported(old: dict[str, Any], new: dict[str, Any], module: str, name: str, home: str) -> str | None:
+    """Where ``old`` itself exported the very object ``module.name`` is (another public module binding ``name``
+    with the same home: its own module, else a package above that module or above the home) and ``new`` still binds
+    ``name``: its home first, else the shallowest such package (``pytorch_lightning`` for 1.4.9's
+    ``pytorch_lightning.core.lightning.LightningModule``); ``None`` when there is none. On ``old`` an import from
+    there binds the same object, so the fix changes nothing on the release the code was written for; on ``new``
+    the name is the one every user of that path gets (another definition, possibly: what the upgrade brings)."""
+    places = [
+        m
+        for m, names in old["modules"].items()
+        if m != module
+        and not _private(m)
+        and names.get(name) == home
+        and (m == home or _within(module, m) or _within(home, m))
+        and name in new["modules"].get(m, {})
+    ]
+    return min(places, key=lambda m: (m != home, len(m.split("."))), default=None)
 
 
 def compare_releases(olds: list[dict[str, Any]], new: dict[str, Any]) -> dict[str, Any]:
@@ -472,6 +565,8 @@ def compare_releases(olds: list[dict[str, Any]], new: dict[str, Any]) -> dict[st
                     continue
                 table["removed"].setdefault(module, {})[name] = replacement
                 table["had"].setdefault(module, {})[name] = version
+                if name in found["exported"].get(module, {}):
+                    table["exported"].setdefault(module, {})[name] = found["exported"][module][name]
                 for key in ("definitions", "deprecated"):
                     entry = found[key].get(module, {}).get(name)
                     if entry is not None:
@@ -482,9 +577,49 @@ def compare_releases(olds: list[dict[str, Any]], new: dict[str, Any]) -> dict[st
                 table["modules_had"][module] = version
     table["modules_removed"].sort()
     table["namesakes"] = _namesakes(table, {r["version"]: r for r in olds}, new)
-    for key in ("removed", "had", "definitions", "deprecated", "namesakes"):
+    table["tombstones"] = _tombstoned(table, sorted(olds, key=lambda r: _version(r["version"]), reverse=True), new)
+    for key in ("removed", "exported", "had", "definitions", "deprecated", "namesakes", "tombstones"):
         table[key] = {module: dict(sorted(names.items())) for module, names in sorted(table[key].items())}
     return table
+
+
+def _tombstoned(table: dict[str, Any], olds: list[dict[str, Any]], new: dict[str, Any]) -> dict[str, Any]:
+    """``{module: {name: {"message", "replacement", "release", "drop_in": False, "forwards": False, "tombstone":
+    True}}}``: for each
+    removed name with no replacement, shim or definition, the tombstone a 1.x release left in its place
+    (:func:`_tombstones`, the newest release's first), found under ``module.name`` or under the name's home in the
+    release that had it; ``"replacement"`` is the name the message names where ``new`` binds it, else ``None``.
+    Never a drop-in: the message is the lead a marker gives."""
+    versions = {r["version"]: r for r in olds}
+    found: dict[str, dict[str, Any]] = {}
+    for module, names in table["removed"].items():
+        for name, replacement in names.items():
+            if replacement is not None or name in table["deprecated"].get(module, {}):
+                continue
+            if name in table["definitions"].get(module, {}):
+                continue
+            release = table["had"].get(module, {}).get(name, table["old"])
+            home = versions[release]["modules"].get(module, {}).get(name)
+            subjects = [f"{module}.{name}"] + ([f"{home}.{name}"] if home else [])
+            for record in olds:
+                stone = next(
+                    (record.get("tombstones", {}).get(s) for s in subjects if s in record.get("tombstones", {})), None
+                )
+                if stone is None:
+                    continue
+                target = stone["replacement"]
+                where, _, short = (target or "").rpartition(".")
+                kept = target is not None and short in new["modules"].get(where, {})
+                found.setdefault(module, {})[name] = {
+                    "message": stone["message"],
+                    "replacement": target if kept else None,
+                    "release": record["version"],
+                    "drop_in": False,
+                    "forwards": False,
+                    "tombstone": True,
+                }
+                break
+    return found
 
 
 def _namesakes(table: dict[str, Any], olds: dict[str, dict[str, Any]], new: dict[str, Any]) -> dict[str, Any]:

@@ -1110,6 +1110,19 @@ def _own_rendezvous():
         os.environ.update(saved)
 
 
+#: How many times a cell runs when its DDP rendezvous lost its port: Lightning's free-port search binds port 0 and
+#: closes the socket, and until the launched workers listen on that port, another process -- the other worker of
+#: the matrix, a connection's own end -- may take it (one claim cell of a fresh-clone build raised ``EADDRINUSE``,
+#: among about 400 DDP cells). PyTorch's own distributed tests run such a test again likewise
+#: (``retry_on_connect_failures`` of ``torch.testing._internal.common_utils``, on "Address already in use").
+RENDEZVOUS_ATTEMPTS = 3
+
+
+def lost_port_race(detail: str) -> bool:
+    """Whether a cell's error text is a rendezvous that found its port taken (``EADDRINUSE``), not the recipe's."""
+    return "EADDRINUSE" in detail or "address already in use" in detail.lower()
+
+
 def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str, Any]:
     """Run ``recipe`` in ``scenario``; return ``{"outcome", "detail", ...}`` (never raises for the recipe's errors).
 
@@ -1118,7 +1131,8 @@ def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str,
     the recipe's domain is ``not applicable`` with the declared reason and ``see``, the page of the variant; so is a
     crash or resume cell whose first run never reaches the point of its crash (:data:`NO_CRASH_POINT`), and a cell
     whose run never reaches the recipe's stage outside the sanity check (:data:`NO_STAGE_RUN`), decided by running
-    it (``in_run``).
+    it (``in_run``). A cell whose DDP rendezvous found its port taken runs again, up to :data:`RENDEZVOUS_ATTEMPTS`
+    times in all.
     """
     outside = recipe.outside_for(scenario)
     if outside:
@@ -1126,17 +1140,22 @@ def run_cell(recipe: Recipe, scenario: Scenario, root: Path = ROOT) -> dict[str,
     if not recipe.runs_in(scenario):
         return {"outcome": "not applicable", "detail": f"this scenario runs no {recipe.stage} stage"}
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix=f"matrix-{recipe.id}-{scenario.id}-") as tmp, _own_rendezvous():
-        try:
-            result = _run(recipe, scenario, root, Path(tmp))
-        except MatrixError:  # the matrix file or a page is wrong, not the recipe: the run stops, naming it
-            raise
-        except Exception as error:  # the recipe's failure is the cell's outcome
-            result = {
-                "outcome": "raises",
-                "detail": _error_text(error, Path(tmp)),
-                "where": _page_line(traceback.extract_tb(error.__traceback__), root / recipe.page),
-            }
+    for attempt in range(1, RENDEZVOUS_ATTEMPTS + 1):
+        with tempfile.TemporaryDirectory(prefix=f"matrix-{recipe.id}-{scenario.id}-") as tmp, _own_rendezvous():
+            try:
+                result = _run(recipe, scenario, root, Path(tmp))
+            except MatrixError:  # the matrix file or a page is wrong, not the recipe: the run stops, naming it
+                raise
+            except Exception as error:  # the recipe's failure is the cell's outcome
+                result = {
+                    "outcome": "raises",
+                    "detail": _error_text(error, Path(tmp)),
+                    "where": _page_line(traceback.extract_tb(error.__traceback__), root / recipe.page),
+                }
+        if not (result["outcome"] == "raises" and lost_port_race(result["detail"])):
+            break
+        if attempt < RENDEZVOUS_ATTEMPTS:
+            print(f"{recipe.id} in {scenario.id}: its port was taken meanwhile (EADDRINUSE); running it again")
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from lightning_migrate.checker import lightning_names
-from lightning_migrate.checker.base import SAFE, UNSAFE, Finding, Fix, Rule, manual_fix
+from lightning_migrate.checker.base import MODULE, SAFE, UNSAFE, Finding, Fix, Rule, manual_fix
 
 
 @functools.cache
@@ -44,7 +44,10 @@ class RemovedImports(Rule):
     )
     fix_text = (
         "**safe** when every name the statement imports was moved: the same class or function is bound by a module "
-        "of 2.x (its own module, or a package above it): the statement imports it from there. A name the old "
+        "of 2.x (its own module, or a package above it): the statement imports it from there. Likewise when the "
+        "old release itself exported the same object from another module that 2.x still binds the name in (its "
+        f"own module, or a package above: ``pytorch_lightning.core.lightning.{MODULE}`` is imported from "
+        "``pytorch_lightning``): on the old release the import binds the same object as before. A name the old "
         "module assigned as a value (``EPOCH_OUTPUT``), whose recorded definition uses only names the installed "
         "release or the standard library bind, is defined in the file as recorded, below its imports, with the "
         "imports it needs (``EPOCH_OUTPUT = List[STEP_OUTPUT]``, ``STEP_OUTPUT`` from its new module); the "
@@ -56,7 +59,12 @@ class RemovedImports(Rule):
         "the shim took on the installed release: **safe** when the shim only handed its arguments to it and the "
         "file only calls the name (or decorates with it), **unsafe** otherwise (a shim that did more, a name the "
         "file reads as an object). A name that moved beside names still there: the statement keeps those and the "
-        "moved one joins the imports. **manual** for the rest (a class with no counterpart in the installed "
+        "moved one joins the imports. A name the last 1.x release replaced by a tombstone (a class or function "
+        "that only raises ``NotImplementedError``, recorded by calling it there: "
+        "``pytorch_lightning.loggers.base.LightningLoggerBase``) is imported from the replacement its message "
+        "names, under the name the file binds (``Logger as LightningLoggerBase``), where the installed release "
+        "binds it: **safe** where the file reads the name only in annotations, **unsafe** otherwise (another "
+        "class). **manual** for the rest (a class with no counterpart in the installed "
         "release, such as ``TrainingStep``; a name the definition needs that the file binds otherwise; a shim "
         "whose message names no drop-in): a marker names what is missing, with the shim's message. A class or "
         "function the installed release defines elsewhere under the same name, in another module than the old "
@@ -105,6 +113,10 @@ def detached(outputs):
                     if len(missing) == len(names) and len(targets) == 1 and None not in targets:
                         [target] = targets
                         message += f"; import it from `{target}`"
+                        exported = data.get("exported", {}).get(node.module, {})
+                        if any(n in exported for n in missing):
+                            releases = " and ".join(sorted({_release(data, node.module, n) for n in exported}))
+                            message += f", where {releases} exported the same object and {data['new']} binds the name"
                         fix = Fix(SAFE, _from(target), description=f"import from {target}", changes_callers=False)
                     elif shims is not None and (where != -1 or _one_module(shims, len(missing) == len(names))):
                         message += "; " + "; ".join(
@@ -294,8 +306,10 @@ def _older_release_branches(tree: ast.Module, old: str) -> set[int]:
 
 def _shim(data: dict, module: str, name: str) -> dict | None:
     """The recorded deprecation shim ``module.name`` of the last 1.x release (``{"message", "replacement",
-    "drop_in", "forwards"}``: :func:`~lightning_migrate.checker.lightning_names.compare`), or ``None``."""
-    return data.get("deprecated", {}).get(module, {}).get(name)
+    "drop_in", "forwards"}``: :func:`~lightning_migrate.checker.lightning_names.compare`), else the tombstone a 1.x
+    release left in its place (its message; never a drop-in), or ``None``."""
+    found = data.get("deprecated", {}).get(module, {}).get(name)
+    return found if found is not None else data.get("tombstones", {}).get(module, {}).get(name)
 
 
 @dataclass(frozen=True)
@@ -309,6 +323,8 @@ class _Replacement:
     risk: str = ""
     #: the release whose shim the message is
     release: str = ""
+    #: the name imported instead, where a tombstone's message names another (``Logger`` for ``LightningLoggerBase``)
+    name: str = ""
 
 
 def _replacements(
@@ -332,12 +348,22 @@ def _replacements(
             found[alias.name] = _Replacement(target, SAFE)
             continue
         shim = _shim(data, node.module or "", alias.name)
+        bound = alias.asname or alias.name
+        if shim is not None and shim.get("tombstone") and shim["replacement"]:
+            module, _, name = shim["replacement"].rpartition(".")
+            risk = (
+                ""
+                if _annotations_only(tree, bound, node)
+                else f"the file reads `{bound}` outside annotations, and `{shim['replacement']}` is another class"
+            )
+            tier = UNSAFE if risk else SAFE
+            found[alias.name] = _Replacement(module, tier, shim["message"], risk, _had(shim, data), name)
+            continue
         if shim is None or not shim["replacement"] or not shim["drop_in"]:
             return None
         module, _, name = shim["replacement"].rpartition(".")
         if name != alias.name:
             return None
-        bound = alias.asname or alias.name
         risks = []
         if not shim["forwards"]:
             risks.append(
@@ -376,9 +402,14 @@ def _replacement_fix(node: ast.ImportFrom, found: dict[str, _Replacement], every
     tier = UNSAFE if any(r.tier == UNSAFE for r in found.values()) else SAFE
     risk = "; ".join(r.risk for r in found.values() if r.risk)
     where = ", ".join(sorted({r.module for r in found.values()}))
-    if _one_module(found, every_name):
+    renames = {old: r.name for old, r in found.items() if r.name and r.name != old}
+    shown = ", ".join(f"{new} as {old}" for old, new in renames.items())
+    if _one_module(found, every_name) or (renames and {r.module for r in found.values()} == {node.module}):
         [module] = {r.module for r in found.values()}
-        return Fix(tier, _from(module), description=f"import from {module}", risk=risk, changes_callers=False)
+        description = f"import from {module}" + (f" ({shown})" if renames else "")
+        return Fix(tier, _from(module, renames), description=description, risk=risk, changes_callers=False)
+    if renames:
+        return manual_fix(RemovedImports.code, f"import {shown} from {where}")
     if any(a.asname for a in node.names if a.name in found):
         return manual_fix(RemovedImports.code, f"import {', '.join(found)} from {where}, under the names used here")
     kept = {a.asname or a.name for a in node.names if a.name not in found}
@@ -392,17 +423,30 @@ def _replacement_fix(node: ast.ImportFrom, found: dict[str, _Replacement], every
     )
 
 
-def _from(target: str):
-    """An ``apply`` that makes a ``from ... import`` statement line import from ``target``."""
+def _from(target: str, renames: dict[str, str] | None = None):
+    """An ``apply`` that makes a ``from ... import`` statement line import from ``target``; ``renames``: ``{old
+    name: new name}``, each imported as the name the file binds (``Logger as LightningLoggerBase``)."""
 
     def apply(node: cst.CSTNode) -> cst.CSTNode:
         assert isinstance(node, cst.SimpleStatementLine)
         [small] = node.body
         assert isinstance(small, cst.ImportFrom)
         module = cst.parse_expression(target)
-        return node.with_changes(body=[small.with_changes(module=module)])
+        changes: dict = {"module": module}
+        if renames and not isinstance(small.names, cst.ImportStar):
+            changes["names"] = [_renamed(alias, renames) for alias in small.names]
+        return node.with_changes(body=[small.with_changes(**changes)])
 
     return apply
+
+
+def _renamed(alias: cst.ImportAlias, renames: dict[str, str]) -> cst.ImportAlias:
+    """``alias`` importing its new name under the name the file binds, where ``renames`` renames it."""
+    old = alias.name.value if isinstance(alias.name, cst.Name) else None
+    if old not in renames:
+        return alias
+    asname = alias.asname or cst.AsName(name=cst.Name(old))
+    return alias.with_changes(name=cst.Name(renames[old]), asname=asname)
 
 
 def _definitions(data: dict, node: ast.ImportFrom, missing: dict[str, str | None]) -> dict[str, dict] | None:
