@@ -442,8 +442,8 @@ class Rule:
         hooks: method names the rule inspects.
         owners: class kinds whose methods it inspects.
         patterns: registry pattern ids it covers (:mod:`lightning_migrate.registry`).
-        summary: what it finds (reST, a paragraph).
-        fix_text: what ``--fix`` does (reST, a paragraph).
+        summary: what it finds (reST: a paragraph, or a paragraph and a bullet list).
+        fix_text: what ``--fix`` does (reST: a paragraph or a bullet list).
         example: a complete old-shape file that the rule flags and ``--fix`` makes clean (the docs build checks it).
     """
 
