@@ -803,7 +803,7 @@ def reasons(sentence: str, context: str = "") -> list[str]:
     if not _instruction(sentence.split()) and _fragment(context, sentence):
         found.append("fragment")  # "The same setting with validation_epoch_end defined: refused all the same."
     for part in sentence.split("\x00"):
-        found += [reason for reason, rule in SIXTH_ROUND.items() if rule(part)]
+        found += [reason for reason, rule in (SIXTH_ROUND | SEVENTH_ROUND).items() if rule(part)]
     return found
 
 
@@ -1300,6 +1300,261 @@ SIXTH_ROUND = {
     "list order": _list_order,
     "cause": _cause,
     "setting gloss": _setting_gloss,
+}
+
+
+# -- Seventh round: unproven explanations and promises an audit found past the earlier rules -------------------------
+#: Lightning's and torch's mechanisms that code runs under or outside ("inside the step's autocast", "under mixed
+#: precision", "outside inference mode"): where a hook, a step or moved code runs in them is what Lightning does.
+MECHANISMS = re.compile(
+    r"\b(?:under|inside|within|outside(?:\s+of)?)\s+(?:(?:the|a|an|its|their|[\w`.]+['’]s)\s+){0,2}"
+    r"(?:torch\.)?(?:autocast|mixed[ -]precision|(?:bf)?16-mixed|inference[_ ]mode|no_grad|grad mode|"
+    r"(?:optimizer['’]s\s+)?closure|optimizer closure)\b",
+    re.I,
+)
+#: A verb that says code runs ("runs", "is called", "executes").
+RUN_VERBS = re.compile(
+    r"\b(?:runs?|ran|executes?|executed|(?:is|are|was|were|gets?|got)\s+(?:run|called|executed|invoked))\b", re.I
+)
+#: Words that open a consequence ("so under mixed precision", "hence ...").
+CONSEQUENCE_WORDS = {"so", "hence", "thus", "therefore"}
+#: What the site, the reader and the scenario matrix do: a clause about one of them is their own doing.
+OWN_SUBJECTS = SITE_SUBJECTS | READERS | {"matrix", "harness", "reference", "page's", "example's", "our"}
+
+
+def _execution_context(part: str) -> bool:
+    """Whether a clause says that code runs under, inside or outside a mechanism of Lightning's or torch's
+    (:data:`MECHANISMS`): the mechanism is owned by a name that is not the reader's ("inside the step's autocast",
+    "outside Lightning's closure"), the clause draws it as a consequence ("so under mixed precision"), or the clause
+    has a verb of running ("the batch-end hooks run outside the autocast"). An instruction, the page's own reference
+    ("the same model in eval mode under ``torch.no_grad``") and a clause about the reader, the page or the matrix are
+    not."""
+    if _instruction(part.split()):
+        return False
+    for words in _clauses(part):
+        clause = " ".join(words)
+        for match in MECHANISMS.finditer(clause):
+            before = [w.lower().strip(".,;:'\"`’”“") for w in clause[: match.start()].split()]
+            if any(w in OWN_SUBJECTS for w in before):
+                continue
+            owner = re.search(r"([\w`.]+)['’]s\s", match[0])
+            if owner and owner[1].lower().strip("`") not in OWN_SUBJECTS:
+                return True  # "inside the step's autocast"
+            if (before and before[0] in CONSEQUENCE_WORDS) or RUN_VERBS.search(clause):
+                return True  # "so under mixed precision", "the hooks run outside the autocast"
+    return False
+
+
+#: Words that may stand between a participle and its agent ("made again every epoch by a hook").
+AGENT_GAP = {"again", "anew", "every", "each", "epoch", "step", "batch", "time", "once", "twice", "later", "first",
+             "then", "there", "always", "only", "also", "itself", "automatically", "silently"}  # fmt: skip
+#: A hook named by its kind as an agent ("by a hook", "by the epoch-end hooks").
+HOOK_AGENT = re.compile(r"(?:(?:a|an|the|each|every|its|their|one)\s+)?(?:[\w-]+\s+)?hooks?\b", re.I)
+
+
+def _hook_agent(part: str) -> bool:
+    """Whether a past participle has a hook as its agent, a few words of time or manner between them allowed ("loaders
+    made again every epoch by a hook", "the cache emptied by ``on_train_epoch_end``"): what a hook is made to do is
+    Lightning calling it. A hook of the reader's ("by a hook of your module", "by your hook") is not."""
+    words = part.split()
+    for index, word in enumerate(words):
+        if word.lower() != "by" or index == 0:
+            continue
+        rest = " ".join(words[index + 1 :])
+        agent = HOOKS.match(rest) or HOOK_AGENT.match(rest)
+        if not agent or any(w.lower().strip(".,;:()") in READERS for w in words[index + 1 : index + 6]):
+            continue
+        at = index - 1
+        while at > 0 and words[at].lower().strip(".,;:") in AGENT_GAP and index - at <= 3:
+            at -= 1
+        participle = words[at].lower().strip(".,;:()'\"`’”“")
+        if PARTICIPLE.fullmatch(participle) and participle not in ("need", "speed", "feed", "seed", "bed"):
+            return True
+    return False
+
+
+#: Data objects of torch's and Lightning's, named as a subject ("an iterable dataset", "the loader's batch sampler").
+DATA_OBJECTS = re.compile(
+    r"\b(?:(?:a|an|the|each|every|any)\s+)?(?:[\w-]+\s+)?(?:datasets?|(?:data)?loaders?|DataLoaders?|samplers?|"
+    r"IterableDatasets?)(?:['’]s\s+(?:[\w-]+\s+)?(?:loader|sampler|batch sampler|sampler's indices))?"
+    r"(?:\s+(?:of|over|for)\s+(?:(?:a|an|the)\s+)?[\w-]+(?:\s+[\w-]+)?)?\s+(?:has|have|had)\s+no\s+(?:[\w-]+\s+){1,3}?(?:to|that|which)\s+\w+",
+    re.I,
+)
+
+
+def _absence(part: str) -> bool:
+    """Whether a data object of torch's or Lightning's is said to lack a mechanism for a purpose ("an iterable dataset
+    has no sampler to split it", "the loader has no batch sampler that names its samples"): what torch's loaders are
+    made of is a claim. The reader's dataset, the page's and the matrix's are their own; a plain absence ("the matrix's
+    dataset has no ``__len__``") names no mechanism."""
+    for match in DATA_OBJECTS.finditer(part):
+        before = [w.lower().strip(".,;:'\"`’”“") for w in part[: match.start()].split()[-2:]]
+        own = [w.lower().strip("'’s`") for w in match[0].split()[:2]]
+        if any(w in OWN_SUBJECTS for w in before + own) or any(w.startswith(("matrix", "page")) for w in own):
+            continue
+        return True
+    return False
+
+
+#: What a consequence may promise of a case: that it is no trouble, fine, safe, harmless, or does not matter.
+PROMISED = re.compile(
+    r"\b(?:(?:is|are|was|were|poses?|causes?|makes?|stays?)\s+(?:therefore\s+|then\s+|thus\s+)?"
+    r"(?:no\s+(?:trouble|problem|issue|harm|difference|concern)|harmless|fine|safe|unaffected|cheap|not\s+a\s+problem)"
+    r"|(?:does|do)\s+not\s+matter|doesn['’]t\s+matter|(?:is|are)\s+(?:therefore\s+)?(?:\w+\s+)?but\s+not\s+free)\b",
+    re.I,
+)
+
+
+def _promise(part: str) -> bool:
+    """Whether a sentence promises, as a consequence, that a case is no trouble ("They join batches with ``torch.cat``,
+    so a smaller last batch is no trouble", "A list of one-element tensors is therefore cheap"): a consequence word
+    (:data:`CONSEQUENCE_WORDS`) before a promise (:data:`PROMISED`) in the same sentence, which says what a library
+    does in every such case. An instruction, and a promise about the reader, the page or the matrix, are not."""
+    if _instruction(part.split()):
+        return False
+    for match in PROMISED.finditer(part):
+        before = part[: match.start()].split()
+        low = [w.lower().strip(".,;:'\"`’”“") for w in before]
+        if not any(w in CONSEQUENCE_WORDS for w in low) and "therefore" not in match[0].lower():
+            continue
+        opener = max((i for i, w in enumerate(low) if w in CONSEQUENCE_WORDS), default=-1)
+        if any(w in OWN_SUBJECTS for w in low[opener + 1 :]):
+            continue  # "so your code is safe to rerun", "so the page is no trouble to rebuild"
+        return True
+    return False
+
+
+#: torch's and Python's internals around a tensor's data: what sits around a storage is a claim about torch.
+INTERNALS = re.compile(
+    r"\b(?:(?:the\s+|torch['’]s\s+|a\s+|the\s+caching\s+)?allocator(?:['’]s)?|(?:whole\s+)?tensor\s+objects?|"
+    r"Python\s+objects?|object\s+overhead|(?:tensor|storage)\s+(?:header|metadata)s?)\b",
+    re.I,
+)
+
+
+def _internals(part: str) -> bool:
+    """Whether a clause says what torch or Python keep around a tensor's data (:data:`INTERNALS`: "the tensor and
+    Python objects around each storage, the allocator's rounding", "each cached element sits in a whole tensor
+    object"): an internal of torch's, typed, not measured. A clause about what the page, the reader or the matrix
+    count ("the page counts no Python object") is their own."""
+    if _instruction(part.split()):
+        return False
+    for words in _clauses(part):
+        clause = " ".join(words)
+        for match in INTERNALS.finditer(clause):
+            before = [w.lower().strip(".,;:'\"`’”“") for w in clause[: match.start()].split()]
+            if not any(w in OWN_SUBJECTS for w in before):
+                return True
+    return False
+
+
+#: "too small for more threads to help", "too few for the sampler to pad them": a reason given by degree.
+TOO_FOR = re.compile(r"\btoo\s+(?:\w+\s+){1,2}?for\s+((?:[\w`.'’-]+\s+){1,4}?)to\s+\w+", re.I)
+#: Words that make the thing a reason speaks of torch's or Lightning's: its workers and mechanisms.
+TECHNICAL = re.compile(r"\b(?:threads?|tensors?|kernels?|the GPU|the CPU|the allocator|the sampler|the loop|"
+                       r"the strategy|autograd|the graph)\b", re.I)  # fmt: skip
+
+
+def _too_for(part: str) -> bool:
+    """Whether a sentence explains by degree what torch or Lightning would do ("the toy model's tensors are too small
+    for more threads to help", "the batches are too few for the sampler to pad them"): a ``too ... for ... to ...``
+    whose sentence names a name of Lightning's or torch's (the groups of the earlier rounds, or a word of
+    :data:`TECHNICAL`). The reader's and the page's own ("your dataset is too small for two processes to share") are
+    theirs."""
+    if _instruction(part.split()):
+        return False
+    for match in TOO_FOR.finditer(part):
+        before = [w.lower().strip(".,;:'\"`’”“") for w in part[: match.start()].split()]
+        if any(w in OWN_SUBJECTS for w in before):
+            continue
+        groups = (SUBJECTS, HOOKS, CONCEPT_NAMES, LIBRARY_NAMES, API_PATHS, PROCESS_NAMES, TECHNICAL)
+        if any(group.search(part) for group in groups):
+            return True
+    return False
+
+
+#: A place in a list by its neighbour ("a callback listed after this one", "listed before ``ModelCheckpoint``").
+LISTED = re.compile(r"\blisted\s+(?:after|before|ahead\s+of|behind)\b", re.I)
+#: What has or has not run by then ("has already run", "had not", "runs first").
+HAS_RUN = re.compile(
+    r"\b(?:has|have|had)\s+(?:already\s+|not\s+(?:yet\s+)?|n['’]t\s+(?:yet\s+)?)?(?:run|been\s+called|seen|not)\b"
+    r"|\bruns?\s+(?:first|last|before|after)\b",
+    re.I,
+)
+
+
+def _listed_order(part: str) -> bool:
+    """Whether a place in the callbacks list given by a neighbour (:data:`LISTED`) is said to decide what has run by
+    then ("when a callback listed after this one stops the run, the renamed code has already run for that batch"):
+    the order Lightning calls callbacks in, as :func:`_list_order` reads it for "first in the list, so". A place alone
+    ("the plain callback is listed after the recipe's") is the reader's list."""
+    if _instruction(part.split()):
+        return False
+    return bool(LISTED.search(part) and HAS_RUN.search(part))
+
+
+#: Words that are not verbs after a name ("so max_steps and ...", "so torch's ..."): the name is then no subject.
+NOT_VERBS = PREPOSITIONS | DETERMINERS | {"and", "or", "but", "nor", "as", "is", "was", "are", "were", "has", "had"}
+
+
+def _consequence_subject(part: str) -> bool:
+    """Whether a consequence (:data:`CONSEQUENCE_WORDS`) has a name of Lightning's or torch's as its subject -- a
+    ``Trainer`` argument named bare, a name of Lightning, a hook, a concept, a library or a path into the API -- and a
+    verb after it, whatever the verb ("..., so ``max_steps`` never came", "so the loop waited"): an explanation of
+    what Lightning or torch did, typed. A purpose ("so that every rank makes the same calls"), a process of the
+    page's run ("so the main process reads the file": the process rule reads those) and a consequence about the
+    reader's code or the page ("so your module keeps it") are not."""
+    if _instruction(part.split()):
+        return False
+    names_ = (SETTING_NAMES, SUBJECTS, HOOKS, CONCEPT_NAMES, LIBRARY_NAMES, API_PATHS)
+    for match in re.finditer(r"\b(?:so|hence|thus|therefore)\s+(?!that\b)", part, re.I):
+        rest = re.sub(r"^(?:the|a|an|each|every)\s+(?=\S)", "", part[match.end() :], flags=re.I)
+        found = next((m for group in names_ if (m := group.match(rest) or group.match(part[match.end() :]))), None)
+        if found is None or rest[found.end() : found.end() + 2] in ("'s", "’s"):
+            continue
+        after = [w.strip(".,;:()'\"`’”“") for w in rest[found.end() :].split()]
+        while after and after[0].lower() in ADVERBS:
+            after = after[1:]
+        if after and re.fullmatch(r"[a-z]+", after[0]) and after[0] not in NOT_VERBS:
+            return True
+    return False
+
+
+#: A comparison of speed or cost stated as a fact ("the first fits of a process are slower", "``torch.cat`` is faster").
+SPEED = re.compile(
+    r"\b(?:is|are|was|were|runs?|ran|gets?|got|becomes?|stays?)\s+(?:\w+\s+)?"
+    r"(?:slower|faster|quicker|cheaper|costlier|more\s+expensive|less\s+expensive)\b",
+    re.I,
+)
+
+
+def _speed(part: str) -> bool:
+    """Whether a clause states, as a fact, that something of torch's or Lightning's is slower, faster or cheaper ("the
+    first fits of a process are slower", "a ``MeanMetric`` is cheaper than a list"): a measurement typed, where the
+    page measures and prints its own. An instruction, a question inside the sentence ("whether one is slower"), a
+    modal ("may be slower") and a clause about the page, the reader or the matrix are not."""
+    if _instruction(part.split()):
+        return False
+    for words in _clauses(part):
+        clause = " ".join(words)
+        for match in SPEED.finditer(clause):
+            before = [w.lower().strip(".,;:'\"`’”“") for w in clause[: match.start()].split()]
+            if any(w in OWN_SUBJECTS | EMBEDDED | MODALS | {"may", "might", "can", "could", "if"} for w in before):
+                continue
+            return True
+    return False
+
+
+SEVENTH_ROUND = {
+    "execution context": _execution_context,
+    "hook agent": _hook_agent,
+    "absence": _absence,
+    "promise": _promise,
+    "internals": _internals,
+    "too for": _too_for,
+    "listed order": _listed_order,
+    "consequence": _consequence_subject,
+    "speed": _speed,
 }
 
 
@@ -1931,6 +2186,129 @@ def test_the_sixth_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
     wrong = [
         (sentence, reasons(part))
         for sentence in ORDINARY_SIXTH
+        for part in sentences(sentence, heading=False)
+        if flagged(part)
+    ]
+    assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+
+
+#: Seventh round, from an audit of the rule texts, the scenario reasons and the pages they touch: sentences each rule
+#: must flag, by the rule (``reasons``).
+TYPED_SEVENTH = {
+    "execution context": [
+        "The moved code now runs inside your step, so under mixed precision inside the step's autocast.",
+        "The renamed hook runs outside the autocast, where the step's code does not.",
+        "A callback's batch-end code executes under mixed precision as well.",
+        "The loss at epoch end is computed outside the step's autocast, in float32.",
+        "The step is called inside Lightning's closure, once per optimizer step.",
+    ],
+    "hook agent": [
+        "A count that changes needs loaders made again every epoch by a hook (a LightningDataModule's).",
+        "The cache is emptied by on_train_epoch_end before the callbacks read it.",
+        "Each batch's outputs, collected by the batch-end hooks, reach the epoch end detached.",
+        "The list is freed once by the epoch-end hook.",
+    ],
+    "absence": [
+        "An iterable dataset has no sampler to split it between the ranks.",
+        "An iterable dataset's loader has no batch sampler that names its samples.",
+        "The loader has no batch sampler to replay.",
+        "A DataLoader over a generator has no sampler that Lightning could replace.",
+    ],
+    "promise": [
+        "They join batches with torch.cat, so a smaller last batch is no trouble.",
+        "The sampler pads the shards, so an odd dataset size does not matter.",
+        "A list of one-element tensors is therefore cheap next to the old contract but not free.",
+        "The metric keeps two sums, hence a long epoch is harmless.",
+        "The loop reloads the loaders each epoch, so a changing count poses no problem.",
+    ],
+    "internals": [
+        "RSS includes what the byte count leaves out (the tensor and Python objects around each storage, the "
+        "allocator's rounding).",
+        "The second view adds what surrounds the data: each cached element sits in a whole tensor object.",
+        "Python object overhead is not included -- the RSS view below shows it.",
+        "The caching allocator keeps the freed blocks for the next batch.",
+    ],
+    "too for": [
+        "The toy model's tensors are too small for more threads to help.",
+        "The batches are too few for the sampler to pad them.",
+        "An epoch of two batches is too short for the loop to validate twice.",
+        "The shapes change too often for torch.compile to reuse a graph.",
+    ],
+    "listed order": [
+        "When a callback listed after this one stops the run, the renamed code has already run for that batch.",
+        "A callback listed before ModelCheckpoint has already seen the logged value.",
+        "Listed after EarlyStopping, the recorder's hook has not run when the fit stops.",
+        "The writer listed ahead of the checkpoint callback runs first at each epoch end.",
+    ],
+    "consequence": [
+        "A rank whose share has 2 batches never reached its accumulation step, so max_steps never came.",
+        "The loaders were made once, so the Trainer kept their count.",
+        "The sanity check ran first, hence on_validation_epoch_end saw two batches.",
+        "The values differed between the ranks, so torch.distributed.all_reduce waited.",
+    ],
+    "speed": [
+        "Warm-up, not timed: the first fits of a process are slower.",
+        "torch.cat is faster than stacking the rows one by one.",
+        "A MeanMetric is cheaper than a list of every loss.",
+        "Under DDP the epoch-end reduction runs much slower.",
+    ],
+}
+#: Sentences of the same shapes about the reader's code, the page or the matrix: none may be flagged.
+ORDINARY_SEVENTH = [
+    "The moved code is now part of your step: it runs wherever your step's code runs.",
+    "The reference: the same model in eval mode under torch.no_grad, batch by batch.",
+    "The long epochs call the same methods directly, under torch.no_grad() and without optimizer steps.",
+    "A fresh BoringModel in eval mode under torch.no_grad computes each batch's loss.",
+    "The page runs its reference under torch.no_grad, the matrix under bf16-mixed as well.",
+    "Run the step under torch.autocast to compare the two.",
+    "Under bf16-mixed the loss this code computes at epoch end differs from the float32 reference.",
+    "Not combined: the matrix changes the count only in its LightningDataModule's val_dataloader, by the epoch.",
+    "A value logged by a hook of your module is read at epoch end.",
+    "Each batch is shown by running it, with the fix.",
+    "Your module fills its cache in training_step and reads it in on_train_epoch_end.",
+    "A value written by your epoch-end hook goes into the CSV file.",
+    "Not combined: the matrix runs its iterable dataset under DDP only with the own-split values.",
+    "The matrix's iterable dataset has no __len__.",
+    "Your dataset has no sampler to split it: split it yourself.",
+    "The callback has no loss to log.",
+    "The second loader's 6 rows come in batches of 4 and 2, and its tensor is equal to its reference all the same.",
+    "Clear the list when each run starts, so a run that stopped half-way is no trouble.",
+    "The page checks every value, so your code is safe to rerun.",
+    "The byte count adds up the storages of the cached tensors, each counted once.",
+    "The example's second view is the process RSS, the memory of the whole process.",
+    "The page counts no Python object overhead: only storages.",
+    "Your dataset is too small for two processes to share evenly.",
+    "The table is too wide for this page to show whole: scroll it sideways.",
+    "The plain callback is listed after the recipe's callback in the Trainer's callbacks.",
+    "The values listed after each recipe are those of its runs.",
+    "The matrix injects its crash from a callback listed after this one, at the end of a batch.",
+    "Every rank then divides the same totals, so what it logs with sync_dist=True is the same on every rank.",
+    "The module logs one value for every loader on every rank, so that every rank makes the same collective calls.",
+    "Worker processes cannot print to this page, so the main process reads the file afterwards.",
+    "The module empties its list when each run starts, so a run that stopped half-way leaves nothing behind.",
+    "Found by exploration: this fit did not end, and the matrix does not run it.",
+    "The page prints how much slower each approach ran than the baseline.",
+    "Whether one approach is slower depends on the machine: see the ratios below.",
+    "Your loop may be slower on a GPU.",
+]
+
+
+def test_the_seventh_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
+    """Each rule of the seventh round -- code said to run under a mechanism of Lightning's or torch's, a hook as the
+    agent of a participle, a data object of torch's said to lack a mechanism for a purpose, a case promised to be no
+    trouble as a consequence, torch's internals around a storage, a reason given by degree ("too small for threads to
+    help"), a place in the callbacks list said to decide what has run, a consequence whose subject is a name of
+    Lightning's or torch's, a speed or cost stated as a fact -- flags every phrasing of its class, by that rule; the
+    look-alikes about the reader's code, the page and the matrix are not flagged, by any rule."""
+    missed = [
+        (rule, sentence)
+        for rule, cases in TYPED_SEVENTH.items()
+        for sentence in cases
+        if not any(rule in reasons(part) for part in sentences(sentence, heading=False))
+    ]
+    wrong = [
+        (sentence, reasons(part))
+        for sentence in ORDINARY_SEVENTH
         for part in sentences(sentence, heading=False)
         if flagged(part)
     ]

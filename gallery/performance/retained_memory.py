@@ -45,7 +45,7 @@ from torch.utils.data import DataLoader, TensorDataset
 # sphinx_gallery_dummy_images = 1
 print(f"Lightning {lightning.__version__}")
 print(f"torchmetrics {torchmetrics.__version__}, torch {torch.__version__}")
-torch.set_num_threads(1)  # the toy model's tensors are too small for more threads to help
+torch.set_num_threads(1)
 
 FEATURES, CLASSES, BATCH = 32, 10, 64
 
@@ -55,7 +55,7 @@ def retained_bytes(cache):
 
     ``cache`` is any nesting of lists, tuples and dicts with tensors as leaves. Every tensor's storage is
     counted once, however many tensors view it (storages are told apart by ``untyped_storage().data_ptr()``).
-    Returns bytes (``int``); Python object overhead is not included -- the RSS view below shows it.
+    Returns bytes (``int``): the storages alone -- the RSS view below counts the whole process.
     """
     storages, pending = {}, [cache]
     while pending:
@@ -361,8 +361,8 @@ assert all(per_entry["classifier", b][".detach()"] == 4 for b in (64, 256)), "F.
 # ``torch.no_grad()`` and without optimizer steps. The same driver is first run for 20 and 100 steps and must match
 # the Trainer's bytes exactly: that check is what licenses the shortcut, and it keeps this page quick to run.
 #
-# Process RSS (``psutil``) is the second view, for the logits model: it includes what the byte count leaves
-# out (the tensor and Python objects around each storage, the allocator's rounding). There each approach
+# Process RSS (``psutil``) is the second view, for the logits model: the memory of the whole process, where the
+# byte count adds up only the storages of the cached tensors (``retained_bytes`` above). There each approach
 # fills its cache alone, every cache stays alive until all are measured, and memory freed before a pass is
 # handed back to the system (``malloc_trim``), so that less of it is there for a cache to grow into unseen.
 process = psutil.Process()
@@ -496,9 +496,9 @@ assert times_fewer >= 100, (
 # %%
 # The same caches in process RSS
 # ------------------------------
-# RSS growth while each cache filled (MiB, 2**20 bytes). It counts what the byte count leaves out -- each
-# cached element sits in a whole tensor object -- but it is coarse: only what stands far above its
-# noise is asserted, the old contract's growth against the others'.
+# RSS growth while each cache filled (MiB, 2**20 bytes). It counts the whole process, not only the storages the
+# byte count adds up, but it is coarse: only what stands far above its noise is asserted, the old contract's growth
+# against the others'.
 rss = {name: direct["loss + logits", name] for name in APPROACHES}
 print(f"RSS growth (MiB) at {CHECKPOINTS[-1]:,} steps, and per step (bytes):")
 for name, measured in rss.items():

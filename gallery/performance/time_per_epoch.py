@@ -29,8 +29,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 print(f"Lightning {lightning.__version__}")
 print(f"torchmetrics {torchmetrics.__version__}, torch {torch.__version__}")
-# The toy model's tensors are far too small for several threads to help: one intra-op thread, as on the site, keeps
-# a downloaded copy of this page measuring the same thing on any machine.
+# One intra-op thread, as on the site: a downloaded copy of this page runs with the same setting on any machine.
 torch.set_num_threads(1)
 
 FEATURES, CLASSES, BATCH, STEPS = 32, 10, 64, 100
@@ -168,7 +167,7 @@ def fit(approach_cls, returns_logits):
 module_hook_last = []  # per fit: the order of the module's and the callbacks' on_train_epoch_end, as a bool
 
 
-for returns_logits in SHAPES.values():  # warm-up, not timed: the first fits of a process are slower
+for returns_logits in SHAPES.values():  # warm-up, not timed: one fit of each shape before the timed rounds
     fit(NoCache, returns_logits)
 epochs, epoch_means = {}, {}  # (shape, approach) -> the CPU times of its epochs; -> epoch mean loss
 for round_ in range(3):

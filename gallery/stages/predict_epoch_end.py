@@ -258,8 +258,9 @@ for name, per_loader in kept_per_loader.items():
 
 # %%
 # Two loaders' predictions, a list of lists, do not go into ``torch.cat`` (the error above); the replacements keep the
-# 12 and the 6 rows of the two loaders apart, each equal to its reference. They join batches with ``torch.cat``, so a
-# smaller last batch is no trouble (:doc:`where each recipe holds </reference/scenarios>`). Under DDP
+# 12 and the 6 rows of the two loaders apart, each equal to its reference. They join batches with ``torch.cat``: the
+# second loader's 6 rows come in batches of 4 and 2, and its tensor is equal to its reference all the same (the other
+# configurations: :doc:`where each recipe holds </reference/scenarios>`). Under DDP
 # :claim:`ddp-predict-shares-stay-in-workers`: see :doc:`Predictions under DDP </examples/distributed/ddp_predict>`.
 
 # sphinx_gallery_start_ignore
@@ -269,5 +270,6 @@ assert all(
     for per_loader in kept_per_loader.values()
 ), "with two loaders the return value, the predict loop's list and the writer's predictions hold one list per loader"
 assert [len(predictions) for predictions in references] == [12, 6]
+assert [len(batch) for batch in returned[1]] == [4, 2]  # the second loader's smaller last batch
 assert two_loader_model.predict_step_outputs == {}
 # sphinx_gallery_end_ignore

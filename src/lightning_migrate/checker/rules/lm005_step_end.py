@@ -55,9 +55,8 @@ class StepEnd(Rule):
         f"(``_{_HOOK}``), and each ``return X`` of the class's own step becomes ``step_output = X``, "
         f"``ended = self._{_HOOK}(step_output)``, ``return step_output if ended is None else ended``. "
         "The rewrite is **proven** (applied by ``--fix``) when its shape is proven (its runs give the old code's "
-        "values in every Trainer configuration it declares), **unsafe** otherwise. The moved code now runs inside "
-        "your step, so "
-        "under mixed precision inside the step's autocast. Not rewritten (**manual**): the class does not define "
+        "values in every Trainer configuration it declares), **unsafe** otherwise. The moved code is now part of "
+        "your step: it runs wherever your step's code runs. Not rewritten (**manual**): the class does not define "
         "the step itself, a subclass defines the step or the method, code calls the step or the method (or names "
         "it in a string), a ``return`` of the step is inside a ``try`` or a ``with`` or shares its line, the step "
         "can end without a ``return`` (or yields), the step or the method is decorated or ``async``, the method "
@@ -214,8 +213,8 @@ def into_step_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str) -> 
         on_class=True,
         description=f"run it from {step} as {helper}",
         risk=(
-            f"`{hook}` runs at the end of `{step}`, as `{helper}`: under mixed precision inside the step's autocast, "
-            "where 1.x ran it outside"
+            f"`{hook}`'s code moves to the end of `{step}`, as `{helper}`: it runs wherever `{step}`'s code runs, "
+            "not as a method of its own"
         ),
         new_name=helper,
         shape=shape,
