@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -380,3 +381,35 @@ def test_a_reader_that_stops_reading_early_gets_no_traceback(tmp_path):
     error = process.stderr.read().decode()
     assert process.wait(timeout=120) == 1
     assert b"LM001" in first and error == "", error
+
+
+def test_fix_and_diff_say_which_fixes_they_applied(tmp_path, capsys):
+    """With ``--fix`` each finding says whether its fix went into the file (``[safe fix applied]``) or not
+    (``[unsafe fix not applied]`` without ``--unsafe-fixes``); with ``--diff``, whether it is in the diff; a plain
+    run says what is offered (``[safe fix]``)."""
+    source = (
+        "from pytorch_lightning.loggers import LightningLoggerBase\n"
+        "from pytorch_lightning.core.lightning import LightningModule\n\n\n"
+        "def is_logger(x):\n    return isinstance(x, LightningLoggerBase)\n"
+    )
+    path = tmp_path / "m.py"
+    path.write_text(source, encoding="utf-8")
+
+    def tags(*options):
+        assert main([*options, str(path)]) == 1
+        out, err = capsys.readouterr()
+        lines = (err if "--diff" in options else out).splitlines()
+        return [re.search(r"\[([a-z ]+)\] http", line)[1] for line in lines if ": LM009 " in line]
+
+    assert tags() == ["unsafe fix", "safe fix"]
+    assert tags("--diff") == ["unsafe fix not applied", "safe fix in the diff"]
+    assert tags("--diff", "--unsafe-fixes") == ["unsafe fix in the diff", "safe fix in the diff"]
+    assert tags("--fix") == ["unsafe fix not applied", "safe fix applied"]
+    assert "from pytorch_lightning import LightningModule" in path.read_text(encoding="utf-8")
+
+
+def test_version(capsys):
+    from lightning_migrate import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"lightning-migrate {__version__}\n"

@@ -124,7 +124,7 @@ def test_plain_fix_makes_the_commonest_project_log_the_old_epoch_means(tmp_path,
     summary = err.strip().splitlines()[-1]
     assert summary.startswith("3 findings in 1 file"), summary
     assert "3 proven fixes, 0 safe fixes, 0 unsafe fixes (--unsafe-fixes), 0 manual; changed 1 file" in summary
-    assert all("[proven fix]" in line for line in out), out
+    assert all("[proven fix applied]" in line for line in out), out
     fixed = (project / "model.py").read_text(encoding="utf-8")
     assert MARKER not in fixed
     assert check_source(fixed.encode()).findings == []

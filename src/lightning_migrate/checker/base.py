@@ -157,12 +157,16 @@ class Finding:
     def url(self) -> str:
         return docs_url() + page_of(self.code)
 
-    def format(self, path: str) -> str:
+    def format(self, path: str, applied: bool | None = None, diff: bool = False) -> str:
         """``path:line:col: CODE message [tier fix] url`` (``path:cell N:line:col`` in a notebook), as compilers,
-        ruff and flake8 print findings."""
+        ruff and flake8 print findings. ``applied`` (with ``--fix`` / ``--diff``): ``[tier fix applied]`` (``[tier
+        fix in the diff]`` with ``diff``) or ``[tier fix not applied]``; ``None``: ``[tier fix]``, what is offered."""
         prefix = "note: " if self.note else ""
         prefix += "" if self.confident else "possible (base class not resolved): "
         tier = f" [{self.tier} fix]" if self.tier in (SAFE, PROVEN, UNSAFE) else ""
+        if tier and applied is not None:
+            done = ("in the diff" if diff else "applied") if applied else "not applied"
+            tier = f" [{self.tier} fix {done}]"
         where = f"{path}:cell {self.cell}" if self.cell is not None else path
         return f"{where}:{self.line}:{self.col}: {self.code} {prefix}{self.message}{tier} {self.url}"
 

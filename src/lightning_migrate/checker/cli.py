@@ -32,6 +32,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lightning_migrate import __version__
 from lightning_migrate.checker import notebook
 from lightning_migrate.checker.base import MANUAL, PROVEN, SAFE, UNSAFE, Finding
 from lightning_migrate.checker.core import PREFILTER, check_source
@@ -304,8 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lightning-migrate",
         description="Find the removed epoch-end and batch hooks of PyTorch Lightning; fix the safe cases.",
-        epilog="Exit codes: 0 nothing found, 1 findings or changes (even if some file could not be read), "
-        "2 no findings and a usage error or a file that could not be read.",
+        epilog="Exit codes: 0 nothing found, 1 findings or changes, with --diff and --fix too (even if some file "
+        "could not be read), 2 no findings and a usage error or a file that could not be read.",
     )
     parser.add_argument("paths", nargs="*", type=Path, help="files or folders to check")
     mode = parser.add_mutually_exclusive_group()
@@ -341,6 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (at most one per core)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no summary line")
     parser.add_argument("--list-rules", action="store_true", help="print the rules and exit")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
 
 
@@ -472,9 +474,25 @@ def _main(argv: list[str] | None) -> int:
                 continue
         failing = [finding for finding in report.findings if not finding.note]
         with_findings += bool(failing)
+        written = False  # whether this file's fixes reached the file (--fix) or the patch (--diff)
+        if report.new_source is not None:
+            outside = _link_outside(shown, args.paths)
+            if outside is not None:
+                errors.append(f"{shown}: a symlink to {outside}, outside the checked folders: not rewritten")
+            elif args.diff:
+                _write_bytes(unified_diff(report))
+                written = True
+            else:
+                try:
+                    write_atomic(shown, report.new_source)
+                    written = True
+                except OSError as err:
+                    errors.append(f"{shown}: cannot write, file unchanged: {err.strerror or err}")
+            changed += written
         for finding in report.findings:
             if args.output_format == "text":
-                print(finding.format(str(shown)), file=out)
+                done = _applied(finding, options, written) if options.fix else None
+                print(finding.format(str(shown), done, args.diff), file=out)
             elif args.output_format == "github":
                 level = "notice" if finding.note else "error"
                 where = f"line={finding.line},col={finding.col}," if finding.cell is None else ""
@@ -502,20 +520,6 @@ def _main(argv: list[str] | None) -> int:
                 )
             if not finding.note:
                 counts[finding.tier or MANUAL] += 1
-        if report.new_source is not None:
-            outside = _link_outside(shown, args.paths)
-            if outside is not None:
-                errors.append(f"{shown}: a symlink to {outside}, outside the checked folders: not rewritten")
-                continue
-            if args.diff:
-                _write_bytes(unified_diff(report))
-            else:
-                try:
-                    write_atomic(shown, report.new_source)
-                except OSError as err:
-                    errors.append(f"{shown}: cannot write, file unchanged: {err.strerror or err}")
-                    continue
-            changed += 1
     if args.output_format == "json":
         print(json.dumps(records, indent=2), file=out)
     for error in errors:
@@ -530,6 +534,15 @@ def _main(argv: list[str] | None) -> int:
         )
         print(line, file=sys.stderr)
     return exit_code(found, changed, errors)
+
+
+def _applied(finding: Finding, options: Options, written: bool) -> bool | None:
+    """With ``--fix`` / ``--diff``: whether the finding's fix went into the file (or the patch) -- a safe or proven
+    fix, an unsafe one with ``--unsafe-fixes``, when the file's rewrite was written; ``None`` for a finding with no
+    fix of those tiers (a marker, or nothing)."""
+    if finding.note or finding.tier not in (SAFE, PROVEN, UNSAFE):
+        return None
+    return written and (finding.tier != UNSAFE or options.unsafe_fixes)
 
 
 def summary(

@@ -26,7 +26,7 @@ from lightning_migrate.checker.base import (
 )
 from lightning_migrate.checker.resolve import ModuleInfo
 from lightning_migrate.checker.rules._caching import caching_fix
-from lightning_migrate.checker.rules._common import by_hook, literal_list, new_hook, removed
+from lightning_migrate.checker.rules._common import by_hook, literal_list, new_hook, removed, signature
 
 #: (hook, owner) -> registry pattern of the old shape; validation and test never took outputs in a release.
 PATTERNS = by_hook(
@@ -114,6 +114,10 @@ class PrintEpoch(Callback):
             fix = manual_fix(self.code, NEVER_CALLED_SO)
         elif not read:
             names = set(extra)
+            if pattern_id is not None:  # the replacement's advice is for a body that reads them: this one does not
+                gone = registry.get(pattern_id).removed_in
+                message = f"`{signature(func)}` was removed in Lightning {gone}: the body never reads "
+                message += f"`{', '.join(extra)}`; drop it"
             fix = Fix(
                 SAFE,
                 on_def(lambda node: drop_params(node, names)),

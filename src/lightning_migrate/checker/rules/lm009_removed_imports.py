@@ -123,7 +123,8 @@ def detached(outputs):
                         exported = data.get("exported", {}).get(node.module, {})
                         if any(n in exported for n in missing):
                             releases = " and ".join(sorted({_release(data, node.module, n) for n in exported}))
-                            message += f", where {releases} exported the same object and {data['new']} binds the name"
+                            kept = f"{data['new']} still has the name"
+                            message += f", where {releases} exported the same object and {kept}"
                         fix = Fix(SAFE, _from(target), description=f"import from {target}", changes_callers=False)
                     elif shims is not None and (where != -1 or _one_module(shims, len(missing) == len(names))):
                         message += "; " + "; ".join(
