@@ -1036,7 +1036,9 @@ def test_a_module_rewrite_read_by_a_project_callback_of_the_same_epoch_end_is_no
     model = unwrapped((tmp_path / "model.py").read_text())
     assert "def validation_epoch_end(self, outputs):" in model
     assert "the project's callback `PrintAccuracy` defines `on_validation_epoch_end`, which ran after" in model
-    assert code == 1 and [line.endswith("[unsafe fix not applied] " + line.split()[-1]) for line in lines] == [True], lines
+    assert code == 1 and [line.endswith("[unsafe fix not applied] " + line.split()[-1]) for line in lines] == [True], (
+        lines
+    )
 
     alone = tmp_path / "alone"
     write(alone, {"pyproject.toml": "", "model.py": files["model.py"]})
