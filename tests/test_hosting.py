@@ -72,7 +72,9 @@ def test_pages_workflow_builds_with_the_hosted_requirements_and_the_pages_addres
     noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
     # the variable wins; every build environment is installed from the one file build_requirements names
     assert 'if os.environ.get("BUILD_REQUIREMENTS"):\n        return os.environ["BUILD_REQUIREMENTS"]' in noxfile
-    assert 'session.install("-r", build_requirements_once())' in noxfile
+    assert "requirements = build_requirements_once()" in noxfile
+    assert 'session.install("-r", requirements)' in noxfile
+    assert 'install_beside_torch(session, "-r", requirements)' in noxfile
     assert f'HOSTED_REQUIREMENTS = "{HOSTED}"' in noxfile
 
 
