@@ -101,7 +101,8 @@ def install_build(session):
 def install_beside_torch(session, *args: str) -> None:
     """Install ``args`` into the session's environment, where pip has installed torch's CPU wheel: with uv where
     this machine has it beside nox (``pip install "nox[uv]"``, as .ci/run does) and torch needs no index of its
-    own (not requirements-hosted.txt), else with pip (``session.install``).
+    own (not requirements-hosted.txt), else with pip (``session.install``); an install command either way
+    (``session.run_install``: ``nox --install-only`` runs it).
 
     uv takes the installed CPU build of the pinned torch as meeting the pin (it never sees the local wheel, so it
     must not install torch) and fetches the rest in parallel. Measured on this project's 2-core machine, each into a new
@@ -112,7 +113,7 @@ def install_beside_torch(session, *args: str) -> None:
         session.install(*args)
         return
     python = str(Path(session.bin) / "python")
-    session.run(uv, "pip", "install", "--quiet", "--python", python, *args, external=True)
+    session.run_install(uv, "pip", "install", "--quiet", "--python", python, *args, external=True)
 
 
 def requirement_pin(name: str) -> str:
