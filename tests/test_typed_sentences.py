@@ -239,7 +239,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     "Sphinx writes it without smart quotes (a card's alt text)",
     ("checker/rules/LM001.html", "safe when the body never reads outputs"): "what the checker's fix writes",
     ("examples/caching/detach_cached_tensors.html", "This page trains the same module twice"): "what the page does",
-    ("examples/stages/predict_epoch_end.html", "Run ``trainer.predict``; return the exception"): "a docstring of the "
+    ("examples/stages/predict_epoch_end.html", "Run trainer.predict; return the exception"): "a docstring of the "
     "page's own helper",
     ("examples/caching/callback_owned_cache.html", "(Or pass num_sanity_val_steps=0 to the Trainer"): "an "
     "instruction to the reader",
@@ -514,9 +514,29 @@ def _plain(block: str) -> str:
     return " ".join(block.replace("\x00", " ").split())
 
 
+#: reST inline markup in a text the guard reads at its source -- a docstring or a comment of the code a page shows,
+#: a data file's reason, the registry's replacement -- where a page would have rendered it: a claim (unread, as on a
+#: page), a role with a title (its title), any other role (its target), a literal or an interpreted text (its words).
+CLAIM_ROLE = re.compile(r":claim:`[^`]*`")
+TITLED_ROLE = re.compile(r":[\w:+.-]+:`([^`<]*?)\s*<[^`>]*>`")
+ANY_ROLE = re.compile(r":[\w:+.-]+:`(!?)(~?)([^`]*)`")
+LITERAL = re.compile(r"``(.+?)``|`([^`]+)`")
+
+
+def unmarked(text: str) -> str:
+    """``text`` with its reST inline markup (:data:`LITERAL`, :data:`ANY_ROLE`, ...) read as a page shows it: the
+    guard reads "the old ``outputs`` list held the loss" as "the old outputs list held the loss", and a claim as
+    the placeholder a page's claim leaves (``\\x00``)."""
+    text = CLAIM_ROLE.sub(" \x00 ", text)
+    text = TITLED_ROLE.sub(r"\1", text)
+    text = ANY_ROLE.sub(lambda match: match[3].rsplit(".", 1)[-1] if match[2] else match[3], text)  # ~a.b: b
+    return LITERAL.sub(lambda match: match[1] or match[2], text)
+
+
 def docstrings(code: str) -> list[str]:
     """The docstrings (module, class, function) and the comments (:func:`comments`) of a block of Python code a page
-    shows, each as one line of prose; none when the block is not Python that parses (a shell line, a fragment)."""
+    shows, each as one line of prose, its reST markup read as a page renders it (:func:`unmarked`); none when the
+    block is not Python that parses (a shell line, a fragment)."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
@@ -526,7 +546,7 @@ def docstrings(code: str) -> list[str]:
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             text = ast.get_docstring(node)
             if text:
-                found.append(" ".join(text.split()))
+                found.append(" ".join(unmarked(text).split()))
     return found + comments(code)
 
 
@@ -549,7 +569,7 @@ def comments(code: str) -> list[str]:
                 last = token.start[0]
     except (tokenize.TokenError, SyntaxError):
         return []
-    return [" ".join(" ".join(lines).split()) for lines in runs if " ".join(lines).strip()]
+    return [" ".join(unmarked(" ".join(lines)).split()) for lines in runs if " ".join(lines).strip()]
 
 
 SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z`(\"“‘])")
@@ -1652,7 +1672,6 @@ def opt_outs(root: Path = ROOT) -> list[Finding]:
 #: dropdowns, the scenario matrix: :data:`NOT_PROSE`), by file and key: read at its source, outside its claims, as
 #: the page's prose is.
 DATA_TEXTS = {"data/scenarios.toml": ("reason",)}
-ROLE = re.compile(r":claim:`[^`]*`")
 
 
 def data_sentences(root: Path = ROOT) -> list[Finding]:
@@ -1669,7 +1688,7 @@ def data_sentences(root: Path = ROOT) -> list[Finding]:
             match = pattern.match(line)
             if not match:
                 continue
-            text = ROLE.sub(" \x00 ", match[1].replace('\\"', '"')).replace("``", "")
+            text = unmarked(match[1].replace('\\"', '"'))
             context = ""  # the reason's earlier sentences: what its pronouns may stand for
             for sentence in sentences(text, heading=False):
                 flags = flagged(sentence, context)
@@ -1677,6 +1696,37 @@ def data_sentences(root: Path = ROOT) -> list[Finding]:
                 if sentence not in seen and flags:
                     seen.add(sentence)
                     found.append(Finding("(data)", relative, number, sentence))
+    return found
+
+
+#: Typed text of Python modules that a reader reads where the guard does not read the pages: the registry's
+#: ``replacement`` sentences, rendered in the reference table (``old-hooks-table``, left unread as a record:
+#: :data:`NOT_PROSE`) and printed in the checker's console output; by file and keyword argument of the calls that
+#: hold them. Read at their source, as :data:`DATA_TEXTS` are.
+SOURCE_TEXTS = {"src/lightning_migrate/registry.py": ("replacement",)}
+
+
+def source_sentences(root: Path = ROOT) -> list[Finding]:
+    """Every flagged sentence of the typed texts of :data:`SOURCE_TEXTS` (a string, or strings written side by side,
+    given as one of the named keyword arguments), each reported once, at the line where its string starts."""
+    found: list[Finding] = []
+    seen: set[str] = set()
+    for relative, keywords in SOURCE_TEXTS.items():
+        path = root / relative
+        if not path.is_file():
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), relative)):
+            if not (isinstance(node, ast.keyword) and node.arg in keywords):
+                continue
+            if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+                continue
+            context = ""  # the text's earlier sentences: what its pronouns may stand for
+            for sentence in sentences(unmarked(node.value.value), heading=False):
+                flags = flagged(sentence, context)
+                context += " " + sentence
+                if sentence not in seen and flags:
+                    seen.add(sentence)
+                    found.append(Finding("(source)", relative, node.value.lineno, sentence))
     return found
 
 
@@ -1728,7 +1778,7 @@ def typed_sentences(html_dir: Path, root: Path = ROOT, used: set[tuple[str, str]
                     continue
                 seen.add(sentence)
                 findings.append(finding)
-    return findings + data_sentences(root) + opt_outs(root)
+    return findings + data_sentences(root) + source_sentences(root) + opt_outs(root)
 
 
 # -- Tests -----------------------------------------------------------------------------------------------------------
@@ -2398,6 +2448,88 @@ def test_the_guard_reads_the_typed_reasons_of_the_data_files(tmp_path):
     found = data_sentences(tmp_path)
     assert [(f.source, f.line) for f in found] == [("data/scenarios.toml", 2)], found
     assert data_sentences(ROOT) == [], data_sentences(ROOT)
+
+
+#: Behaviour sentences as a docstring, a comment, a data file's reason or the registry's text types them, with their
+#: reST markup: each is flagged once the markup is read as a page renders it (:func:`unmarked`), as it is without.
+TYPED_MARKUP = [
+    "The mean of each epoch's per-batch losses, as the old ``outputs`` list held them.",
+    "the old ``outputs`` list held the loss",
+    "``Trainer`` calls :meth:`on_train_epoch_end` after the callbacks.",
+    ":class:`~lightning.pytorch.Trainer` resets every metric at the end of each validation run.",
+    "The old hook ran for training batches only: :func:`on_train_batch_start` replaces it.",
+    "`Lightning` silently drops the outputs of every step.",
+    ":py:meth:`on_validation_epoch_end <lightning.pytorch.core.hooks.ModelHooks.on_validation_epoch_end>` fires after "
+    "the sanity check too.",
+    "Under DDP, ``Lightning`` raises when a step returns ``None``.",
+]
+#: Look-alikes: the reader's code and instructions, with the same markup; none is flagged.
+ORDINARY_MARKUP = [
+    "Append ``loss.detach()`` in ``training_step``; reduce and clear it in ``on_train_epoch_end(self)``.",
+    "Give ``dataloader_idx`` a default of ``0``.",
+    "See :doc:`Module-side caching </examples/core/module_side_caching>` for the recipe.",
+    "Use the result of ``trainer.predict``, or append in ``predict_step`` and read it at epoch end.",
+    "For each batch, notes ``requires_grad`` of each value of ``outputs``, by key.",
+    "The mean of each epoch's per-batch losses, each computed by hand with ``loss_by_hand``.",
+    "Rename to :meth:`on_train_batch_start` and accept ``batch, batch_idx``.",
+    ":claim:`Accumulation-divides-outputs-loss`: multiply it back by ``trainer.accumulate_grad_batches``.",
+]
+
+
+def test_the_guard_reads_markup_as_a_page_renders_it():
+    """A docstring, a comment, a reason or a replacement keeps its reST markup where the guard reads it: double and
+    single backticks and roles (with or without a title) are read as their words, a claim as a claim's placeholder,
+    so a behaviour sentence is flagged with its markup as without, in every place the guard reads source text; the
+    look-alikes are not."""
+    assert unmarked("the old ``outputs`` list") == "the old outputs list"
+    assert unmarked(":doc:`Module-side caching </examples/core/module_side_caching>`") == "Module-side caching"
+    assert unmarked(":meth:`~a.b.on_train_epoch_end`, :func:`a.f`, `x`") == "on_train_epoch_end, a.f, x"
+    assert unmarked(":claim:`old-list-one-entry-per-batch`.") == " \x00 ."
+
+    def typed(text: str) -> bool:
+        return any(flagged(part) for part in sentences(unmarked(text), heading=False))
+
+    missed = [text for text in TYPED_MARKUP if not typed(text)]
+    wrong = [text for text in ORDINARY_MARKUP if typed(text)]
+    assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+    code = "".join(
+        f'def f{i}():\n    """{text}"""\n\n\n# {text}\nx = 1\n' for i, text in enumerate(TYPED_MARKUP + ORDINARY_MARKUP)
+    )
+    read = docstrings(code)
+    assert "``" not in "".join(read) and ":meth:" not in "".join(read), read
+    found = {text for text in read if any(flagged(part) for part in sentences(text, heading=None))}
+    assert len(found) == len(TYPED_MARKUP), found  # each typed one, as a docstring and as a comment alike
+
+
+REGISTRY_FIXTURE = """\
+PATTERNS = (
+    OldPattern(
+        id="callback-on-batch-start",
+        replacement=(
+            "Rename to ``on_train_batch_start`` and accept ``batch, batch_idx``. "
+            "The old hook ran for training batches only."
+        ),
+        example="examples/x",
+    ),
+    OldPattern(id="a", replacement="Give ``dataloader_idx`` a default of ``0``.", example="examples/y"),
+    OldPattern(id="b", replacement="``Lightning`` no longer passes ``outputs`` to ``on_train_epoch_end``."),
+    OldPattern(id="c", replacement="Use the result of ``trainer.predict``.", body="Lightning calls the hook."),
+)
+"""
+
+
+def test_the_guard_reads_the_typed_texts_of_the_registry(tmp_path):
+    """The registry's ``replacement`` sentences are rendered in the reference table, which the guard leaves unread as
+    a record, and printed by the checker: their typed words are read at the source, markup read as rendered, and
+    found at the line their string starts on; an instruction, and another keyword's string, are not."""
+    (tmp_path / "src" / "lightning_migrate").mkdir(parents=True)
+    (tmp_path / "src" / "lightning_migrate" / "registry.py").write_text(REGISTRY_FIXTURE, encoding="utf-8")
+    found = source_sentences(tmp_path)
+    assert [(f.source, f.line, f.sentence) for f in found] == [
+        ("src/lightning_migrate/registry.py", 5, "The old hook ran for training batches only."),
+        ("src/lightning_migrate/registry.py", 11, "Lightning no longer passes outputs to on_train_epoch_end."),
+    ], found
+    assert source_sentences(ROOT) == [], source_sentences(ROOT)
 
 
 def test_the_guard_reads_every_place_text_reaches_a_reader(tmp_path):

@@ -98,9 +98,9 @@ fig.tight_layout()
 # %%
 # The conclusion, asserted
 # ------------------------
-# A cache of N per-step tensors of K bytes holds N·K bytes until cleared, and nothing after:
-# :claim:`cleared-cache-frees`. :claim:`Slice-keeps-whole-storage`. One scalar per step holds one element per step
-# when it owns its storage (here a float64 copy, 8 bytes), and not otherwise:
+# Here the cache of whole batches holds ``STEPS`` times the ``K`` bytes of one batch until cleared, and every cache
+# holds nothing after: :claim:`cleared-cache-frees`. :claim:`Slice-keeps-whole-storage`. The float64 copy of the loss
+# holds one element, 8 bytes, per step, and ``loss.detach()`` more:
 # :claim:`mse-loss-keeps-elementwise-buffer`. The :doc:`memory page
 # </examples/performance/retained_memory>` measures the forms that keep one element.
 K = BATCH * FEATURES * 4  # bytes of one float32 batch

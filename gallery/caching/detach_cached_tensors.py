@@ -97,7 +97,7 @@ def footprint(cached, exclude):
 
 
 class OutputsSeen(pl.Callback):
-    """Notes, key by key, whether each tensor of a batch's ``outputs`` still requires grad."""
+    """For each batch, notes ``requires_grad`` of each value of ``outputs``, by key."""
 
     def __init__(self):
         self.requires_grad = []

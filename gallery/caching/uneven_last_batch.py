@@ -3,10 +3,9 @@ The uneven last batch
 =====================
 
 ``RuntimeError: stack expects each tensor to be equal size`` at the end of validation: old
-``validation_epoch_end(self, outputs)`` code often ended in ``torch.stack(outputs)``, and when the dataset size is
-not a multiple of the batch size the last batch is smaller. The fix: ``torch.cat`` the per-sample tensors. This page
-validates 10 samples in batches of 4, 4 and 2, shows the error, the fix, and why the mean of per-batch means is not
-the mean over the samples.
+``validation_epoch_end(self, outputs)`` code often ended in ``torch.stack(outputs)``, and this page's last batch is
+smaller: it validates 10 samples in batches of 4, 4 and 2. The fix: ``torch.cat`` the per-sample tensors. The
+page shows the error, the fix, and why the mean of per-batch means is not the mean over the samples.
 """
 
 # %%

@@ -13,10 +13,11 @@ dataset by hand.
 # ----------
 # ``validation_step`` caches each batch's vectors, one list per ``dataloader_idx``. At epoch end
 # ``gather_in_sampler_order`` gathers how many rows each rank holds, pads every rank's rows with zeros to the longest,
-# gathers them, and reads them position by position across the ranks, leaving the padding out: the sampler's order,
-# whatever the shape of a row. The first ``len(dataset)`` rows are each sample once. Every rank gathers (each must make
-# the same calls); rank 0 saves one tensor per validation dataloader, and ``val_embeddings`` reads the file in whichever
-# process asks.
+# gathers them, and reads them position by position across the ranks, leaving the padding out -- rank 0's first row,
+# rank 1's first, and so on, whatever the shape of a row -- and keeps the first ``len(dataset)`` rows: in this page's
+# runs, each sample once, in the dataset's order (checked below). Every rank gathers (each must make the same
+# calls); rank 0 saves one tensor per validation dataloader, and ``val_embeddings`` reads the file in whichever process
+# asks.
 import tempfile
 from pathlib import Path
 
@@ -50,7 +51,7 @@ class ValidationEmbeddings(BoringModel):
 
     def gather_in_sampler_order(self, values):
         """Every rank's ``values`` (one row per sample along dimension 0, any shape beyond), whatever their lengths,
-        in the order a distributed sampler dealt them."""
+        read position by position across the ranks: rank 0's first row, rank 1's first, ..."""
         lengths = self.all_gather(torch.tensor([len(values)], device=values.device)).reshape(-1)
         padded = values.new_zeros(int(lengths.max()), *values.shape[1:])
         padded[: len(values)] = values
@@ -110,7 +111,7 @@ def validate_after_training(module, devices):
 
 
 def by_hand(module):
-    """The module, with the weights the workers trained and sent back, applied to every sample in order."""
+    """The module, as this process holds it once ``validate_after_training`` returns, applied to every sample."""
     module.eval()
     with torch.no_grad():
         return module(val_loader.dataset.data)

@@ -15,8 +15,8 @@ twice. :claim:`All-gather-of-unequal-caches-aborts`.
 # The recipe: gather the lengths, pad to the longest, keep ``len(dataset)``
 # -------------------------------------------------------------------------
 # ``gather_in_sampler_order`` first gathers how many rows each rank holds, pads every rank's rows with zeros to the
-# longest, gathers them, and reads them position by position across the ranks, leaving the padding out: the sampler's
-# order whatever the shard sizes, for per-sample values of any shape (a loss per sample here; an embedding per sample on
+# longest, gathers them, and reads them position by position across the ranks, leaving the padding out, whatever the
+# shard sizes, for per-sample values of any shape (a loss per sample here; an embedding per sample on
 # :doc:`Gathering per-sample vectors </examples/distributed/ddp_gather_per_sample_vectors>`). The module keeps a cache
 # per ``dataloader_idx``, empties it when each validation run starts as well as when it ends (a run that stopped
 # half-way leaves nothing behind), and logs one value for every validation loader on every rank, so that every rank
@@ -51,7 +51,7 @@ class DatasetMeanValidationLoss(BoringModel):
 
     def gather_in_sampler_order(self, values):
         """Every rank's ``values`` (one row per sample along dimension 0, any shape beyond), whatever their lengths,
-        in the order a distributed sampler dealt them."""
+        read position by position across the ranks: rank 0's first row, rank 1's first, ..."""
         lengths = self.all_gather(torch.tensor([len(values)], device=values.device)).reshape(-1)
         padded = values.new_zeros(int(lengths.max()), *values.shape[1:])
         padded[: len(values)] = values

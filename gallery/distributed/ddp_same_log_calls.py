@@ -85,8 +85,8 @@ class PerClassLossByKeys(BoringModel):
 
 
 # %%
-# The reference: each class's mean loss over the dataset, by hand, with the weights the workers trained and sent
-# back (the weights of the last validation, as the checks below confirm).
+# The reference: each class's mean loss over the dataset, by hand, with the weights the module holds in this process
+# after ``trainer.fit`` (the weights of the last validation, as the checks below confirm).
 
 
 def class_means(model, indices=slice(None)):
@@ -164,9 +164,9 @@ assert worker_error.startswith("RuntimeError") and re.search("Connection (closed
 # -------------------------------------
 # Log one value per class of the dataset, on every rank, in the same order. Each rank sums its losses per class and
 # counts its samples per class (zero for a class it did not see), the recipe adds both up across the ranks with
-# ``self.trainer.strategy.reduce``, and every rank divides the same totals (checked with one process too), so what it
-# logs with ``sync_dist=True`` is the same on every rank. The cache is emptied
-# when each validation run starts as well as when it ends.
+# ``self.trainer.strategy.reduce``, and every rank divides the totals and logs the quotient with ``sync_dist=True``;
+# below, each logged value is compared with the class's mean over the dataset, on 2 processes and on 1. The cache is
+# emptied when each validation run starts as well as when it ends.
 
 
 class PerClassValidationLoss(BoringModel):

@@ -12,9 +12,9 @@ divide. This page trains on 2 CPU processes and compares both values with each r
 # ----------
 # ``training_step`` appends each batch's loss, as in :doc:`Module-side caching </examples/core/module_side_caching>`. At
 # epoch end the recipe sums each rank's losses (in float32) and counts them, then adds both up over the ranks with
-# ``self.trainer.strategy.reduce(..., reduce_op="sum")``, so each batch of each rank counts once, however many batches
-# a rank ran. Every rank must make both calls. Every rank then divides the same totals, so what it logs with
-# ``sync_dist=True`` is the same on every rank. With one process the totals are the process's own.
+# ``self.trainer.strategy.reduce(..., reduce_op="sum")``; every rank must make both calls. Every rank then divides the
+# totals and logs the quotient with ``sync_dist=True``. Below, the value logged is compared with the mean over every
+# batch of both ranks, computed by hand, on 2 processes and on 1.
 import torch
 from lightning.pytorch.demos.boring_classes import BoringModel  # stands in for your own LightningModule
 

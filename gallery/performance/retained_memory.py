@@ -23,7 +23,7 @@ measured on :doc:`Time per epoch of each approach </examples/performance/time_pe
 # What "the old contract" is on this page
 # ---------------------------------------
 # Since :claim:`epoch-end-hooks-removed-in-2-0`, this page reproduces the old list itself. The recorded
-# runs of the last 1.x releases say what that was: :claim:`old-outputs-on-1-9-5`;
+# runs of the old releases say what that was: :claim:`old-outputs-on-1-9-5`;
 # :claim:`old-list-loss-detached-copy`; :claim:`old-list-kept-until-training-epoch-end`. The run below checks that
 # :claim:`closure-result-outputs-on-2x`: a callback that appends that dictionary in ``on_train_batch_end`` keeps the
 # old list's entries.

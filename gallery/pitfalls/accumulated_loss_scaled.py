@@ -2,8 +2,8 @@
 ``outputs["loss"]`` under gradient accumulation
 ===============================================
 
-:claim:`Accumulation-divides-outputs-loss`: a callback that caches ``outputs["loss"]`` as it comes reports an epoch
-mean ``N`` times too small. Multiply it back by ``trainer.accumulate_grad_batches``.
+:claim:`Accumulation-divides-outputs-loss`: on this page, a callback that caches ``outputs["loss"]`` as it comes logs
+an epoch mean 3 times too small. Multiply it back by ``trainer.accumulate_grad_batches``.
 """
 
 # %%
@@ -25,7 +25,7 @@ class EpochLossCallback(pl.Callback):
         self.batch_losses.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if not outputs:  # the step returned None, or nothing under manual optimization
+        if not outputs:  # an empty outputs: nothing to cache for this batch
             return
         self.batch_losses.append(outputs["loss"].detach() * trainer.accumulate_grad_batches)
 
@@ -100,7 +100,7 @@ def loss_by_hand(weights, batch):
 
 
 def epoch_means_by_hand(steps):
-    """The mean of each epoch's per-batch losses, as the old ``outputs`` list held them."""
+    """The mean of each epoch's per-batch losses, each computed by hand with ``loss_by_hand``."""
     per_epoch = {}
     for epoch, _, batch, weights in steps:
         per_epoch.setdefault(epoch, []).append(loss_by_hand(weights, batch))

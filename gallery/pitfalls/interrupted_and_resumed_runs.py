@@ -2,8 +2,8 @@
 Interrupted runs and mid-epoch checkpoints
 ==========================================
 
-A cache lives in the module or the callback object, not in the ``Trainer``: when a run stops half-way -- an
-exception, a keyboard interrupt in a notebook -- and ``fit`` is called again with the same objects, the cache
+A cache lives in the module or the callback object, not in the ``Trainer``: when a run stops half-way -- on
+this page, with an exception -- and ``fit`` is called again with the same objects, the cache
 still holds the batches of the run that stopped. The fix: empty the cache when each epoch starts, and resume from
 end-of-epoch checkpoints. This page measures both cases, and a run resumed from a checkpoint saved in the middle of
 an epoch.
@@ -43,7 +43,7 @@ class LossCachingModel(BoringModel):
 # The checks beside the recipe
 # ----------------------------
 # ``ClearedOnlyAtEnd`` is the module above without the line in ``on_train_epoch_start``. Sample ``i`` of the
-# dataset is a vector filled with the value ``i``, so a batch tells which samples it holds. A callback records,
+# dataset is a vector filled with the value ``i / 64``, so a batch tells which samples it holds. A callback records,
 # for every training step, the epoch, the ``batch_idx``, the batch and the weights it was computed with; another
 # stands for the crash: it saves a checkpoint after batch 3 of the second epoch and raises after batch 5.
 import csv

@@ -32,7 +32,7 @@ class PerLoaderCache(BoringModel):
 
     def validation_step(self, batch, batch_idx, dataloader_idx=0):
         loss = self.step(batch)
-        self.validation_step_losses[dataloader_idx].append(loss.clone())  # one element, not the loss's buffer
+        self.validation_step_losses[dataloader_idx].append(loss.clone())  # cache a clone of this batch's loss
         return loss
 
     def on_validation_epoch_end(self):

@@ -184,7 +184,7 @@ PATTERNS: tuple[OldPattern, ...] = (
         stage="predict",
         deprecated_in=None,
         removed_in="2.0",
-        replacement="Use the list ``trainer.predict`` returns, or append in ``predict_step`` and read it at epoch end.",
+        replacement="Use the result of ``trainer.predict``, or append in ``predict_step`` and read it at epoch end.",
         example="examples/stages/predict_epoch_end",
         run="predict",
         body="self.calls.append(results)",
@@ -327,10 +327,7 @@ PATTERNS: tuple[OldPattern, ...] = (
         stage="train",
         deprecated_in="1.6",
         removed_in="1.8",
-        replacement=(
-            "Rename to ``on_train_batch_start`` and accept ``batch, batch_idx``: "
-            "the old hook ran for training batches only."
-        ),
+        replacement="Rename to ``on_train_batch_start`` and accept ``batch, batch_idx``.",
         example=_STAGELESS,
         run="fit",
         body="self.calls.append(None)",
@@ -343,10 +340,7 @@ PATTERNS: tuple[OldPattern, ...] = (
         stage="train",
         deprecated_in="1.6",
         removed_in="1.8",
-        replacement=(
-            "Rename to ``on_train_batch_end`` and accept ``outputs, batch, batch_idx``: "
-            "the old hook ran for training batches only."
-        ),
+        replacement="Rename to ``on_train_batch_end`` and accept ``outputs, batch, batch_idx``.",
         example=_STAGELESS,
         run="fit",
         body="self.calls.append(None)",
@@ -385,9 +379,7 @@ PATTERNS: tuple[OldPattern, ...] = (
         stage="validation",
         deprecated_in=None,
         removed_in="2.0",
-        replacement=(
-            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
-        ),
+        replacement="Give ``dataloader_idx`` a default of ``0``.",
         example=_DATALOADER_IDX,
         run="validate",
         body="self.calls.append(dataloader_idx)",
@@ -400,9 +392,7 @@ PATTERNS: tuple[OldPattern, ...] = (
         stage="validation",
         deprecated_in=None,
         removed_in="2.0",
-        replacement=(
-            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
-        ),
+        replacement="Give ``dataloader_idx`` a default of ``0``.",
         example=_DATALOADER_IDX,
         run="validate",
         body="self.calls.append(dataloader_idx)",
@@ -415,9 +405,7 @@ PATTERNS: tuple[OldPattern, ...] = (
         stage="test",
         deprecated_in=None,
         removed_in="2.0",
-        replacement=(
-            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
-        ),
+        replacement="Give ``dataloader_idx`` a default of ``0``.",
         example=_DATALOADER_IDX,
         run="test",
         body="self.calls.append(dataloader_idx)",
@@ -430,9 +418,7 @@ PATTERNS: tuple[OldPattern, ...] = (
         stage="test",
         deprecated_in=None,
         removed_in="2.0",
-        replacement=(
-            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
-        ),
+        replacement="Give ``dataloader_idx`` a default of ``0``.",
         example=_DATALOADER_IDX,
         run="test",
         body="self.calls.append(dataloader_idx)",
@@ -445,9 +431,7 @@ PATTERNS: tuple[OldPattern, ...] = (
         stage="predict",
         deprecated_in=None,
         removed_in="2.0",
-        replacement=(
-            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
-        ),
+        replacement="Give ``dataloader_idx`` a default of ``0``.",
         example=_DATALOADER_IDX,
         run="predict",
         body="self.calls.append(dataloader_idx)",
@@ -460,9 +444,7 @@ PATTERNS: tuple[OldPattern, ...] = (
         stage="predict",
         deprecated_in=None,
         removed_in="2.0",
-        replacement=(
-            "Give ``dataloader_idx`` a default of ``0``: it is passed only when there are several dataloaders."
-        ),
+        replacement="Give ``dataloader_idx`` a default of ``0``.",
         example=_DATALOADER_IDX,
         run="predict",
         body="self.calls.append(dataloader_idx)",

@@ -47,6 +47,8 @@ HOOKS = frozenset(
         "module-on-predict-epoch-end-outputs",
     )
 )
+#: the training epoch-end hook: the epoch-end hook whose calls the cited claims' probes record
+_TRAIN_EPOCH_END = new_hook("module-on-train-epoch-end-outputs")
 #: the patterns whose presence in a module made Lightning 1.3-1.4 collect training outputs for the callbacks
 _TRACKING = (registry.get("training-epoch-end"), registry.get("module-on-train-epoch-end-outputs"))
 
@@ -59,17 +61,18 @@ class EpochEndParameters(Rule):
     patterns = tuple(PATTERNS.values())
     summary = (
         f"{literal_list(sorted(HOOKS))} declaring a parameter beyond ``self`` on a ``{MODULE}``, or beyond "
-        f"``self, trainer, pl_module`` on a ``{CALLBACK}`` -- typically the ``outputs`` of Lightning 1.x -- that has "
-        "no default value. A parameter with a default (``unused=None``) is not a finding: "
-        ":claim:`epoch-end-hooks-called-without-outputs`, so the default stands in. ``*args`` and ``**kwargs`` are "
-        "accepted."
+        f"``self, trainer, pl_module`` on a ``{CALLBACK}`` -- such as the ``outputs`` of the registry's old "
+        "signatures -- that has no default value. A parameter with a default (``unused=None``) is not a finding: "
+        f"wherever the hook is called without it, the default stands in (for ``{_TRAIN_EPOCH_END}``: "
+        ":claim:`epoch-end-hooks-called-without-outputs`). ``*args`` and ``**kwargs`` are accepted."
     )
     fix_text = (
-        "**safe** when the body never reads the extra parameters and they are what a release passed (the registry's "
-        f"old signatures: the last parameter of {literal_list(sorted({hook for hook, _ in PATTERNS}))}): the fix "
-        "drops them. Any other extra parameter stops the hook before its body runs -- "
-        ":claim:`extra-parameters-never-passed` --: dropping it would make the body run for the first time, and the "
-        "fix is **manual**. **proven** (plain ``--fix``) when the "
+        "**safe** when the body never reads the extra parameters and they are the last parameter of the registry's "
+        f"old signature of the hook, under its name ({literal_list(sorted({hook for hook, _ in PATTERNS}))}): the "
+        "fix drops them. Any other extra parameter is **manual**: a call with the old signature's parameters lacks "
+        "it and raises before the body runs, so dropping it would make the body run where it did not run before. "
+        f"How ``{_TRAIN_EPOCH_END}`` and the training batch hooks are called: :claim:`extra-parameters-never-passed`. "
+        "**proven** (plain ``--fix``) when the "
         "body reads the old ``outputs`` and the rewrite's shape is "
         "proven (**unsafe**, opt-in with ``--unsafe-fixes``, where none does): on a module, module-side "
         "caching (as for LM001); on a callback, callback-side caching -- the callback's batch-end hook collects "
@@ -186,8 +189,12 @@ class PrintEpoch(Callback):
         return None
 
 
-#: The marker of an extra parameter no release passed: the hook always raised TypeError, its body never ran.
-NEVER_CALLED_SO = "no release called this hook with these parameters: fixing it makes its body run for the first time"
+#: The marker of an extra parameter the registry's old signature lacks: a call with the old signature's parameters
+#: raises TypeError before the body runs.
+NEVER_CALLED_SO = (
+    "the old signature of this hook lacks these parameters: dropping them makes its body run where it did not run "
+    "before"
+)
 
 
 def _old_shape(func: cst.FunctionDef, expected: int, extra: list[str], pattern_id: str | None) -> bool:

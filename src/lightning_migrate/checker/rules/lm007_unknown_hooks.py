@@ -60,8 +60,9 @@ class UnknownHooks(Rule):
     summary = (
         f"A method of a ``{MODULE}`` or ``{CALLBACK}`` whose name looks like an epoch, batch or step hook "
         "(``..._epoch_end``, ``..._batch_start``, ``..._step_end``) but is not a name of the installed Lightning's "
-        "classes -- ``on_training_epoch_end``, ``predict_epoch_end`` -- and that nothing in the project calls: "
-        "its code never runs (:claim:`unknown-names-never-called`). The message names the nearest real hook. The real "
+        "classes -- ``on_training_epoch_end``, ``predict_epoch_end`` -- and that nothing in the project calls. "
+        "The recorded runs of removed names of that kind: :claim:`unknown-names-never-called`. The message names the "
+        "nearest real hook. The real "
         f"names are recorded from Lightning's ``{MODULE}``, ``{CALLBACK}`` and hook classes, not typed by hand; "
         "names other rules cover are left to them. A name that is a real hook's own words spelt another way "
         "(``predict_epoch_end``, ``training_batch_end``) is reported even when the project calls it itself, "
