@@ -29,7 +29,8 @@ class ValidationLossCache(BoringModel):
         self.validation_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def validation_step(self, batch, batch_idx):
-        loss = self.step(batch)  # your step's loss
+        prediction = self(batch)
+        loss = torch.nn.functional.mse_loss(prediction, torch.ones_like(prediction))  # your loss
         self.validation_step_outputs.append(loss.clone())
         return loss
 

@@ -185,6 +185,11 @@ def _sources(text: str) -> str:
     return ", ".join(source_link(part.strip()) for part in text.split(";"))
 
 
+#: The axis of what the scenario's ``training_step`` returns: a recipe that defines its own ``training_step``
+#: (``own_step`` in the results, ``targets`` in the matrix file) replaces that step, so its box says nothing of it.
+SCENARIO_STEP_AXIS = "train_step"
+
+
 class Results:
     """The results document, indexed for rendering; ``releases``: the other releases' records of the recipes' runs
     (:func:`release_records`), ``{release: its data/compat JSON}``, and ``checked``: ``{recipe id: [release, ...]}``,
@@ -223,9 +228,12 @@ class Results:
         return set(self.document["stage_calls"].get(self.recipes[recipe_id]["stage"], ()))
 
     def stage_axes(self, recipe_id: str) -> list[str]:
-        """The axes that can change what ``recipe_id`` computes (an axis's ``stages``)."""
-        stage = self.recipes[recipe_id]["stage"]
-        return [a["id"] for a in self.document["axes"] if stage in a["stages"]]
+        """The axes that can change what ``recipe_id`` computes (an axis's ``stages``); for a recipe whose own
+        ``training_step`` computes its loss (``own_step``), not :data:`SCENARIO_STEP_AXIS`: its runs ran the recipe's
+        step, not the one that axis describes."""
+        recipe = self.recipes[recipe_id]
+        skipped = SCENARIO_STEP_AXIS if recipe.get("own_step") else None
+        return [a["id"] for a in self.document["axes"] if recipe["stage"] in a["stages"] and a["id"] != skipped]
 
 
 def page_docname(page: str) -> str | None:
