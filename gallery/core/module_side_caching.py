@@ -9,7 +9,7 @@ clear the list in ``on_train_epoch_end(self)``, which takes no arguments.
    :caption: Before (Lightning 1.x)
 
    def training_epoch_end(self, outputs):
-       self.log("loss_mean", torch.stack([out["loss"] for out in outputs]).mean())
+       self.log("train_loss_epoch_mean", torch.stack([out["loss"] for out in outputs]).mean())
 
 .. rst-class:: fix-label
 

@@ -11,7 +11,7 @@ list in ``on_train_epoch_end(self, trainer, pl_module)``.
 
    class OldCallback(pl.Callback):
        def on_train_epoch_end(self, trainer, pl_module, outputs):
-           self.mean = torch.stack([out["loss"] for out in outputs]).mean()
+           pl_module.log("train_loss_epoch_mean", torch.stack([out["loss"] for out in outputs]).mean())
 
 .. rst-class:: fix-label
 
@@ -93,7 +93,7 @@ def make_trainer(callbacks, logger=False):
 
 class OldCallback(pl.Callback):
     def on_train_epoch_end(self, trainer, pl_module, outputs):
-        self.mean = torch.stack([out["loss"] for out in outputs]).mean()
+        pl_module.log("train_loss_epoch_mean", torch.stack([out["loss"] for out in outputs]).mean())
 
 
 counter = BatchCounter()
