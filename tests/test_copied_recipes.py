@@ -5,8 +5,8 @@ The block is pasted as a reader pastes it into their project: the line that impo
 a stand-in for the reader's module (``# stands in for your own LightningModule``) is left out, and ``BoringModel``
 is :class:`PlainModule`, a linear layer with its own ``forward``, ``step``, ``training_step`` and evaluation steps (what
 a block that calls "your step" reaches). A block that computes its loss in its own step writes the squared error of
-the module's output against ones, with the comment "your loss": :class:`PlainModule`'s ``step`` computes the same, so
-one reference serves both kinds of block. Its optimizer has a learning rate of 0, so every batch sees the same
+the module's output against ones, under the comment "your loss": :class:`PlainModule`'s ``step`` computes the same,
+so one reference serves both kinds of block. Its optimizer has a learning rate of 0, so every batch sees the same
 weights and the reference is a plain computation over the same batches: the mean of the batch losses, or every
 prediction in order.
 
