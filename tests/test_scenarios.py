@@ -1038,11 +1038,11 @@ def test_a_best_value_of_a_resumed_run_is_the_best_over_every_run():
 
 
 def test_a_loss_written_by_hand_is_bfloat16_under_bf16_mixed_and_holds_within_two_roundings():
-    """``((p - y) ** 2).mean()`` under bf16-mixed stays bfloat16: the module-side cache of it is farther from the
-    float32 truth than float32's tolerance, and within the declared two bfloat16 roundings; at 32-true it holds at
-    float32's."""
+    """``((p - y) ** 2).mean()`` under bf16-mixed stays bfloat16: the callback-side cache of it (the scenario's step
+    computes it; the module-side recipe's own step computes its own loss) is farther from the float32 truth than
+    float32's tolerance, and within the declared two bfloat16 roundings; at 32-true it holds at float32's."""
     loaded = scenarios.load_space()
-    recipe = next(r for r in loaded.recipes if r.id == "module_side")
+    recipe = next(r for r in loaded.recipes if r.id == "callback_side")
     accepted = space.declared_warnings()
     bf16 = next(s for s in loaded.scenarios if s.id == "bf16_hand_written_loss")
     result = scenarios.cell_result(recipe, bf16, declared_warnings=accepted)
@@ -1237,11 +1237,13 @@ def test_the_gather_helpers_restore_the_samplers_order_for_rows_of_any_shape(pag
 
 
 def test_the_monitors_best_score_of_a_bfloat16_loss_is_compared_within_its_tolerance():
-    """A hand-written loss under bf16-mixed is logged in bfloat16 (0.7109375 where the float32 truth was 0.70881, in a
-    cell of the covering set): the monitoring callbacks' best score, that same logged value, is compared with the best
-    epoch value within the tolerance of the value itself, two bfloat16 roundings, not float32's."""
+    """A hand-written loss under bf16-mixed is logged in bfloat16 (the module-side cache-reader's 0.7109375, where the
+    float32 truth was 0.70881, in a cell of an earlier covering set, when that recipe cached the scenario's step's
+    loss): the monitoring callbacks' best score, that same logged value, is compared with the best epoch value within
+    the tolerance of the value itself, two bfloat16 roundings, not float32's. The callback-side recipe logs the loss
+    the scenario's step computes."""
     loaded = scenarios.load_space()
-    recipe = next(r for r in loaded.recipes if r.id == "module_cache_reader")
+    recipe = next(r for r in loaded.recipes if r.id == "callback_side")
     values = {"train_step": "hand-loss", "precision": "bf16-mixed", "callbacks": "monitoring", "length": "epochs-3"}
     result = scenarios.cell_result(
         recipe, loaded.scenario("bf16-monitored", values), declared_warnings=space.declared_warnings()
