@@ -3,8 +3,10 @@ works in a plain ``LightningModule`` of this test's own, on the installed Lightn
 
 The block is pasted as a reader pastes it into their project: the line that imports Lightning's ``BoringModel`` as
 a stand-in for the reader's module (``# stands in for your own LightningModule``) is left out, and ``BoringModel``
-is :class:`PlainModule`, a linear layer with its own loss, whose ``step``, ``training_step`` and evaluation steps are
-what the recipe's comments call "your step". Its optimizer has a learning rate of 0, so every batch sees the same
+is :class:`PlainModule`, a linear layer with its own ``forward``, ``step``, ``training_step`` and evaluation steps (what
+a block that calls "your step" reaches). A block that computes its loss in its own step writes the squared error of
+the module's output against ones, under the comment "your loss": :class:`PlainModule`'s ``step`` computes the same,
+so one reference serves both kinds of block. Its optimizer has a learning rate of 0, so every batch sees the same
 weights and the reference is a plain computation over the same batches: the mean of the batch losses, or every
 prediction in order.
 
@@ -31,7 +33,7 @@ LOADERS = {"train": (24, 8), "val": (20, 8), "test": (16, 8), "predict": (12, 4)
 
 
 class PlainModule(pl.LightningModule):
-    """A reader's own module: not Lightning's demo class; its loss is the mean squared output."""
+    """A reader's own module, not Lightning's demo class: a linear layer, its loss the squared error against ones."""
 
     def __init__(self):
         super().__init__()
@@ -41,7 +43,8 @@ class PlainModule(pl.LightningModule):
         return self.layer(x)
 
     def step(self, batch):
-        return self(batch).pow(2).mean()
+        prediction = self(batch)
+        return torch.nn.functional.mse_loss(prediction, torch.ones_like(prediction))
 
     def training_step(self, batch, batch_idx):
         return {"loss": self.step(batch)}

@@ -86,7 +86,10 @@ MUTATIONS = {
     "dropped-detach": (
         "core/module_side_caching.py",
         "module_side",
-        sub(r'output\["loss"\]\.detach\(\)', 'output["loss"]'),
+        sub(
+            r"self\.training_step_outputs\.append\(loss\.detach\(\)\.clone\(\)\)",
+            "self.training_step_outputs.append(loss)",
+        ),
         {"defaults"},
     ),
     "validation-cleared-in-train-epoch-end": (
@@ -125,7 +128,7 @@ MUTATIONS = {
         sub(r"if self\.trainer\.sanity_checking:", "if self.global_step == 0:"),
         {"validate_only", "validate_then_fit"},
     ),
-    # The dict training_step returned, kept whole: the value is right, the cache holds the loss's graph.
+    # The step's output kept whole, as a dict: the value is right, the cache holds the loss's graph.
     "cache-keeps-step-dict": (
         "core/module_side_caching.py",
         "module_side",
@@ -133,8 +136,8 @@ MUTATIONS = {
             r"torch\.stack\(self\.training_step_outputs\)",
             'torch.stack([o["loss"] for o in self.training_step_outputs])',
             re.sub(
-                r'self\.training_step_outputs\.append\(output\["loss"\]\.detach\(\)\.clone\(\)\)',
-                "self.training_step_outputs.append(output)",
+                r"self\.training_step_outputs\.append\(loss\.detach\(\)\.clone\(\)\)",
+                'self.training_step_outputs.append({"loss": loss})',
                 source,
             ),
         ),
@@ -145,8 +148,8 @@ MUTATIONS = {
         "core/module_side_caching.py",
         "module_side",
         lambda source: re.sub(
-            r'output\["loss"\]\.detach\(\)\.clone\(\)',
-            'output["loss"]',
+            r"training_step_outputs\.append\(loss\.detach\(\)\.clone\(\)\)",
+            "training_step_outputs.append(loss)",
             re.sub(
                 r"^    def __init__\(self\):\n        super\(\)\.__init__\(\)\n"
                 r"        self\.training_step_outputs = \[\].*\n",
@@ -838,8 +841,9 @@ def test_exploration_learns_nothing_from_a_cell_that_never_reaches_the_recipes_s
 
 
 def _with_referrals(text: str, callback_see: str, module_see: str) -> str:
-    """The matrix file with the manual-no-loss referrals of the callback-side and module-side recipes set."""
-    for rid, see in (("callback_side", callback_see), ("module_side", module_see)):
+    """The matrix file with the manual-no-loss referrals of the callback-side recipe and of the recipe whose module
+    reads ``output["loss"]`` of its parent's step (the cache-reading pitfall's) set."""
+    for rid, see in (("callback_side", callback_see), ("callback_reads_module_cache", module_see)):
         head = f'[[recipe.{rid}.outside]]\naxis = "train_step"\nvalues = ["manual-no-loss", "manual-gan-losses"]\n'
         start = text.index(head)
         at = text.index("\nsee = ", start)
@@ -849,25 +853,23 @@ def _with_referrals(text: str, callback_see: str, module_see: str) -> str:
 
 
 def test_a_circle_of_referrals_fails_naming_both_recipes(tmp_path):
-    """Lightning #17801's configuration (a GAN's step returns ``{"g_loss", "d_loss"}``): the callback recipe sent the
-    reader to the module page and the module recipe back, neither holding there. Such a circle fails; the file as
-    committed sends both to the page of several losses, whose recipe holds there."""
+    """Lightning #17801's configuration (a GAN's step returns ``{"g_loss", "d_loss"}``): the callback recipe sends
+    the reader to the page whose module reads ``output["loss"]`` of its parent's step, and that recipe back, neither
+    holding there. Such a circle fails; the file as committed sends both to the page of several losses, whose recipe
+    holds there."""
     text = space.MATRIX_FILE.read_text(encoding="utf-8")
     circle = tmp_path / "matrix.toml"
-    circle.write_text(
-        _with_referrals(text, "examples/core/module_side_caching", "examples/core/callback_side_caching"),
-        encoding="utf-8",
-    )
+    reader = "examples/pitfalls/monitoring_callbacks_read_cleared_cache"
+    circle.write_text(_with_referrals(text, reader, "examples/core/callback_side_caching"), encoding="utf-8")
     with pytest.raises(space.MatrixError) as raised:
         space.load_space(circle)
     message = str(raised.value)
     assert (
-        "[recipe.callback_side] sends train_step in ['manual-no-loss', 'manual-gan-losses'] to "
-        "examples/core/module_side_caching, where no recipe holds it (a recipe there sends it back to "
-        "examples/core/callback_side_caching: a circle)"
+        f"[recipe.callback_side] sends train_step in ['manual-no-loss', 'manual-gan-losses'] to {reader}, where no "
+        "recipe holds it (a recipe there sends it back to examples/core/callback_side_caching: a circle)"
     ) in message
     assert (
-        "[recipe.module_side] sends train_step in ['manual-no-loss', 'manual-gan-losses'] to "
+        "[recipe.callback_reads_module_cache] sends train_step in ['manual-no-loss', 'manual-gan-losses'] to "
         "examples/core/callback_side_caching, where no recipe holds it"
     ) in message
     loaded = space.load_space()
@@ -900,31 +902,33 @@ CALLBACK_MONITORING_TRAP = (
 
 
 def test_a_trap_declared_with_values_sends_the_reader_where_a_recipe_holds_them(tmp_path):
-    """The callback recipe's trap {manual optimization returning nothing, the monitoring callbacks} sent the reader
-    to the module page, which is outside a step returning nothing and sends the reader back: a circle, named; the
-    page of several losses, whose recipe caches its losses in training_step, holds there."""
+    """The callback recipe's trap {manual optimization returning nothing, the monitoring callbacks} sent to the page
+    whose module reads ``output["loss"]`` of its parent's step, which is outside a step returning nothing and sends
+    the reader back: a circle, named; the page of several losses, whose recipe caches its losses in training_step,
+    holds there."""
     gan, module, callback = (
         "examples/caching/several_losses_manual_optimization",
-        "examples/core/module_side_caching",
+        "examples/pitfalls/monitoring_callbacks_read_cleared_cache",
         "examples/core/callback_side_caching",
     )
     trap = f'{CALLBACK_MONITORING_TRAP}see = "{gan}"'
-    module_side = '[[recipe.module_side.outside]]\naxis = "train_step"\nvalues = ["manual-nothing"]\n'
+    reader_entry = '[[recipe.callback_reads_module_cache.outside]]\naxis = "train_step"\nvalues = ["manual-nothing"]\n'
     text = space.MATRIX_FILE.read_text(encoding="utf-8")
-    start = text.index(module_side)
+    start = text.index(reader_entry)
     entry = text[start : text.index("\n\n", start)]
     circle = _replaced(tmp_path, (trap, trap.replace(gan, module)), (entry, entry.replace(gan, callback)))
     message = _load_problems(circle)
     assert (
         "[recipe.callback_side] sends train_step = 'manual-nothing' with callbacks = 'monitoring' to "
-        "examples/core/module_side_caching, where no recipe holds it (a recipe there sends it back to "
+        f"{module}, where no recipe holds it (a recipe there sends it back to "
         "examples/core/callback_side_caching: a circle)"
     ) in message
     assert message.count(f"to {module}, where no recipe holds it") == 1  # the trap's; the file's other referrals
     # ... and the module recipe's own, back (two settings with DDP at once are named as well)
-    assert f"[recipe.module_side] sends train_step = 'manual-nothing' to {callback}, where no recipe holds it" not in (
-        message
-    )  # a callback that reads outputs holds there, without the monitoring callbacks
+    assert (
+        f"[recipe.callback_reads_module_cache] sends train_step = 'manual-nothing' to {callback}, where no recipe "
+        "holds it"
+    ) not in message  # a callback that reads outputs holds there, without the monitoring callbacks
 
 
 DDP_SEVERAL_LOSSES = (
@@ -954,23 +958,24 @@ def test_two_outside_values_at_once_need_a_page_that_holds_both(tmp_path):
 
 
 def test_a_gap_is_declared_where_no_page_holds_and_only_there(tmp_path):
-    """DDP with a training_step that returns the loss tensor: the module recipe names the DDP page (its module reads
-    ``"loss"`` of a dict) and the callback page (one process): the declared gap says so; without it the file fails,
-    and a gap where a page named holds fails too."""
+    """DDP with a training_step that returns the loss tensor: a recipe whose module reads ``output["loss"]`` of its
+    parent's step (the cache-reading pitfall's) names the DDP page (its module reads ``"loss"`` of a dict) and the
+    callback page (one process): the declared gap says so; without it the file fails, and a gap where a page named
+    holds fails too."""
     text = space.MATRIX_FILE.read_text(encoding="utf-8")
     start = text.index('[[gap]]\nvalues = { strategy = ["ddp-2", "ddp-3", "ddp-2-own-split", "ddp-3-own-split"]')
     without = _replaced(tmp_path, (text[start : text.index("\n", text.index("\nreason = ", start) + 1)], ""))
     message = _load_problems(without)
     assert (
-        "[recipe.module_side] sends strategy in ['ddp-2', 'ddp-3', 'ddp-2-own-split', 'ddp-3-own-split'] with "
-        "train_step = 'tensor' to examples/distributed/ddp_training_epoch_mean and "
+        "[recipe.callback_reads_module_cache] sends strategy in ['ddp-2', 'ddp-3', 'ddp-2-own-split', "
+        "'ddp-3-own-split'] with train_step = 'tensor' to examples/distributed/ddp_training_epoch_mean and "
         "examples/core/callback_side_caching, where no recipe holds them together"
     ) in message
     unneeded = '\n[[gap]]\nvalues = { strategy = "ddp-2", train_step = "manual-gan-losses" }\nreason = "r"\n'
     stale = tmp_path / "stale.toml"
     stale.write_text(space.MATRIX_FILE.read_text(encoding="utf-8") + unneeded, encoding="utf-8")
     assert re.search(r"stale\.toml:\d+: gap 3: no referral needs it .*: remove it", _load_problems(stale))
-    gaps = space.referrals_by_recipe(space.load_space())["module_side"]["gaps"]
+    gaps = space.referrals_by_recipe(space.load_space())["callback_reads_module_cache"]["gaps"]
     assert [g["values"] for g in gaps] == [
         {"strategy": ["ddp-2", "ddp-3", "ddp-2-own-split", "ddp-3-own-split"], "train_step": ["tensor"]}
     ]
@@ -988,7 +993,7 @@ def test_every_referral_of_the_committed_file_is_proven_or_a_declared_gap():
     assert {r.kind for r in found} == {"outside", "together", "trap"}
     assert [r for r in found if not r.proven and r.gap is None] == []
     gapped = {(r.recipe, tuple(r.values)) for r in found if not r.proven}
-    assert ("module_side", ("strategy", "train_step")) in gapped
+    assert ("callback_reads_module_cache", ("strategy", "train_step")) in gapped
     print(f"{len(found)} referrals followed in {seconds:.3f} s of processor time; {len(gapped)} met a declared gap")
 
 
@@ -1033,11 +1038,11 @@ def test_a_best_value_of_a_resumed_run_is_the_best_over_every_run():
 
 
 def test_a_loss_written_by_hand_is_bfloat16_under_bf16_mixed_and_holds_within_two_roundings():
-    """``((p - y) ** 2).mean()`` under bf16-mixed stays bfloat16: the module-side cache of it is farther from the
-    float32 truth than float32's tolerance, and within the declared two bfloat16 roundings; at 32-true it holds at
-    float32's."""
+    """``((p - y) ** 2).mean()`` under bf16-mixed stays bfloat16: the callback-side cache of it (the scenario's step
+    computes it; the module-side recipe's own step computes its own loss) is farther from the float32 truth than
+    float32's tolerance, and within the declared two bfloat16 roundings; at 32-true it holds at float32's."""
     loaded = scenarios.load_space()
-    recipe = next(r for r in loaded.recipes if r.id == "module_side")
+    recipe = next(r for r in loaded.recipes if r.id == "callback_side")
     accepted = space.declared_warnings()
     bf16 = next(s for s in loaded.scenarios if s.id == "bf16_hand_written_loss")
     result = scenarios.cell_result(recipe, bf16, declared_warnings=accepted)
@@ -1232,11 +1237,13 @@ def test_the_gather_helpers_restore_the_samplers_order_for_rows_of_any_shape(pag
 
 
 def test_the_monitors_best_score_of_a_bfloat16_loss_is_compared_within_its_tolerance():
-    """A hand-written loss under bf16-mixed is logged in bfloat16 (0.7109375 where the float32 truth was 0.70881, in a
-    cell of the covering set): the monitoring callbacks' best score, that same logged value, is compared with the best
-    epoch value within the tolerance of the value itself, two bfloat16 roundings, not float32's."""
+    """A hand-written loss under bf16-mixed is logged in bfloat16 (the module-side cache-reader's 0.7109375, where the
+    float32 truth was 0.70881, in a cell of an earlier covering set, when that recipe cached the scenario's step's
+    loss): the monitoring callbacks' best score, that same logged value, is compared with the best epoch value within
+    the tolerance of the value itself, two bfloat16 roundings, not float32's. The callback-side recipe logs the loss
+    the scenario's step computes."""
     loaded = scenarios.load_space()
-    recipe = next(r for r in loaded.recipes if r.id == "module_cache_reader")
+    recipe = next(r for r in loaded.recipes if r.id == "callback_side")
     values = {"train_step": "hand-loss", "precision": "bf16-mixed", "callbacks": "monitoring", "length": "epochs-3"}
     result = scenarios.cell_result(
         recipe, loaded.scenario("bf16-monitored", values), declared_warnings=space.declared_warnings()

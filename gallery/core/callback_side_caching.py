@@ -30,7 +30,7 @@ class EpochLossCallback(pl.Callback):
         self.batch_losses.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if not outputs:  # the step returned None, or nothing under manual optimization
+        if not outputs:  # nothing to cache for this batch
             return
         self.batch_losses.append(outputs["loss"].detach() * trainer.accumulate_grad_batches)
 

@@ -9,7 +9,7 @@ clear the list in ``on_train_epoch_end(self)``, which takes no arguments.
    :caption: Before (Lightning 1.x)
 
    def training_epoch_end(self, outputs):
-       self.log("loss_mean", torch.stack([out["loss"] for out in outputs]).mean())
+       self.log("train_loss_epoch_mean", torch.stack([out["loss"] for out in outputs]).mean())
 
 .. rst-class:: fix-label
 
@@ -29,9 +29,11 @@ class LossCachingModel(BoringModel):
         self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def training_step(self, batch, batch_idx):
-        output = super().training_step(batch, batch_idx)  # your step, returning {"loss": loss}
-        self.training_step_outputs.append(output["loss"].detach().clone())
-        return output
+        # your loss, as your step computes it
+        prediction = self(batch)
+        loss = torch.nn.functional.mse_loss(prediction, torch.ones_like(prediction))
+        self.training_step_outputs.append(loss.detach().clone())
+        return loss
 
     def on_train_epoch_end(self):
         self.log("train_loss_epoch_mean", torch.stack(self.training_step_outputs).mean())
@@ -51,8 +53,6 @@ class LossCachingModel(BoringModel):
 #    * :claim:`Cleared-cache-frees`; the ``.clear()`` in ``on_train_epoch_start`` leaves nothing behind when a
 #      run that stopped half-way is started again with the same module
 #      (:doc:`Interrupted runs and mid-epoch checkpoints </examples/pitfalls/interrupted_and_resumed_runs>`).
-#    * A ``training_step`` that returns a bare tensor, ``None`` or no ``"loss"``: append the loss where you compute
-#      it, or cache it in a callback (:doc:`Callback-side caching </examples/core/callback_side_caching>`).
 #
 # Callbacks that read the module's list
 # -------------------------------------
@@ -123,8 +123,9 @@ trainer = pl.Trainer(
 trainer.fit(model, loader)
 
 # %%
-# A plain ``BoringModel`` with the same initial weights, trained by hand over the same batches with the
-# optimizer and scheduler ``configure_optimizers`` returns, computes the per-batch losses without any list.
+# A plain ``BoringModel`` (the same layer and optimizer; its ``training_step`` computes the same squared error
+# against ones) with the same initial weights, trained by hand over the same batches with the optimizer and scheduler
+# ``configure_optimizers`` returns, computes the per-batch losses without any list.
 
 
 def plain_loop_epoch_losses(model, loader, epochs):
@@ -164,7 +165,7 @@ print(f"ModelCheckpoint's best score: {checkpoint.best_model_score.item():.6f}")
 # One logged mean per epoch, equal to the plain loop's; the plain callback found the full list (its worst batch
 # is the plain loop's worst of all the epoch's batches) and the ``ModelCheckpoint`` subclass an empty one, while
 # the value it monitors is the best logged mean.
-# Forgetting ``.clear()``, caching ``output["loss"]`` without ``.detach()``, or overwriting instead of appending
+# Forgetting ``.clear()``, caching the loss without ``.detach()``, or overwriting instead of appending
 # breaks the :doc:`recipe's checks in many Trainer configurations </reference/scenarios>`.
 
 # sphinx_gallery_start_ignore

@@ -19,6 +19,7 @@ The last 1.x releases, shape by shape: :claim:`old-outputs-on-1-4-9`;
 # Four batches per epoch, two epochs, no logger or checkpoints.
 import lightning
 import lightning.pytorch as pl
+import torch
 from lightning.pytorch.demos.boring_classes import BoringModel, RandomDataset
 from torch.utils.data import DataLoader
 
@@ -58,7 +59,7 @@ def fit_and_capture(model, callbacks=()):
 
 class ModuleHookWithOutputs(BoringModel):
     def on_train_epoch_end(self, outputs):
-        self.epoch_mean = sum(out["loss"] for out in outputs) / len(outputs)
+        self.log("train_loss_epoch_mean", torch.stack([out["loss"] for out in outputs]).mean())
 
 
 module_hook_error, trainer = fit_and_capture(ModuleHookWithOutputs())
@@ -77,7 +78,7 @@ assert isinstance(module_hook_error, TypeError) and trainer.global_step == train
 
 class CallbackHookWithOutputs(pl.Callback):
     def on_train_epoch_end(self, trainer, pl_module, outputs):
-        self.epoch_mean = sum(out["loss"] for out in outputs) / len(outputs)
+        pl_module.log("train_loss_epoch_mean", torch.stack([out["loss"] for out in outputs]).mean())
 
 
 callback_hook_error, trainer = fit_and_capture(BoringModel(), callbacks=[CallbackHookWithOutputs()])
@@ -97,7 +98,7 @@ assert isinstance(callback_hook_error, TypeError) and trainer.global_step == tra
 
 class TrainingEpochEnd(BoringModel):
     def training_epoch_end(self, outputs):
-        self.epoch_mean = sum(out["loss"] for out in outputs) / len(outputs)
+        self.log("train_loss_epoch_mean", torch.stack([out["loss"] for out in outputs]).mean())
 
 
 training_epoch_end_error, trainer = fit_and_capture(TrainingEpochEnd())

@@ -11,7 +11,7 @@ list in ``on_train_epoch_end(self, trainer, pl_module)``.
 
    class OldCallback(pl.Callback):
        def on_train_epoch_end(self, trainer, pl_module, outputs):
-           self.mean = torch.stack([out["loss"] for out in outputs]).mean()
+           pl_module.log("train_loss_epoch_mean", torch.stack([out["loss"] for out in outputs]).mean())
 
 .. rst-class:: fix-label
 
@@ -30,7 +30,7 @@ class CachingCallback(pl.Callback):
         self.losses.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if not outputs:  # an empty outputs: nothing to cache for this batch
+        if not outputs:  # nothing to cache for this batch
             return
         self.losses.append(outputs["loss"].detach() * trainer.accumulate_grad_batches)
 
@@ -93,7 +93,7 @@ def make_trainer(callbacks, logger=False):
 
 class OldCallback(pl.Callback):
     def on_train_epoch_end(self, trainer, pl_module, outputs):
-        self.mean = torch.stack([out["loss"] for out in outputs]).mean()
+        pl_module.log("train_loss_epoch_mean", torch.stack([out["loss"] for out in outputs]).mean())
 
 
 counter = BatchCounter()

@@ -185,6 +185,11 @@ def _sources(text: str) -> str:
     return ", ".join(source_link(part.strip()) for part in text.split(";"))
 
 
+#: The axis of what the scenario's ``training_step`` returns: a recipe that defines its own ``training_step``
+#: (``own_step`` in the results, ``targets`` in the matrix file) replaces that step, so its box says nothing of it.
+SCENARIO_STEP_AXIS = "train_step"
+
+
 class Results:
     """The results document, indexed for rendering; ``releases``: the other releases' records of the recipes' runs
     (:func:`release_records`), ``{release: its data/compat JSON}``, and ``checked``: ``{recipe id: [release, ...]}``,
@@ -223,9 +228,12 @@ class Results:
         return set(self.document["stage_calls"].get(self.recipes[recipe_id]["stage"], ()))
 
     def stage_axes(self, recipe_id: str) -> list[str]:
-        """The axes that can change what ``recipe_id`` computes (an axis's ``stages``)."""
-        stage = self.recipes[recipe_id]["stage"]
-        return [a["id"] for a in self.document["axes"] if stage in a["stages"]]
+        """The axes that can change what ``recipe_id`` computes (an axis's ``stages``); for a recipe whose own
+        ``training_step`` computes its loss (``own_step``), not :data:`SCENARIO_STEP_AXIS`: its runs ran the recipe's
+        step, not the one that axis describes."""
+        recipe = self.recipes[recipe_id]
+        skipped = SCENARIO_STEP_AXIS if recipe.get("own_step") else None
+        return [a["id"] for a in self.document["axes"] if recipe["stage"] in a["stages"] and a["id"] != skipped]
 
 
 def page_docname(page: str) -> str | None:
@@ -359,18 +367,27 @@ def _relevant(results: Results, recipe_id: str, axis: str) -> list[str]:
 
 
 def works_with(results: Results, recipe_id: str, traps: bool = True) -> list[str]:
-    """What ``recipe_id`` works with, in a Lightning user's words (:data:`READER_WORDS`): every phrase one of whose
-    values is inside the recipe's domain, is not the axis's default, and held in a run of this build."""
+    """What ``recipe_id`` works with, in a Lightning user's words (:data:`READER_WORDS`): every value inside the
+    recipe's domain that is not the axis's default and held in a run of this build, said by the phrase that stands
+    for it when every value of the phrase (that runs the recipe's stage) is such a value, else by its own label --
+    so that "works with" never names what "not with" names too."""
     proven = results.proven(recipe_id, results.stage_axes(recipe_id))
     outside = _outside(results, recipe_id, traps)
     phrases: list[str] = []
     for axis in results.stage_axes(recipe_id):
         default = results.axes[axis]["default"]
-        named: dict[str, str | None] = {v: phrase for phrase, values in READER_WORDS.get(axis, []) for v in values}
-        for value in _relevant(results, recipe_id, axis):
-            if value == default or (axis, value) in outside or not proven[axis].get(value):
+        relevant = _relevant(results, recipe_id, axis)
+        works = {v for v in relevant if v != default and (axis, v) not in outside and proven[axis].get(v)}
+        named: dict[str, str | None] = {
+            v: phrase
+            for phrase, values in READER_WORDS.get(axis, [])
+            if (values & set(relevant)) <= works
+            for v in values
+        }
+        for value in relevant:
+            if value not in works:
                 continue
-            phrase = named.get(value, results.labels[axis].get(value))
+            phrase = named[value] if value in named else results.labels[axis].get(value)
             if phrase and phrase not in phrases:
                 phrases.append(phrase)
     return phrases
@@ -389,7 +406,7 @@ def _also_with(results: Results, recipe: dict[str, Any], entry: dict[str, Any]) 
     if not others:
         return ""
     return ", also with " + " or ".join(
-        _reader_words(results, axis, values).replace("; ", " or ") for axis, values in others.items()
+        _reader_words(results, axis, values, exact=True).replace("; ", " or ") for axis, values in others.items()
     )
 
 
@@ -496,7 +513,8 @@ SHOWN = 6
 def works_with_first(results: Results, recipe_id: str, traps: bool = True) -> list[str]:
     """:func:`works_with`, the settings of :data:`FIRST_ASKED` first, in that order; the rest as they come."""
     phrases = works_with(results, recipe_id, traps)
-    axis_of = {
+    axis_of = {label: axis for axis in results.stage_axes(recipe_id) for label in results.labels[axis].values()}
+    axis_of |= {
         phrase: axis for axis in results.stage_axes(recipe_id) for phrase, _ in READER_WORDS.get(axis, []) if phrase
     }
     rank = {axis: position for position, axis in enumerate(FIRST_ASKED)}
@@ -511,7 +529,8 @@ def summary_of(results: Results, recipe_id: str, indent: str = "", traps: bool =
     lines: list[str] = []
     not_with = _not_with(results, recipe_id, traps)
     recipe = results.recipes[recipe_id]
-    short = [_reader_words(results, entry["axis"], entry["values"]) for entry in recipe["outside"]]
+    # exact: a phrase only where every value it stands for is outside (else "works with" could name it too)
+    short = [_reader_words(results, entry["axis"], entry["values"], exact=True) for entry in recipe["outside"]]
     short += [what for what, _, _ in not_with[len(recipe["outside"]) :]]  # the traps, as their configuration says
     also = [_also_with(results, recipe, entry) for entry in recipe["outside"]]
     also += [""] * (len(not_with) - len(recipe["outside"]))
@@ -527,9 +546,9 @@ def summary_of(results: Results, recipe_id: str, indent: str = "", traps: bool =
     if not phrases:
         shown = "the Trainer's defaults"
     elif len(phrases) <= SHOWN + 1:
-        shown = ", ".join(phrases)
+        shown = _listed(phrases)
     else:
-        shown = f"{', '.join(phrases[:SHOWN])} and {len(phrases) - SHOWN} more settings (below)"
+        shown = f"{_listed(phrases[:SHOWN])} and {len(phrases) - SHOWN} more settings (below)"
     lines += [f"{indent}**Works with** {shown}.", ""]
     return [*lines, *checked_line(results, recipe_id, indent)]
 
@@ -537,7 +556,13 @@ def summary_of(results: Results, recipe_id: str, indent: str = "", traps: bool =
 def works_with_lines(results: Results, recipe_id: str, indent: str = "", traps: bool = True) -> list[str]:
     """rST lines: every setting ``recipe_id`` works with (:func:`works_with_first`), for its folded detail."""
     phrases = works_with_first(results, recipe_id, traps)
-    return [f"{indent}Works with {', '.join(phrases)}.", ""] if phrases else []
+    return [f"{indent}Works with {_listed(phrases)}.", ""] if phrases else []
+
+
+def _listed(phrases: list[str]) -> str:
+    """``phrases`` joined by commas, or by semicolons when one of them holds a comma of its own ("manual
+    optimization, returns the loss"), as "Not with" joins its items."""
+    return ("; " if any(", " in phrase for phrase in phrases) else ", ").join(phrases)
 
 
 def domain_lines(

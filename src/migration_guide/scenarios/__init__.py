@@ -284,6 +284,7 @@ def run_matrix(
                 "page": r.page,
                 "stage": r.stage,
                 "transform": r.transform,
+                "own_step": bool(r.targets),  # its own training_step computes its loss: the scenario's is not run
                 "outside": [
                     {"axis": o.axis, "values": sorted(o.values), "reason": o.reason, "see": o.see} for o in r.outside
                 ],
