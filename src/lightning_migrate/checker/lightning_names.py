@@ -236,17 +236,8 @@ def _deprecated(module: Any, names: dict[str, str]) -> dict[str, dict[str, Any]]
         if not messages:
             continue
         message = messages[0]
-        replacement = None
-        for quoted in _QUOTED.findall(message):
-            if quoted == f"{module.__name__}.{name}":
-                continue
-            target = _resolve(quoted)
-            if inspect.ismodule(target) and hasattr(target, name):
-                replacement = f"{quoted}.{name}"
-            elif target is not None and not inspect.ismodule(target):
-                replacement = quoted
-            if replacement is not None:
-                break
+        own = f"{module.__name__}.{name}"
+        replacement = _first_importable([q for q in _QUOTED.findall(message) if q != own], name)
         target = _resolve(replacement) if replacement else None
         forwarded = _forwarded(function)
         forwards = (
@@ -261,6 +252,18 @@ def _deprecated(module: Any, names: dict[str, str]) -> dict[str, dict[str, Any]]
             "parameters": _parameters(target) if target is not None else None,
         }
     return found
+
+
+def _first_importable(candidates: list[str], name: str) -> str | None:
+    """The first of ``candidates`` (dotted names a message gives) that imports here: a module that binds ``name``
+    gives ``module.name``, any other object its own dotted name; ``None`` when none does."""
+    for candidate in candidates:
+        target = _resolve(candidate)
+        if inspect.ismodule(target) and hasattr(target, name):
+            return f"{candidate}.{name}"
+        if target is not None and not inspect.ismodule(target):
+            return candidate
+    return None
 
 
 def _local_import_is(function: Any, name: str, target: Any) -> bool:
@@ -318,17 +321,8 @@ def _tombstones(module: Any) -> dict[str, dict[str, Any]]:
         subject = next((q for q in quoted if q.rpartition(".")[2] == name and "." in q), None)
         if subject is None:
             continue
-        replacement = None
         imports = [f"{_unalias(m)}.{n}" for m, n in _QUOTED_IMPORT.findall(message)]
-        candidates = imports + [q for q in quoted if q != subject]
-        for candidate in candidates:
-            target = _resolve(candidate)
-            if inspect.ismodule(target) and hasattr(target, name):
-                replacement = f"{candidate}.{name}"
-            elif target is not None and not inspect.ismodule(target):
-                replacement = candidate
-            if replacement is not None:
-                break
+        replacement = _first_importable(imports + [q for q in quoted if q != subject], name)
         found[subject] = {"message": message, "replacement": replacement}
     return found
 
