@@ -185,7 +185,7 @@ def test_a_misspelt_hook_the_project_also_calls_is_reported(tmp_path, capsys):
     assert code == 1
     [line] = lines
     assert ":5:9: LM007 " in line and "did you mean `on_predict_epoch_end`?" in line
-    assert f"never called by Lightning; the project calls it ({tmp_path}/model.py:9)" in line
+    assert "never called by Lightning; the project calls it (line 9 of this file)" in line
 
 
 def test_a_misspelt_hook_is_reported_when_another_file_holds_its_name_as_a_string(tmp_path, capsys):

@@ -105,7 +105,7 @@ def test_a_call_in_another_file_makes_the_rename_manual(tmp_path, capsys):
     assert code == 1
     fixed = unwrapped((tmp_path / "pkg" / "model.py").read_text())
     assert "def training_epoch_end(self, outputs):" in fixed  # not renamed: loop.py would call nothing
-    assert f"manual fix, `training_epoch_end` is used at {tmp_path}/pkg/loop.py:3" in fixed
+    assert "manual fix, `training_epoch_end` is used at loop.py:3" in fixed  # beside model.py: no project root
     assert "[safe fix" not in lines[0]
 
 
@@ -131,7 +131,7 @@ def test_a_dropped_parameter_passed_by_keyword_elsewhere_makes_the_drop_manual(t
     assert code == 1
     fixed = unwrapped((tmp_path / "cb.py").read_text())
     assert "def on_train_epoch_end(self, trainer, pl_module, outputs):" in fixed
-    assert f"a call passes a dropped parameter by keyword at {tmp_path}/run.py:4" in fixed
+    assert "a call passes a dropped parameter by keyword at run.py:4" in fixed
 
 
 def test_no_caller_anywhere_keeps_the_fix_safe(tmp_path, capsys):
@@ -447,16 +447,47 @@ def test_links_follow_the_one_docs_setting(monkeypatch):
     assert "https://example.org/guide/checker/rules/LM001.html" in marked
 
 
-def test_a_marker_names_the_caller_relative_to_where_the_command_runs(tmp_path, capsys, monkeypatch):
+def test_a_marker_names_another_file_from_the_project_root_never_by_absolute_path(tmp_path, capsys, monkeypatch):
+    """A marker is written into the user's file and read on other machines: it names the file of the caller relative
+    to the project's root (where ``pyproject.toml`` is) wherever the command runs from -- here a folder outside the
+    project, given the project's absolute path."""
+    project = write(
+        tmp_path / "proj",
+        {
+            "pyproject.toml": "",
+            "src/pkg/__init__.py": "",
+            "src/pkg/model.py": MODEL,
+            "src/pkg/train/__init__.py": "",
+            "src/pkg/train/loop.py": "def f(m):\n    m.training_epoch_end([])\n",
+        },
+    )
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    code, lines, _ = run(["--fix", project], capsys)
+    assert code == 1
+    fixed = (project / "src/pkg/model.py").read_text()
+    assert "`training_epoch_end` is used at src/pkg/train/loop.py:2: change the callers too" in unwrapped(fixed)
+    assert str(tmp_path) not in fixed
+    [line] = lines
+    assert line.startswith(f"{project}/src/pkg/model.py:8:9: LM001 ")  # the console names the file as it was given
+
+
+def test_without_a_project_root_a_marker_names_another_file_from_the_marked_files_folder(tmp_path, capsys):
+    """No ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git`` above the files: the path in the marker starts
+    at the marked file's own folder (``../``), which a reader of that file can follow."""
     write(
         tmp_path,
-        {"pkg/__init__.py": "", "pkg/model.py": MODEL, "pkg/loop.py": "def f(m):\n    m.training_epoch_end([])\n"},
+        {
+            "model/__init__.py": "",
+            "model/lit.py": MODEL,
+            "loop/__init__.py": "",
+            "loop/run.py": "def f(m):\n    m.training_epoch_end([])\n",
+        },
     )
-    monkeypatch.chdir(tmp_path)
-    assert run(["--fix", "pkg"], capsys)[0] == 1
-    assert "`training_epoch_end` is used at pkg/loop.py:2: change the callers too" in unwrapped(
-        (tmp_path / "pkg/model.py").read_text()
-    )
+    assert run(["--fix", tmp_path], capsys)[0] == 1
+    fixed = (tmp_path / "model/lit.py").read_text()
+    assert "`training_epoch_end` is used at ../loop/run.py:2: change the callers too" in unwrapped(fixed)
+    assert str(tmp_path) not in fixed
 
 
 # -- a rename must not change which method runs ---------------------------------------------------------------------

@@ -18,6 +18,10 @@ RESHAPED = (
     "# lightning-migrate: LM001 manual fix, the body reads outputs; no caching rewrite: "
     f"`test_step_end` reshapes each step's output (1.x collected what it returned): {URL}LM001.html"
 )
+UNRECORDED_ORDER = (
+    "# lightning-migrate: LM001 manual fix, merge into the existing on_test_epoch_end: 1.x's order of the two hooks "
+    f"is not recorded for this stage: {URL}LM001.html"
+)
 #: LM005's marker on a step-end hook whose class does not define the step itself (``{}``: the step)
 NOT_OWN_STEP = (
     "# lightning-migrate: LM005 manual fix, move this work into the step or the batch-end hook (the class does not "
@@ -124,26 +128,48 @@ PAIRS = [
         ["LM001"],
     ),
     (
-        "LM001 manual: the class already defines the new hook",
+        "LM001 proven: the class already defines the new hook, the old body goes at its head",
         """
         import lightning as L
 
         class M(L.LightningModule):
             def on_train_epoch_end(self):
-                pass
+                self.log("n", float(self.n))
 
             def training_epoch_end(self, outputs):
+                self.n = 1
+        """,
+        """
+        import lightning as L
+
+        class M(L.LightningModule):
+            def on_train_epoch_end(self):
+                self.n = 1
+                self.log("n", float(self.n))
+        """,
+        ["LM001"],
+    ),
+    (
+        "LM001 manual: an evaluation stage's hook beside the old one, whose order no release recorded",
+        """
+        import lightning as L
+
+        class M(L.LightningModule):
+            def on_test_epoch_end(self):
+                pass
+
+            def test_epoch_end(self, outputs):
                 pass
         """,
         f"""
         import lightning as L
 
         class M(L.LightningModule):
-            def on_train_epoch_end(self):
+            def on_test_epoch_end(self):
                 pass
 
-            # lightning-migrate: LM001 manual fix, merge into the existing on_train_epoch_end: {URL}LM001.html
-            def training_epoch_end(self, outputs):
+            {UNRECORDED_ORDER}
+            def test_epoch_end(self, outputs):
                 pass
         """,
         ["LM001"],

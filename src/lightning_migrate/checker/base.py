@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from lightning_migrate import registry
-from lightning_migrate.checker.resolve import LIGHTNING_ROOTS, Reference, Uses, uses_of
+from lightning_migrate.checker.resolve import LIGHTNING_ROOTS, Reference, Uses, project_root, uses_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from lightning_migrate.checker.resolve import ModuleInfo, Project
@@ -276,7 +276,7 @@ class FileContext:
                 continue
             if ref.what in ("attribute", "name", "string") and not self._relevant(ref, ref.path, of, name):
                 continue
-            where = shown_path(ref.path) if ref.path is not None else Path("?")
+            where = shown_path(ref.path, self.path) if ref.path is not None else "?"
             if ref.what == "too deep":
                 return f"{where} mentions `{name}` but is too deeply nested to parse"
             if ref.what == "keyword":
@@ -347,12 +347,11 @@ class FileContext:
         if self._mentioned((name,)):
             uses = self.uses()
             if uses.names.get(name):
-                where = shown_path(self.path).as_posix() if self.path is not None else "line"
-                return f"{where}:{uses.names[name][0].line}"
+                return self.place(uses.names[name][0].line)
         if self.path is None or self.path not in self.project.name_of:
             return None
         for ref in self.project.references(name, (), exclude=self.path):
-            return f"{shown_path(ref.path) if ref.path is not None else '?'}:{ref.line}"
+            return f"{shown_path(ref.path, self.path) if ref.path is not None else '?'}:{ref.line}"
         return None
 
 
@@ -374,12 +373,27 @@ def dynamic_fragments(name: str) -> tuple[str, ...]:
     return tuple(f for f in ("_" + "_".join(parts[i:]) for i in range(1, len(parts) - 1)) if f != "_")
 
 
-def shown_path(path: Path) -> Path:
-    """``path`` relative to the working folder when it is below it: what a marker written into a file names (no
-    machine-specific prefix), and what a reader running the command there recognises."""
-    with contextlib.suppress(ValueError):
-        return path.relative_to(Path.cwd())
-    return path
+def shown_path(path: Path, marked: Path | None) -> str:
+    """How a message about the file ``marked`` names another file of its project, ``path``: relative to the
+    project's root (the nearest folder up from ``marked`` that holds one of :data:`.resolve.ROOT_MARKERS`, as the
+    project is found) when ``path`` is below it -- a path as git, ruff and editors show it from the root --, else
+    relative to ``marked``'s own folder. Never the checking machine's absolute path: a marker is written into the
+    user's file and read on other machines."""
+    if marked is None:
+        return path.name
+    root = _project_root(marked.parent)
+    if root is not None:
+        with contextlib.suppress(ValueError):
+            return path.relative_to(root).as_posix()
+    try:
+        return Path(os.path.relpath(path, marked.parent)).as_posix()
+    except ValueError:  # another drive (Windows): no relative path exists
+        return path.name
+
+
+@functools.lru_cache(maxsize=1024)
+def _project_root(folder: Path) -> Path | None:
+    return project_root(folder)
 
 
 @dataclass

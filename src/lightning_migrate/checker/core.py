@@ -365,7 +365,7 @@ def _mixed_into(node: ast.ClassDef, file: FileContext) -> tuple[Kind, str, str] 
         kind = project.classify(other, other.classes[name])
         if kind.kind is not None and not kind.unknown:
             line = next((ln for (n, ln) in other.class_lines if n == name), 0)
-            where = f"{shown_path(path)}:{line}" if path is not None else f"line {line}"
+            where = file.place(line) if path in (None, file.path) else f"{shown_path(path, file.path)}:{line}"
             return kind, name, where
     return None
 
@@ -620,7 +620,7 @@ def _clash(ctx: ClassContext, new_name: str) -> str | None:
             return f"base class `{base}` defines `{new_name}`"
     if file.path is not None and file.path in file.project.name_of:
         for other in file.project.subclasses_defining(file.info, ctx.name, new_name):
-            return f"a subclass in {shown_path(other)} defines `{new_name}`"
+            return f"a subclass in {shown_path(other, file.path)} defines `{new_name}`"
     return None
 
 

@@ -999,5 +999,5 @@ def _step_caller(ctx: ClassContext, name: str) -> str | None:
     for ref in file.project.references(name, (), exclude=file.path):
         if ref.what == "string" or (ref.what in ("attribute", "name") and not file._relevant(ref, ref.path, ctx, name)):
             continue
-        return f"`{name}` is used at {shown_path(ref.path) if ref.path is not None else '?'}:{ref.line}"
+        return f"`{name}` is used at {shown_path(ref.path, file.path) if ref.path is not None else '?'}:{ref.line}"
     return None

@@ -25,6 +25,7 @@ from lightning_migrate.checker.rules._common import (
     new_hook,
     removed,
 )
+from lightning_migrate.checker.rules._merge import MERGED, merge_fix
 
 #: the registry patterns of the rule; hooks, replacements and releases come from their entries
 PATTERN_IDS = EPOCH_END_METHOD_PATTERNS
@@ -33,6 +34,9 @@ HOOKS = {registry.get(pid).hook: pid for pid in PATTERN_IDS}
 _OLD = literal_list(HOOKS)
 _NEW = literal_list(new_hook(pid) for pid in PATTERN_IDS)
 _STEP = registry.STEP_METHODS["train"]
+#: the old method whose body the merge moves into its replacement (:mod:`._merge`), and that replacement
+_MERGED = registry.get(next(iter(MERGED))).hook
+_MERGED_INTO = new_hook(next(iter(MERGED)))
 
 
 class EpochEndMethods(Rule):
@@ -49,6 +53,10 @@ class EpochEndMethods(Rule):
     fix_text = (
         f"**safe** when the body never reads ``outputs``: the method is renamed to {_NEW} and loses the "
         "parameter -- unless the class already defines that hook, or code calls the method by its old name. "
+        f"Where the class already defines ``{_MERGED_INTO}(self)`` beside ``{_MERGED}``, that method's body goes "
+        f"at the head of ``{_MERGED_INTO}``, before its own code, as 1.x ran the two (**proven**: a row runs the "
+        "merged module); it stays **manual** where the joined bodies could run otherwise than the two calls did "
+        "(a ``return`` in the old body, a local name both use, a subclass defining either). "
         "**proven** when the body reads ``outputs`` and the rewrite's shape is proven (its runs give "
         "the 1.x values in every Trainer configuration it declares; plain ``--fix`` applies it; a shape not proven "
         "is **unsafe**, opt-in with ``--unsafe-fixes``): "
@@ -97,8 +105,13 @@ class LitModel(pl.LightningModule):
         params = [param.name.value for param in named_params(func)[1:]]
         used = [name for name in params if ctx.reads(func, name)]
         if ctx.binds(replacement) is not None:
-            fix = manual_fix(self.code, f"merge into the existing {replacement}")
-            message += f" ({ctx.binds(replacement)}: merge by hand)"
+            made = merge_fix(ctx, func, pattern_id, replacement) if not used else f"the body reads {used[0]}"
+            if isinstance(made, Fix):
+                fix = made
+                message += f" ({ctx.binds(replacement)}: its body goes at the head of it)"
+            else:
+                fix = manual_fix(self.code, f"merge into the existing {replacement}: {made}")
+                message += f" ({ctx.binds(replacement)}: merge by hand)"
         elif not used and plain_signature(func):
             fix = Fix(
                 SAFE,
