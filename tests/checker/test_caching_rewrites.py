@@ -547,14 +547,14 @@ REFUSED = {
     "a callback whose project has no module that made 1.4 collect outputs": (
         "import pytorch_lightning as pl\n\n\nclass C(pl.Callback):\n"
         "    def on_train_epoch_end(self, trainer, pl_module, outputs):\n        self.n = len(outputs)\n",
-        "Lightning before 1.5 passed a callback an empty list here unless the LightningModule defined "
-        "`training_epoch_end` or `on_train_epoch_end(self, outputs)`, and no module of this project does",
+        "no LightningModule of this project defines `training_epoch_end` or `on_train_epoch_end(self, outputs)`, and a "
+        "callback's caching rewrite is made for a project where one does",
     ),
     "a parameter 1.4 did not pass (only one named outputs)": (
         "import pytorch_lightning as pl\n\n\nclass M(pl.LightningModule):\n"
         "    def on_train_epoch_end(self, outs):\n        self.n = len(outs)\n",
-        "Lightning before 1.5 passed `outputs` only to a parameter of that name (or `*args`), "
-        "so this hook raised TypeError",
+        "its last parameter is `outs`, not `outputs` as in the old signature `on_train_epoch_end(self, outputs)`, the "
+        "one signature the caching rewrite is made for",
     ),
 }
 

@@ -6,12 +6,18 @@ import textwrap
 
 import pytest
 
-from lightning_migrate import registry
+from lightning_migrate import hook_names, registry
 from lightning_migrate.checker import RULES, check_source, docs_url
 
 from ._util import codes, fix
 
 URL = docs_url() + "checker/rules/"
+#: the Lightning release the recorded hook names come from (LM007's marker names it)
+VERSION = hook_names.load()["lightning"]["version"]
+MISSPELT_MARKER = (
+    f"# lightning-migrate: LM007 manual fix, not a hook of Lightning {VERSION}: did you mean on_predict_epoch_end: "
+    f"{URL}LM007.html"
+)
 
 #: expected markers too long for one line of this file (each is one comment line of the fixed source)
 RESHAPED = (
@@ -403,7 +409,7 @@ PAIRS = [
         import lightning.pytorch as pl
 
         class M(pl.LightningModule):
-            # lightning-migrate: LM007 manual fix, never called: did you mean on_predict_epoch_end: {URL}LM007.html
+            {MISSPELT_MARKER}
             def predict_epoch_end(self, outputs):
                 self.all = outputs
         """,
