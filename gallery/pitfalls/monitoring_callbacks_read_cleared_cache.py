@@ -34,8 +34,8 @@ class CacheMeanCallback(pl.Callback):
 #
 # The module-side recipe
 # ----------------------
-# As on :doc:`Module-side caching </examples/core/module_side_caching>`: ``training_step`` caches a detached,
-# one-element copy of the loss, ``on_train_epoch_end`` logs the mean and clears the cache.
+# As on :doc:`Module-side caching </examples/core/module_side_caching>`: ``training_step`` caches a detached
+# copy of the loss, ``on_train_epoch_end`` logs the mean and clears the cache.
 import csv
 import math
 import tempfile
