@@ -2014,6 +2014,10 @@ def source_sentences(root: Path = ROOT) -> list[Finding]:
 CONSOLE_TEXTS = {
     **{path.relative_to(ROOT).as_posix(): () for path in sorted(ROOT.glob("src/lightning_migrate/checker/**/*.py"))},
     "src/lightning_migrate/checker/rules/lm002_epoch_end_parameters.py": ("_why_not_cached",),
+    # why a caching or stage-hook rewrite is not made, and why a fix is held back: the marker's reason
+    "src/lightning_migrate/checker/rules/_caching.py": ("caching_fix", "_step_end_changes_outputs", "_step_refusal"),
+    "src/lightning_migrate/checker/rules/lm006_never_called.py": ("stage_hooks_fix",),
+    "src/lightning_migrate/checker/core.py": ("_async_hook", "_callers", "_mixin", "_unresolved_base"),
 }
 #: The variables a console text is built in.
 CONSOLE_NAMES = {"message", "why", "made", "what"}
@@ -2080,6 +2084,8 @@ def console_texts(tree: ast.Module, functions: tuple[str, ...]) -> list[tuple[in
                 found.append(node.value)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CONSOLE_CALLS:
             found += node.args[1:2]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Fix":
+            found += [keyword.value for keyword in node.keywords if keyword.arg == "description"]
     texts = []
     for expression in found:
         options = (expression.body, expression.orelse) if isinstance(expression, ast.IfExp) else (expression,)

@@ -488,7 +488,7 @@ class T(pl.LightningModule):
 REFUSED = {
     "a step-end hook reshapes each output": (
         MODULE + "\n    def validation_step_end(self, out):\n        return out * 2\n",
-        "`validation_step_end` reshapes each step's output (1.x collected what it returned)",
+        "`validation_step_end` reshapes each step's output, and the rewrite caches what the step returns",
     ),
     "the cache's name is taken": (
         MODULE.replace("return batch.sum()", "self.validation_step_outputs = None\n        return batch.sum()"),
@@ -496,8 +496,8 @@ REFUSED = {
     ),
     "several optimizers": (
         MODULE.replace("validation", "training").replace("batch_idx):", "batch_idx, optimizer_idx):", 1),
-        "`training_step` takes optimizer_idx: with several optimizers (or truncated back-propagation) 1.x passed "
-        "one list per optimizer (per split)",
+        "`training_step` takes optimizer_idx beyond `batch, batch_idx` (several optimizers, or truncated "
+        "back-propagation): the rewrite is made for a step of those two",
     ),
     "another method calls training_step": (
         TRAINING.replace(

@@ -22,7 +22,8 @@ MISSPELT_MARKER = (
 #: expected markers too long for one line of this file (each is one comment line of the fixed source)
 RESHAPED = (
     "# lightning-migrate: LM001 manual fix, the body reads outputs; no caching rewrite: "
-    f"`test_step_end` reshapes each step's output (1.x collected what it returned): {URL}LM001.html"
+    "`test_step_end` reshapes each step's output, and the rewrite caches what the step returns: "
+    f"{URL}LM001.html"
 )
 #: LM005's marker on a step-end hook whose class does not define the step itself (``{}``: the step)
 NOT_OWN_STEP = (
@@ -35,8 +36,7 @@ NO_RELEASE = (
     f"passed it: {URL}LM002.html"
 )
 ASYNC_MARKER = (
-    "# lightning-migrate: LM008 manual fix, `async def`: Lightning calls hooks without awaiting them, so its body "
-    f"would never run: {URL}LM008.html"
+    f"# lightning-migrate: LM008 manual fix, `async def`: a hook written as a coroutine function: {URL}LM008.html"
 )
 
 # (name, source, expected after --fix, expected codes)
@@ -390,7 +390,7 @@ PAIRS = [
                     return
 
             # lightning-migrate: LM006 manual fix, never called: use the stage hooks (the class's """
-        + f"""`on_train_epoch_end` returns before its end: call `_on_epoch_end` from it by hand): {URL}LM006.html
+        + f"""`on_train_epoch_end` has a `return` before its end: call `_on_epoch_end` from it by hand): {URL}LM006.html
             def on_epoch_end(self):
                 self.count += 1
         """,
