@@ -842,8 +842,8 @@ def test_exploration_learns_nothing_from_a_cell_that_never_reaches_the_recipes_s
 
 def _with_referrals(text: str, callback_see: str, module_see: str) -> str:
     """The matrix file with the manual-no-loss referrals of the callback-side recipe and of the recipe whose module
-    reads ``output["loss"]`` of its parent's step (the cache-reading pitfall's) set."""
-    for rid, see in (("callback_side", callback_see), ("callback_reads_module_cache", module_see)):
+    reads ``output["loss"]`` of its parent's step (the hook-order page's separate caches) set."""
+    for rid, see in (("callback_side", callback_see), ("separate_caches_train", module_see)):
         head = f'[[recipe.{rid}.outside]]\naxis = "train_step"\nvalues = ["manual-no-loss", "manual-gan-losses"]\n'
         start = text.index(head)
         at = text.index("\nsee = ", start)
@@ -859,7 +859,7 @@ def test_a_circle_of_referrals_fails_naming_both_recipes(tmp_path):
     holds there."""
     text = space.MATRIX_FILE.read_text(encoding="utf-8")
     circle = tmp_path / "matrix.toml"
-    reader = "examples/pitfalls/monitoring_callbacks_read_cleared_cache"
+    reader = "examples/caching/hook_order"
     circle.write_text(_with_referrals(text, reader, "examples/core/callback_side_caching"), encoding="utf-8")
     with pytest.raises(space.MatrixError) as raised:
         space.load_space(circle)
@@ -869,7 +869,7 @@ def test_a_circle_of_referrals_fails_naming_both_recipes(tmp_path):
         "recipe holds it (a recipe there sends it back to examples/core/callback_side_caching: a circle)"
     ) in message
     assert (
-        "[recipe.callback_reads_module_cache] sends train_step in ['manual-no-loss', 'manual-gan-losses'] to "
+        "[recipe.separate_caches_train] sends train_step in ['manual-no-loss', 'manual-gan-losses'] to "
         "examples/core/callback_side_caching, where no recipe holds it"
     ) in message
     loaded = space.load_space()
@@ -908,11 +908,11 @@ def test_a_trap_declared_with_values_sends_the_reader_where_a_recipe_holds_them(
     holds there."""
     gan, module, callback = (
         "examples/caching/several_losses_manual_optimization",
-        "examples/pitfalls/monitoring_callbacks_read_cleared_cache",
+        "examples/caching/hook_order",
         "examples/core/callback_side_caching",
     )
     trap = f'{CALLBACK_MONITORING_TRAP}see = "{gan}"'
-    reader_entry = '[[recipe.callback_reads_module_cache.outside]]\naxis = "train_step"\nvalues = ["manual-nothing"]\n'
+    reader_entry = '[[recipe.separate_caches_train.outside]]\naxis = "train_step"\nvalues = ["manual-nothing"]\n'
     text = space.MATRIX_FILE.read_text(encoding="utf-8")
     start = text.index(reader_entry)
     entry = text[start : text.index("\n\n", start)]
@@ -926,8 +926,7 @@ def test_a_trap_declared_with_values_sends_the_reader_where_a_recipe_holds_them(
     assert message.count(f"to {module}, where no recipe holds it") == 1  # the trap's; the file's other referrals
     # ... and the module recipe's own, back (two settings with DDP at once are named as well)
     assert (
-        f"[recipe.callback_reads_module_cache] sends train_step = 'manual-nothing' to {callback}, where no recipe "
-        "holds it"
+        f"[recipe.separate_caches_train] sends train_step = 'manual-nothing' to {callback}, where no recipe holds it"
     ) not in message  # a callback that reads outputs holds there, without the monitoring callbacks
 
 
@@ -958,26 +957,30 @@ def test_two_outside_values_at_once_need_a_page_that_holds_both(tmp_path):
 
 
 def test_a_gap_is_declared_where_no_page_holds_and_only_there(tmp_path):
-    """DDP with a training_step that returns the loss tensor: a recipe whose module reads ``output["loss"]`` of its
-    parent's step (the cache-reading pitfall's) names the DDP page (its module reads ``"loss"`` of a dict) and the
-    callback page (one process): the declared gap says so; without it the file fails, and a gap where a page named
-    holds fails too."""
+    """A run resumed in an epoch whose remaining steps all return None, with the monitoring callbacks: the callback
+    recipes send it to the interrupted-runs page, where no recipe of the matrix is shown. The declared gap says so;
+    without it the file fails, naming each recipe and the values, and a gap no referral needs fails too."""
     text = space.MATRIX_FILE.read_text(encoding="utf-8")
-    start = text.index('[[gap]]\nvalues = { strategy = ["ddp-2", "ddp-3", "ddp-2-own-split", "ddp-3-own-split"]')
+    start = text.index('[[gap]]\nvalues = { calls = "resume-mid-epoch", train_step = "none-batch-1"')
     without = _replaced(tmp_path, (text[start : text.index("\n", text.index("\nreason = ", start) + 1)], ""))
     message = _load_problems(without)
     assert (
-        "[recipe.callback_reads_module_cache] sends strategy in ['ddp-2', 'ddp-3', 'ddp-2-own-split', "
-        "'ddp-3-own-split'] with train_step = 'tensor' to examples/distributed/ddp_training_epoch_mean and "
-        "examples/core/callback_side_caching, where no recipe holds them together"
+        "[recipe.callback_side] sends calls = 'resume-mid-epoch' with train_step = 'none-batch-1' with limits = "
+        "'fraction' with callbacks = 'monitoring' to examples/pitfalls/interrupted_and_resumed_runs, where no recipe "
+        "of the matrix is shown"
     ) in message
     unneeded = '\n[[gap]]\nvalues = { strategy = "ddp-2", train_step = "manual-gan-losses" }\nreason = "r"\n'
     stale = tmp_path / "stale.toml"
     stale.write_text(space.MATRIX_FILE.read_text(encoding="utf-8") + unneeded, encoding="utf-8")
-    assert re.search(r"stale\.toml:\d+: gap 3: no referral needs it .*: remove it", _load_problems(stale))
-    gaps = space.referrals_by_recipe(space.load_space())["callback_reads_module_cache"]["gaps"]
+    assert re.search(r"stale\.toml:\d+: gap 2: no referral needs it .*: remove it", _load_problems(stale))
+    gaps = space.referrals_by_recipe(space.load_space())["callback_side"]["gaps"]
     assert [g["values"] for g in gaps] == [
-        {"strategy": ["ddp-2", "ddp-3", "ddp-2-own-split", "ddp-3-own-split"], "train_step": ["tensor"]}
+        {
+            "calls": ["resume-mid-epoch"],
+            "train_step": ["none-batch-1"],
+            "limits": ["fraction"],
+            "callbacks": ["monitoring"],
+        }
     ]
 
 
@@ -993,7 +996,7 @@ def test_every_referral_of_the_committed_file_is_proven_or_a_declared_gap():
     assert {r.kind for r in found} == {"outside", "together", "trap"}
     assert [r for r in found if not r.proven and r.gap is None] == []
     gapped = {(r.recipe, tuple(r.values)) for r in found if not r.proven}
-    assert ("callback_reads_module_cache", ("strategy", "train_step")) in gapped
+    assert ("callback_side", ("calls", "train_step", "limits", "callbacks")) in gapped
     print(f"{len(found)} referrals followed in {seconds:.3f} s of processor time; {len(gapped)} met a declared gap")
 
 

@@ -823,7 +823,7 @@ def reasons(sentence: str, context: str = "") -> list[str]:
     if not _instruction(sentence.split()) and _fragment(context, sentence):
         found.append("fragment")  # "The same setting with validation_epoch_end defined: refused all the same."
     for part in sentence.split("\x00"):
-        found += [reason for reason, rule in (SIXTH_ROUND | SEVENTH_ROUND).items() if rule(part)]
+        found += [reason for reason, rule in (SIXTH_ROUND | SEVENTH_ROUND | EIGHTH_ROUND).items() if rule(part)]
     return found
 
 
@@ -1578,6 +1578,282 @@ SEVENTH_ROUND = {
 }
 
 
+# -- Eighth round: a label's clause, a handed argument's condition, the sampler's order, manual optimization ---------
+#: A label before a colon ("Note:", "In short:", "Heads up:"): one to three words, the first capitalized.
+LABEL = re.compile(r"^\s*[A-Z][\w’'-]*(?:\s+[a-z][\w’'-]*){0,2}\s*:\s+")
+#: Lightning's names as a contributor types them in lower case at the start of a clause ("lightning calls ...").
+LOWER_SUBJECTS = re.compile(r"^(?:pytorch[ -]lightning|lightning)(?![\w.])", re.I)
+#: What the site, the reader, the page's own code and the checker are: a clause about one of them is their own.
+OWN_WORDS = OWN_SUBJECTS | {"recipe", "recipe's", "helper", "marker", "fix", "rewrite", "finding", "this", "these"}
+#: A behaviour verb's finite form: a third-person or past form of :data:`CONCEPT_VERBS` or :data:`SUBJECT_VERBS`.
+FINITE = re.compile(r"[a-z]+(?:[^s]s|ed)|" + "|".join(IRREGULAR + HOOK_FORMS))
+
+
+def _finite_verb(words: list[str], start: int = 1, open_: bool = False) -> int | None:
+    """The index of the first finite behaviour verb of ``words`` from ``start`` on: a passive of a behaviour verb
+    ("is divided", "are not copied") or a third-person or past form ("receives", "kept"); with ``open_``, of any verb
+    ("leaves", "is stepped"). ``None`` when none comes before a word that ends the noun phrase (a comma, a relative
+    pronoun, a modal)."""
+    for index in range(start, len(words)):
+        word = words[index].lower().strip(".,;:()'\"`’”“")
+        if word in MODALS | {"may", "might", "can", "could", "that", "which", "who", "if", "when", "whether", "what"}:
+            return None
+        previous = words[index - 1].lower() if index else ""
+        if word in NOUNS_TOO and (previous.endswith(("'s", "’s", "s'", "s’")) or previous in NOUN_BEFORE):
+            continue  # a noun: "each hook's calls", "the batch-end hooks' calls"
+        if word in PASSIVE | {"is", "are", "was", "were"}:
+            rest = [w.lower().strip(".,;:()'\"`’”“") for w in words[index + 1 : index + 4]]
+            rest = [w for w in rest if w not in ADVERBS | {"not"}]
+            if rest and (VERBS.fullmatch(rest[0]) or (open_ and PARTICIPLE.fullmatch(rest[0]))):
+                return index
+        if FINITE.fullmatch(word) and (open_ or CONCEPT_VERBS.fullmatch(word) or SUBJECT_VERBS.fullmatch(word)):
+            return index
+        if words[index].endswith((",", ";", ":")):
+            return None
+    return None
+
+
+def _label_clause(part: str) -> bool:
+    """Whether a lowercase clause after a colon states a behaviour (a): read as a sentence of its own, with Lightning's
+    name as a reader would capitalize it ("Note: lightning calls the hook once per epoch" is "Lightning calls the hook
+    once per epoch"), it is flagged by another rule; or, after a label ("Note:", "Important:", "In short:"), it has a
+    subject and a finite behaviour verb ("Important: the loss is divided by the accumulation count", "Tip: the
+    callback receives the outputs of each step"). A clause about the reader, the page, the recipe's own code or the
+    checker ("Note: your list keeps every loss", "Note: the page runs two epochs"), an instruction ("Tip: clear the
+    list ...") and a clause of a term and its definition are not."""
+    labelled = LABEL.match(part)
+    if labelled and re.match(r"\s*\w+(?:Error|Warning|Exception)\s*:", part):
+        labelled = None  # an error's words, as the reader's console printed them ("RuntimeError: stack expects ...")
+    for at, clause in enumerate(re.split(r"(?<=:)\s+", part)[1:]):
+        if not re.match(r"[a-z`\"“(]", clause) or (at == 0 and labelled is None and LABEL.match(part)):
+            continue
+        clause = clause.split(";")[0]
+        words = [w.strip('`"“”') for w in re.sub(r"\([^()]*\)", " ", clause).split()]
+        low = [w.lower().strip(".,;:'\"`’”“()") for w in words]
+        if not words or any(w in OWN_WORDS or w in READERS for w in low) or TOPIC_WORD.match(low[0]):
+            continue  # the reader's, the page's or the checker's; a topic ("Hook order: when validation runs")
+        if low[0] in VERB_STEMS or low[0] in READER_VERBS or low[0] in ("define", "add", "see", "use", "set", "put"):
+            continue  # an instruction: "Tip: clear the list when each epoch starts"
+        sentence = clause[:1].upper() + clause[1:]
+        sentence = LOWER_SUBJECTS.sub(lambda match: "Lightning", sentence)
+        if reasons(sentence):
+            return True
+        if not labelled or at or not clause.rstrip().endswith((".", "!")) or FINITE.fullmatch(low[0]):
+            continue  # a title ("The proof: the model applied by hand"), a clause without a subject
+        verb = _finite_verb(words)
+        if verb is None:
+            continue
+        code = re.search(r"[_(]", " ".join(words[:verb]))  # the reader's code, named: "on_train_batch_end appends"
+        if not (code and low[verb] in {f for stem in READER_VERBS for f in _inflections(stem)}):
+            return True
+    return False
+
+
+#: A handed argument or a called hook with its condition, in the passive (b): "``dataloader_idx`` is passed only when
+#: ...", "the hook is called only if ...", "it is not given with one loader".
+HANDED_WHEN = re.compile(
+    r"\b(?:is|are|was|were|gets?|got)\s+(?:(?:only|just|solely|never|not|always|then)\s+)?"
+    r"(?:passed|given|handed|supplied|provided|called|invoked|fired|triggered|sent)\s+(?:over\s+|in\s+|on\s+)?"
+    r"(?:(?:only|just|solely|then|too|also|with\s+[\w`\[\]\"'.]+)\s+){0,2}"
+    r"(?:when|whenever|if|unless|once|while|with|without|under|during|for|on|in)\b",
+    re.I,
+)
+
+
+def _handed_when(part: str) -> bool:
+    """Whether a sentence says in the passive when something is handed or called ("``dataloader_idx`` is passed only
+    when there are several loaders", "The index is given only if ...", "It is passed only with several loaders"):
+    what Lightning passes and calls, and when, whatever the subject. An instruction, and a subject of the reader's,
+    the page's or the checker's ("your hook is called only when you call it", "the marker is given only with --fix"),
+    are not."""
+    if _instruction(part.split()):
+        return False
+    for words in _clauses(part):
+        clause = " ".join(words)
+        for match in HANDED_WHEN.finditer(clause):
+            before = [w.lower().strip(".,;:'\"`’”“()") for w in clause[: match.start()].split()]
+            if any(w in ("when", "whenever", "wherever", "where", "if", "unless", "once") for w in before):
+                continue  # a condition: "the default stands in wherever the hook is called without it"
+            if before and not any(w in OWN_WORDS or w in READERS for w in before):
+                return True
+    return False
+
+
+#: A sampler of torch's or Lightning's as a subject (c): "the sampler", "a ``DistributedSampler``", "each rank's
+#: sampler", "samplers", and ``shuffle=...`` that sets one.
+SAMPLERS = re.compile(
+    r"(?<![\w.])(?:(?:the|a|an|each|every|its|their|one|[\w`]+['’]s)\s+)?(?:(?:distributed|sequential|random|batch|"
+    r"default|training|validation|loader['’]s)\s+)?(?:samplers?|DistributedSampler|SequentialSampler|RandomSampler|"
+    r"BatchSampler)(?![\w'’])|(?<![\w.])shuffle=\w+",
+    re.I,
+)
+#: An order of samples, indices or batches said of the data ("in the dataset's order", "interleaved", "every second
+#: index", "keeps the order").
+ORDER_PHRASE = re.compile(
+    r"\b(?:in\s+(?:the\s+)?(?:dataset['’]s\s+|same\s+|their\s+|its\s+|index\s+|sequential\s+|random\s+|"
+    r"(?:a\s+)?(?:new|random|different|shuffled)\s+)order|interleav\w*|round[- ]robin|every\s+(?:second|other|third|"
+    r"\w+th)\s+(?:index|indices|sample|samples|row|rows)|(?:keeps?|kept|preserves?|preserved|loses?|lost|changes?|"
+    r"changed|breaks?|broke|shuffles?|shuffled)\s+(?:the\s+)?(?:[\w`]+['’]s\s+)?order)\b",
+    re.I,
+)
+#: What comes in an order: the data a sampler hands out.
+ORDERED = re.compile(r"\b(?:samples?|indices|index|batches|batch|rows?|ranks?|shards?|data|dataset)\b", re.I)
+
+
+def _sampler_order(part: str) -> bool:
+    """Whether a sampler is the subject of a finite verb ("each rank's sampler takes every second sample",
+    "``shuffle=False`` keeps the order of the dataset", "samplers keep the order across epochs"), or the data a sampler
+    hands out is said to come in an order ("with ``shuffle=False`` the samples come in the dataset's order", "the
+    samples arrive interleaved between the ranks"): the order torch's and Lightning's samplers give. An instruction,
+    and the reader's, the page's or the recipe's own sampler or order ("your sampler keeps ...", "the page gathers the
+    vectors in the dataset's order", "sort the rows to restore the dataset's order"), are not."""
+    if _instruction(part.split()) or re.search(r"\bown\b", part, re.I):
+        return False  # an instruction; the page's or the reader's own loader ("the module builds its own loader")
+    for words in _clauses(part):
+        clause = " ".join(words)
+        low = [w.lower().strip(".,;:'\"`’”“()") for w in words]
+        if any(w in OWN_WORDS or w in READERS or w in MODALS for w in low):
+            continue
+        for match in SAMPLERS.finditer(clause):
+            before = clause[: match.start()].split()
+            if before and (before[-1].lower() in PREPOSITIONS | EMBEDDED or VERBS.fullmatch(before[-1].lower())):
+                if not match[0].lower().startswith("shuffle="):
+                    continue  # an object: "made with a sampler", "replaces the sampler"
+            after = clause[match.end() :].split()
+            while after and after[0].lower().strip(",") in ADVERBS | {"and", "also"}:
+                after = after[1:]
+            if after and _finite_verb(["\x01", *after]) == 1:
+                return True
+            if (
+                after
+                and re.fullmatch(r"[a-z]+", after[0])
+                and (after[0] in ("keep", "give", "shuffle", "take", "hand", "split", "repeat", "pad"))
+            ):
+                return True  # a plural subject: "samplers keep the order"
+        for match in ORDER_PHRASE.finditer(clause):
+            before = clause[: match.start()]
+            if ORDERED.search(before) and _moved(before + match[0]) and not OWN_ORDER.search(before):
+                return True
+    return False
+
+
+#: A finite verb, or a verb of motion, before an order: the data "come" or "are" in it.
+MOTION = set(
+    "is are was were stay stays stayed come comes came arrive arrives arrived go goes went reach reaches reached end "
+    "ends ended".split()
+)
+
+
+def _moved(text: str) -> bool:
+    """Whether ``text`` holds a behaviour verb (:data:`CONCEPT_VERBS`) or a verb of being or motion (:data:`MOTION`)."""
+    return any(CONCEPT_VERBS.fullmatch(w) or w in MOTION for w in re.findall(r"[a-z]+", text))
+
+
+#: What the page's code does to restore an order ("sort the rows", "gathers them back").
+OWN_ORDER = re.compile(r"\b(?:sort|sorted|restore|restores|restored|gather|gathers|gathered|puts?|back)\b", re.I)
+#: Manual optimization, named (c).
+MANUAL = re.compile(r"\b(?:manual\s+optimi[sz]ation|automatic_optimization\s*=\s*False)\b", re.I)
+#: What a sentence about manual optimization may say Lightning does something to: ``outputs`` (with a key), the loss,
+#: the step's output, the optimizer step, the closure, the scheduler, ``backward``.
+MANUAL_NAMES = re.compile(
+    r"(?<![\w.\[-])(?:outputs(?:\[[\"'][\w-]+[\"']\])?|(?:the|a|an|each|its)\s+(?:step['’]s\s+)?(?:loss|losses|output|"
+    r"outputs|closure|scheduler|schedulers|optimizer\s+step)|backward|the\s+trainer)"
+    r"(?![\w'’])",
+    re.I,
+)
+
+
+def _manual_optimization(part: str) -> bool:
+    """Whether a sentence that names manual optimization says what Lightning does there: a name of Lightning
+    (:data:`SUBJECTS`), a hook, ``outputs`` or the step's loss (:data:`MANUAL_NAMES`) is the subject of a finite verb
+    ("Under manual optimization, ``outputs`` holds the whole buffer", "the step's loss reaches the hook detached", "the
+    loss in outputs is not copied"). What the reader's step does ("Under manual optimization, your step calls
+    ``manual_backward``"), an instruction after the opening phrase ("Under manual optimization, append each loss ..."),
+    and the page's or the recipe's own code are not."""
+    if not MANUAL.search(part):
+        return False
+    clauses = [" ".join(words) for words in _clauses(part)]
+    opener = r"^\s*(?:under|with|in|for|during)\s+(?:(?:a|the)\s+)?(?:" + MANUAL.pattern + r")[\s,]*"
+    reader_forms = {f for stem in READER_VERBS for f in _inflections(stem)}
+    for index, clause in enumerate(clauses):
+        if not MANUAL.search(clause):
+            continue
+        rest = MANUAL.sub("it", re.sub(opener, "", clause, flags=re.I)).strip()
+        if not rest and index + 1 < len(clauses):
+            rest = clauses[index + 1]  # "Under manual optimization, outputs holds ..."
+        low = [w.lower().strip(".,;:'\"`’”“()") for w in rest.split()]
+        if not low or any(w in OWN_WORDS or w in READERS or w in MODALS for w in low):
+            continue
+        if _instruction(rest.split()) or low[0] in VERB_STEMS:
+            continue  # "Under manual optimization, append each loss in training_step"
+        for group in (SUBJECTS, HOOKS, MANUAL_NAMES):
+            for match in group.finditer(rest):
+                before = rest[: match.start()].split()
+                if before and (before[-1].lower() in PREPOSITIONS | EMBEDDED or VERBS.fullmatch(before[-1].lower())):
+                    continue
+                after = rest[match.end() :].split()
+                # the noun phrase may go on ("the loss in outputs", "the step's loss of a batch")
+                while after and after[0].lower() in ("in", "of", "from") and len(after) > 2:
+                    after = after[2:]
+                if group is HOOKS and after and after[0].lower().strip(".,") in reader_forms:
+                    continue  # the reader's step: "training_step returns"
+                if _finite_verb(["\x01", *after], open_=True) == 1 or (
+                    after and after[0].lower() in ("keep", "hold", "reach", "get", "stay", "come", "see")
+                ):
+                    return True
+                if (
+                    after[:1]
+                    and after[0] in ("is", "are", "was", "were")
+                    and after[1:2]
+                    and after[1] in ("a", "an", "the")
+                ):
+                    return True  # "an output is the dict training_step returned"
+    return False
+
+
+#: ``outputs``, or a key of it, as the subject of any finite verb (c): "``outputs["loss"]`` holds the whole buffer".
+OUTPUTS = re.compile(r"(?<![\w.\[\"'-])outputs(?:\[[\"'][\w-]+[\"']\])?(?![\w\[=(.-])")
+
+
+def _outputs_subject(part: str) -> bool:
+    """Whether ``outputs`` or a key of it is the subject of a finite verb, whatever the verb ("``outputs`` holds the
+    loss of each step", "``outputs["loss"]`` keeps the whole buffer", "``outputs`` is the dict the step returned"): what
+    Lightning hands a hook. An instruction, an object ("the callback reads ``outputs["loss"]``") and a condition on it
+    ("when ``outputs["loss"]`` is None") are not."""
+    if _instruction(part.split()):
+        return False
+    for match in OUTPUTS.finditer(part):
+        before = [w.lower().strip('(,`"“') for w in part[: match.start()].split()]
+        if before and (
+            before[-1] in MODIFIER_BEFORE | EMBEDDED | {"when", "if", "where", "whether", "unless", "while"}
+            or VERBS.fullmatch(before[-1])
+        ):
+            continue  # an object or a condition: "the callback reads outputs", "when outputs is None"
+        after = [w.strip(',;()`"“”') for w in part[match.end() :].split()]
+        while after and after[0].lower() in ADVERBS:
+            after = after[1:]
+        if not after or after[0].lower() in ("is", "was") and after[1:2] in (["None"], ["None."], ["empty"]):
+            continue
+        if before and (before[-1] in ("old", "empty", "new") or part.split()[len(before) - 1][:1].isupper()):
+            continue  # a name: "the old outputs hooks", a page's title ("Empty outputs shows ...")
+        if after[0].lower().strip(".,;:") in PLURAL_NOUNS:
+            continue  # a compound: "the outputs hooks"
+        if _finite_verb(["\x01", *after], open_=True) == 1:
+            return True
+        if after[0] in ("is", "are", "was", "were") and after[1:2] and after[1].lower() in ("a", "an", "the", "one"):
+            return True  # "outputs is the dict the step returned"
+    return False
+
+
+EIGHTH_ROUND = {
+    "label clause": _label_clause,
+    "handed when": _handed_when,
+    "sampler order": _sampler_order,
+    "manual optimization": _manual_optimization,
+    "outputs subject": _outputs_subject,
+}
+
+
 @dataclass(frozen=True)
 class Finding:
     page: str  # the built page, relative to the HTML directory
@@ -1730,6 +2006,117 @@ def source_sentences(root: Path = ROOT) -> list[Finding]:
     return found
 
 
+#: The checker's console texts, which a reader reads in the checker's output and in the marker comments ``--fix``
+#: writes into their code, and which no page shows: by file, the names of the functions whose returned strings are such
+#: a text (``_why_not_cached``: why no caching rewrite) -- besides, in every file, the strings assigned to ``message``,
+#: ``why`` or ``made`` and the reason given to ``manual_fix`` or ``Finding`` (a module constant given by its name
+#: too). Read at their source, as :data:`SOURCE_TEXTS` are, an f-string's fields as :func:`field_text` renders them.
+CONSOLE_TEXTS = {
+    **{path.relative_to(ROOT).as_posix(): () for path in sorted(ROOT.glob("src/lightning_migrate/checker/**/*.py"))},
+    "src/lightning_migrate/checker/rules/lm002_epoch_end_parameters.py": ("_why_not_cached",),
+    # why a caching or stage-hook rewrite is not made, and why a fix is held back: the marker's reason
+    "src/lightning_migrate/checker/rules/_caching.py": ("caching_fix", "_step_end_changes_outputs", "_step_refusal"),
+    "src/lightning_migrate/checker/rules/lm006_never_called.py": ("stage_hooks_fix",),
+    "src/lightning_migrate/checker/core.py": ("_async_hook", "_callers", "_mixin", "_unresolved_base"),
+}
+#: The variables a console text is built in.
+CONSOLE_NAMES = {"message", "why", "made", "what"}
+#: The registry's changelog fact, "removed in Lightning {pattern.removed_in}": the release is the registry's record of
+#: Lightning's changelog (claims with ``changelog`` evidence check it), read as a record, as the reference table
+#: renders it; a release field in any other words ("Lightning before {pattern.removed_in} passed ...") is read as one.
+CHANGELOG_FRAME = re.compile(r"\bremoved in Lightning $")
+#: The calls whose second argument is a console text.
+CONSOLE_CALLS = {"manual_fix", "Finding"}
+
+
+def field_text(expression: str) -> str:
+    """What an f-string's field prints, as the guard reads it: a release for a release's field (``removed_in``), a
+    hook's name for a hook's, the old argument's name (``outputs``) for ``old_name``, the class for ``MODULE`` and
+    ``CALLBACK``, and ``value`` for any other: a reader reads the sentence with the values the checker fills in."""
+    known = (
+        ("removed_in", "2.0"), ("deprecated_in", "1.5"), ("old_signature", "on_train_epoch_end(self, outputs)"),
+        ("old_name", "outputs"), ("extra", "outputs"), ("read", "outputs"),
+        ("hook", "on_train_epoch_end"), ("HOOK", "on_train_epoch_end"),
+        ("MODULE", "LightningModule"), ("CALLBACK", "Callback"),
+    )  # fmt: skip
+    return next((value for name, value in known if name in expression), "value")
+
+
+def _string(node: ast.expr, constants: dict[str, ast.expr]) -> str | None:
+    """The text of a string expression: a literal, an f-string (its fields by :func:`field_text`), a concatenation, or
+    a module constant named; ``None`` for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        text = ""
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                text += str(value.value)
+            elif CHANGELOG_FRAME.search(text) and "removed_in" in ast.unparse(value):
+                text += " \x00 "  # the registry's changelog fact, rendered from its record (a claim's kind)
+            else:
+                text += field_text(ast.unparse(value))
+        return text
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _string(node.left, constants), _string(node.right, constants)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.Name) and node.id in constants:
+        return _string(constants[node.id], constants)
+    return None
+
+
+def console_texts(tree: ast.Module, functions: tuple[str, ...]) -> list[tuple[int, str]]:
+    """The console texts of a module (:data:`CONSOLE_TEXTS`), each with the line its string starts on."""
+    constants = {
+        target.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id.isupper()
+    }
+    found: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in functions:
+            found += [inner.value for inner in ast.walk(node) if isinstance(inner, ast.Return) and inner.value]
+        elif isinstance(node, ast.Assign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(target, ast.Name) and target.id in CONSOLE_NAMES for target in targets):
+                found.append(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CONSOLE_CALLS:
+            found += node.args[1:2]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Fix":
+            found += [keyword.value for keyword in node.keywords if keyword.arg == "description"]
+    texts = []
+    for expression in found:
+        options = (expression.body, expression.orelse) if isinstance(expression, ast.IfExp) else (expression,)
+        for option in options:
+            text = _string(option, constants)
+            if text and " " in text.strip():
+                named = isinstance(option, ast.Name) and option.id in constants  # at the constant's own line
+                texts.append((constants[option.id].lineno if named else option.lineno, text))
+    return sorted(texts)
+
+
+def console_sentences(root: Path = ROOT) -> list[Finding]:
+    """Every flagged sentence of the checker's console texts (:data:`CONSOLE_TEXTS`), each reported once, at the line
+    where its string starts."""
+    found: list[Finding] = []
+    seen: set[str] = set()
+    for relative, functions in CONSOLE_TEXTS.items():
+        path = root / relative
+        if not path.is_file():
+            continue
+        for line, text in console_texts(ast.parse(path.read_text(encoding="utf-8"), relative), functions):
+            context = ""
+            for sentence in sentences(unmarked(text), heading=False):
+                flags = flagged(sentence, context)
+                context += " " + sentence
+                if sentence not in seen and flags:
+                    seen.add(sentence)
+                    found.append(Finding("(console)", relative, line, sentence))
+    return found
+
+
 def typed_sentences(html_dir: Path, root: Path = ROOT, used: set[tuple[str, str]] | None = None) -> list[Finding]:
     """Every flagged sentence of every page of ``html_dir`` that :data:`ALLOWED` does not list -- its prose, table
     rows, admonitions, the text templates put around it, the docstrings of the code it shows -- and every markup of
@@ -1778,7 +2165,7 @@ def typed_sentences(html_dir: Path, root: Path = ROOT, used: set[tuple[str, str]
                     continue
                 seen.add(sentence)
                 findings.append(finding)
-    return findings + data_sentences(root) + source_sentences(root) + opt_outs(root)
+    return findings + data_sentences(root) + source_sentences(root) + console_sentences(root) + opt_outs(root)
 
 
 # -- Tests -----------------------------------------------------------------------------------------------------------
@@ -2363,6 +2750,165 @@ def test_the_seventh_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
         if flagged(part)
     ]
     assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+
+
+#: Eighth round, from issue #27's list of phrasings the guard missed: sentences each rule must flag, by the rule.
+TYPED_EIGHTH = {
+    "label clause": [
+        "Note: lightning calls the hook once per epoch.",
+        "Note: lightning never passes outputs to the hook.",
+        "Note: pytorch lightning frees the list at epoch end.",
+        "Important: the loss is divided by the accumulation count.",
+        "Tip: the callback receives the outputs of each step.",
+        "Remember: the step's loss is detached before the hook sees it.",
+        "In short: the callback sees the loss after it was divided.",
+        "Careful: the list is cleared when each epoch starts.",
+        "Beware: the metric resets itself after each epoch.",
+        "Heads up: the old list kept every batch's graph.",
+        "Warning: lightning skips the optimizer step when the loss is None.",
+    ],
+    "handed when": [
+        "``dataloader_idx`` is passed only when the module defines several validation dataloaders.",
+        "`dataloader_idx` is passed only when there are several loaders.",
+        "It is passed only when there are several loaders.",
+        "The index is given only if the module has several dataloaders.",
+        "dataloader_idx is not passed with a single loader.",
+        "The hook is called only when validation runs.",
+        "The argument is only handed over for evaluation loaders.",
+        "The batch hook is invoked only during training.",
+        "The epoch-end hook is then called with no arguments.",
+    ],
+    "sampler order": [
+        "Each rank's sampler takes every second sample.",
+        "With shuffle=False the samples come in the dataset's order.",
+        "shuffle=False keeps the order of the dataset.",
+        "The samples arrive interleaved between the ranks.",
+        "Samplers keep the order across epochs.",
+        "The batches reach each rank in index order.",
+        "The validation sampler hands out the indices in order.",
+        "The rows end up in a different order on each rank.",
+    ],
+    "manual optimization": [
+        "Under manual optimization the loss in outputs is not copied.",
+        "Under manual optimization, the step's loss reaches the hook detached.",
+        "Under manual optimization Lightning leaves the loss whole.",
+        "With automatic_optimization = False, the scheduler is not stepped.",
+        "Under manual optimization an output is the dict training_step returned.",
+        "In manual optimization the closure runs inside the step.",
+    ],
+    "outputs subject": [
+        "outputs holds the loss of each step.",
+        "Under manual optimization, outputs holds the whole buffer.",
+        'outputs["loss"] holds the whole buffer under manual optimization.',
+        'In manual optimization, outputs["loss"] is the step\'s own tensor.',
+        "outputs is never passed.",
+        '``outputs["loss"]`` keeps the whole buffer.',
+        "outputs reaches the callback detached.",
+    ],
+}
+#: Look-alikes of the same shapes -- titles, topics, the reader's or the page's code, instructions, conditions, error
+#: words, page titles -- several of them sentences of the site: none may be flagged.
+ORDINARY_EIGHTH = [
+    "Note: your list keeps every loss until you clear it.",
+    "Note: the page runs two epochs of four batches.",
+    "Tip: clear the list when each epoch starts.",
+    "Note: define the hook without outputs.",
+    "Hook order: when validation runs inside a training epoch",
+    "Big per-step outputs: what a cache holds until it is cleared",
+    "The reference: what the old outputs list held",
+    "The proof: each hook's calls, batch by batch",
+    "The proof: the model applied by hand",
+    "The proof: the trained weights, in eval mode, under torch.no_grad",
+    "Above: how often each old hook ran in that fit, and how many warnings named one.",
+    "The baseline: keeps nothing (and computes nothing).",
+    "Callback-side caching: on_train_batch_end appends one scalar per step.",
+    "Line styles: equal curves (the scalar caches, and in the loss-only model the old contract) stay visible.",
+    "RuntimeError: stack expects each tensor to be equal size at the end of validation.",
+    "Give dataloader_idx a default, dataloader_idx=0, in the validation batch hooks.",
+    "Pass dataloader_idx only when you have several loaders.",
+    "Your hook is called only when you call it.",
+    "The marker is given only with --fix.",
+    "A parameter with a default is not a finding: wherever the hook is called without it, the default stands in.",
+    "Here the module builds its own validation loader in val_dataloader – rank r takes every second sample from r on, "
+    "11 samples on rank 0 and 10 on rank 1 – and the page passes use_distributed_sampler=False to the Trainer.",
+    "The writer puts the rows back in the dataset's order, and rank 0 saves them.",
+    "Sort the rows by index to restore the dataset's order.",
+    "Gather the per-sample values in the dataset's order before reducing them.",
+    "Your sampler keeps the order you gave it.",
+    "The page gathers the vectors in the dataset's order.",
+    "Under manual optimization, your step calls manual_backward itself.",
+    "Under manual optimization, append each loss in your own training_step.",
+    "This page trains under manual optimization, with two optimizers.",
+    "With manual optimization, step your optimizers yourself.",
+    "As on Callback-side caching, the callback skips a batch whose outputs is empty (manual optimization returning "
+    "nothing).",
+    "When outputs is None, skip the batch.",
+    'The callback reads outputs["loss"] of each batch.',
+    'Append outputs["loss"] to the list.',
+    "The old outputs hooks on Lightning 2.x",
+    "Empty outputs shows what each batch-end hook receives.",
+    "The empty-outputs pitfall's fix (callback).",
+]
+
+
+def test_the_eighth_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
+    """Each rule of the eighth round -- a lowercase clause after a label's colon that states a behaviour, a handed
+    argument or a called hook with its condition in the passive, the order a sampler gives, what Lightning does under
+    manual optimization, ``outputs`` (or a key of it) as the subject of a verb -- flags every phrasing of its class, by
+    that rule; the look-alikes (titles and topics after a colon, error words, the reader's, the page's and the checker's
+    code, instructions, conditions, page titles) are not flagged, by any rule."""
+    missed = [
+        (rule, sentence)
+        for rule, cases in TYPED_EIGHTH.items()
+        for sentence in cases
+        if not any(rule in reasons(part) for part in sentences(unmarked(sentence), heading=False))
+    ]
+    wrong = [
+        (sentence, reasons(part))
+        for sentence in ORDINARY_EIGHTH
+        for part in sentences(sentence, heading=False)
+        if flagged(part)
+    ]
+    assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+
+
+CONSOLE_FIXTURE = """\
+MODULE = "LightningModule"
+NEVER_SO = "Lightning never calls the hook with it"
+
+
+class Rule:
+    def check(self, ctx, func, pattern):
+        message = f"`{func.name}` takes `{', '.join(extra)}` beyond `self`, without a default"
+        yield Finding(self.code, message, (), fix=manual_fix(self.code, NEVER_SO))
+        message = f"`{func.name}` was removed in Lightning {pattern.removed_in}: rename it"
+        yield Finding(self.code, "give it a default", ())
+
+    def _why_not_cached(self, pattern):
+        if pattern.stage == "train":
+            return f"Lightning before {pattern.removed_in} passed `{old_name}` only to a parameter of that name"
+        return f"no {MODULE} of this project defines `{pattern.hook}`"
+
+    def other(self):
+        return "Lightning calls it once per epoch"
+"""
+
+
+def test_the_guard_reads_the_checkers_console_texts(tmp_path):
+    """The checker's console texts -- a finding's message, a marker's reason (a module constant too), the reasons
+    ``_why_not_cached`` returns -- reach a reader in the checker's output and in the code ``--fix`` marks, and no page
+    shows them: read at their source, an f-string's fields filled as a reader would read them, each flagged sentence
+    found at its line; the registry's changelog fact ("removed in Lightning {pattern.removed_in}") is read as a
+    record, and another function's strings are not console texts."""
+    relative = "src/lightning_migrate/checker/rules/lm002_epoch_end_parameters.py"
+    (tmp_path / relative).parent.mkdir(parents=True)
+    (tmp_path / relative).write_text(CONSOLE_FIXTURE, encoding="utf-8")
+    found = console_sentences(tmp_path)
+    assert [(f.source, f.line, f.sentence) for f in found] == [
+        (relative, 2, "Lightning never calls the hook with it"),
+        (relative, 14, "Lightning before 2.0 passed outputs only to a parameter of that name"),
+    ], found
+    assert console_sentences(ROOT) == [], console_sentences(ROOT)
 
 
 def test_the_guard_flags_many_phrasings_and_passes_ordinary_sentences():

@@ -107,7 +107,7 @@ class ValidationCache(pl.Callback):
         loss = outputs.get(self.key) if isinstance(outputs, dict) else outputs
         if trainer.sanity_checking or loss is None:
             return
-        self.losses.setdefault(dataloader_idx, []).append(loss.detach().clone())  # one element, not its buffer
+        self.losses.setdefault(dataloader_idx, []).append(loss.detach().clone())  # a detached copy of the loss
 
     def on_validation_epoch_end(self, trainer, pl_module):
         if trainer.sanity_checking:

@@ -158,7 +158,7 @@ class SeparateCaches(BoringModel):
 
     def training_step(self, batch, batch_idx):
         output = super().training_step(batch, batch_idx)
-        self.train_losses.append(output["loss"].detach().clone())  # one element (see the memory page)
+        self.train_losses.append(output["loss"].detach().clone())  # a detached copy of the loss
         return output
 
     def validation_step(self, batch, batch_idx):

@@ -14,7 +14,7 @@ epoch's two means against a plain PyTorch loop over the same batches and weights
 # ----------
 # .. recipe-domain:: several_losses_manual
 #
-# ``training_step`` appends a detached, one-element copy of each loss to its own list, under the loss's name.
+# ``training_step`` appends a detached copy of each loss to its own list, under the loss's name.
 # ``on_train_epoch_end`` sums each list (in float32) and counts it, and adds both up over the processes with
 # ``self.trainer.strategy.reduce(..., reduce_op="sum")``, as on :doc:`the DDP training-mean page
 # </examples/distributed/ddp_training_epoch_mean>`, so that each batch counts once, whichever process ran it. Every

@@ -21,15 +21,19 @@ After (Lightning 2.x):
 """
 
 import lightning.pytorch as pl
+import torch
 from lightning.pytorch.demos.boring_classes import BoringModel  # stands in for your own LightningModule
 
 
 class BatchHooksModule(BoringModel):
     def test_step(self, batch, batch_idx, dataloader_idx=0):  # several test loaders: the step takes the index too
-        return super().test_step(batch, batch_idx)
+        # your loss, as your step computes it
+        prediction = self(batch)
+        loss = torch.nn.functional.mse_loss(prediction, torch.ones_like(prediction))
+        return loss
 
     def predict_step(self, batch, batch_idx, dataloader_idx=0):
-        return super().predict_step(batch, batch_idx)
+        return self(batch)  # your prediction
 
     def on_train_batch_start(self, batch, batch_idx):
         pass

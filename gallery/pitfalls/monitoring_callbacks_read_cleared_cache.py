@@ -34,8 +34,8 @@ class CacheMeanCallback(pl.Callback):
 #
 # The module-side recipe
 # ----------------------
-# As on :doc:`Module-side caching </examples/core/module_side_caching>`: ``training_step`` caches a detached,
-# one-element copy of the loss, ``on_train_epoch_end`` logs the mean and clears the cache.
+# As on :doc:`Module-side caching </examples/core/module_side_caching>`: ``training_step`` caches a detached
+# copy of the loss, ``on_train_epoch_end`` logs the mean and clears the cache.
 import csv
 import math
 import tempfile
@@ -56,9 +56,11 @@ class LossCachingModel(BoringModel):
         self.training_step_losses = []  # this epoch's cache
 
     def training_step(self, batch, batch_idx):
-        output = super().training_step(batch, batch_idx)
-        self.training_step_losses.append(output["loss"].detach().clone())
-        return output
+        # your loss, as your step computes it
+        prediction = self(batch)
+        loss = torch.nn.functional.mse_loss(prediction, torch.ones_like(prediction))
+        self.training_step_losses.append(loss.detach().clone())
+        return loss
 
     def on_train_epoch_end(self):
         self.log("train_loss_epoch_mean", torch.stack(self.training_step_losses).mean())
@@ -190,7 +192,7 @@ class StepInputs(pl.Callback):
 
 
 def loss_by_hand(weights, batch):
-    """The loss of ``BoringModel`` by hand: a linear layer, then the mean squared error against ones."""
+    """The module's loss by hand: its linear layer, then the mean squared error against ones."""
     with torch.no_grad():
         predictions = batch @ weights["layer.weight"].T + weights["layer.bias"]
         return ((predictions - 1) ** 2).mean().item()

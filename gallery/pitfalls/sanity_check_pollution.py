@@ -30,7 +30,7 @@ class Guarded(BoringModel):
 
     def validation_step(self, batch, batch_idx):
         loss = self.step(batch)
-        self.validation_step_losses.append(loss.clone())  # one element, not the loss's whole buffer
+        self.validation_step_losses.append(loss.clone())  # a copy of this batch's loss
         return loss
 
     def on_validation_epoch_end(self):

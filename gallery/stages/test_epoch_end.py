@@ -45,8 +45,8 @@ class TestLossCache(BoringModel):
 #
 # .. dropdown:: Why each line
 #
-#    * The step caches ``loss.clone()``, one element (see the
-#      :doc:`memory page </examples/performance/retained_memory>`).
+#    * The step caches ``loss.clone()``, a copy of the loss (the
+#      :doc:`memory page </examples/performance/retained_memory>` measures what each form of a cached loss keeps).
 #    * The ``.clear()`` in ``on_test_epoch_start``: a test run that stopped half-way leaves nothing behind.
 #    * Under DDP :claim:`ddp-module-cache-differs`: see
 #      :doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` for the variant that holds.

@@ -46,7 +46,8 @@ class ValidationLossCache(BoringModel):
 # .. dropdown:: Why each line
 #
 #    * :claim:`Validation-runs-without-autograd`, so the cached tensors hold no graph and need no ``.detach()``;
-#      the step caches ``loss.clone()``, one element, since :claim:`mse-loss-keeps-elementwise-buffer`.
+#      the step caches ``loss.clone()``, a copy of the loss, not the loss itself:
+#      :claim:`mse-loss-keeps-elementwise-buffer`.
 #    * The ``.clear()`` in ``on_validation_epoch_start``: a validation run that stopped half-way leaves nothing
 #      behind.
 #    * Several validation dataloaders: :claim:`validation-step-needs-dataloader-idx`

@@ -488,7 +488,7 @@ class T(pl.LightningModule):
 REFUSED = {
     "a step-end hook reshapes each output": (
         MODULE + "\n    def validation_step_end(self, out):\n        return out * 2\n",
-        "`validation_step_end` reshapes each step's output (1.x collected what it returned)",
+        "`validation_step_end` reshapes each step's output, and the rewrite caches what the step returns",
     ),
     "the cache's name is taken": (
         MODULE.replace("return batch.sum()", "self.validation_step_outputs = None\n        return batch.sum()"),
@@ -496,8 +496,8 @@ REFUSED = {
     ),
     "several optimizers": (
         MODULE.replace("validation", "training").replace("batch_idx):", "batch_idx, optimizer_idx):", 1),
-        "`training_step` takes optimizer_idx: with several optimizers (or truncated back-propagation) 1.x passed "
-        "one list per optimizer (per split)",
+        "`training_step` takes optimizer_idx beyond `batch, batch_idx` (several optimizers, or truncated "
+        "back-propagation): the rewrite is made for a step of those two",
     ),
     "another method calls training_step": (
         TRAINING.replace(
@@ -547,14 +547,14 @@ REFUSED = {
     "a callback whose project has no module that made 1.4 collect outputs": (
         "import pytorch_lightning as pl\n\n\nclass C(pl.Callback):\n"
         "    def on_train_epoch_end(self, trainer, pl_module, outputs):\n        self.n = len(outputs)\n",
-        "Lightning before 1.5 passed a callback an empty list here unless the LightningModule defined "
-        "`training_epoch_end` or `on_train_epoch_end(self, outputs)`, and no module of this project does",
+        "no LightningModule of this project defines `training_epoch_end` or `on_train_epoch_end(self, outputs)`, and a "
+        "callback's caching rewrite is made for a project where one does",
     ),
     "a parameter 1.4 did not pass (only one named outputs)": (
         "import pytorch_lightning as pl\n\n\nclass M(pl.LightningModule):\n"
         "    def on_train_epoch_end(self, outs):\n        self.n = len(outs)\n",
-        "Lightning before 1.5 passed `outputs` only to a parameter of that name (or `*args`), "
-        "so this hook raised TypeError",
+        "its last parameter is `outs`, not `outputs` as in the old signature `on_train_epoch_end(self, outputs)`, the "
+        "one signature the caching rewrite is made for",
     ),
 }
 

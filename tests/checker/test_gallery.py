@@ -82,4 +82,4 @@ def test_a_default_that_hides_outputs_is_a_note():
     path = GALLERY / "pitfalls/callback_outputs_argument.py"
     notes = [f for f in check_source(path.read_bytes(), path, notes=True).findings if f.note]
     assert [(f.code, f.fix) for f in notes] == [("LM002", None)]
-    assert "always sees the default value" in notes[0].message
+    assert "a parameter with a default beyond the hook's own" in notes[0].message

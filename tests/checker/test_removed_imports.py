@@ -43,7 +43,8 @@ PAIRS = [
     (
         "a module 2.x removed",
         "import pytorch_lightning.lite\n",
-        f"# lightning-migrate: LM009 manual fix, module pytorch_lightning.lite is gone in 2.6.6: {URL}\n"
+        "# lightning-migrate: LM009 manual fix, module pytorch_lightning.lite: not in 2.6.6's recorded modules: "
+        f"{URL}\n"
         "import pytorch_lightning.lite\n",
     ),
 ]

@@ -6,17 +6,24 @@ import textwrap
 
 import pytest
 
-from lightning_migrate import registry
+from lightning_migrate import hook_names, registry
 from lightning_migrate.checker import RULES, check_source, docs_url
 
 from ._util import codes, fix
 
 URL = docs_url() + "checker/rules/"
+#: the Lightning release the recorded hook names come from (LM007's marker names it)
+VERSION = hook_names.load()["lightning"]["version"]
+MISSPELT_MARKER = (
+    f"# lightning-migrate: LM007 manual fix, not a hook of Lightning {VERSION}: did you mean on_predict_epoch_end: "
+    f"{URL}LM007.html"
+)
 
 #: expected markers too long for one line of this file (each is one comment line of the fixed source)
 RESHAPED = (
     "# lightning-migrate: LM001 manual fix, the body reads outputs; no caching rewrite: "
-    f"`test_step_end` reshapes each step's output (1.x collected what it returned): {URL}LM001.html"
+    "`test_step_end` reshapes each step's output, and the rewrite caches what the step returns: "
+    f"{URL}LM001.html"
 )
 UNRECORDED_ORDER = (
     "# lightning-migrate: LM001 manual fix, merge into the existing on_test_epoch_end: 1.x's order of the two hooks "
@@ -33,8 +40,7 @@ NO_RELEASE = (
     f"passed it: {URL}LM002.html"
 )
 ASYNC_MARKER = (
-    "# lightning-migrate: LM008 manual fix, `async def`: Lightning calls hooks without awaiting them, so its body "
-    f"would never run: {URL}LM008.html"
+    f"# lightning-migrate: LM008 manual fix, `async def`: a hook written as a coroutine function: {URL}LM008.html"
 )
 
 # (name, source, expected after --fix, expected codes)
@@ -410,7 +416,7 @@ PAIRS = [
                     return
 
             # lightning-migrate: LM006 manual fix, never called: use the stage hooks (the class's """
-        + f"""`on_train_epoch_end` returns before its end: call `_on_epoch_end` from it by hand): {URL}LM006.html
+        + f"""`on_train_epoch_end` has a `return` before its end: call `_on_epoch_end` from it by hand): {URL}LM006.html
             def on_epoch_end(self):
                 self.count += 1
         """,
@@ -429,7 +435,7 @@ PAIRS = [
         import lightning.pytorch as pl
 
         class M(pl.LightningModule):
-            # lightning-migrate: LM007 manual fix, never called: did you mean on_predict_epoch_end: {URL}LM007.html
+            {MISSPELT_MARKER}
             def predict_epoch_end(self, outputs):
                 self.all = outputs
         """,

@@ -161,7 +161,7 @@ LOOK_ALIKES = [
             def on_epoch_end(self):
                 self.count += 1
         """,
-        "returns before its end",
+        "has a `return` before its end",
     ),
     (
         "a training_epoch_end, which LM001 rewrites to the same stage hook",
@@ -185,7 +185,7 @@ LOOK_ALIKES = [
             def on_epoch_start(self):
                 self.count = 0
         """,
-        "takes other parameters than Lightning passes",
+        "takes other parameters than the hook's own",
     ),
     (
         "an async stage hook",

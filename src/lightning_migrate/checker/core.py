@@ -578,7 +578,7 @@ def _async_hook(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str |
     """An ``async def`` hook: Lightning calls it without awaiting the coroutine, so its body never runs -- fixing
     its name or signature would turn an error into a hook that silently does nothing."""
     if isinstance(node, cst.FunctionDef) and node.asynchronous is not None:
-        return "`async def`: Lightning calls hooks without awaiting them, so its body would never run"
+        return "`async def`: a hook written as a coroutine function"
     return None
 
 
@@ -631,8 +631,8 @@ def _mixin(finding: Finding, node: cst.CSTNode, ctx: ClassContext) -> str | None
     if finding.fix is None or finding.fix.tier == MANUAL or ctx.mixed_into is None:
         return None
     return (
-        f"a mixin of `{ctx.mixed_into}`: whether Lightning calls its hook depends on where it comes among "
-        f"`{ctx.mixed_into}`'s bases (after `{ctx.kind}`, Lightning's own hook runs instead)"
+        f"a mixin of `{ctx.mixed_into}`: which hook of that name `{ctx.mixed_into}` has depends on the mixin's place "
+        f"among `{ctx.mixed_into}`'s bases (before or after `{ctx.kind}`)"
     )
 
 

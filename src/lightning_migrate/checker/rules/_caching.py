@@ -140,7 +140,7 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     stage, kind = pattern.stage, ctx.kind
     batch_end = BATCH_END.get((kind, stage))
     if batch_end is None:
-        return f"Lightning 2.x hands a {kind} no batch outputs in this stage"
+        return f"the rewrite has no batch hook of a {kind} to cache from in this stage"
     params = positional(func)
     if len(params) != outputs_index + 1 or not plain_signature(func):
         return "the hook takes other parameters than the old signature's"
@@ -180,11 +180,13 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         if step is not None and (len(positional(step)) > 3 or not plain_signature(step)):
             extra = ", ".join(p.name.value for p in positional(step)[3:]) or "more arguments"
             return (
-                f"`{step.name.value}` takes {extra}: with several optimizers (or truncated back-propagation) 1.x "
-                "passed one list per optimizer (per split)"
+                f"`{step.name.value}` takes {extra} beyond `batch, batch_idx` (several optimizers, or truncated "
+                "back-propagation): the rewrite is made for a step of those two"
             )
         if ctx.uses_attribute("truncated_bptt_steps"):
-            return "truncated back-propagation: 1.x passed one list per split of each batch"
+            return (
+                "the class uses truncated back-propagation (`truncated_bptt_steps`), which the rewrite is not made for"
+            )
     step_end = STEP_END.get(stage)
     if kind == MODULE and step_end is not None:
         why = _step_end_changes_outputs(ctx, step_end)
@@ -197,7 +199,7 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     if file.path is not None and file.path in file.project.name_of:
         for hook in {collector, new_hook}:
             if file.project.subclasses_defining(file.info, ctx.name, hook):
-                return f"a subclass defines `{hook}`, which would replace the rewritten class's"
+                return f"a subclass defines `{hook}` of its own, over the rewritten class's"
     # one list per dataloader in every evaluation stage, a step without ``dataloader_idx`` included (Lightning then
     # refuses a second dataloader, and the one list is handed on alone): that is the shape the matrix proves
     per_dataloader = stage != "train"
@@ -219,7 +221,7 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     existing = None if in_step else ctx.methods.get(batch_hook)
     if existing is not None:
         if not plain_signature(existing) or len(positional(existing)) < expected_count(kind, 4):
-            return f"`{batch_hook}` takes other parameters than Lightning passes"
+            return f"`{batch_hook}` takes other parameters than the hook's own"
         if existing.asynchronous is not None:
             return f"`{batch_hook}` is `async def`"
     how = "callback-side caching" if kind == CALLBACK else "module-side caching"
@@ -491,18 +493,18 @@ def _step_end_changes_outputs(ctx: ClassContext, step_end: str) -> str | None:
         file = ctx.file
         for base_info, base in file.project.ancestors(file.info, file.info.classes.get(ctx.name, [])):
             if step_end in base_info.methods.get(base, set()):
-                return f"base class `{base}` defines `{step_end}`, which 1.x applied to each step's output"
+                return f"base class `{base}` defines `{step_end}`, and the rewrite is made for a module without one"
         return None
     params = positional(func)
     if len(params) != 2 or not plain_signature(func):
-        return f"`{step_end}` reshapes each step's output (1.x collected what it returned)"
+        return f"`{step_end}` reshapes each step's output, and the rewrite caches what the step returns"
     name = params[1].name.value
     returns = _Returns()
     func.body.visit(returns)
     if returns.values and all(isinstance(v, cst.Name) and v.value == name for v in returns.values):
         if name not in returns.assigned:
             return None
-    return f"`{step_end}` reshapes each step's output (1.x collected what it returned)"
+    return f"`{step_end}` reshapes each step's output, and the rewrite caches what the step returns"
 
 
 class _Returns(cst.CSTVisitor):
@@ -935,7 +937,7 @@ def _step_refusal(ctx: ClassContext) -> str | None:
         if returns.problem:
             return f"`{name}` {returns.problem}"
         if not returns.values:
-            return f"`{name}` returns nothing: Lightning 1.x passed no outputs"
+            return f"`{name}` returns nothing: the rewrite would cache nothing"
     else:
         why = _inherited_step_refusal(ctx, name)
         if why:

@@ -103,13 +103,13 @@ class PrintEpoch(Callback):
         if not extra:
             defaulted = [p.name.value for p in [*positional(func)[expected:], *func.params.kwonly_params]]
             read = [name for name in defaulted if ctx.reads(func, name)]
-            if read:  # it works, but the body reads a value Lightning never passes: always the default
-                message = f"`{hook}` is called without `{', '.join(read)}`: the body always sees the default value"
+            if read:  # it works, but the body reads a parameter beyond the hook's own: see the rule's page
+                message = f"`{hook}` reads `{', '.join(read)}`, a parameter with a default beyond the hook's own"
                 yield Finding(self.code, message, (), note=True)
             return
         pattern_id = PATTERNS.get((hook, ctx.kind))
         takes = "self" if ctx.kind == MODULE else "self, trainer, pl_module"
-        message = f"`{hook}` takes only `{takes}`; `{', '.join(extra)}` is never passed"
+        message = f"`{hook}` takes `{', '.join(extra)}` beyond `{takes}`, without a default"
         if pattern_id is not None:
             message = removed(pattern_id, func)
         read = [name for name in extra if ctx.reads(func, name)]
@@ -157,8 +157,8 @@ class PrintEpoch(Callback):
         pattern_id = PATTERNS.get((name, ctx.kind))
         shown = ", ".join(p.arg for p in params)
         message = (
-            f"`{name}` (assigned in the class body) is `{value}({shown})`, which takes `{', '.join(extra)}`: "
-            f"Lightning calls it with only `{'self' if ctx.kind == MODULE else 'self, trainer, pl_module'}`"
+            f"`{name}` (assigned in the class body) is `{value}({shown})`, which takes `{', '.join(extra)}` beyond "
+            f"the hook's `{'self' if ctx.kind == MODULE else 'self, trainer, pl_module'}`"
         )
         if pattern_id is not None:
             message += f"; {name}({', '.join(new_params_of_old(registry.get(pattern_id)))}) " + removed(
@@ -177,14 +177,14 @@ class PrintEpoch(Callback):
             old_name = new_params_of_old(pattern)[-1]
             if params[-1].name.value != old_name:
                 return (
-                    f"Lightning before {pattern.removed_in} passed `{old_name}` only to a parameter of that name "
-                    "(or `*args`), so this hook raised TypeError"
+                    f"its last parameter is `{params[-1].name.value}`, not `{old_name}` as in the old signature "
+                    f"`{pattern.old_signature}`, the one signature the caching rewrite is made for"
                 )
             if ctx.kind == CALLBACK and not _project_module_tracks_outputs(ctx):
                 return (
-                    f"Lightning before {pattern.removed_in} passed a callback an empty list here unless the "
-                    f"{MODULE} defined `{_TRACKING[0].hook}` or `{_TRACKING[1].old_signature}`, and no module of "
-                    "this project does"
+                    f"no {MODULE} of this project defines `{_TRACKING[0].hook}` or "
+                    f"`{_TRACKING[1].old_signature}`, and a callback's caching rewrite is made for a project where one "
+                    "does"
                 )
         return None
 

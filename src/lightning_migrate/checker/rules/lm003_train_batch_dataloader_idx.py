@@ -73,7 +73,7 @@ class Timer(L.Callback):
                 fix = Fix(
                     SAFE,
                     on_def(lambda node: default_zero(node, index)),
-                    description=f"{extra[0]}=0, the index 1.x passed",
+                    description=f"{extra[0]}=0",
                     changes_callers=False,
                 )
             else:

@@ -207,7 +207,7 @@ def stage_hooks_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str) -
     hook = func.name.value
     entry = recorded.get("hooks", {}).get(ctx.kind, {}).get(hook)
     if entry is None:
-        return "no 1.x release recorded the stage hooks it ran beside"
+        return "no stage hooks beside it in the records of 1.x"
     stages: list[str] = entry["hooks"]
     after = entry["position"] == "after"
     helper = helper_name(hook)
@@ -221,15 +221,15 @@ def stage_hooks_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str) -
         if existing.asynchronous is not None or existing.decorators:
             return f"the class defines `{stage_hook}` with `async` or a decorator: call `{helper}` from it by hand"
         if not plain_signature(existing) or len(positional(existing)) != count:
-            return f"the class's `{stage_hook}` takes other parameters than Lightning passes: merge by hand"
+            return f"the class's `{stage_hook}` takes other parameters than the hook's own: merge by hand"
         if after and _returns(existing):
-            return f"the class's `{stage_hook}` returns before its end: call `{helper}` from it by hand"
+            return f"the class's `{stage_hook}` has a `return` before its end: call `{helper}` from it by hand"
     for name in sorted(EPOCH_END_METHODS & set(ctx.methods)):
         return f"the class's `{name}` is rewritten to the stage hooks too: fix it first, then run `--fix` again"
     for name in OTHER_STAGE_HOOKS:
         method = ctx.methods.get(name)
         if method is not None and (not plain_signature(method) or len(positional(method)) != count):
-            return f"the class's `{name}` takes other parameters than Lightning passes: fix it first"
+            return f"the class's `{name}` takes other parameters than the hook's own: fix it first"
     inherited: set[str] = set()
     file = ctx.file
     for base_info, base in file.project.ancestors(file.info, file.info.classes.get(ctx.name, [])):
@@ -241,7 +241,7 @@ def stage_hooks_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str) -
         inherited |= set(stages) & set(classes[ctx.via])
     for stage_hook in stages:
         if stage_hook not in ctx.methods and subclass_defines(ctx, stage_hook):
-            return f"a subclass defines `{stage_hook}`, which would replace the added one"
+            return f"a subclass defines `{stage_hook}` of its own, over the added one"
     params, arguments = EPOCH_CALL[ctx.kind]
     shape = shape_of(pattern_id)
     where = ", ".join(f"`{name}`" for name in stages)

@@ -105,11 +105,11 @@ class LitModel(pl.LightningModule):
             return  # a method the project calls is not dead
         nearest = exact or nearest_hook(hook, hooks)
         lightning = recorded()["lightning"]
-        message = f"`{signature(func)}` is not a {ctx.kind} hook of Lightning {lightning['version']}: never called"
-        what = "never called"
+        version = lightning["version"]
+        message = f"`{signature(func)}` is not among the {ctx.kind} hooks recorded from Lightning {version}"
+        what = f"not a hook of Lightning {version}"
         if called is not None:
-            message += f" by Lightning; the project calls it ({called})"
-            what = "never called by Lightning"
+            message += f"; the project calls it ({called})"
         if nearest:
             message += f"; did you mean `{nearest}`?"
             what += f": did you mean {nearest}"

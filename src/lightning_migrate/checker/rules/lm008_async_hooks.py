@@ -49,8 +49,5 @@ class LitModel(pl.LightningModule):
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         if func.asynchronous is None or not self.applies(func.name.value, ctx.kind):
             return
-        message = (
-            f"`async def {signature(func)}` is never awaited: Lightning calls the hook as a plain function, so its "
-            "body never runs"
-        )
-        yield Finding(self.code, message, (), fix=manual_fix(self.code, "`async def`: its body never runs"))
+        message = f"`async def {signature(func)}`: a hook written as a coroutine function (see the rule's page)"
+        yield Finding(self.code, message, (), fix=manual_fix(self.code, "`async def`: a coroutine function"))

@@ -165,7 +165,7 @@ def detached(outputs):
                             message = f"module `{alias.name}`: {versions}; " + (
                                 TYPING_ONLY if id(node) in typing_only else "the import raises ImportError"
                             )
-                            fix = manual_fix(self.code, f"module {alias.name} is gone in {data['new']}")
+                            fix = manual_fix(self.code, f"module {alias.name}: not in {data['new']}'s recorded modules")
                             finding = Finding(self.code, message, (), line=node.lineno, col=node.col_offset + 1)
                             finding.fix = fix
                             yield where, finding
