@@ -138,7 +138,10 @@ def test_pages_follow_new_probe_records_in_a_rebuild_without_ci(tmp_path):
     probes.write_text(text.replace("EPOCHS = 4, 2,", "EPOCHS = 5, 2,"), encoding="utf-8")
     second = sphinx_build(site, source=".", ci=False)
     assert second.returncode == 0, second.output[-4000:]
-    assert "running the Lightning probes" in second.output
+    # the changed probes ran, or an earlier build of this test run (GUIDE_RUN_CACHE: pytest run again in one nox
+    # run) recorded them from the same changed inputs; either way never the first build's records
+    made = ("running the Lightning probes", "probe records: made by an earlier build of this test run")
+    assert any(line in second.output for line in made), second.output[-4000:]
     assert hooks_table_steps(second.outdir) == {"5"}
 
 
