@@ -2117,6 +2117,29 @@ def console_sentences(root: Path = ROOT) -> list[Finding]:
     return found
 
 
+def fix_comment_sentences(pairs: dict[str, tuple[str, str]]) -> tuple[int, list[Finding]]:
+    """The comments ``--fix`` writes into a user's code, read as prose: ``pairs`` maps a file's name to its text
+    before and after the fix; each run of comment lines the fix added is read. Returns how many comments were read
+    and every flagged sentence among them, at its line of the fixed text."""
+    import difflib
+
+    read, found = 0, []
+    for name, (before, after) in pairs.items():
+        lines = after.splitlines(keepends=True)
+        matcher = difflib.SequenceMatcher(None, before.splitlines(keepends=True), lines, autojunk=False)
+        for tag, _, _, start, end in matcher.get_opcodes():
+            if tag not in ("insert", "replace"):
+                continue
+            for comment in comments("".join(lines[start:end])):
+                read += 1
+                context = ""
+                for sentence in sentences(comment, heading=False):
+                    if flagged(sentence, context):
+                        found.append(Finding("(fixed code)", name, start + 1, sentence))
+                    context += " " + sentence
+    return read, found
+
+
 def typed_sentences(html_dir: Path, root: Path = ROOT, used: set[tuple[str, str]] | None = None) -> list[Finding]:
     """Every flagged sentence of every page of ``html_dir`` that :data:`ALLOWED` does not list -- its prose, table
     rows, admonitions, the text templates put around it, the docstrings of the code it shows -- and every markup of
@@ -2909,6 +2932,26 @@ def test_the_guard_reads_the_checkers_console_texts(tmp_path):
         (relative, 14, "Lightning before 2.0 passed outputs only to a parameter of that name"),
     ], found
     assert console_sentences(ROOT) == [], console_sentences(ROOT)
+
+
+def test_the_guard_reads_the_comments_the_fixes_write():
+    """The comments a rewrite writes into the user's code (``# ... as in the old outputs``) reach a reader in their own
+    file: every shape of ``data/rewrites`` is fixed as ``--fix --unsafe-fixes`` would, and the comments it adds are
+    read as prose; one a fix could write about a release's behaviour is flagged."""
+    from lightning_migrate.checker import rewrite_source
+
+    pairs = {}
+    for path in sorted((ROOT / "data" / "rewrites").glob("*.py")):
+        before = path.read_text(encoding="utf-8")
+        pairs[path.name] = (before, rewrite_source(before, path.name))
+    read, found = fix_comment_sentences(pairs)
+    assert read >= 20, read  # every caching shape writes some
+    assert found == [], "\n".join(map(str, found))
+    old = "def hook(outputs):\n    pass\n"
+    injected = "def hook(outputs):\n    if outputs:  # Lightning 1.x left out a step that returned None\n        pass\n"
+    assert [(f.line, f.sentence) for f in fix_comment_sentences({"x.py": (old, injected)})[1]] == [
+        (2, "Lightning 1.x left out a step that returned None")
+    ]
 
 
 def test_the_guard_flags_many_phrasings_and_passes_ordinary_sentences():

@@ -72,13 +72,13 @@ class LitModel(pl.LightningModule):
         self.validation_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
-        if outputs is not None:  # Lightning 1.x left out a step that returned None
+        if outputs is not None:  # as in the old outputs: no None
             self.validation_step_outputs[dataloader_idx].append(outputs)
 
     @torch.no_grad()
     def on_validation_epoch_end(self):
         """Average the batches."""
-        # one list per dataloader, as Lightning 1.x passed them
+        # one list per dataloader, as in the old outputs
         outs = [self.validation_step_outputs[idx] for idx in range(len(self.trainer.num_val_batches))]
         if len(outs) == 1:
             outs = outs[0]
@@ -124,7 +124,7 @@ class LitModel(pl.LightningModule):
         return batch.sum()
 
     def on_test_batch_end(self, out, batch, batch_idx, loader_idx=0):
-        if out is not None:  # Lightning 1.x left out a step that returned None
+        if out is not None:  # as in the old outputs: no None
             self.test_step_outputs[loader_idx].append(out)
         self.last = out
 
@@ -132,7 +132,7 @@ class LitModel(pl.LightningModule):
         self.test_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_test_epoch_end(self):
-        # one list per dataloader, as Lightning 1.x passed them
+        # one list per dataloader, as in the old outputs
         outputs = [self.test_step_outputs[idx] for idx in range(len(self.trainer.num_test_batches))]
         if len(outputs) == 1:
             outputs = outputs[0]
@@ -182,7 +182,7 @@ class LitModel(LightningModule):
 
     def on_train_epoch_end(self):
         outputs = list(self.training_step_outputs)
-        if self.automatic_optimization:  # Lightning 1.5-1.9 passed the loss divided by accumulate_grad_batches
+        if self.automatic_optimization:  # the loss divided by accumulate_grad_batches, as in the old outputs
             outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
         self.training_step_outputs.clear()
         self.log("train_loss_epoch", torch.stack([o["loss"] for o in outputs]).mean())
@@ -225,9 +225,9 @@ class LossHistory(pl.Callback):
         self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if outputs:  # empty for a step that returned None: Lightning 1.x left it out
+        if outputs:  # as in the old outputs: no None
             cached = recursive_detach(outputs)
-            if "loss" in cached:  # before 1.5 it came whole, 2.x divides it by accumulation
+            if "loss" in cached:  # the loss whole, as in the old outputs
                 cached["loss"] = cached["loss"] * trainer.accumulate_grad_batches
             self.training_step_outputs.append(cached)
 
@@ -244,8 +244,8 @@ class Model(pl.LightningModule):
 
     def training_step(self, batch, batch_idx):
         output = batch.sum()
-        if output is not None:  # Lightning 1.x left out a step that returned None
-            entry = output if isinstance(output, dict) else {"loss": output}  # 1.x wrapped a bare loss
+        if output is not None:  # as in the old outputs: no None
+            entry = output if isinstance(output, dict) else {"loss": output}  # as in the old outputs: a dict
             self.training_step_outputs.append(recursive_detach(entry))
         return output
 
@@ -253,8 +253,8 @@ class Model(pl.LightningModule):
         self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_epoch_end(self):
-        outputs = [out for out in self.training_step_outputs if out]  # Lightning 1.x left out empty outputs
-        if self.automatic_optimization:  # Lightning 1.5-1.9 passed the loss divided by accumulate_grad_batches
+        outputs = [out for out in self.training_step_outputs if out]  # as in the old outputs: no empty ones
+        if self.automatic_optimization:  # the loss divided by accumulate_grad_batches, as in the old outputs
             outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
         self.training_step_outputs.clear()
         self.n = len(outputs)
@@ -300,13 +300,13 @@ class TwoLosses(pl.LightningModule):
             return
         if batch_idx % 2:
             loss = self.layer(batch).abs().mean()
-            if loss is not None:  # Lightning 1.x left out a step that returned None
-                entry = loss if isinstance(loss, dict) else {"loss": loss}  # 1.x wrapped a bare loss
+            if loss is not None:  # as in the old outputs: no None
+                entry = loss if isinstance(loss, dict) else {"loss": loss}  # as in the old outputs: a dict
                 self.training_step_outputs.append(recursive_detach(entry))
             return loss
         output = self.layer(batch).pow(2).mean()
-        if output is not None:  # Lightning 1.x left out a step that returned None
-            entry = output if isinstance(output, dict) else {"loss": output}  # 1.x wrapped a bare loss
+        if output is not None:  # as in the old outputs: no None
+            entry = output if isinstance(output, dict) else {"loss": output}  # as in the old outputs: a dict
             self.training_step_outputs.append(recursive_detach(entry))
         return output
 
@@ -314,8 +314,8 @@ class TwoLosses(pl.LightningModule):
         self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_epoch_end(self):
-        outputs = [out for out in self.training_step_outputs if out]  # Lightning 1.x left out empty outputs
-        if self.automatic_optimization:  # Lightning 1.5-1.9 passed the loss divided by accumulate_grad_batches
+        outputs = [out for out in self.training_step_outputs if out]  # as in the old outputs: no empty ones
+        if self.automatic_optimization:  # the loss divided by accumulate_grad_batches, as in the old outputs
             outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
         self.training_step_outputs.clear()
         self.log("mean", torch.stack([o["loss"] for o in outputs]).mean())
@@ -357,7 +357,7 @@ class Whole(pl.LightningModule):
         self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_epoch_end(self):
-        outputs = list(self.training_step_outputs)  # the loss whole, as Lightning before 1.5 passed it
+        outputs = list(self.training_step_outputs)  # the loss whole, as in the old outputs
         self.training_step_outputs.clear()
         self.total = sum(o["loss"] for o in outputs)
 """,
@@ -389,14 +389,14 @@ class TrainingEpochMean(BoringModel):
 
     def training_step(self, *args, **kwargs):
         output = super().training_step(*args, **kwargs)
-        if output is not None:  # Lightning 1.x left out a step that returned None
-            entry = output if isinstance(output, dict) else {"loss": output}  # 1.x wrapped a bare loss
+        if output is not None:  # as in the old outputs: no None
+            entry = output if isinstance(output, dict) else {"loss": output}  # as in the old outputs: a dict
             self.training_step_outputs.append(recursive_detach(entry))
         return output
 
     def on_train_epoch_end(self):
-        outputs = [out for out in self.training_step_outputs if out]  # Lightning 1.x left out empty outputs
-        if self.automatic_optimization:  # Lightning 1.5-1.9 passed the loss divided by accumulate_grad_batches
+        outputs = [out for out in self.training_step_outputs if out]  # as in the old outputs: no empty ones
+        if self.automatic_optimization:  # the loss divided by accumulate_grad_batches, as in the old outputs
             outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
         self.training_step_outputs.clear()
         self.log("train_loss_epoch_mean", torch.stack([x["loss"] for x in outputs]).mean())
@@ -427,10 +427,10 @@ class Predictor(pl.LightningModule):
         self.predict_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
-        self.predict_step_outputs[dataloader_idx].append(outputs)  # every prediction, None included, as 1.x kept them
+        self.predict_step_outputs[dataloader_idx].append(outputs)  # as in the old outputs: None included
 
     def on_predict_epoch_end(self):
-        # one list per dataloader, as Lightning 1.x passed them
+        # one list per dataloader, as in the old outputs
         results = [self.predict_step_outputs[idx] for idx in range(len(self.trainer.num_predict_batches))]
         self.predict_step_outputs.clear()
         self.all = [p for loader in results for p in loader]

@@ -120,11 +120,11 @@ PAIRS = [
                 self.validation_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
             def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
-                if outputs is not None:  # Lightning 1.x left out a step that returned None
+                if outputs is not None:  # as in the old outputs: no None
                     self.validation_step_outputs[dataloader_idx].append(outputs)
 
             def on_validation_epoch_end(self):
-                # one list per dataloader, as Lightning 1.x passed them
+                # one list per dataloader, as in the old outputs
                 outputs = [self.validation_step_outputs[idx] for idx in range(len(self.trainer.num_val_batches))]
                 if len(outputs) == 1:
                     outputs = outputs[0]

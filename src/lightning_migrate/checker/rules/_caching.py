@@ -9,7 +9,7 @@ the cache as the old hook's ``outputs`` and clears it before the old body runs::
         self.validation_step_outputs = []
 
     def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
-        if outputs is not None:  # Lightning 1.x left out a step that returned None
+        if outputs is not None:  # as in the old outputs: no None
             self.validation_step_outputs.append(outputs)
 
     def on_validation_epoch_end(self):
@@ -572,18 +572,18 @@ class _Spec:
             taken = set(params) | (names_in(existing) if existing is not None else set())
             kept = next(name for name in ("cached", "cached_output", "cached_output_") if name not in taken)
             return (
-                f"if {outputs}:  # empty for a step that returned None: Lightning 1.x left it out\n"
+                f"if {outputs}:  # as in the old outputs: no None\n"
                 f"    {kept} = recursive_detach({outputs})\n"
-                f'    if "loss" in {kept}:  # before {self.whole_loss} it came whole, 2.x divides it by accumulation\n'
+                f'    if "loss" in {kept}:  # the loss whole, as in the old outputs\n'
                 f'        {kept}["loss"] = {kept}["loss"] * {trainer}.accumulate_grad_batches\n'
                 f"    {target}.append({kept})\n"
             )
         if self.stage == "train":
-            test = f"if {outputs}:  # empty for a step that returned None: Lightning 1.x left it out\n"
+            test = f"if {outputs}:  # as in the old outputs: no None\n"
             return test + f"    {target}.append(recursive_detach({outputs}))\n"
         if self.stage == "predict":
-            return f"{target}.append({outputs})  # every prediction, None included, as 1.x kept them\n"
-        test = f"if {outputs} is not None:  # Lightning 1.x left out a step that returned None\n"
+            return f"{target}.append({outputs})  # as in the old outputs: None included\n"
+        test = f"if {outputs} is not None:  # as in the old outputs: no None\n"
         return test + f"    {target}.append({outputs})\n"
 
     def step_lines(self, value: str, known_dict: bool, entry: str = "entry") -> str:
@@ -595,8 +595,9 @@ class _Spec:
         if known_dict:
             return f"{cache}.append(recursive_detach({value}))\n"
         return (
-            f"if {value} is not None:  # Lightning 1.x left out a step that returned None\n"
-            f'    {entry} = {value} if isinstance({value}, dict) else {{"loss": {value}}}  # 1.x wrapped a bare loss\n'
+            f"if {value} is not None:  # as in the old outputs: no None\n"
+            f'    {entry} = {value} if isinstance({value}, dict) else {{"loss": {value}}}'
+            "  # as in the old outputs: a dict\n"
             f"    {cache}.append(recursive_detach({entry}))\n"
         )
 
@@ -616,15 +617,15 @@ class _Spec:
         under automatic optimization, as Lightning 1.5-1.9 did (whole before, :attr:`whole_loss`)."""
         outputs, cache = self.outputs, f"self.{self.cache}"
         if self.step is not None:
-            whole = f"  # the loss whole, as Lightning before {self.whole_loss} passed it" if self.whole_loss else ""
+            whole = "  # the loss whole, as in the old outputs" if self.whole_loss else ""
             if every_output_a_dict:
                 lines = [f"{outputs} = list({cache}){whole}\n"]
             else:
-                lines = [f"{outputs} = [out for out in {cache} if out]  # Lightning 1.x left out empty outputs\n"]
+                lines = [f"{outputs} = [out for out in {cache} if out]  # as in the old outputs: no empty ones\n"]
             if not self.whole_loss:
                 lines.append(
-                    "if self.automatic_optimization:  # Lightning 1.5-1.9 passed the loss divided by "
-                    "accumulate_grad_batches\n"
+                    "if self.automatic_optimization:  # the loss divided by accumulate_grad_batches, "
+                    "as in the old outputs\n"
                     f'    {outputs} = [{{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches}} '
                     f"for out in {outputs}]\n"
                 )
@@ -634,7 +635,7 @@ class _Spec:
         trainer = "trainer" if self.kind == CALLBACK else "self.trainer"
         count = f"len({trainer}.{NUM_BATCHES[self.stage]})"
         lines = [
-            "# one list per dataloader, as Lightning 1.x passed them\n",
+            "# one list per dataloader, as in the old outputs\n",
             f"{outputs} = [{cache}[idx] for idx in range({count})]\n",
         ]
         if self.stage != "predict":  # 1.x passed a single dataloader's list on its own
