@@ -800,6 +800,8 @@ def reasons(sentence: str, context: str = "") -> list[str]:
                 and not (
                     m[0].split()[0] in NOUNS_TOO and _noun_after(part[: m.start()].split())
                 )  # "the one validation run after training": a noun
+                and not any(w.lower() in TOPIC_OPENERS for w in part[: m.start()].split()[-GAP:])
+                # "shows how many training steps ran before the error": a topic
                 for m in ORDER.finditer(part)
             )
             and not _instruction(words)
@@ -2925,6 +2927,7 @@ ORDINARY_NINTH = [
     "Run validation before training to check the data.",
     "Your validation runs first.",
     "The training run before the change took 3 s.",
+    "The lines above tell how many training steps ran before the error.",
 ]
 
 
