@@ -229,9 +229,10 @@ def tests(session):
     else:
         session.log(f"building the site into {SITE}: " + ("CI is set" if EXECUTE_ALL else reason))
         build_site(session, execute_all=True)
-    # -n auto: one pytest-xdist worker per core; GUIDE_SITE_BUILD: the build every test of the site reads
+    # -n auto: one pytest-xdist worker per core; --dist loadgroup: the tests of one xdist_group on one worker (they
+    # share an expensive module fixture); GUIDE_SITE_BUILD: the build every test of the site reads
     env = {"GUIDE_RUN_CACHE": run_cache(), "GUIDE_SITE_BUILD": str(ROOT / SITE)}
-    session.run("pytest", "-n", "auto", *session.posargs, env=env)
+    session.run("pytest", "-n", "auto", "--dist", "loadgroup", *session.posargs, env=env)
 
 
 #: Where ``nox -s preview`` keeps its copy of the tree and builds it (never _build/html, never the tree's own

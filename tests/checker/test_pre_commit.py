@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+#: One worker runs both tests (``--dist loadgroup``), so the hook's environment is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("pre-commit-home")
+
 ROOT = Path(__file__).resolve().parents[2]
 BASE = "import lightning.pytorch as pl\n\n\nclass Base(pl.LightningModule):\n    pass\n"
 CHILD = "from app.base import Base\n\n\nclass Child(Base):\n    def training_epoch_end(self, outputs):\n        pass\n"
