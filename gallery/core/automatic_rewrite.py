@@ -158,7 +158,9 @@ assert model.training_step_outputs == []
 # * where the old code raised -- every step returning nothing under manual optimization:
 #   :claim:`empty-outputs-for-none-and-manual` -- the rewritten code raises the same error;
 # * it caches detached outputs, so nothing at epoch end back-propagates through them; and a subclass whose own
-#   ``on_train_batch_end`` leaves out ``super()`` caches nothing.
+#   ``training_step`` leaves out ``super().training_step`` caches nothing;
+# * in an epoch that completes no batch it gives other values than the old code:
+#   :claim:`old-training-epoch-end-skipped-without-batches`.
 #
 # Each shape the checker rewrites -- training, validation, test and predict hooks, several dataloaders, callbacks
 # -- has its entry on :doc:`Where each recipe holds </reference/scenarios>`; the box at the top of this page is

@@ -48,6 +48,7 @@ CONFIGS: dict[str, dict[str, dict[str, Any]]] = {
         "accumulate_3": {"trainer": {"accumulate_grad_batches": 3}},
         "step_returns_none": {"base": "skips-batch-1"},
         "max_steps_mid_epoch": {"trainer": {"max_steps": 7, "max_epochs": 3}},
+        "epoch_without_batches": {"base": "skips-epoch-1", "trainer": {"max_epochs": 3}},
     },
     "validation": {
         "fit": {},
@@ -89,7 +90,8 @@ def stage_of(path: Path) -> str:
 def base_module(pl, variant: str = "boring"):
     """A ``LightningModule`` class that does what ``lightning.pytorch.demos.BoringModel`` does, on any release (its
     optimizer without the learning-rate scheduler, which Lightning 1.4 rejects with torch 2):
-    ``variant="skips-batch-1"`` returns ``None`` from ``training_step`` for batch 1 (a step that skips a batch)."""
+    ``variant="skips-batch-1"`` returns ``None`` from ``training_step`` for batch 1 (a step that skips a batch);
+    ``variant="skips-epoch-1"`` returns ``-1`` from ``on_train_batch_start`` in epoch 1 (an epoch without a batch)."""
     import torch
 
     class BoringModel(pl.LightningModule):
@@ -105,6 +107,11 @@ def base_module(pl, variant: str = "boring"):
 
         def step(self, batch):
             return self.loss(self(batch))
+
+        def on_train_batch_start(self, batch, batch_idx, *args):  # 1.4 passes dataloader_idx too
+            if variant == "skips-epoch-1" and self.current_epoch == 1:
+                return -1
+            return None
 
         def training_step(self, batch, batch_idx):
             if variant == "skips-batch-1" and batch_idx == 1:

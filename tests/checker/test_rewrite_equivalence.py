@@ -23,6 +23,20 @@ NOT_RUN_ON_1X = {
     "the rewrite keeps every prediction",
     "two_val_dataloaders": "a step without dataloader_idx takes no second dataloader on any release",
     "two_test_dataloaders": "a step without dataloader_idx takes no second dataloader on any release",
+    "epoch_without_batches": "1.4.9 called the old hook with an empty list in the epoch without a batch (the shape's "
+    "torch.stack raised), and 1.9.5 rejects the hook's outputs parameter or its step-end shape raised too",
+}
+#: A shape that gives other values than the newest 1.x release that ran it, in one configuration, and why: the rule
+#: page says so through the claim named.
+DIFFERS = {
+    (shape, "epoch_without_batches"): "the rewritten hook runs in the epoch without a batch, where 1.9.5 skipped "
+    "training_epoch_end (claim old-training-epoch-end-skipped-without-batches, on the LM001 page)"
+    for shape in (
+        "module_training_epoch_end.py",
+        "module_training_epoch_end_extra_keys.py",
+        "module_training_epoch_end_merged.py",
+        "module_training_step_returns_loss.py",
+    )
 }
 
 
@@ -67,6 +81,9 @@ def test_the_rewrite_computes_what_the_last_1x_release_did(shape, config, rewrit
         return
     old = _runs(ran[0], shape)[config]
     assert old["logged"] or old["attributes"], "the record holds what the epoch-end code computed"
+    if (shape, config) in DIFFERS:
+        assert rewrite_equivalence.same(old, new) is not None, f"{shape} in {config} now holds: drop it from DIFFERS"
+        return
     assert rewrite_equivalence.same(old, new) is None, (
         f"{shape} in {config} vs {ran[0]}: {rewrite_equivalence.same(old, new)}"
     )

@@ -15,9 +15,10 @@ It is made only where the two bodies joined run as the two calls did: the old bo
 ``await`` of its own (the existing code would be skipped), the two bodies share no local name, both name the module
 alike, and nothing else decides which one runs (a subclass defining either, a decorator, ``async``). Its shape,
 ``training-epoch-end/merged``, is proven by the row of the scenario matrix that runs ``data/rewrites``'s file of
-that shape (:mod:`..proven`): run in the other order, that file logs the epoch before's value. One case no row
-runs: 1.9.5 skipped ``training_epoch_end`` in an epoch that completed no batch (its loop calls it only when the
-epoch's outputs list is not empty), where the merged body runs.
+that shape (:mod:`..proven`): run in the other order, that file logs the epoch before's value. One configuration
+differs, and the LM001 page says so: 1.9.5 skipped ``training_epoch_end`` in an epoch that completed no batch (its
+loop calls it only when the epoch's outputs list is not empty), where the merged body runs (the equivalence runs'
+``epoch_without_batches``).
 """
 
 from __future__ import annotations
