@@ -37,8 +37,9 @@ PAIRS = [
     (
         "a value with no definition 2.x can make: a marker",
         "import torch\nfrom pytorch_lightning.utilities.types import TrainingStep\n",
-        "import torch\n# lightning-migrate: LM009 manual fix, gone in 2.6.6: TrainingStep has no replacement: drop "
-        f"it: {URL}\nfrom pytorch_lightning.utilities.types import TrainingStep\n",
+        "import torch\n# lightning-migrate: LM009 manual fix, gone in 2.6.6: TrainingStep: no name of 2.6.6 is "
+        f"recorded as its replacement; look it up in Lightning's CHANGELOG: {URL}\n"
+        "from pytorch_lightning.utilities.types import TrainingStep\n",
     ),
     (
         "a module 2.x removed",

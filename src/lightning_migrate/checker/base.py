@@ -757,7 +757,7 @@ def manual_fix(code: str, why: str, tier: str = MANUAL) -> Fix:
     def apply(node: cst.CSTNode) -> cst.CSTNode:
         if not isinstance(node, Statement) or has_marker(node, code):  # a marker goes above a statement
             return node
-        text = f"# {MARKER} {code} {tier} fix, {why}: {docs_url()}{page_of(code)}"
+        text = f"# {MARKER} {code} {tier} fix, {why.rstrip('.:;')}: {docs_url()}{page_of(code)}"
         lines = [cst.EmptyLine(comment=cst.Comment(line)) for line in marker_lines(text)]
         return node.with_changes(leading_lines=[*node.leading_lines, *lines])
 

@@ -145,7 +145,11 @@ def detached(outputs):
                         namesakes = data.get("namesakes", {}).get(node.module, {})
                         dropped = [n for n, shim in said.items() if shim is None and n not in namesakes]
                         if dropped:
-                            moved.append(f"{', '.join(dropped)} has no replacement: drop it")
+                            moved.append(
+                                f"{', '.join(dropped)}: no name of {data['new']} is recorded as "
+                                f"{'its' if len(dropped) == 1 else 'their'} replacement; look "
+                                f"{'it' if len(dropped) == 1 else 'them'} up in Lightning's CHANGELOG"
+                            )
                         moved += [
                             f"{data['new']} defines a {n} in {', '.join(namesakes[n])}, not shown to be "
                             f"{_release(data, node.module, n)}'s: import it from there if it is the one meant"
