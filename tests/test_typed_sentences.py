@@ -272,7 +272,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("checker/rules/LM009.html", "safe when every name the statement imports was moved"): "the fix the rule writes, "
     "from the recorded module listings",
     ("checker/index.html", "that 2.x removed"): "LM009's title in the rules table (see its page)",
-    ("reference/compatibility.html", "on every 2.x release the two replacements run"): "how the page's runs were "
+    ("reference/compatibility.html", "on each 2.x release the table lists, the two replacements run"): "how the page's runs were "
     "made; their results are the recorded tables below it",
     ("reference/compatibility.html", "Each replacement example of this guide, run as it is"): "how the page's runs "
     "were made; their results are the recorded table below it",

@@ -50,7 +50,7 @@ class StageHooksCallback(pl.Callback):
 # %%
 # .. dropdown:: Why they are silently skipped
 #
-#    Lightning's changelog: :claim:`stageless-hooks-removed`. Since then :claim:`stageless-hooks-refused-on-1-9`,
+#    Lightning's changelog: :claim:`stageless-hooks-removed`. Then :claim:`stageless-hooks-refused-on-1-9`,
 #    and :claim:`stageless-hooks-ignored`.
 #
 # The old code, run today: nothing happens
