@@ -272,8 +272,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("checker/rules/LM009.html", "safe when every name the statement imports was moved"): "the fix the rule writes, "
     "from the recorded module listings",
     ("checker/index.html", "that 2.x removed"): "LM009's title in the rules table (see its page)",
-    ("reference/compatibility.html", "on each 2.x release the table lists, the two replacements run"): "how the page's runs were "
-    "made; their results are the recorded tables below it",
+    (
+        "reference/compatibility.html",
+        "on each 2.x release the table lists, the two replacements run",
+    ): "how the page's runs were made; their results are the recorded tables below it",
     ("reference/compatibility.html", "Each replacement example of this guide, run as it is"): "how the page's runs "
     "were made; their results are the recorded table below it",
     ("examples/index.html", "Every example on these pages checks what it claims"): "what the site's examples do",
@@ -810,6 +812,8 @@ def reasons(sentence: str, context: str = "") -> list[str]:
             found.append("order")  # "a callback's epoch-end hook comes before the module's"
         if _library_verb(part):
             found.append("library")  # "DDP splits the data", "torch and gloo write to standard error"
+        if _run_subject(part):
+            found.append("run")  # "Before training, fit runs a sanity check"
         groups = [
             ("subject", SUBJECTS, SUBJECT_VERBS),
             ("hook", HOOKS, HOOK_VERBS),
@@ -864,6 +868,21 @@ def _keyword_verb(part: str) -> bool:
             after = after[1:]
         if after and (SUBJECT_VERBS.fullmatch(after[0].strip(".,;:")) or re.fullmatch(r"[a-z]+[^s]s[.,;:]?", after[0])):
             return True
+    return False
+
+
+def _run_subject(part: str) -> bool:
+    """Whether a ``Trainer`` entry point (:data:`registry.RUNS`: ``fit``, ``validate``, ...) opens a clause as the
+    subject of a behaviour verb ("Before training, fit runs a sanity check", "predict returns one list per loader"):
+    what that call does is Lightning's. Its name alone, a noun after it ("each predict run") or a passive ("fit is
+    called again") is the reader's call."""
+    for clause in _clauses(part):
+        words = [w.strip("`'\"") for w in clause]
+        if words and words[0].lower() in ("then", "and", "so", "also", "first", "next"):
+            words = words[1:]  # "Then validate calls ..."
+        if len(words) > 1 and words[0].lower().removeprefix("trainer.").removesuffix("()") in registry.RUNS:
+            if _verb_at(words, 1, SUBJECT_VERBS) and words[1] not in NOUNS_TOO - {"runs", "calls", "returns"}:
+                return True
     return False
 
 
@@ -2909,6 +2928,27 @@ def test_the_eighth_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
         for part in sentences(sentence, heading=False)
         if flagged(part)
     ]
+    assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+
+
+#: A Trainer entry point opening its clause as the subject of a behaviour verb (``run``).
+TYPED_RUN = [
+    "Before training, fit runs a sanity check, a short validation loop.",
+    "predict returns one list per dataloader.",
+    "Then validate calls the validation hooks.",
+]
+ORDINARY_RUN = [
+    "The run stops after batch 5 of epoch 1, and fit is called again, from the start.",
+    "The module also empties its list when each predict run starts.",
+    "All three, from one predict run.",
+    "the Trainer calls (fit, validate, test, predict), what the steps return",
+    "Call fit, then validate.",
+]
+
+
+def test_a_trainer_entry_point_opening_its_clause_is_the_subject_of_its_verb():
+    missed = [s for s in TYPED_RUN if not any("run" in reasons(p) for p in sentences(s, heading=False))]
+    wrong = [(s, reasons(p)) for s in ORDINARY_RUN for p in sentences(s, heading=False) if "run" in reasons(p)]
     assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
 
 

@@ -6,7 +6,7 @@ A callback can keep its own cache: append in ``on_validation_batch_end``, reduce
 ``on_validation_epoch_end``. This page counts what such a callback sees with and without skipping the sanity check
 (``trainer.sanity_checking``), then compares the recipe with losses computed by hand.
 
-Before training, ``fit`` runs a *sanity check*, a short validation loop: :claim:`sanity-check-calls-the-same-hooks`.
+What the *sanity check* means for a callback's cache: :claim:`sanity-check-calls-the-same-hooks`.
 """
 
 # %%

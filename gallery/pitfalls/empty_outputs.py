@@ -351,9 +351,9 @@ for module_class in (ValidationReturnsLoss, ValidationOnlyLogs):
     print(f"  training steps taken before the failure: {trainer.global_step}")
 
 # %%
-# A bare loss is a 0-d tensor, which cannot be indexed (``IndexError``); ``None`` cannot be indexed either
-# (``TypeError``). The output above gives the training steps taken before each: the sanity-check guard
-# also covers the failing line.
+# The output above gives each error: ``outputs["loss"]`` on the bare loss ``validation_step`` returned, and on the
+# ``None`` of a step that only logs, and the training steps taken before each: the sanity-check guard also covers the
+# failing line.
 trainer, error = validation_symptoms["ValidationReturnsLoss"]
 assert isinstance(error, IndexError) and trainer.global_step == 4
 trainer, error = validation_symptoms["ValidationOnlyLogs"]

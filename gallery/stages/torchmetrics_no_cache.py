@@ -184,7 +184,7 @@ for epoch, ((metric, scalar), state) in enumerate(zip(unweighted, unweighted_obs
 # an uneven last batch both of its values match the mean over every sample. Two configurations need a variant: several
 # validation dataloaders, where :claim:`validation-step-needs-dataloader-idx` and :claim:`one-metric-pools-loaders`
 # (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>` keeps one metric per loader),
-# and DDP, where :claim:`unsynced-log-is-rank-0s`
+# and DDP, where :claim:`meanmetric-counts-the-repeated-sample`
 # (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`).
 assert all(
     math.isclose(metric, batch_means_mean(state), rel_tol=1e-6)
