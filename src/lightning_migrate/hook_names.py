@@ -71,6 +71,25 @@ def _defined_below(cls: type, root: type) -> list[str]:
     return sorted(names)
 
 
+def hook_classes(pl: Any = None) -> dict[str, list[str]]:
+    """The public methods of the installed Lightning's hook classes, on any release from 1.4 on (which has no
+    ``demos`` package): ``{"LightningModule": ModelHooks, DataHooks and CheckpointHooks, "Callback": Callback}``, each
+    sorted. A 1.x release's listing, beside the installed one's, gives the hooks it had that the installed one lacks.
+
+    Raises:
+        ImportError: neither ``lightning`` nor ``pytorch_lightning`` is importable.
+    """
+    if pl is None:
+        pl, _, _ = import_lightning()
+    hooks_module = importlib.import_module(f"{pl.__name__}.core.hooks")
+    module = {
+        name
+        for cls in (hooks_module.ModelHooks, hooks_module.DataHooks, hooks_module.CheckpointHooks)
+        for name in _public_methods(cls)
+    }
+    return {"LightningModule": sorted(module), "Callback": sorted(set(_public_methods(pl.Callback)))}
+
+
 def record() -> dict[str, Any]:
     """Read the hook names off the installed Lightning.
 
@@ -78,13 +97,7 @@ def record() -> dict[str, Any]:
         ImportError: neither ``lightning`` nor ``pytorch_lightning`` is importable.
     """
     pl, dist, version = import_lightning()
-    hooks_module = importlib.import_module(f"{pl.__name__}.core.hooks")
-    module_hooks = [
-        name
-        for cls in (hooks_module.ModelHooks, hooks_module.DataHooks, hooks_module.CheckpointHooks)
-        for name in _public_methods(cls)
-    ]
-    module_hooks += _public_methods(pl.LightningModule)
+    module_hooks = hook_classes(pl)["LightningModule"] + _public_methods(pl.LightningModule)
     classes: dict[str, list[str]] = {}
     kinds = {pl.LightningModule.__name__: pl.LightningModule.__name__, pl.Callback.__name__: pl.Callback.__name__}
     demos = importlib.import_module(f"{pl.__name__}.demos")

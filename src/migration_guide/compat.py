@@ -31,6 +31,9 @@ The data file holds, for the installed release:
     ``data/rewrites`` as written, in each configuration of its stage: what its epoch-end code logged, or the error;
     ``tests/checker/test_rewrite_equivalence.py`` compares the checker's rewrite of each shape on the build's
     release with these records.
+``hooks``
+    for ``[legacy]`` releases: :func:`lightning_migrate.hook_names.hook_classes` -- the methods of its hook classes;
+    :mod:`migration_guide.removed_hooks` keeps those the build's release lacks for the checker (LM007).
 ``examples``
     for ``[matrix]`` releases: each replacement example of ``[examples] scripts`` run with this Python in an empty
     directory -- ``passed``, the return code, what it printed and, on failure, the last line of its error output.
@@ -59,7 +62,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lightning_migrate import records
+from lightning_migrate import hook_names, records
 from migration_guide import equivalence, observations, probes, rewrite_equivalence
 from migration_guide.compat_schema import GROUPS, read
 from migration_guide.data_schema import Lines, did_you_mean
@@ -199,6 +202,7 @@ def collect(version: str, matrix: dict[str, Any], folder: Path = COMPAT_DIR) -> 
     if entry["group"] == "legacy":
         result["observations"] = observations.observe_all()
         result["rewrites"] = rewrite_equivalence.record()
+        result["hooks"] = hook_names.hook_classes()  # the hooks a 1.x release had: LM007 reports those 2.x lacks
     if entry["group"] == "matrix":
         result["examples"] = [run_example(ROOT / script) for script in matrix["scripts"]]
     return result

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 import re
+from importlib import resources
 
 import libcst as cst
 
@@ -52,6 +54,14 @@ def recorded() -> dict:
     return hook_names.load()
 
 
+@functools.cache
+def removed() -> dict:
+    """The hooks a recorded 1.x release had and the installed release lacks, per class kind, with the releases that
+    had them (``data/removed_hooks.json``, written by ``python -m migration_guide.removed_hooks`` from the records)."""
+    text = resources.files("lightning_migrate").joinpath("data", "removed_hooks.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
 class UnknownHooks(Rule):
     code = "LM007"
     name = "unknown-hooks"
@@ -64,9 +74,11 @@ class UnknownHooks(Rule):
         "The recorded runs of removed names of that kind: :claim:`unknown-names-never-called`. The message names the "
         "nearest real hook. The real "
         f"names are recorded from Lightning's ``{MODULE}``, ``{CALLBACK}`` and hook classes, not typed by hand; "
-        "names other rules cover are left to them. A name that is a real hook's own words spelt another way "
-        "(``predict_epoch_end``, ``training_batch_end``) is reported even when the project calls it itself, "
-        "and the message says where the project does; it is left alone only when the "
+        "names other rules cover are left to them. A method named after a hook a recorded 1.x release had and the "
+        "installed one lacks (``on_pretrain_routine_start``, ``on_init_start``, ``on_train_dataloader``) is reported "
+        "too, whatever its name looks like; the message names the releases that had it. A name that is a real "
+        "hook's own words spelt another way (``predict_epoch_end``, ``training_batch_end``) is reported even when "
+        "the project calls it itself, and the message says where the project does; it is left alone only when the "
         'project builds hook names at run time (``getattr(self, f"{stage}_epoch_end")``), as its own hooks.'
     )
     why = ":claim:`unknown-names-never-called`; :claim:`removed-epoch-end-hooks-refused`."
@@ -87,10 +99,10 @@ class LitModel(pl.LightningModule):
 """
     #: renaming would make Lightning start calling code that never ran: a change of behaviour, so never automatic
     fixable = False
-    name_fragments = EVENTS
+    name_fragments = (*EVENTS, *sorted({name for kind in (MODULE, CALLBACK) for name in removed()[kind]}))
 
     def matches(self, name: str, kind: str) -> bool:
-        return name not in recorded()[kind]["names"] and bool(HOOK_LIKE.match(name))
+        return name not in recorded()[kind]["names"] and (bool(HOOK_LIKE.match(name)) or name in removed()[kind])
 
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         hook = func.name.value
@@ -103,11 +115,17 @@ class LitModel(pl.LightningModule):
         called = ctx.file.use_site(hook)
         if called is not None and exact is None:
             return  # a method the project calls is not dead
-        nearest = exact or nearest_hook(hook, hooks)
+        had = removed()[ctx.kind].get(hook)
+        nearest = None if had else exact or nearest_hook(hook, hooks)
         lightning = recorded()["lightning"]
         version = lightning["version"]
         message = f"`{signature(func)}` is not among the {ctx.kind} hooks recorded from Lightning {version}"
         what = f"not a hook of Lightning {version}"
+        if had:
+            message += (
+                f"; it is a hook of the recorded {' and '.join(had)}: see Lightning's CHANGELOG for its successor"
+            )
+            what += f" ({' and '.join(had)} had it): see Lightning's CHANGELOG for its successor"
         if called is not None:
             message += f"; the project calls it ({called})"
         if nearest:
