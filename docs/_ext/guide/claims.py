@@ -64,6 +64,7 @@ was checked and where it is used.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import re
@@ -288,6 +289,11 @@ class RecordedEvidence(Evidence):
 
     def releases(self) -> list[str]:
         return [self.target]
+
+    def torch(self) -> str | None:
+        """The torch the recorded release ran with (its record's ``probes.torch``): an old release runs here with the
+        build's torch, which its marker names."""
+        return _recorded_torch(self.files()[0])
 
     def files(self) -> list[Path]:
         return [self.root / "data" / "compat" / f"{self.target}.json"]
@@ -522,12 +528,26 @@ class Claim:
         return sorted(dict.fromkeys(found), key=_release_order)
 
     def marker(self, versions: dict[str, str]) -> str:
-        """The small marker a page prints beside the wording: releases, then the configuration."""
+        """The small marker a page prints beside the wording: releases, the torch a recorded release ran with, then
+        the configuration."""
         if all(e.kind == "changelog" for e in self.evidence):
             return "Lightning's changelog"
         words = [f"Lightning {', '.join(self.releases(versions))}"] if self.releases(versions) else []
+        torches = sorted({t for e in self.evidence if isinstance(e, RecordedEvidence) and (t := e.torch())})
+        words += [f"torch {', '.join(torches)}"] if torches else []  # the 1.x releases ran with this torch
         words += ["every scenario"] if self.general else claim_schema.scope_words(self.scope)
         return " · ".join(words)
+
+
+def _recorded_torch(path: Path) -> str | None:
+    """The record's ``probes.torch``, or ``None`` for a record without one (read once per version of the file)."""
+    return _torch_of(path, path.stat().st_mtime_ns)
+
+
+@functools.cache
+def _torch_of(path: Path, mtime_ns: int) -> str | None:
+    torch = json.loads(path.read_text(encoding="utf-8")).get("probes", {}).get("torch")
+    return None if torch is None else str(torch)
 
 
 def _release_order(release: str) -> tuple[int, ...]:
