@@ -159,7 +159,7 @@ assert model.training_step_outputs == []
 #   :claim:`empty-outputs-for-none-and-manual` -- the rewritten code raises the same error;
 # * it caches detached outputs, so nothing at epoch end back-propagates through them; and a subclass whose own
 #   ``training_step`` leaves out ``super().training_step`` caches nothing;
-# * in an epoch that completes no batch it gives other values than the old code:
+# * in an epoch in which no step ran, it skips the old body:
 #   :claim:`old-training-epoch-end-skipped-without-batches`.
 #
 # Each shape the checker rewrites -- training, validation, test and predict hooks, several dataloaders, callbacks

@@ -170,18 +170,21 @@ class LitModel(LightningModule):
         self.training_step_outputs = []  # what each step returned, until the epoch ends
 
     def training_step(self, batch, batch_idx):
+        self.training_step_outputs.append(None)  # this step's entry, None until it returns a value
         loss = self.layer(batch).sum()
         if not torch.isfinite(loss):
             return None  # skip this batch
         output = {"loss": loss, "preds": self.layer(batch)}
-        self.training_step_outputs.append(recursive_detach(output))
+        self.training_step_outputs[-1] = recursive_detach(output)
         return output
 
     def on_train_epoch_start(self):
         self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_epoch_end(self):
-        outputs = list(self.training_step_outputs)
+        if not self.training_step_outputs:  # no step ran this epoch
+            return
+        outputs = [out for out in self.training_step_outputs if out is not None]
         if self.automatic_optimization:  # the loss divided by accumulate_grad_batches, as in the old outputs
             outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
         self.training_step_outputs.clear()
@@ -243,16 +246,19 @@ class Model(pl.LightningModule):
         self.training_step_outputs = []  # what each step returned, until the epoch ends
 
     def training_step(self, batch, batch_idx):
+        self.training_step_outputs.append(None)  # this step's entry, None until it returns a value
         output = batch.sum()
         if output is not None:  # as in the old outputs: no None
             entry = output if isinstance(output, dict) else {"loss": output}  # as in the old outputs: a dict
-            self.training_step_outputs.append(recursive_detach(entry))
+            self.training_step_outputs[-1] = recursive_detach(entry)
         return output
 
     def on_train_epoch_start(self):
         self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_epoch_end(self):
+        if not self.training_step_outputs:  # no step ran this epoch
+            return
         outputs = [out for out in self.training_step_outputs if out]  # as in the old outputs: no empty ones
         if self.automatic_optimization:  # the loss divided by accumulate_grad_batches, as in the old outputs
             outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
@@ -296,24 +302,27 @@ class TwoLosses(pl.LightningModule):
         self.layer = torch.nn.Linear(4, 1)
 
     def training_step(self, batch, batch_idx):
+        self.training_step_outputs.append(None)  # this step's entry, None until it returns a value
         if batch is None:
             return
         if batch_idx % 2:
             loss = self.layer(batch).abs().mean()
             if loss is not None:  # as in the old outputs: no None
                 entry = loss if isinstance(loss, dict) else {"loss": loss}  # as in the old outputs: a dict
-                self.training_step_outputs.append(recursive_detach(entry))
+                self.training_step_outputs[-1] = recursive_detach(entry)
             return loss
         output = self.layer(batch).pow(2).mean()
         if output is not None:  # as in the old outputs: no None
             entry = output if isinstance(output, dict) else {"loss": output}  # as in the old outputs: a dict
-            self.training_step_outputs.append(recursive_detach(entry))
+            self.training_step_outputs[-1] = recursive_detach(entry)
         return output
 
     def on_train_epoch_start(self):
         self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_epoch_end(self):
+        if not self.training_step_outputs:  # no step ran this epoch
+            return
         outputs = [out for out in self.training_step_outputs if out]  # as in the old outputs: no empty ones
         if self.automatic_optimization:  # the loss divided by accumulate_grad_batches, as in the old outputs
             outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
@@ -347,17 +356,18 @@ class Whole(pl.LightningModule):
         self.training_step_outputs = []  # what each step returned, until the epoch ends
 
     def training_step(self, batch, batch_idx):
+        self.training_step_outputs.append(None)  # this step's entry, None until it returns a value
         output = self.layer(batch).sum()
         out = output * 2
         step_output = {"loss": out}
-        self.training_step_outputs.append(recursive_detach(step_output))
+        self.training_step_outputs[-1] = recursive_detach(step_output)
         return step_output
 
     def on_train_epoch_start(self):
         self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def on_train_epoch_end(self):
-        outputs = list(self.training_step_outputs)  # the loss whole, as in the old outputs
+        outputs = [out for out in self.training_step_outputs if out is not None]  # the loss whole, as in the old list
         self.training_step_outputs.clear()
         self.total = sum(o["loss"] for o in outputs)
 """,
@@ -388,13 +398,16 @@ class TrainingEpochMean(BoringModel):
         self.training_step_outputs.clear()  # nothing left over from a run that stopped half-way
 
     def training_step(self, *args, **kwargs):
+        self.training_step_outputs.append(None)  # this step's entry, None until it returns a value
         output = super().training_step(*args, **kwargs)
         if output is not None:  # as in the old outputs: no None
             entry = output if isinstance(output, dict) else {"loss": output}  # as in the old outputs: a dict
-            self.training_step_outputs.append(recursive_detach(entry))
+            self.training_step_outputs[-1] = recursive_detach(entry)
         return output
 
     def on_train_epoch_end(self):
+        if not self.training_step_outputs:  # no step ran this epoch
+            return
         outputs = [out for out in self.training_step_outputs if out]  # as in the old outputs: no empty ones
         if self.automatic_optimization:  # the loss divided by accumulate_grad_batches, as in the old outputs
             outputs = [{**out, "loss": out["loss"] / self.trainer.accumulate_grad_batches} for out in outputs]
@@ -806,13 +819,14 @@ def test_a_string_that_names_the_step_does_not_withhold_the_training_rewrite():
     """``"training_step"`` as text (a log group's name, as lightning-bolts' ``TrainingDataMonitor`` has it) calls
     nothing: the rewrite is made. A call of the step by other code withholds it (``REFUSED``)."""
     source = TRAINING + '\n\nGROUP_NAME = "training_step"\n'
-    assert "self.training_step_outputs.append(recursive_detach(output))" in fix(source)
+    assert "self.training_step_outputs[-1] = recursive_detach(output)" in fix(source)
 
 
 def test_the_rewritten_step_returns_and_computes_what_it_did():
     """The training rewrite adds lines before each ``return`` of ``training_step``: called alone (no trainer, as a
     unit test of a project calls it) on the same weights and batches, the rewritten step returns what the old one
-    returned -- the same tensors, the early ``None`` -- and caches each output that was not ``None``."""
+    returned -- the same tensors, the early ``None`` -- and keeps one entry per call: ``None`` for the call that
+    returned ``None``, each other output detached."""
     import torch
 
     source = next(p[1] for p in PAIRS if p[0].startswith("training: several returns"))
@@ -830,5 +844,6 @@ def test_the_rewritten_step_returns_and_computes_what_it_did():
     assert old[0] is None and new[0] is None
     for before, after in zip(old[1:], new[1:], strict=True):
         assert torch.equal(before, after) and after.requires_grad
-    assert [entry["loss"].requires_grad for entry in model.training_step_outputs] == [False, False]
-    assert [float(entry["loss"]) for entry in model.training_step_outputs] == [float(v.detach()) for v in new[1:]]
+    first, *entries = model.training_step_outputs
+    assert first is None and [entry["loss"].requires_grad for entry in entries] == [False, False]
+    assert [float(entry["loss"]) for entry in entries] == [float(v.detach()) for v in new[1:]]

@@ -587,24 +587,31 @@ class _Spec:
         return test + f"    {target}.append({outputs})\n"
 
     def step_lines(self, value: str, known_dict: bool, entry: str = "entry") -> str:
-        """The statements before ``return <value>`` in the step: append what Lightning 1.x kept of the step's
-        output -- a dict (a bare loss became ``{"loss": loss}``), detached, nothing for ``None``. ``known_dict``:
+        """The statements before ``return <value>`` in the step: put what Lightning 1.x kept of the step's output
+        in the step's entry (:meth:`placeholder_line`) -- a dict (a bare loss became ``{"loss": loss}``), detached,
+        nothing for ``None``. ``known_dict``:
         ``value`` holds a dict display, never ``None``; ``entry``: a name the step does not use. The loss is divided
         at epoch end (:meth:`take_lines`), where the trainer is attached."""
         cache = f"self.{self.cache}"
         if known_dict:
-            return f"{cache}.append(recursive_detach({value}))\n"
+            return f"{cache}[-1] = recursive_detach({value})\n"
         return (
             f"if {value} is not None:  # as in the old outputs: no None\n"
             f'    {entry} = {value} if isinstance({value}, dict) else {{"loss": {value}}}'
             "  # as in the old outputs: a dict\n"
-            f"    {cache}.append(recursive_detach({entry}))\n"
+            f"    {cache}[-1] = recursive_detach({entry})\n"
         )
+
+    def placeholder_line(self) -> str:
+        """The step's first line: an entry for this step, ``None`` until it returns a value (:meth:`step_lines`), so
+        the epoch-end hook tells an epoch in which no step ran."""
+        return f"self.{self.cache}.append(None)  # this step's entry, None until it returns a value\n"
 
     def step_wrapper(self) -> str:
         """A step of the class's own that calls the inherited one and caches its output (the class had none)."""
         return (
             f"def {self.step}(self, *args, **kwargs):\n"
+            f"    {self.placeholder_line()}"
             f"    output = super().{self.step}(*args, **kwargs)\n"
             + "".join("    " + line for line in self.step_lines("output", False).splitlines(keepends=True))
             + "    return output\n"
@@ -617,11 +624,15 @@ class _Spec:
         under automatic optimization, as Lightning 1.5-1.9 did (whole before, :attr:`whole_loss`)."""
         outputs, cache = self.outputs, f"self.{self.cache}"
         if self.step is not None:
-            whole = "  # the loss whole, as in the old outputs" if self.whole_loss else ""
+            whole = "  # the loss whole, as in the old list" if self.whole_loss else ""
+            # the old hook of 1.5 and later (training_epoch_end) was skipped in an epoch in which no step ran; the 1.4
+            # hook with outputs (whole_loss) got an empty list: the equivalence runs' epoch_without_batches
+            skip = f"if not {cache}:  # no step ran this epoch\n    return\n"
+            lines = [] if self.whole_loss else [skip]
             if every_output_a_dict:
-                lines = [f"{outputs} = list({cache}){whole}\n"]
+                lines.append(f"{outputs} = [out for out in {cache} if out is not None]{whole}\n")
             else:
-                lines = [f"{outputs} = [out for out in {cache} if out]  # as in the old outputs: no empty ones\n"]
+                lines.append(f"{outputs} = [out for out in {cache} if out]  # as in the old outputs: no empty ones\n")
             if not self.whole_loss:
                 lines.append(
                     "if self.automatic_optimization:  # the loss divided by accumulate_grad_batches, "
@@ -664,7 +675,8 @@ class _Spec:
         every_output_a_dict = False
         step = method(self.step) if self.step is not None else None
         if step is not None:
-            body[step[0]], every_output_a_dict = _cache_before_returns(step[1], self)
+            cached, every_output_a_dict = _cache_before_returns(step[1], self)
+            body[step[0]] = _prepend(cached, _statements([self.placeholder_line()]))
         old = method(self.old_hook)
         assert old is not None  # the edits above add and change other methods only
         hook = drop_params(old[1], {self.outputs}).with_changes(name=cst.Name(self.new_hook))
