@@ -74,9 +74,10 @@ class UnknownHooks(Rule):
         "The recorded runs of removed names of that kind: :claim:`unknown-names-never-called`. The message names the "
         "nearest real hook. The real "
         f"names are recorded from Lightning's ``{MODULE}``, ``{CALLBACK}`` and hook classes, not typed by hand; "
-        "names other rules cover are left to them. A method named after a hook a recorded 1.x release had and the "
-        "installed one lacks (``on_pretrain_routine_start``, ``on_init_start``, ``on_train_dataloader``) is reported "
-        "too, whatever its name looks like; the message names the releases that had it. A name that is a real "
+        "names other rules cover are left to them. A method named after a hook of an old release's recorded hook "
+        "classes that the installed release's lack (``on_pretrain_routine_start``, ``on_init_start``, "
+        "``on_train_dataloader``) is reported too, whatever its name looks like; the message names those releases. "
+        "A name that is a real "
         "hook's own words spelt another way (``predict_epoch_end``, ``training_batch_end``) is reported even when "
         "the project calls it itself, and the message says where the project does; it is left alone only when the "
         'project builds hook names at run time (``getattr(self, f"{stage}_epoch_end")``), as its own hooks.'
