@@ -153,8 +153,9 @@ for epoch, (logged, expected) in enumerate(zip(naive_logged, naive_reference, st
 print(f"outputs['loss'] requires grad: {set(seen.requires_grad)}")
 
 # %%
-# The lines above show a ratio of 3 between the step's loss and ``outputs["loss"]`` at every batch, batches 3 and 4
-# of each epoch included, and the loss's mean 3 times what the naive callback logged.
+# The lines above show the same ratio, ``accumulate_grad_batches``, between the step's loss and ``outputs["loss"]``
+# at every batch, the batches of each epoch's short last window included, and between the loss's mean and what the
+# naive callback logged.
 assert trainer.num_training_batches == 5 and trainer.global_step == 2 * EPOCHS  # windows 0-2 and 3-4 per epoch
 assert all(math.isclose(ratio, ACCUMULATE, rel_tol=1e-5) for ratio in ratios), (
     "every outputs['loss'] is the step's loss divided by accumulate_grad_batches, the short last window's too"

@@ -4,10 +4,9 @@ No cache at all: ``torchmetrics`` and ``self.log(..., on_epoch=True)``
 
 Many ``validation_epoch_end`` methods only averaged a loss or computed a metric over the epoch. Neither needs a
 cache: ``self.log(name, value, on_epoch=True)`` of a scalar, or a ``torchmetrics`` metric object updated in every
-step and logged with ``on_epoch=True``. A ``MeanMetric`` fed one mean per batch must be given the batch's size as
-its weight, or a smaller last batch counts as much as a full one. This page checks both epoch
-values against every validation sample evaluated by hand, on a validation set whose last batch is smaller, and
-that the metric started each epoch empty.
+step and logged with ``on_epoch=True``. Give a ``MeanMetric`` fed one mean per batch the batch's size as its
+weight (the run without it is below). This page checks both epoch values against every validation sample evaluated
+by hand, on a validation set whose last batch is smaller, and that the metric started each epoch empty.
 """
 
 # %%
