@@ -71,11 +71,6 @@ class LitModel(pl.LightningModule):
             )
         else:
             fix = manual_fix(self.code, f"give {name} a default")
-        message = removed(pattern_id, func)
-        if func.name.value.endswith("_start"):  # the registry records the `_end` hook; the rule covers both
-            pattern = registry.get(pattern_id)
-            message = (
-                f"`{func.name.value}` with a required `{name}` was removed in Lightning {pattern.removed_in}: "
-                f"give `{name}` a default (0), as for `{pattern.hook}`"
-            )
-        yield Finding(self.code, message, (pattern_id,), fix=fix)
+        # one message for both hooks: the registry records the `_end` hook's change, and the rule covers the `_start`
+        # hook of the same stage the same way (the user's own signature is shown)
+        yield Finding(self.code, removed(pattern_id, func), (pattern_id,), fix=fix)
