@@ -542,6 +542,17 @@ REFUSED = {
         TRAINING + "\n    def configure_optimizers(self):\n        return torch.optim.LBFGS(self.parameters())\n",
         "an optimizer that calls its closure several times a step (LBFGS) runs `training_step` more than once a batch",
     ),
+    "an optimizer of the project's own that takes a closure": (
+        TRAINING
+        + "\n\nclass TwoStep(torch.optim.SGD):\n    def step(self, closure=None):\n        closure()\n"
+        + "        return super().step(closure)\n",
+        "an optimizer of the project's own takes a closure in its `step`: if it calls it more than once a step, "
+        "`training_step` runs more than once a batch",
+    ),
+    "a subclass in the same snippet overrides the step (no project around it)": (
+        TRAINING + "\n\nclass Sub(T):\n    def training_step(self, batch, batch_idx):\n        return batch.mean()\n",
+        "a subclass defines `training_step` of its own, over the rewritten class's",
+    ),
     "a training_step that yields": (
         TRAINING.replace('        return {"loss": batch.sum()}', "        yield batch"),
         "`training_step` is a generator",

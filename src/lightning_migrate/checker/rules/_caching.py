@@ -196,10 +196,9 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         why = _step_refusal(ctx)
         if why:
             return why
-    if file.path is not None and file.path in file.project.name_of:
-        for hook in {collector, new_hook}:
-            if file.project.subclasses_defining(file.info, ctx.name, hook):
-                return f"a subclass defines `{hook}` of its own, over the rewritten class's"
+    for hook in {collector, new_hook}:
+        if _subclass_defines(ctx, hook):
+            return f"a subclass defines `{hook}` of its own, over the rewritten class's"
     # one list per dataloader in every evaluation stage, a step without ``dataloader_idx`` included (Lightning then
     # refuses a second dataloader, and the one list is handed on alone): that is the shape the matrix proves
     per_dataloader = stage != "train"
@@ -930,6 +929,24 @@ def _cache_before_returns(func: cst.FunctionDef, spec: _Spec) -> tuple[cst.Funct
 #: Optimizers that call the closure Lightning hands them more than once a step (``torch.optim.LBFGS``): each call
 #: runs ``training_step``.
 _CLOSURE_OPTIMIZERS = (b"LBFGS",)
+#: An optimizer the project writes itself (a SAM-style ``step(self, closure)``): it may call the closure, and so the
+#: step, several times a step.
+_OWN_CLOSURE_STEP = re.compile(rb"\bdef\s+step\s*\(\s*self\s*,\s*closure\b")
+
+
+def _subclass_defines(ctx: ClassContext, hook: str) -> bool:
+    """Whether a class derived from the class of ``ctx`` defines ``hook``: in any file of the project, or, for a
+    file outside one (a snippet given to ``check_source``, a notebook), in the file itself."""
+    file = ctx.file
+    if file.path is not None and file.path in file.project.name_of:
+        return bool(file.project.subclasses_defining(file.info, ctx.name, hook))
+    info = file.info
+    return any(
+        hook in methods
+        and name != ctx.name
+        and any((a.name, c) == (info.name, ctx.name) for a, c in file.project.ancestors(info, info.classes[name]))
+        for name, methods in info.methods.items()
+    )
 
 
 def _step_refusal(ctx: ClassContext) -> str | None:
@@ -967,6 +984,11 @@ def _step_refusal(ctx: ClassContext) -> str | None:
                 f"an optimizer that calls its closure several times a step ({optimizer.decode()}) runs `{name}` "
                 "more than once a batch"
             )
+    if any(_OWN_CLOSURE_STEP.search(data) for data in sources):
+        return (
+            f"an optimizer of the project's own takes a closure in its `step`: if it calls it more than once a step, "
+            f"`{name}` runs more than once a batch"
+        )
     return None
 
 
