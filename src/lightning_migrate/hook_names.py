@@ -28,6 +28,7 @@ is (the checker's resolver tells a user's ``LightningTransformer`` subclass for 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import pkgutil
@@ -73,8 +74,9 @@ def _defined_below(cls: type, root: type) -> list[str]:
 
 def hook_classes(pl: Any = None) -> dict[str, list[str]]:
     """The public methods of the installed Lightning's hook classes, on any release from 1.4 on (which has no
-    ``demos`` package): ``{"LightningModule": ModelHooks, DataHooks and CheckpointHooks, "Callback": Callback}``, each
-    sorted. A 1.x release's listing, beside the installed one's, gives the hooks it had that the installed one lacks.
+    ``demos`` package): ``{"LightningModule": ModelHooks, DataHooks and CheckpointHooks, and every ``on_*`` method of
+    ``LightningModule``, "Callback": Callback}``, each sorted. A 1.x release's listing, beside the installed one's,
+    gives the hooks it had that the installed one lacks.
 
     Raises:
         ImportError: neither ``lightning`` nor ``pytorch_lightning`` is importable.
@@ -86,6 +88,12 @@ def hook_classes(pl: Any = None) -> dict[str, list[str]]:
         name
         for cls in (hooks_module.ModelHooks, hooks_module.DataHooks, hooks_module.CheckpointHooks)
         for name in _public_methods(cls)
+    }
+    # and every ``on_*`` method a LightningModule has from Lightning's other classes (1.4's ``ModelIO.on_hpc_save``)
+    module |= {
+        name
+        for name in dir(pl.LightningModule)
+        if name.startswith("on_") and callable(getattr(pl.LightningModule, name))
     }
     return {"LightningModule": sorted(module), "Callback": sorted(set(_public_methods(pl.Callback)))}
 
@@ -131,6 +139,16 @@ def record() -> dict[str, Any]:
 def load() -> dict[str, Any]:
     """The recorded names (see the module docstring for the keys)."""
     text = resources.files("lightning_migrate").joinpath("data", "hook_names.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@functools.cache
+def load_removed() -> dict[str, Any]:
+    """The hooks an old release's recorded hook classes had and the installed release's lack, per class kind, with
+    the recorded releases that had each: ``{"installed": version, "LightningModule": {name: [releases]},
+    "Callback": {...}}`` (``data/removed_hooks.json``, written by ``python -m migration_guide.removed_hooks`` from the
+    legacy records)."""
+    text = resources.files("lightning_migrate").joinpath("data", "removed_hooks.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 

@@ -82,3 +82,16 @@ def test_the_installed_lightning_never_calls_them():
     trainer.test(module)
     trainer.predict(module)
     assert trainer.global_step == 2 and calls == [], calls
+
+
+def test_a_mixin_whose_only_old_hook_is_a_removed_one_is_checked_as_its_subclass():
+    source = (
+        "import lightning.pytorch as pl\n\n\nclass Mixin:\n    def on_pretrain_routine_start(self):\n        pass\n\n\n"
+        "class M(Mixin, pl.LightningModule):\n    pass\n"
+    )
+    assert codes(source) == [("LM007", 5, True)]
+
+
+def test_a_removed_on_method_of_another_lightning_class_is_recorded():
+    """1.4's ``ModelIO.on_hpc_save``: a module's ``on_*`` method from a class other than the hook classes."""
+    assert "on_hpc_save" in lm007_unknown_hooks.removed()["LightningModule"]

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from lightning_migrate import registry
+from lightning_migrate import hook_names, registry
 from lightning_migrate.checker.base import (
     CALLBACK,
     DOCS_URL_VARIABLE,
@@ -348,11 +348,16 @@ def _other_bindings(node: ast.ClassDef) -> dict[str, int]:
     return found
 
 
+#: The hooks of an old release's recorded hook classes the installed release lacks (LM007): exact names, so a mixin
+#: that defines one is checked as the classes that derive from it.
+_REMOVED_HOOKS = frozenset(name for kind in (MODULE, CALLBACK) for name in hook_names.load_removed()[kind])
+
+
 def _mixed_into(node: ast.ClassDef, file: FileContext) -> tuple[Kind, str, str] | None:
     """``(kind, class, where)`` of a Lightning class of the project that derives from ``node``, a class that is not
     Lightning's itself but defines a hook a rule (other than a name-pattern rule) inspects; else ``None``. Lightning
     looks a hook up on the subclass, so a mixin's old hook breaks the subclass."""
-    hooks = {hook for rule in RULES.values() for hook in rule.hooks}
+    hooks = {hook for rule in RULES.values() for hook in rule.hooks} | _REMOVED_HOOKS
     if not hooks & set(_body_names(node)):
         return None
     project, info = file.project, file.info

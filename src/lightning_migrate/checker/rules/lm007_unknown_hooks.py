@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 import re
-from importlib import resources
 
 import libcst as cst
 
@@ -54,12 +52,10 @@ def recorded() -> dict:
     return hook_names.load()
 
 
-@functools.cache
 def removed() -> dict:
-    """The hooks a recorded 1.x release had and the installed release lacks, per class kind, with the releases that
-    had them (``data/removed_hooks.json``, written by ``python -m migration_guide.removed_hooks`` from the records)."""
-    text = resources.files("lightning_migrate").joinpath("data", "removed_hooks.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    """The hooks an old release's recorded hook classes had and the installed release's lack
+    (:func:`lightning_migrate.hook_names.load_removed`)."""
+    return hook_names.load_removed()
 
 
 class UnknownHooks(Rule):
