@@ -545,8 +545,8 @@ REFUSED = {
     "an optimizer of the project's own that takes a closure": (
         TRAINING
         + "\n\nclass TwoStep(torch.optim.SGD):\n    def step(self, closure=None):\n        closure()\n"
-        + "        return super().step(closure)\n",
-        "an optimizer of the project's own takes a closure in its `step`: if it calls it more than once a step, "
+        + "        closure()\n        return super().step()\n",
+        "an optimizer of the project's own calls the closure of its `step` more than once (or in a loop): "
         "`training_step` runs more than once a batch",
     ),
     "a subclass in the same snippet overrides the step (no project around it)": (
@@ -858,3 +858,14 @@ def test_the_rewritten_step_returns_and_computes_what_it_did():
     first, *entries = model.training_step_outputs
     assert first is None and [entry["loss"].requires_grad for entry in entries] == [False, False]
     assert [float(entry["loss"]) for entry in entries] == [float(v.detach()) for v in new[1:]]
+
+
+def test_an_optimizer_of_the_project_that_calls_its_closure_once_does_not_withhold_the_rewrite():
+    """A LARS-style ``step(self, closure)`` that calls the closure once, as ``torch.optim.SGD`` does: the step runs
+    once a batch, and the rewrite is made (as plain ``--fix`` makes a proven one)."""
+    source = TRAINING + (
+        "\n\nclass Lars(torch.optim.SGD):\n    def step(self, closure=None):\n        loss = None\n"
+        "        if closure is not None:\n            loss = closure()\n        super().step()\n        return loss\n"
+    )
+    fixed = fix(source, unsafe_fixes=True)
+    assert "self.training_step_outputs[-1] = recursive_detach(" in fixed and "lightning-migrate:" not in fixed

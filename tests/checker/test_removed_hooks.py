@@ -95,3 +95,11 @@ def test_a_mixin_whose_only_old_hook_is_a_removed_one_is_checked_as_its_subclass
 def test_a_removed_on_method_of_another_lightning_class_is_recorded():
     """1.4's ``ModelIO.on_hpc_save``: a module's ``on_*`` method from a class other than the hook classes."""
     assert "on_hpc_save" in lm007_unknown_hooks.removed()["LightningModule"]
+
+
+def test_a_removed_hook_bound_in_the_class_body_is_reported():
+    source = (
+        "import lightning.pytorch as pl\n\n\ndef log_start(trainer):\n    print(trainer)\n\n\n"
+        "class CB(pl.Callback):\n    on_init_start = log_start\n"
+    )
+    assert codes(source) == [("LM007", 9, True)]

@@ -929,8 +929,8 @@ def _cache_before_returns(func: cst.FunctionDef, spec: _Spec) -> tuple[cst.Funct
 #: Optimizers that call the closure Lightning hands them more than once a step (``torch.optim.LBFGS``): each call
 #: runs ``training_step``.
 _CLOSURE_OPTIMIZERS = (b"LBFGS",)
-#: An optimizer the project writes itself (a SAM-style ``step(self, closure)``): it may call the closure, and so the
-#: step, several times a step.
+#: An optimizer the project writes itself (``step(self, closure)``): read further (:func:`_calls_closure_again`) for
+#: a SAM-style step that calls the closure, and so ``training_step``, several times a step.
 _OWN_CLOSURE_STEP = re.compile(rb"\bdef\s+step\s*\(\s*self\s*,\s*closure\b")
 
 
@@ -984,12 +984,39 @@ def _step_refusal(ctx: ClassContext) -> str | None:
                 f"an optimizer that calls its closure several times a step ({optimizer.decode()}) runs `{name}` "
                 "more than once a batch"
             )
-    if any(_OWN_CLOSURE_STEP.search(data) for data in sources):
+    if any(_OWN_CLOSURE_STEP.search(data) and _calls_closure_again(data) for data in sources):
         return (
-            f"an optimizer of the project's own takes a closure in its `step`: if it calls it more than once a step, "
+            f"an optimizer of the project's own calls the closure of its `step` more than once (or in a loop): "
             f"`{name}` runs more than once a batch"
         )
     return None
+
+
+def _calls_closure_again(source: bytes) -> bool:
+    """Whether a ``step(self, closure)`` of a class in ``source`` may call its closure more than once a step: two
+    calls of it, or one in a loop (a SAM-style step); a file that does not parse counts as one that does."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return True
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.name != "step":
+            continue
+        params = [a.arg for a in node.args.args]
+        if len(params) < 2 or params[1] != "closure":
+            continue
+        calls = [
+            call
+            for call in ast.walk(node)
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "closure"
+        ]
+        looped = any(
+            isinstance(loop, ast.For | ast.While | ast.AsyncFor) and any(c in calls for c in ast.walk(loop))
+            for loop in ast.walk(node)
+        )
+        if len(calls) > 1 or looped:
+            return True
+    return False
 
 
 def _inherited_step_refusal(ctx: ClassContext, name: str) -> str | None:

@@ -101,6 +101,22 @@ class LitModel(pl.LightningModule):
     def matches(self, name: str, kind: str) -> bool:
         return name not in recorded()[kind]["names"] and (bool(HOOK_LIKE.match(name)) or name in removed()[kind])
 
+    def check_assigned(self, ctx: ClassContext, name: str, value: str | None = None):
+        """A removed hook bound in the class body (``on_init_start = log_start``): never called either."""
+        had = removed()[ctx.kind].get(name)
+        if not had or name in recorded()["classes"].get(ctx.via or "", ()):
+            return
+        if ctx.file.caller(name, (), dynamic=True, name_uses=False) is not None:
+            return  # the project builds hook names at run time: its own hooks
+        version = recorded()["lightning"]["version"]
+        releases = " and ".join(had)
+        message = (
+            f"`{name}` (assigned in the class body) is not among the {ctx.kind} hooks recorded from Lightning "
+            f"{version}; it is a hook of the recorded {releases}: see Lightning's CHANGELOG for its successor"
+        )
+        what = f"not a hook of Lightning {version}, a hook of the recorded {releases}: see Lightning's CHANGELOG"
+        yield Finding(self.code, message, (), fix=manual_fix(self.code, what))
+
     def check(self, ctx: ClassContext, func: cst.FunctionDef):
         hook = func.name.value
         if hook in recorded()["classes"].get(ctx.via or "", ()):
@@ -122,7 +138,7 @@ class LitModel(pl.LightningModule):
             message += (
                 f"; it is a hook of the recorded {' and '.join(had)}: see Lightning's CHANGELOG for its successor"
             )
-            what += f" ({' and '.join(had)} had it): see Lightning's CHANGELOG for its successor"
+            what += f", a hook of the recorded {' and '.join(had)}: see Lightning's CHANGELOG"
         if called is not None:
             message += f"; the project calls it ({called})"
         if nearest:
