@@ -4,7 +4,7 @@ A ``[legacy]`` release's record (``data/compat/<version>.json``) holds the metho
 :func:`lightning_migrate.hook_names.hook_classes`); the checker's record of the installed release
 (``src/lightning_migrate/data/hook_names.json``) holds the hooks it calls. The names in the first and not in the
 second -- ``on_pretrain_routine_start``, ``on_init_start`` -- are methods a 2.x Trainer has no hook of that name for.
-``python -m migration_guide.removed_hooks`` writes them to ``src/lightning_migrate/data/removed_hooks.json``, which the
+``python -m migration_guide.removed_hooks --output src/lightning_migrate/data/removed_hooks.json`` writes the copy the
 checker ships; ``tests/checker/test_removed_hooks.py`` checks that file against the records.
 """
 
@@ -19,7 +19,7 @@ from lightning_migrate import hook_names
 from lightning_migrate.records import write_atomic
 from migration_guide import compat
 
-#: The package's copy, read by the checker without the repository.
+#: The copy the imported package reads (the checker reads it without the repository; the test compares it).
 OUTPUT = Path(hook_names.__file__).resolve().parent / "data" / "removed_hooks.json"
 
 
@@ -47,7 +47,12 @@ def derive() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument(
+        "--output",
+        type=Path,
+        required=True,  # never the installed package's own file by default, as for hook_names
+        help="where to write (the checkout's is src/lightning_migrate/data/removed_hooks.json)",
+    )
     args = parser.parse_args(argv)
     write_atomic(args.output, json.dumps(derive(), indent=1) + "\n")
     print(f"wrote {args.output}")

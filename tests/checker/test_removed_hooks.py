@@ -30,7 +30,9 @@ class Plain:
 
 def test_the_checkers_copy_is_the_one_the_records_give():
     shipped = json.loads(removed_hooks.OUTPUT.read_text(encoding="utf-8"))
-    assert shipped == removed_hooks.derive(), "run `python -m migration_guide.removed_hooks`"
+    assert shipped == removed_hooks.derive(), (
+        "run `python -m migration_guide.removed_hooks --output src/lightning_migrate/data/removed_hooks.json`"
+    )
     assert "on_pretrain_routine_start" in shipped["Callback"] and "on_train_dataloader" in shipped["LightningModule"]
 
 
