@@ -941,12 +941,14 @@ def _subclass_defines(ctx: ClassContext, hook: str) -> bool:
     if file.path is not None and file.path in file.project.name_of:
         return bool(file.project.subclasses_defining(file.info, ctx.name, hook))
     info = file.info
-    return any(
-        hook in methods
-        and name != ctx.name
-        and any((a.name, c) == (info.name, ctx.name) for a, c in file.project.ancestors(info, info.classes[name]))
-        for name, methods in info.methods.items()
-    )
+    key = ("same-file ancestors",)
+    if key not in file.memo:  # each class's ancestors among the file's classes, once per file
+        file.memo[key] = {
+            name: {c for a, c in file.project.ancestors(info, info.classes[name]) if a.name == info.name}
+            for name in info.methods
+        }
+    ancestors = file.memo[key]
+    return any(hook in methods and ctx.name in ancestors[name] for name, methods in info.methods.items())
 
 
 def _step_refusal(ctx: ClassContext) -> str | None:
@@ -984,7 +986,10 @@ def _step_refusal(ctx: ClassContext) -> str | None:
                 f"an optimizer that calls its closure several times a step ({optimizer.decode()}) runs `{name}` "
                 "more than once a batch"
             )
-    if any(_OWN_CLOSURE_STEP.search(data) and _calls_closure_again(data) for data in sources):
+    key = ("optimizer calls its closure again",)
+    if key not in file.memo:  # the same answer for every class of the file
+        file.memo[key] = any(_OWN_CLOSURE_STEP.search(data) and _calls_closure_again(data) for data in sources)
+    if file.memo[key]:
         return (
             f"an optimizer of the project's own calls the closure of its `step` more than once (or in a loop): "
             f"`{name}` runs more than once a batch"
