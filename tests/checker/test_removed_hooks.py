@@ -58,6 +58,8 @@ def test_a_name_another_rule_lists_stays_with_that_rule():
 def test_the_installed_lightning_never_calls_them():
     """A module and a callback defining every such name that no other rule lists: a fit, a validate, a test and a
     predict call none of them."""
+    # the tests session installs Lightning (requirements.txt), so this runs in CI; a checker-only environment
+    # without Lightning can still run the rest of the file
     pl = pytest.importorskip("lightning.pytorch")
     from lightning.pytorch.demos.boring_classes import BoringModel
 
