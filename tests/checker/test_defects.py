@@ -284,12 +284,12 @@ def test_a_keyword_passed_through_a_built_name_still_blocks_the_drop(tmp_path, c
 
 FORM_FEED = (
     b"import lightning.pytorch as pl\n\x0c\nclass Other: pass\nclass M(pl.LightningModule):\n"
-    b'    def training_epoch_end(self, outputs):\n        self.log("epoch", 1.0)\n\n\nx = 1\n'
+    b'    def validation_epoch_end(self, outputs):\n        self.log("epoch", 1.0)\n\n\nx = 1\n'
 )
 LINE_SEPARATOR = (
     'import lightning.pytorch as pl\n\n\ndef f():\n    """a\u2028b"""\n\n\n@staticmethod\ndef g(): pass\n'
     "class Empty: pass\nclass M(pl.LightningModule):\n"
-    '    def training_epoch_end(self, outputs):\n        self.log("x", 1)'
+    '    def validation_epoch_end(self, outputs):\n        self.log("x", 1)'
 ).encode()
 
 
@@ -298,7 +298,7 @@ def test_characters_str_splitlines_cuts_at_do_not_shift_the_fix(source):
     # Python counts only \n, \r\n and \r as line ends; str.splitlines also cuts at \x0c, \x1c-\x1e, \x85, U+2028
     result = check_source(source, fix=True)
     assert result.error is None
-    expected = source.replace(b"def training_epoch_end(self, outputs):", b"def on_train_epoch_end(self):")
+    expected = source.replace(b"def validation_epoch_end(self, outputs):", b"def on_validation_epoch_end(self):")
     assert result.new_source == expected
 
 

@@ -20,7 +20,7 @@ MODEL = (
     "    def training_step(self, batch, batch_idx):\n"
     "        return self(batch).sum()\n"
     "\n"
-    "    def training_epoch_end(self, outputs):\n"
+    "    def validation_epoch_end(self, outputs):\n"
     '        print("epoch done")'
 )
 CACHING = (
@@ -49,7 +49,7 @@ def test_a_folder_holding_only_a_notebook_is_checked(tmp_path, capsys):
     code, lines, err = run([tmp_path / "colab"], capsys)
     assert code == 1
     [line] = lines
-    assert line.startswith(f"{tmp_path}/colab/train.ipynb:cell 3:5:9: LM001 `training_epoch_end(self, outputs)`")
+    assert line.startswith(f"{tmp_path}/colab/train.ipynb:cell 3:5:9: LM001 `validation_epoch_end(self, outputs)`")
     assert "(1 file checked)" in err
 
 
@@ -69,7 +69,7 @@ def test_the_fix_goes_back_into_the_cells_and_nothing_else_changes(tmp_path, cap
     after = json.loads(text)
     assert text == nbformat.writes(nbformat.reads(text, as_version=4))  # Jupyter's own layout, kept
     assert "".join(after["cells"][2]["source"]) == MODEL.replace(
-        "training_epoch_end(self, outputs)", "on_train_epoch_end(self)"
+        "validation_epoch_end(self, outputs)", "on_validation_epoch_end(self)"
     )
     for old, new in zip(before["cells"], after["cells"], strict=True):
         assert new.get("outputs") == old.get("outputs")
@@ -95,7 +95,7 @@ def test_ipython_syntax_is_left_out_but_python_that_looks_like_it_is_read():
         nbformat.writes(
             nbformat.v4.new_notebook(
                 cells=[
-                    nbformat.v4.new_code_cell("%%bash\necho def training_epoch_end"),
+                    nbformat.v4.new_code_cell("%%bash\necho def validation_epoch_end"),
                     nbformat.v4.new_code_cell('msg = ("%s"\n       % "x")\nobj?\n!ls'),
                 ]
             )
@@ -110,7 +110,7 @@ def test_ipython_syntax_is_left_out_but_python_that_looks_like_it_is_read():
 
 
 def test_a_cell_that_does_not_parse_is_reported_and_the_others_are_checked(tmp_path, capsys):
-    path = make(tmp_path / "broken.ipynb", IMPORTS, "def training_epoch_end(self, outputs:\n    pass", MODEL)
+    path = make(tmp_path / "broken.ipynb", IMPORTS, "def validation_epoch_end(self, outputs:\n    pass", MODEL)
     code, lines, err = run([path], capsys)
     assert code == 1  # the other cells' finding; the cell not read is counted apart
     assert "(1 file checked)" in err  # read, without its broken cell
@@ -140,7 +140,7 @@ def test_a_shell_line_continued_with_a_backslash_is_left_out_whole():
 
 
 def test_a_notebook_in_another_language_is_not_read(tmp_path, capsys):
-    path = make(tmp_path / "r.ipynb", "training_epoch_end <- function(outputs) NULL")
+    path = make(tmp_path / "r.ipynb", "validation_epoch_end <- function(outputs) NULL")
     data = json.loads(path.read_text(encoding="utf-8"))
     data["metadata"]["kernelspec"] = {"name": "ir", "display_name": "R", "language": "R"}
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -224,8 +224,8 @@ def test_a_fix_in_a_notebook_saved_with_crlf_changes_the_fixed_line_only(tmp_pat
     assert run(["--fix", path], capsys)[0] == 1
     after = path.read_bytes().decode("utf-8")
     assert changed_lines(before, after) == [
-        '-     "    def training_epoch_end(self, outputs):\\r\\n",',
-        '+     "    def on_train_epoch_end(self):\\r\\n",',
+        '-     "    def validation_epoch_end(self, outputs):\\r\\n",',
+        '+     "    def on_validation_epoch_end(self):\\r\\n",',
     ]
     assert after.count("\r\n") == before.count("\r\n") and "\n" not in after.replace("\r\n", "")
 
@@ -242,8 +242,8 @@ def test_a_notebook_in_another_layout_keeps_its_key_order(tmp_path, capsys):
     path.write_text(before, encoding="utf-8")
     assert run(["--fix", path], capsys)[0] == 1
     assert changed_lines(before, path.read_text(encoding="utf-8")) == [
-        '-         "    def training_epoch_end(self, outputs):\\n",',
-        '+         "    def on_train_epoch_end(self):\\n",',
+        '-         "    def validation_epoch_end(self, outputs):\\n",',
+        '+         "    def on_validation_epoch_end(self):\\n",',
     ]
 
 
@@ -282,7 +282,8 @@ def test_a_fix_keeps_the_notebooks_json_layout(tmp_path, capsys, layout):
     path.write_text(before, encoding="utf-8")
     assert run(["--fix", path], capsys)[0] == 1
     old, new = (
-        json.dumps(f"    def {hook}:\n") for hook in ("training_epoch_end(self, outputs)", "on_train_epoch_end(self)")
+        json.dumps(f"    def {hook}:\n")
+        for hook in ("validation_epoch_end(self, outputs)", "on_validation_epoch_end(self)")
     )
     assert path.read_text(encoding="utf-8") == before.replace(old, new)
 
@@ -298,7 +299,7 @@ def test_a_cell_keeps_each_lines_own_line_end(tmp_path, capsys):
     assert run(["--fix", path], capsys)[0] == 1
     after = json.loads(path.read_text(encoding="utf-8"))
     assert after["cells"][1]["source"] == book["cells"][1]["source"]
-    fixed = [line.replace("training_epoch_end(self, outputs)", "on_train_epoch_end(self)") for line in
+    fixed = [line.replace("validation_epoch_end(self, outputs)", "on_validation_epoch_end(self)") for line in
              book["cells"][2]["source"]]  # fmt: skip
     assert after["cells"][2]["source"] == fixed
 
@@ -312,30 +313,30 @@ def test_form_feeds_and_line_separators_are_characters_of_a_line(tmp_path, capsy
     assert [line.split(": ")[1].split(" ")[0] for line in lines] == ["LM001"]
     after = json.loads(path.read_text(encoding="utf-8"))
     assert after["cells"][1] == before["cells"][1]
-    assert "on_train_epoch_end(self)" in "".join(after["cells"][2]["source"])
+    assert "on_validation_epoch_end(self)" in "".join(after["cells"][2]["source"])
 
 
 def test_a_marker_names_a_caller_in_a_notebook_by_cell_and_line(tmp_path, capsys):
     """A notebook's findings are placed as ``cell N``; so is the caller a marker names (not a line of the checker's
     joined source)."""
-    path = make(tmp_path / "train.ipynb", IMPORTS, MODEL, "model = LitModel()\nmodel.training_epoch_end([])")
+    path = make(tmp_path / "train.ipynb", IMPORTS, MODEL, "model = LitModel()\nmodel.validation_epoch_end([])")
     run(["--fix", path], capsys)
     cells = ["".join(cell["source"]) for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]]
-    assert "`training_epoch_end` is used at cell 3, line 2 of this notebook" in unwrapped(cells[2])
+    assert "`validation_epoch_end` is used at cell 3, line 2 of this notebook" in unwrapped(cells[2])
 
 
 @pytest.mark.parametrize("magic", ["%%time", "%%capture out", "%%timeit -n 1 -r 1"])
 def test_a_cell_a_magic_runs_as_python_is_checked_and_fixed_below_its_magic(tmp_path, capsys, magic):
     """``%%time`` and ``%%capture`` run the rest of their cell as Python: its old hook is found and fixed, and the
     magic line is kept as it was; a ``%%bash`` cell holding the same text is still skipped."""
-    path = make(tmp_path / "timed.ipynb", IMPORTS, f"{magic}\n{MODEL}", "%%bash\necho def training_epoch_end")
+    path = make(tmp_path / "timed.ipynb", IMPORTS, f"{magic}\n{MODEL}", "%%bash\necho def validation_epoch_end")
     code, lines, _ = run([path], capsys)
     assert code == 1 and [line.split(": LM")[0] for line in lines] == [f"{path}:cell 2:6:9"], lines
     run(["--fix", path], capsys)
     cells = ["".join(cell["source"]) for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]]
     assert cells[2].startswith(magic + "\nclass LitModel(pl.LightningModule):\n")
-    assert "def on_train_epoch_end(self):" in cells[2] and "training_epoch_end" not in cells[2]
-    assert cells[3] == "%%bash\necho def training_epoch_end"
+    assert "def on_validation_epoch_end(self):" in cells[2] and "def validation_epoch_end" not in cells[2]
+    assert cells[3] == "%%bash\necho def validation_epoch_end"
 
 
 def test_a_cell_magic_after_blank_lines_is_still_the_cells_magic():
@@ -345,7 +346,7 @@ def test_a_cell_magic_after_blank_lines_is_still_the_cells_magic():
         nbformat.writes(
             nbformat.v4.new_notebook(
                 cells=[
-                    nbformat.v4.new_code_cell("\n%%bash\necho def training_epoch_end"),
+                    nbformat.v4.new_code_cell("\n%%bash\necho def validation_epoch_end"),
                     nbformat.v4.new_code_cell("\n\n%%time\nx = 1"),
                 ]
             )

@@ -87,6 +87,9 @@ MODEL = """
         def training_epoch_end(self, outputs):
             self.done = True
     """
+#: MODEL with the evaluation hook, whose rename is a plain rename (``training_epoch_end`` is renamed with a count
+#: of the epoch's batches, test_rename.py)
+VALIDATION_MODEL = MODEL.replace("training_epoch_end", "validation_epoch_end")
 
 
 def test_a_call_in_another_file_makes_the_rename_manual(tmp_path, capsys):
@@ -135,18 +138,19 @@ def test_a_dropped_parameter_passed_by_keyword_elsewhere_makes_the_drop_manual(t
 
 
 def test_no_caller_anywhere_keeps_the_fix_safe(tmp_path, capsys):
-    write(tmp_path, {"pkg/__init__.py": "", "pkg/model.py": MODEL, "pkg/other.py": "x = 'training_epoch_ends'\n"})
+    files = {"pkg/__init__.py": "", "pkg/model.py": VALIDATION_MODEL, "pkg/other.py": "x = 'validation_epoch_ends'\n"}
+    write(tmp_path, files)
     code, lines, _ = run(["--fix", tmp_path], capsys)
     assert code == 1 and "[safe fix applied]" in lines[0]
-    assert "def on_train_epoch_end(self):" in (tmp_path / "pkg" / "model.py").read_text()
+    assert "def on_validation_epoch_end(self):" in (tmp_path / "pkg" / "model.py").read_text()
 
 
 # -- --diff is a patch that applies ----------------------------------------------------------------------------------
 
 
 def test_diff_applies_with_git_even_without_a_final_newline(tmp_path, capsys, monkeypatch):
-    last_line_hook = textwrap.dedent(MODEL).rstrip("\n")  # the file ends inside the hook, with no newline
-    write(tmp_path, {"a.py": last_line_hook, "b.py": MODEL.replace("training_epoch_end", "validation_epoch_end")})
+    last_line_hook = textwrap.dedent(VALIDATION_MODEL).rstrip("\n")  # the file ends inside the hook, no newline
+    write(tmp_path, {"a.py": last_line_hook, "b.py": MODEL})
     assert not (tmp_path / "a.py").read_bytes().endswith(b"\n")
     monkeypatch.chdir(tmp_path)
     code, lines, _ = run(["--diff", "a.py", "b.py"], capsys)
@@ -159,7 +163,7 @@ def test_diff_applies_with_git_even_without_a_final_newline(tmp_path, capsys, mo
     proc = subprocess.run([*git, "apply", "--check", "fix.patch"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr + patch
     subprocess.run([*git, "apply", "fix.patch"], check=True)
-    assert (tmp_path / "a.py").read_text().endswith("def on_train_epoch_end(self):\n        self.done = True")
+    assert (tmp_path / "a.py").read_text().endswith("def on_validation_epoch_end(self):\n        self.done = True")
     assert main(["a.py", "b.py"]) == 0  # applied, nothing left
 
 
@@ -323,7 +327,7 @@ def test_json_output(tmp_path, capsys):
     assert code == 1
     [record] = json.loads("\n".join(lines))
     assert record["code"] == "LM001" and record["line"] == 8 and record["column"] == 9
-    assert record["filename"] == f"{tmp_path}/m.py" and record["fix"] == "safe" and record["note"] is False
+    assert record["filename"] == f"{tmp_path}/m.py" and record["fix"] == "proven" and record["note"] is False
     assert record["url"].endswith("checker/rules/LM001.html")
 
 
@@ -617,7 +621,7 @@ def test_a_method_of_the_lightning_callback_it_derives_from_is_not_unknown():
 def test_diff_applies_to_a_name_with_a_tab_and_to_a_latin_1_file(tmp_path, capsysbinary, monkeypatch, tool):
     """The patch is the files' own bytes (a Latin-1 file's `é` stays one byte) and a name holding a tab is quoted
     as git quotes it: both tools apply it."""
-    latin = "# -*- coding: latin-1 -*-\n" + textwrap.dedent(MODEL).replace(
+    latin = "# -*- coding: latin-1 -*-\n" + textwrap.dedent(VALIDATION_MODEL).replace(
         "self.done = True", "self.done = 1  # \u00e9t\u00e9"
     )
     (tmp_path / "lat.py").write_bytes(latin.encode("latin-1"))
@@ -634,8 +638,7 @@ def test_diff_applies_to_a_name_with_a_tab_and_to_a_latin_1_file(tmp_path, capsy
         command = ["patch", "-p1", "-i", "fix.patch"]
     proc = subprocess.run(command, capture_output=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    for name in ("lat.py", "tab\there.py"):
-        assert b"def on_train_epoch_end(self):" in (tmp_path / name).read_bytes()
+    assert b"def on_train_epoch_end(self):" in (tmp_path / "tab\there.py").read_bytes()
     assert (tmp_path / "lat.py").read_bytes() == latin.replace(
-        "training_epoch_end(self, outputs)", "on_train_epoch_end(self)"
+        "validation_epoch_end(self, outputs)", "on_validation_epoch_end(self)"
     ).encode("latin-1")

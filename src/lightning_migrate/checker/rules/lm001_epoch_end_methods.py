@@ -7,7 +7,6 @@ import libcst as cst
 from lightning_migrate import registry
 from lightning_migrate.checker.base import (
     MODULE,
-    SAFE,
     ClassContext,
     Finding,
     Fix,
@@ -15,7 +14,6 @@ from lightning_migrate.checker.base import (
     manual_fix,
     named_params,
     plain_signature,
-    with_name,
 )
 from lightning_migrate.checker.rules._caching import caching_fix
 from lightning_migrate.checker.rules._common import (
@@ -26,6 +24,7 @@ from lightning_migrate.checker.rules._common import (
     removed,
 )
 from lightning_migrate.checker.rules._merge import MERGED, merge_fix
+from lightning_migrate.checker.rules._rename import BATCH_HOOK, COUNTER, START_HOOK, rename_fix
 
 #: the registry patterns of the rule; hooks, replacements and releases come from their entries
 PATTERN_IDS = EPOCH_END_METHOD_PATTERNS
@@ -51,8 +50,14 @@ class EpochEndMethods(Rule):
         f"defines {_OLD} -- or binds one in its class body (``{next(iter(HOOKS))} = log_epoch``)."
     )
     fix_text = (
-        f"**safe** when the body never reads ``outputs``: the method is renamed to {_NEW} and loses the "
-        "parameter -- unless the class already defines that hook, or code calls the method by its old name. "
+        f"When the body never reads ``outputs``, the method is renamed to {_NEW} and loses the parameter -- "
+        "unless the class already defines that hook, or code calls the method by its old name: **safe** for "
+        f"the evaluation stages; the rename of ``{_MERGED}`` also counts the epoch's batches in "
+        f"``self.{COUNTER}`` (reset in ``{START_HOOK}``, counted in ``{BATCH_HOOK}``) "
+        "and returns at once when it counted none, where the old method was skipped "
+        "(:claim:`old-training-epoch-end-skipped-without-batches`; **proven**: a row runs the renamed module). "
+        "Either is **unsafe** where a callback of the checked files defines the new hook and may read the "
+        "module, as for the caching rewrite below (:claim:`plain-callbacks-before-module-epoch-ends`). "
         f"Where the class already defines ``{_MERGED_INTO}(self)`` beside ``{_MERGED}``, that method's body goes "
         f"at the head of ``{_MERGED_INTO}``, before its own code, in the order of the recorded hook calls "
         "(**proven**: a row runs the "
@@ -119,13 +124,7 @@ class LitModel(pl.LightningModule):
                 fix = manual_fix(self.code, f"merge into the existing {replacement}: {made}")
                 message += f" ({ctx.binds(replacement)}: merge by hand)"
         elif not used and plain_signature(func):
-            fix = Fix(
-                SAFE,
-                with_name(replacement, set(params)),
-                description=f"rename to {replacement}(self)",
-                dropped=tuple(params),
-                new_name=replacement,
-            )
+            fix = rename_fix(ctx, func, pattern_id, replacement, params)
         else:
             made = caching_fix(ctx, func, pattern_id, 1)
             why = f"the body reads {used[0]}; no caching rewrite" if used else "no automatic rewrite"

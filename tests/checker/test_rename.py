@@ -1,0 +1,179 @@
+"""LM001's rename of an old epoch-end method whose body never reads ``outputs``: plain for the evaluation stages, with
+a count of the epoch's batches for ``training_epoch_end`` (1.9.5 skipped it in an epoch that completed no batch), and
+opt-in where a callback of the project may read what the renamed hook does, one epoch late."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from lightning_migrate.checker import check_source, proven
+from lightning_migrate.checker.base import PROVEN, SAFE, UNSAFE
+from lightning_migrate.checker.rules._rename import COUNTED
+
+from ._util import fix, run, unwrapped, write
+
+SCHEDULED = """\
+import lightning.pytorch as pl
+
+
+class Model(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return self(batch).sum()
+
+    def training_epoch_end(self, outputs):
+        self.lr_schedulers().step()
+"""
+
+COUNTED_SCHEDULED = """\
+import lightning.pytorch as pl
+
+
+class Model(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return self(batch).sum()
+
+    def on_train_epoch_start(self):
+        self.train_batches_this_epoch = 0  # counted in on_train_batch_end
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        self.train_batches_this_epoch += 1
+
+    def on_train_epoch_end(self):
+        if not self.train_batches_this_epoch:  # no batch was trained this epoch
+            return
+        self.lr_schedulers().step()
+"""
+
+
+def tier(source: str) -> str | None:
+    [finding] = [f for f in check_source(textwrap.dedent(source).encode()).findings if f.code == "LM001"]
+    return finding.tier
+
+
+def test_training_epoch_end_is_renamed_with_a_count_of_the_epochs_batches():
+    assert tier(SCHEDULED) == (PROVEN if COUNTED["training-epoch-end"] in proven.shapes() else UNSAFE)
+    assert fix(SCHEDULED) == COUNTED_SCHEDULED
+    assert fix(COUNTED_SCHEDULED) == COUNTED_SCHEDULED  # nothing left to find
+
+
+def test_the_count_goes_at_the_head_of_the_hooks_the_class_already_defines():
+    source = SCHEDULED + (
+        "\n    def on_train_epoch_start(self):\n        self.seen = []\n"
+        "\n    def on_train_batch_end(self, out, batch, batch_idx):\n        self.seen.append(batch_idx)\n"
+    )
+    fixed = fix(source)
+    assert "    def on_train_epoch_start(self):\n        self.train_batches_this_epoch = 0" in fixed
+    assert "batch_idx):\n        self.train_batches_this_epoch += 1\n        self.seen.append(batch_idx)" in fixed
+    assert fixed.count("def on_train_epoch_start") == fixed.count("def on_train_batch_end") == 1
+
+
+def test_validation_and_test_epoch_end_are_a_plain_rename():
+    for old, new in (("validation_epoch_end", "on_validation_epoch_end"), ("test_epoch_end", "on_test_epoch_end")):
+        source = SCHEDULED.replace("training_epoch_end", old)
+        assert tier(source) == SAFE
+        assert fix(source) == source.replace(f"{old}(self, outputs)", f"{new}(self)")
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        ("    on_train_batch_end = print\n", "the class binds `on_train_batch_end` at line 8 other than with a `def`"),
+        ("    async def on_train_epoch_start(self):\n        pass\n", "`on_train_epoch_start` is `async def`"),
+        (
+            "    def reset(self):\n        self.train_batches_this_epoch = 5\n",
+            "already uses `self.train_batches_this_epoch`",
+        ),
+    ],
+    ids=["bound by assignment", "async", "the counter's name taken"],
+)
+def test_where_the_count_cannot_be_added_the_rename_is_opt_in_and_says_why(extra, reason):
+    source = SCHEDULED.replace(
+        "    def training_epoch_end", extra.replace("\n", "\n", 1) + "\n    def training_epoch_end"
+    )
+    assert tier(source) == UNSAFE
+    fixed = unwrapped(fix(source))
+    assert "LM001 unsafe fix, in an epoch that trains no batch the renamed hook runs" in fixed, fixed
+    assert reason in fixed, fixed
+    assert "def training_epoch_end(self, outputs):" in fixed  # nothing renamed without --unsafe-fixes
+
+
+def test_a_base_or_a_subclass_defining_a_counting_hook_makes_it_opt_in():
+    base = SCHEDULED.replace(
+        "class Model(pl.LightningModule):",
+        "class Base(pl.LightningModule):\n    def on_train_batch_end(self, outputs, batch, batch_idx):\n        pass\n"
+        "\n\nclass Model(Base):",
+    )
+    assert "base class `Base` defines `on_train_batch_end`" in unwrapped(fix(base))
+    sub = SCHEDULED + "\n\nclass Child(Model):\n    def on_train_epoch_start(self):\n        pass\n"
+    assert "a subclass defines `on_train_epoch_start` of its own" in unwrapped(fix(sub))
+
+
+READER = """\
+import lightning.pytorch as pl
+
+
+class Model(pl.LightningModule):
+    def validation_epoch_end(self, outputs):
+        self.best = 3
+
+
+class Report(pl.Callback):
+    def on_validation_epoch_end(self, trainer, pl_module):
+        print(pl_module.best)
+"""
+
+
+def test_a_callback_that_may_read_the_module_at_that_epoch_end_makes_the_rename_opt_in(tmp_path, capsys):
+    """1.x ran ``validation_epoch_end`` before the callbacks' ``on_validation_epoch_end``; the renamed hook runs after
+    them, so ``Report`` would print the value of the validation run before (measured: the ``*-outputs-lifetime``
+    hook orders of the 1.9.5 record)."""
+    write(tmp_path, {"m.py": READER})
+    code, lines, _ = run(["--fix", tmp_path / "m.py"], capsys)
+    assert code == 1 and "[unsafe fix not applied]" in lines[0]
+    fixed = unwrapped((tmp_path / "m.py").read_text())
+    assert "the project's callback `Report` (m.py) defines `on_validation_epoch_end`" in fixed
+    assert "def validation_epoch_end(self, outputs):" in fixed
+    # a callback that reads nothing of the module, and a body that changes nothing outside its call, keep it safe
+    quiet = READER.replace("print(pl_module.best)", 'print("done")')
+    assert tier(quiet) == SAFE
+    pure = READER.replace("self.best = 3", "return len(outputs) * 0")
+    assert check_source(pure.encode()).findings[0].tier != UNSAFE
+
+
+def test_the_counted_rename_skips_the_body_in_an_epoch_without_a_batch_on_the_installed_lightning():
+    """Run on the installed Lightning: ``on_train_batch_start`` returns ``-1`` in epoch 1, so that epoch trains no
+    batch; the renamed body runs in epochs 0 and 2 only, as 1.9.5 ran ``training_epoch_end`` (its record of
+    ``data/rewrites/module_training_epoch_end_unread.py``, run by test_rewrite_equivalence.py)."""
+    pl = pytest.importorskip("lightning.pytorch")
+    from lightning.pytorch.demos.boring_classes import BoringModel
+
+    source = textwrap.dedent("""\
+        from lightning.pytorch.demos.boring_classes import BoringModel
+
+
+        class Model(BoringModel):
+            def on_train_batch_start(self, batch, batch_idx):
+                return -1 if self.current_epoch == 1 else None
+
+            def training_epoch_end(self, outputs):
+                self.ended.append(self.current_epoch)
+        """)
+    fixed = check_source(source.encode(), fix=True).new_source
+    assert fixed is not None
+    namespace: dict = {"BoringModel": BoringModel}
+    exec(compile(fixed.decode(), "fixed.py", "exec"), namespace)
+    model = namespace["Model"]()
+    model.ended = []
+    trainer = pl.Trainer(
+        max_epochs=3,
+        limit_train_batches=2,
+        limit_val_batches=0,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model)
+    assert model.ended == [0, 2]
