@@ -135,8 +135,8 @@ print(f"outputs in on_train_batch_end, requires grad: {undetached.outputs_seen.r
 # %%
 # The symptom
 # -----------
-# Besides the memory: epoch-end code that hands the undetached cache to NumPy, as scikit-learn and plotting code do,
-# stops with the error below (asserted further down).
+# Besides the memory: scikit-learn and plotting code take NumPy arrays. The run above handed the undetached cache
+# to NumPy at epoch end; the error it raised is printed below (asserted further down).
 print(f"{type(undetached.numpy_error).__name__}: {undetached.numpy_error}")
 
 # %%

@@ -122,9 +122,9 @@ assert (
 # %%
 # Consequence 1: a cache shared by training and validation
 # --------------------------------------------------------
-# Give each stage its own cache. One list appended to in both ``training_step`` and ``validation_step``, and
-# cleared in ``on_validation_epoch_end``, mixes the training batches into the validation summary and leaves the
-# training summary an empty cache, in the order the run above recorded.
+# Give each stage its own cache. The first module below appends to one list in both ``training_step`` and
+# ``validation_step`` and clears it in ``on_validation_epoch_end``; the second keeps one list per stage. The run
+# after them prints what each epoch-end hook finds in the cache.
 #
 # .. recipe-domain:: separate_caches_train separate_caches_validation
 

@@ -180,8 +180,8 @@ for module_class in (SkipsBatchOne, ManualReturnsNothing):
     print(f"  outputs received before the failure: {seen.outputs}")
 
 # %%
-# Both are ``KeyError: 'loss'``, raised at the first batch whose ``outputs`` is empty: batch 1 for the skipped
-# batch, batch 0 under manual optimization returning nothing.
+# The two errors printed above, and the ``outputs`` each callback received before it; the check below names the
+# batch each one stopped at.
 assert all(
     isinstance(error, KeyError)
     and error.args == ("loss",)

@@ -161,7 +161,7 @@ assert model.predict_step_outputs == {}
 # ``return_predictions=False``
 # ----------------------------
 # Large prediction runs often pass ``return_predictions=False``, to keep no batch's output for the return value:
-# :claim:`return-predictions-false-keeps-none`, and the callback that reads it fails in ``torch.cat``.
+# :claim:`return-predictions-false-keeps-none`. The callback that reads it runs below; its error is printed.
 reader_trainer = make_trainer([PredictionsReader()])
 reader_error = None
 try:
@@ -237,8 +237,8 @@ except TypeError as err:
     print(f"{type(err).__name__}: {err}")
 
 # %%
-# The three replacements above, with the same two loaders: the return value is one list per loader, and the
-# callback, the writer and the module each keep one tensor per loader.
+# The three replacements above, with the same two loaders; the run prints the shapes the return value and each
+# replacement hold, per loader.
 two_loader_model = PredictionCache()
 two_loader_model.load_state_dict(model.state_dict())
 reader, writer = PredictionsReader(), PredictionsWriter()
