@@ -705,7 +705,9 @@ def test_explore_prints_the_named_scenario_to_add_for_an_unexpected_cell(tmp_pat
     project = small_project(tmp_path, OLD_HOOK_PAGE.replace(", outputs):", "):"))
     small = scenarios.load_space(project / "matrix.toml")
     out = io.StringIO()
-    ran, found = explore.explore(small, project, minutes=0.001, seed=3, jobs=1, out=out)
+    ticks = iter([0.0, 0.0])  # the start and the first check of the budget; then an hour later: one batch runs
+    clock = lambda: next(ticks, 3600.0)  # noqa: E731
+    ran, found = explore.explore(small, project, minutes=1, seed=3, jobs=1, out=out, clock=clock)
     assert (ran, found) == (4, 3), out.getvalue()  # seed 3 draws none-batch-1 three times in four
     text = out.getvalue()
     assert "expected holds, got raises: KeyError: 'loss'" in text
