@@ -513,6 +513,23 @@ def test_a_legacy_block_appended_in_the_earlier_form_loads_and_migrates(tmp_path
     assert new.marker({"lightning": "2.6.6"}) == "Lightning 2.6.6 · 1 process"
 
 
+def test_a_claim_about_torch_names_the_torch_it_ran_on_in_its_marker(tmp_path):
+    """``about = "torch"``: the claim states torch's behaviour, so its marker names the installed torch beside
+    Lightning; an unknown library is refused, naming the file and the line."""
+    body = 'text = "a detached loss keeps its storage"\nscope = {{ processes = 1 }}{about}\n'
+    body += 'evidence = [{{ assert = "gallery/two.py", message = "m" }}]\n'
+    path = tmp_path / "claims.toml"
+    path.write_text("[claim.c]\n" + body.format(about='\nabout = "torch"'), encoding="utf-8")
+    [claim] = claims.load_claims(path).values()
+    assert claim.marker({"lightning": "2.6.6", "torch": "2.13.0"}) == "Lightning 2.6.6 · torch 2.13.0 · 1 process"
+    path.write_text("[claim.c]\n" + body.format(about=""), encoding="utf-8")
+    [plain] = claims.load_claims(path).values()
+    assert plain.marker({"lightning": "2.6.6", "torch": "2.13.0"}) == "Lightning 2.6.6 · 1 process"
+    path.write_text("\n[claim.c]\n" + body.format(about='\nabout = "numpy"'), encoding="utf-8")
+    with pytest.raises(claims.ClaimsError, match=r"claims.toml:2: claim c: about 'numpy' is none of torch"):
+        claims.load_claims(path)
+
+
 def test_the_real_claims_file_and_its_evidence_that_needs_no_build():
     """data/claims.toml loads under every wording and scope rule; every recorded-run and changelog evidence holds
     on the committed records and the registry; every assert evidence names a top-level assert of its page (whether

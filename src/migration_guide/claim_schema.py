@@ -25,6 +25,9 @@ A claim (``[claim.<id>]``):
     :data:`LEGACY_CHECKED` are read as their scope, so a block appended in that form still loads.
 ``general``
     ``true`` for a claim about every scenario of the scenario matrix (evidence: ``matrix``, ``scenarios = "all"``).
+``about``
+    the library whose behaviour the claim states, when it is not Lightning's (one of :data:`ABOUT`: ``"torch"``,
+    ``"torchmetrics"``): the marker names that library's installed release beside Lightning's.
 ``evidence``
     a list of inline tables, each told apart by its first key (:data:`EVIDENCE_KINDS`).
 """
@@ -44,8 +47,11 @@ CLAIM_KEYS = {
     "scope": "the configuration the evidence ran in: a table of SCOPE_AXES values (a list: each of them)",
     "checked": "the earlier form of scope: a phrase of the wording (see LEGACY_CHECKED)",
     "general": "true for a claim about every scenario of the scenario matrix",
+    "about": "the library whose behaviour it states, when not Lightning's: one of ABOUT",
     "evidence": "a list of evidence tables",
 }
+#: The libraries a claim may be about besides Lightning (its ``about``), each a package the build installs.
+ABOUT = ("torch", "torchmetrics")
 
 #: The axes of a claim's configuration: each with the type of its value and how the marker words it.
 SCOPE_AXES: dict[str, tuple[type, str]] = {

@@ -507,6 +507,8 @@ class Claim:
     evidence: tuple[Evidence, ...]
     line: int = 0
     scope: dict[str, Any] = field(default_factory=dict)
+    #: the library whose behaviour it states, when not Lightning's (``claim_schema.ABOUT``)
+    about: str | None = None
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -534,7 +536,11 @@ class Claim:
             return "Lightning's changelog"
         words = [f"Lightning {', '.join(self.releases(versions))}"] if self.releases(versions) else []
         torches = sorted({t for e in self.evidence if isinstance(e, RecordedEvidence) and (t := e.torch())})
+        if self.about == "torch" and self.on_build:
+            torches = sorted({*torches, versions["torch"]})  # a torch fact: the torch it ran on
         words += [f"torch {', '.join(torches)}"] if torches else []  # the 1.x releases ran with this torch
+        if self.about not in (None, "torch") and self.on_build:
+            words.append(f"{self.about} {versions[self.about]}")
         words += ["every scenario"] if self.general else claim_schema.scope_words(self.scope)
         return " · ".join(words)
 
@@ -769,7 +775,10 @@ def load_claims(path: Path) -> dict[str, Claim]:
                 if release is not None:
                     raise ClaimsError(f"{where}: the wording names the release of its changelog evidence, {release}")
         _check_wording(where, wording, evidence, legacy)
-        claim_data = Claim(claim_id, wording, checked, general, evidence, line, scope)
+        about = table.get("about")
+        if about is not None and about not in claim_schema.ABOUT:
+            raise ClaimsError(f"{where}: about {about!r} is none of {', '.join(claim_schema.ABOUT)}")
+        claim_data = Claim(claim_id, wording, checked, general, evidence, line, scope, about)
         if general:
             if not all(
                 e.kind == "matrix" and e.fields["scenarios"] == "all" and "outcome" not in e.fields for e in evidence
