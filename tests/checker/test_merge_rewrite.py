@@ -49,11 +49,18 @@ class Model(pl.LightningModule):
         self.losses.append(loss.detach())
         return loss
 
+    def on_train_epoch_start(self):
+        self.train_batches_this_epoch = 0  # counted in on_train_batch_end
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        self.train_batches_this_epoch += 1
+
     def on_train_epoch_end(self):
         \"\"\"Log it.\"\"\"
         # the epoch's mean
-        self.epoch_mean = torch.stack(self.losses).mean()  # made here
-        self.losses.clear()
+        if self.train_batches_this_epoch:  # a batch was trained this epoch
+            self.epoch_mean = torch.stack(self.losses).mean()  # made here
+            self.losses.clear()
         self.log("epoch_mean", self.epoch_mean)
 """
 
@@ -105,7 +112,10 @@ class Model(pl.LightningModule):
 """
     findings, new = fixed(source)
     assert findings == [("LM001", PROVEN)]
-    assert new.endswith(f"class Model(pl.LightningModule):\n    def on_train_epoch_end(self):\n        {expected}\n")
+    if old_body == "self.n = 1":  # code moved in runs only in an epoch that trained a batch
+        expected = "if self.train_batches_this_epoch:  # a batch was trained this epoch\n            self.n = 1"
+    assert new.endswith(f"\n    def on_train_epoch_end(self):\n        {expected}\n")
+    assert ("train_batches_this_epoch" in new) == (old_body == "self.n = 1")  # nothing to skip: no count
 
 
 REFUSED = {
@@ -216,3 +226,14 @@ def test_a_project_callback_that_may_read_the_module_keeps_the_merge_opt_in(tmp_
     assert code == 1 and "def training_epoch_end(self, outputs):" in text
     assert "LM001 unsafe fix, merge into `on_train_epoch_end`: the project's callback `Show` defines" in text
     assert [line for line in lines if "[unsafe fix not applied]" in line]
+
+
+def test_where_the_count_cannot_be_added_the_merge_is_opt_in_and_says_why():
+    """The moved code must be skipped in an epoch that trains no batch, as 1.9.5 skipped ``training_epoch_end``: where
+    the count cannot be added (here the class binds ``on_train_batch_end`` to another callable), the merge is
+    opt-in and its marker says why."""
+    source = BESIDE.replace("    def training_step", "    on_train_batch_end = print\n\n    def training_step")
+    findings, new = fixed(source)
+    assert findings == [("LM001", "unsafe")]
+    assert "in an epoch that trains no batch the moved code runs, where `training_epoch_end` was skipped" in new
+    assert "the class binds `on_train_batch_end` at line 6 other than with a `def`" in new

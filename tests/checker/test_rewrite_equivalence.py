@@ -28,11 +28,7 @@ NOT_RUN_ON_1X = {
 }
 #: A shape that gives other values than the newest 1.x release that ran it, in one configuration, and why: the rule
 #: page says so through the claim named.
-DIFFERS = {
-    ("module_training_epoch_end_merged.py", "epoch_without_batches"): "the merged body has no cache to tell that no "
-    "step ran: it runs in the epoch without a batch, where 1.9.5 skipped training_epoch_end (claim "
-    "old-training-epoch-end-skipped-without-batches, on the LM001 page)",
-}
+DIFFERS: dict[tuple[str, str], str] = {}
 
 
 def _records() -> dict[str, dict]:

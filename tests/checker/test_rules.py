@@ -149,8 +149,15 @@ PAIRS = [
         import lightning as L
 
         class M(L.LightningModule):
+            def on_train_epoch_start(self):
+                self.train_batches_this_epoch = 0  # counted in on_train_batch_end
+
+            def on_train_batch_end(self, outputs, batch, batch_idx):
+                self.train_batches_this_epoch += 1
+
             def on_train_epoch_end(self):
-                self.n = 1
+                if self.train_batches_this_epoch:  # a batch was trained this epoch
+                    self.n = 1
                 self.log("n", float(self.n))
         """,
         ["LM001"],

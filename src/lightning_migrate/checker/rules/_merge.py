@@ -15,10 +15,11 @@ It is made only where the two bodies joined run as the two calls did: the old bo
 ``await`` of its own (the existing code would be skipped), the two bodies share no local name, both name the module
 alike, and nothing else decides which one runs (a subclass defining either, a decorator, ``async``). Its shape,
 ``training-epoch-end/merged``, is proven by the row of the scenario matrix that runs ``data/rewrites``'s file of
-that shape (:mod:`..proven`): run in the other order, that file logs the epoch before's value. One configuration
-differs, and the LM001 page says so: 1.9.5 skipped ``training_epoch_end`` in an epoch that completed no batch (its
-loop calls it only when the epoch's outputs list is not empty), where the merged body runs (the equivalence runs'
-``epoch_without_batches``).
+that shape (:mod:`..proven`): run in the other order, that file logs the epoch before's value. 1.9.5 skipped
+``training_epoch_end`` in an epoch that completed no batch (its loop calls it only when the epoch's outputs list is
+not empty; the equivalence runs' ``epoch_without_batches``), so the moved code goes inside an ``if`` on the count of
+the epoch's batches that the counted rename keeps (:func:`._rename.add_count`); where that count cannot be added,
+the merge is **unsafe**.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from lightning_migrate.checker.base import (
     positional,
 )
 from lightning_migrate.checker.rules._caching import _changes_nothing_outside, _readers
+from lightning_migrate.checker.rules._rename import COUNTER, add_count, count_refusal, this
 
 #: The old methods whose order beside their replacement a 1.x release recorded (``training-epoch-end-outputs-
 #: lifetime``): registry pattern -> the suffix of the shape the merge writes.
@@ -92,9 +94,17 @@ def merge_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_hoo
         f"the body of `{old_name}` runs at the head of `{new_hook}`: 1.x ran it before every callback's "
         f"`{new_hook}`, 2.x runs the module's hook after the callbacks'"
     )
+    refusal = count_refusal(ctx, new_hook)
+    if refusal is not None:
+        why = (
+            f"merge into `{new_hook}`: in an epoch that trains no batch the moved code runs, where `{old_name}` was "
+            f"skipped (the count that would skip it is not added: {refusal})"
+        )
+        return Fix(UNSAFE, _merge(old_name, new_hook, False), on_class=True, description=f"merge into {new_hook}, "
+                   "before its own code", risk=why, removes=True, shape=shape, withheld=why)  # fmt: skip
     return Fix(
         PROVEN if shape in proven.shapes() and not readers else UNSAFE,
-        _merge(old_name, new_hook),
+        _merge(old_name, new_hook, True),
         on_class=True,
         description=f"merge into {new_hook}, before its own code",
         risk=risk,
@@ -109,7 +119,10 @@ def merge_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_hoo
     )
 
 
-def _merge(old_name: str, new_hook: str):
+def _merge(old_name: str, new_hook: str, counted: bool):
+    """The merge's ``apply``; ``counted``: the moved code runs only when the epoch trained a batch, counted by
+    :func:`._rename.add_count`."""
+
     def apply(node: cst.CSTNode) -> cst.CSTNode:
         assert isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock)
         body = list(node.body.body)
@@ -120,6 +133,16 @@ def _merge(old_name: str, new_hook: str):
         if moved and isinstance(moved[0], Statement):  # the comments above the old method go with its code
             comments = [line for line in old.leading_lines if line.comment is not None]
             moved[0] = moved[0].with_changes(leading_lines=[*comments, *moved[0].leading_lines])
+        if counted and moved:
+            above = moved[0].leading_lines if isinstance(moved[0], Statement) else ()
+            if isinstance(moved[0], Statement):
+                moved[0] = moved[0].with_changes(leading_lines=[])
+            comment = cst.Comment("# a batch was trained this epoch")
+            block = cst.IndentedBlock(
+                body=moved, header=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=comment)
+            )
+            test = cst.parse_expression(f"{this(new)}.{COUNTER}")
+            moved = [cst.If(test=test, body=block, leading_lines=above)]
         own = list(new.body.body)
         head = own[:1] if own and is_docstring(own[0]) else []
         rest = [s for s in own[len(head) :] if not (moved and _is_pass(s))]
@@ -128,6 +151,8 @@ def _merge(old_name: str, new_hook: str):
         if body[0] is old and kept and isinstance(kept[0], Statement):  # now the body's first: no blank line above
             lines = [line for line in kept[0].leading_lines if line.comment is not None]
             kept[0] = kept[0].with_changes(leading_lines=lines)
+        if counted and moved:  # an empty old body leaves nothing to skip
+            kept = add_count(kept, new_hook)
         return node.with_changes(body=node.body.with_changes(body=kept))
 
     return apply

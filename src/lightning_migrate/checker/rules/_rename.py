@@ -93,9 +93,12 @@ def rename_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_ho
     return Fix(UNSAFE, rename, description=description, risk=why, withheld=why, dropped=dropped, new_name=new_hook)
 
 
-def _counted(ctx: ClassContext, old_hook: str, new_hook: str, params: list[str], shape: str) -> Fix | str:
-    """The counted rename of a module's ``training_epoch_end``, or why it is not made (a phrase for the marker)."""
-    start_hook, batch_hook = hooks = (START_HOOK, BATCH_HOOK)
+def count_refusal(ctx: ClassContext, new_hook: str) -> str | None:
+    """Why the count of the epoch's batches (:func:`add_count`) cannot be added to the class of ``ctx``, whose
+    ``new_hook`` (``on_train_epoch_end``) will read it, or ``None``: a hook bound otherwise than with a ``def``, an
+    ``async`` one, the counter's name taken, or a base, Lightning's class or a subclass defining a hook the count
+    would add over it."""
+    hooks = (START_HOOK, BATCH_HOOK)
     for name in hooks:
         if name in ctx.bindings:
             return f"the class binds `{name}` at line {ctx.bindings[name]} other than with a `def`"
@@ -115,50 +118,70 @@ def _counted(ctx: ClassContext, old_hook: str, new_hook: str, params: list[str],
     for name in (*hooks, new_hook):
         if _subclass_defines(ctx, name):
             return f"a subclass defines `{name}` of its own"
+    return None
+
+
+def _method(body: list[cst.BaseStatement], name: str) -> int | None:
+    return next((i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+
+
+def this(func: cst.FunctionDef) -> str:
+    """The name a method calls its object by (its first parameter: ``self`` as a rule)."""
+    first = func.params.posonly_params[:1] or func.params.params[:1]
+    return first[0].name.value if first else "self"
+
+
+def add_count(body: list[cst.BaseStatement], new_hook: str) -> list[cst.BaseStatement]:
+    """``body`` (a class body that defines ``new_hook``) with the count of the epoch's batches: reset in
+    :data:`START_HOOK`, counted in :data:`BATCH_HOOK` -- at the head of the class's own hook, or in a new one right
+    above ``new_hook``."""
+    body = list(body)
+    added = [
+        (START_HOOK, f"{{me}}.{COUNTER} = 0  # counted in {BATCH_HOOK}\n", f"def {START_HOOK}(self):\n"),
+        (BATCH_HOOK, f"{{me}}.{COUNTER} += 1\n", f"def {BATCH_END_SIGNATURE}:\n"),
+    ]
+    for name, line, header in added:
+        existing = _method(body, name)
+        if existing is not None:
+            func = body[existing]
+            assert isinstance(func, cst.FunctionDef)
+            body[existing] = _prepend(func, _statements([line.format(me=this(func))]))
+            continue
+        end = _method(body, new_hook)  # the new method goes right above the epoch-end hook
+        assert end is not None  # the caller's class defines it
+        hook = body[end]
+        assert isinstance(hook, cst.FunctionDef)
+        body[end : end + 1] = _above(_statement(header + "    " + line.format(me="self")), hook)
+    return body
+
+
+def _counted(ctx: ClassContext, old_hook: str, new_hook: str, params: list[str], shape: str) -> Fix | str:
+    """The counted rename of a module's ``training_epoch_end``, or why it is not made (a phrase for the marker)."""
+    refusal = count_refusal(ctx, new_hook)
+    if refusal is not None:
+        return refusal
 
     def apply(class_node: cst.CSTNode) -> cst.CSTNode:
         if not isinstance(class_node, cst.ClassDef) or not isinstance(class_node.body, cst.IndentedBlock):
             return class_node  # pragma: no cover - the rule found the method in this class's block
         body: list[cst.BaseStatement] = list(class_node.body.body)
-
-        def method(name: str) -> int | None:
-            return next(
-                (i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == name), None
-            )
-
-        at = method(old_hook)
+        at = _method(body, old_hook)
         if at is None:  # pragma: no cover - the rule found the method in this class
             return class_node
         old = body[at]
         assert isinstance(old, cst.FunctionDef)
         renamed = with_name(new_hook, set(params))(old)
         assert isinstance(renamed, cst.FunctionDef)
-        skip = f"if not self.{COUNTER}:  # no batch was trained this epoch\n    return\n"
+        skip = f"if not {this(old)}.{COUNTER}:  # no batch was trained this epoch\n    return\n"
         body[at] = _prepend(renamed, _statements([skip]))
-        added = [
-            (start_hook, f"self.{COUNTER} = 0  # counted in {batch_hook}\n", f"def {start_hook}(self):\n"),
-            (batch_hook, f"self.{COUNTER} += 1\n", f"def {BATCH_END_SIGNATURE}:\n"),
-        ]
-        for name, line, header in added:
-            existing = method(name)
-            if existing is not None:
-                func = body[existing]
-                assert isinstance(func, cst.FunctionDef)
-                body[existing] = _prepend(func, _statements([line]))
-                continue
-            end = method(new_hook)  # the new method goes right above the epoch-end hook
-            assert end is not None  # renamed above
-            hook = body[end]
-            assert isinstance(hook, cst.FunctionDef)
-            body[end : end + 1] = _above(_statement(header + "    " + line), hook)
-        return class_node.with_changes(body=class_node.body.with_changes(body=body))
+        return class_node.with_changes(body=class_node.body.with_changes(body=add_count(body, new_hook)))
 
     return Fix(
         PROVEN if shape in proven.shapes() else UNSAFE,
         apply,
         on_class=True,
         description=f"rename to {new_hook}(self), counting the epoch's batches in self.{COUNTER}",
-        risk=f"a subclass outside the checked files that overrides `{batch_hook}` without `super()` would count "
+        risk=f"a subclass outside the checked files that overrides `{BATCH_HOOK}` without `super()` would count "
         "no batch, and the renamed hook would never run",
         withheld=f"the counted rename of `{old_hook}`, a shape no row of the scenario matrix proves",
         dropped=tuple(params),
