@@ -235,5 +235,5 @@ def test_where_the_count_cannot_be_added_the_merge_is_opt_in_and_says_why():
     source = BESIDE.replace("    def training_step", "    on_train_batch_end = print\n\n    def training_step")
     findings, new = fixed(source)
     assert findings == [("LM001", "unsafe")]
-    assert "in an epoch that trains no batch the moved code runs, where `training_epoch_end` was skipped" in new
+    assert "merge into `on_train_epoch_end` without the count of the epoch's batches that guards the moved code" in new
     assert "the class binds `on_train_batch_end` at line 6 other than with a `def`" in new

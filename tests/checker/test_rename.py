@@ -94,7 +94,9 @@ def test_where_the_count_cannot_be_added_the_rename_is_opt_in_and_says_why(extra
     )
     assert tier(source) == UNSAFE
     fixed = unwrapped(fix(source))
-    assert "LM001 unsafe fix, in an epoch that trains no batch the renamed hook runs" in fixed, fixed
+    assert "LM001 unsafe fix, rename without the count of the epoch's batches that guards the renamed hook" in fixed, (
+        fixed
+    )
     assert reason in fixed, fixed
     assert "def training_epoch_end(self, outputs):" in fixed  # nothing renamed without --unsafe-fixes
 
@@ -133,7 +135,10 @@ def test_a_callback_that_may_read_the_module_at_that_epoch_end_makes_the_rename_
     code, lines, _ = run(["--fix", tmp_path / "m.py"], capsys)
     assert code == 1 and "[unsafe fix not applied]" in lines[0]
     fixed = unwrapped((tmp_path / "m.py").read_text())
-    assert "the project's callback `Report` (m.py) defines `on_validation_epoch_end`" in fixed
+    assert (
+        "the project's callback `Report` (m.py) defines `on_validation_epoch_end` and may read what this method does"
+        in fixed
+    )
     assert "def validation_epoch_end(self, outputs):" in fixed
     # a callback that reads nothing of the module, and a body that changes nothing outside its call, keep it safe
     quiet = READER.replace("print(pl_module.best)", 'print("done")')

@@ -96,10 +96,7 @@ def merge_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_hoo
     )
     refusal = count_refusal(ctx, new_hook)
     if refusal is not None:
-        why = (
-            f"merge into `{new_hook}`: in an epoch that trains no batch the moved code runs, where `{old_name}` was "
-            f"skipped (the count that would skip it is not added: {refusal})"
-        )
+        why = f"merge into `{new_hook}` without the count of the epoch's batches that guards the moved code: {refusal}"
         return Fix(UNSAFE, _merge(old_name, new_hook, False), on_class=True, description=f"merge into {new_hook}, "
                    "before its own code", risk=why, removes=True, shape=shape, withheld=why)  # fmt: skip
     return Fix(

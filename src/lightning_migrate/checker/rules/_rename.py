@@ -77,8 +77,8 @@ def rename_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_ho
     if readers:
         where, name = readers[0]
         why = (
-            f"the project's callback `{name}` ({where}) defines `{new_hook}`: `{func.name.value}` ran before it, the "
-            f"renamed hook runs after it, so what it reads of this hook's work is one epoch older"
+            f"the project's callback `{name}` ({where}) defines `{new_hook}` and may read what this method does, in "
+            "the other order after the rename"
         )
         return Fix(UNSAFE, rename, description=description, risk=why, withheld=why, dropped=dropped, new_name=new_hook)
     if pattern_id not in COUNTED:
@@ -86,10 +86,7 @@ def rename_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_ho
     counted = _counted(ctx, func.name.value, new_hook, params, COUNTED[pattern_id])
     if isinstance(counted, Fix):
         return counted
-    why = (
-        f"in an epoch that trains no batch the renamed hook runs, where `{func.name.value}` was skipped "
-        f"(the count that would skip it is not added: {counted})"
-    )
+    why = f"rename without the count of the epoch's batches that guards the renamed hook: {counted}"
     return Fix(UNSAFE, rename, description=description, risk=why, withheld=why, dropped=dropped, new_name=new_hook)
 
 
