@@ -845,7 +845,9 @@ def reasons(sentence: str, context: str = "") -> list[str]:
     if not _instruction(sentence.split()) and _fragment(context, sentence):
         found.append("fragment")  # "The same setting with validation_epoch_end defined: refused all the same."
     for part in sentence.split("\x00"):
-        found += [reason for reason, rule in (SIXTH_ROUND | SEVENTH_ROUND | EIGHTH_ROUND).items() if rule(part)]
+        found += [
+            reason for reason, rule in (SIXTH_ROUND | SEVENTH_ROUND | EIGHTH_ROUND | TENTH_ROUND).items() if rule(part)
+        ]
     return found
 
 
@@ -1889,6 +1891,36 @@ EIGHTH_ROUND = {
     "manual optimization": _manual_optimization,
     "outputs subject": _outputs_subject,
 }
+
+#: An exception's name, as a sentence of the site prints it (its literal's backticks gone or kept).
+ERROR_NAME = r"`*(?:[A-Z]\w*(?:Error|Exception)|StopIteration)\b"
+#: A run's outcome stated as a fact: code that fails, raises or stops with an exception or in a named function
+#: ("the callback that reads it fails in torch.cat", "it raises a KeyError"), or an error as what something is
+#: ("Both are KeyError: 'loss'").
+OUTCOME = re.compile(
+    r"\b(?:fails|failed|raises|raised|stops|stopped|crashes|crashed|dies|died)\s+(?:\S+\s+){0,3}?"
+    r"(?:(?:with|in|at)\s+`*[a-z_]+\.[a-z_]+|(?:(?:a|an|the)\s+)?" + ERROR_NAME + ")"
+    r"|\b(?:is|are|was|were)\s+(?:(?:a|an)\s+)?" + ERROR_NAME
+)
+#: Words that make the outcome a possibility, a condition or the reader's to avoid, not a fact the run shows.
+OUTCOME_MODALS = {"would", "could", "may", "might", "can", "must", "should", "if", "unless", "when", "whenever"}
+
+
+def _outcome(part: str) -> bool:
+    """Whether the clause states how a run ended -- the code failed, raised or stopped, with an exception or in a
+    named function, or an error is what something was -- as a fact, outside a claim: what Lightning or torch did to
+    it. Pointing at the run ("the error below", "printed above"), a modal or a condition, an instruction, and the
+    checker's own errors (``lightning_migrate``'s ``RewriteError``) are not."""
+    words = part.split()
+    if not OUTCOME.search(part) or _instruction(words):
+        return False
+    lowered = {w.lower().strip(",.;:()`") for w in words}
+    if lowered & OUTCOME_MODALS or lowered & {"below", "above", "printed", "prints"}:
+        return False
+    return "lightning_migrate" not in part and "lightning-migrate" not in part
+
+
+TENTH_ROUND = {"outcome": _outcome}
 
 
 @dataclass(frozen=True)
@@ -3259,6 +3291,31 @@ def test_no_sentence_on_the_site_speaks_of_lightning_outside_a_claim(site):
     assert findings == [], f"{len(findings)} typed sentences:\n" + "\n".join(map(str, findings))
     stale = [key for key in ALLOWED if key[1] and key not in used]  # an allowance no flagged sentence needs goes
     assert stale == [], f"allowed by name but flagged nowhere: {stale}"
+
+
+#: The tenth round: a run's outcome typed as a fact (an exception, a function it failed in).
+TYPED_TENTH = [
+    "Both are ``KeyError: 'loss'``, raised at the first batch whose ``outputs`` is empty.",
+    "The callback that reads it fails in ``torch.cat``.",
+    "The second fit raises a ``RuntimeError`` at the first batch.",
+    "the old hook failed with TypeError after a whole epoch",
+    "What it received was a ValueError.",
+]
+ORDINARY_TENTH = [
+    "The callback that reads it runs below; its error is printed.",
+    "A module whose step returns a bare tensor would fail with a ``KeyError``.",
+    "If the list is empty, the page's code raises a RuntimeError.",
+    "Catch the ``TypeError`` and print it.",
+    "The two errors printed above, and the outputs each callback received before it.",
+    "lightning_migrate.checker.rewrite_source raises RewriteError naming file:line.",
+    "A run that stopped half-way leaves nothing behind.",
+]
+
+
+def test_the_tenth_rounds_rule_flags_a_typed_outcome_and_passes_ordinary_ones():
+    missed = [s for s in TYPED_TENTH if not any("outcome" in reasons(p) for p in sentences(unmarked(s), heading=False))]
+    wrong = [(s, reasons(p)) for s in ORDINARY_TENTH for p in sentences(unmarked(s), heading=False) if flagged(p)]
+    assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
 
 
 if __name__ == "__main__":

@@ -133,8 +133,11 @@ def test_diff_writes_nothing_and_fix_writes(tree, capsys):
     # renamed, with the count that skips the hook in an epoch that trains no batch, as 1.9.5 skipped the old one
     assert child.read_text() == CHILD.replace(
         "    def training_epoch_end(self, outputs):\n",
+        "    def __init__(self, *args, **kwargs):\n"
+        "        super().__init__(*args, **kwargs)\n"
+        "        self.train_batches_this_epoch = 0  # the batches trained this epoch, counted in on_train_batch_end\n\n"
         "    def on_train_epoch_start(self):\n"
-        "        self.train_batches_this_epoch = 0  # counted in on_train_batch_end\n\n"
+        "        self.train_batches_this_epoch = 0\n\n"
         "    def on_train_batch_end(self, outputs, batch, batch_idx):\n"
         "        self.train_batches_this_epoch += 1\n\n"
         "    def on_train_epoch_end(self):\n"

@@ -44,13 +44,17 @@ import pytorch_lightning as pl
 
 
 class Model(pl.LightningModule):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.train_batches_this_epoch = 0  # the batches trained this epoch, counted in on_train_batch_end
+
     def training_step(self, batch, batch_idx):
         loss = self(batch).sum()
         self.losses.append(loss.detach())
         return loss
 
     def on_train_epoch_start(self):
-        self.train_batches_this_epoch = 0  # counted in on_train_batch_end
+        self.train_batches_this_epoch = 0
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
         self.train_batches_this_epoch += 1
@@ -58,6 +62,7 @@ class Model(pl.LightningModule):
     def on_train_epoch_end(self):
         \"\"\"Log it.\"\"\"
         # the epoch's mean
+        # What the epoch gave.
         if self.train_batches_this_epoch:  # a batch was trained this epoch
             self.epoch_mean = torch.stack(self.losses).mean()  # made here
             self.losses.clear()
@@ -237,3 +242,38 @@ def test_where_the_count_cannot_be_added_the_merge_is_opt_in_and_says_why():
     assert findings == [("LM001", "unsafe")]
     assert "merge into `on_train_epoch_end` without the count of the epoch's batches that guards the moved code" in new
     assert "the class binds `on_train_batch_end` at line 6 other than with a `def`" in new
+
+
+def test_a_one_line_method_is_merged_and_the_old_methods_words_are_kept():
+    """A one-line ``def`` on either side is merged (it stopped the whole run with an ``AssertionError``); the old
+    method's docstring becomes comments above its code, and its last comment stays below it."""
+    source = """\
+import pytorch_lightning as pl
+
+
+class Model(pl.LightningModule):
+    def training_epoch_end(self, outputs):
+        \"\"\"Reset the epoch cache.\"\"\"
+        self.x = 1
+        # TODO: more
+    def on_train_epoch_end(self): self.y = 2
+
+
+class Short(pl.LightningModule):
+    def training_epoch_end(self, outputs): self.x = 1
+    def on_train_epoch_end(self):
+        self.y = 2
+"""
+    findings, new = fixed(source)
+    assert findings == [("LM001", PROVEN), ("LM001", PROVEN)]
+    merged = (
+        "    def on_train_epoch_end(self):\n"
+        "{docstring}"
+        "        if self.train_batches_this_epoch:  # a batch was trained this epoch\n"
+        "            self.x = 1\n"
+        "{todo}"
+        "        self.y = 2\n"
+    )
+    assert merged.format(docstring="        # Reset the epoch cache.\n", todo="            # TODO: more\n") in new
+    assert new.endswith(merged.format(docstring="", todo=""))
+    compile(new, "merged.py", "exec")

@@ -31,11 +31,15 @@ import lightning.pytorch as pl
 
 
 class Model(pl.LightningModule):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.train_batches_this_epoch = 0  # the batches trained this epoch, counted in on_train_batch_end
+
     def training_step(self, batch, batch_idx):
         return self(batch).sum()
 
     def on_train_epoch_start(self):
-        self.train_batches_this_epoch = 0  # counted in on_train_batch_end
+        self.train_batches_this_epoch = 0
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
         self.train_batches_this_epoch += 1
@@ -182,3 +186,87 @@ def test_the_counted_rename_skips_the_body_in_an_epoch_without_a_batch_on_the_in
     )
     trainer.fit(model)
     assert model.ended == [0, 2]
+
+
+def test_the_count_is_made_in_init_so_a_fit_resumed_mid_epoch_runs(tmp_path):
+    """A fit resumed from a checkpoint saved mid-epoch calls no ``on_train_epoch_start`` for the epoch it resumes (the
+    first version of the count raised ``AttributeError`` there, in the scenario matrix's ``resume-mid-epoch`` runs):
+    the count is made in ``__init__``, and the renamed body runs at the end of the resumed epoch and the next, as
+    1.9.5 ran ``training_epoch_end``."""
+    pl = pytest.importorskip("lightning.pytorch")
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.demos.boring_classes import BoringModel
+
+    source = textwrap.dedent("""\
+        from lightning.pytorch.demos.boring_classes import BoringModel
+
+
+        class Model(BoringModel):
+            def training_epoch_end(self, outputs):
+                ENDED.append(self.current_epoch)
+        """)
+    fixed = check_source(source.encode(), fix=True).new_source
+    assert fixed is not None and b"self.train_batches_this_epoch = 0  # the batches trained" in fixed
+    ended: list[int] = []
+    namespace: dict = {"BoringModel": BoringModel, "ENDED": ended}
+    exec(compile(fixed.decode(), "fixed.py", "exec"), namespace)
+
+    def trainer(**kwargs):
+        return pl.Trainer(
+            max_epochs=2, limit_train_batches=2, limit_val_batches=0, logger=False, enable_progress_bar=False,
+            enable_model_summary=False, default_root_dir=tmp_path, **kwargs,
+        )  # fmt: skip
+
+    saving = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=1, save_top_k=-1, filename="{step}")
+    trainer(callbacks=[saving]).fit(namespace["Model"]())
+    assert ended == [0, 1]
+    ended.clear()
+    trainer().fit(namespace["Model"](), ckpt_path=tmp_path / "step=1.ckpt")  # after batch 0 of epoch 0
+    assert ended == [0, 1]
+
+
+def test_the_count_goes_into_the_definition_python_binds():
+    """A class that defines ``on_train_epoch_start`` twice runs the second: the reset goes there."""
+    source = SCHEDULED + "\n    def on_train_epoch_start(self):\n        pass\n\n    def on_train_epoch_start(self):\n"
+    source += "        self.seen = 0\n"
+    fixed = fix(source)
+    assert "def on_train_epoch_start(self):\n        pass\n" in fixed
+    assert "def on_train_epoch_start(self):\n        self.train_batches_this_epoch = 0\n        self.seen = 0" in fixed
+
+
+def test_a_base_that_uses_the_counters_name_makes_the_rename_opt_in():
+    source = SCHEDULED.replace(
+        "class Model(pl.LightningModule):",
+        "class Base(pl.LightningModule):\n    def setup(self, stage):\n        self.train_batches_this_epoch = 4\n"
+        "\n\nclass Model(Base):",
+    )
+    assert tier(source) == UNSAFE
+    assert "base class `Base`'s file uses `.train_batches_this_epoch`" in unwrapped(fix(source))
+
+
+def test_lightnings_own_callback_made_in_the_checked_files_may_read_the_module():
+    """``ModelPruning`` prunes in its ``on_train_epoch_end``: the renamed hook would run after it, where
+    ``training_epoch_end`` ran before (the breaker's sparsity run: 0.0, 0.25, 0.5 on 1.9.5; 0.25, 0.5, 0.625 after a
+    plain rename). A checkpoint callback, which reads only what was logged, is not such a reader."""
+    pruned = SCHEDULED + (
+        "\n\nfrom lightning.pytorch.callbacks import ModelCheckpoint, ModelPruning\n\n"
+        'trainer = pl.Trainer(callbacks=[ModelPruning("l1_unstructured", amount=0.25)])\n'
+    )
+    assert tier(pruned) == UNSAFE
+    assert "the project's callback `ModelPruning` (<source>) defines `on_train_epoch_end`" in unwrapped(fix(pruned))
+    checkpointed = pruned.replace('ModelPruning("l1_unstructured", amount=0.25)', "ModelCheckpoint()")
+    assert tier(checkpointed) != UNSAFE
+
+
+@pytest.mark.parametrize(
+    "keeps",
+    ["self.modules.append(pl_module)", 'self.refs["model"] = pl_module', "self.model = pl_module"],
+    ids=["a call", "an item", "an attribute"],
+)
+def test_a_callback_that_keeps_the_module_in_another_hook_may_read_it(keeps):
+    source = READER.replace(
+        "    def on_validation_epoch_end(self, trainer, pl_module):\n        print(pl_module.best)",
+        f"    def setup(self, trainer, pl_module, stage):\n        {keeps}\n\n"
+        "    def on_validation_epoch_end(self, trainer, pl_module):\n        print(self.seen)",
+    )
+    assert tier(source) == UNSAFE, keeps

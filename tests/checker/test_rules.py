@@ -149,8 +149,12 @@ PAIRS = [
         import lightning as L
 
         class M(L.LightningModule):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.train_batches_this_epoch = 0  # the batches trained this epoch, counted in on_train_batch_end
+
             def on_train_epoch_start(self):
-                self.train_batches_this_epoch = 0  # counted in on_train_batch_end
+                self.train_batches_this_epoch = 0
 
             def on_train_batch_end(self, outputs, batch, batch_idx):
                 self.train_batches_this_epoch += 1

@@ -428,6 +428,15 @@ def _find_readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, s
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and any(k.arg == hook for k in node.keywords):
                 found.append((where, dotted(node.func) or "<a callback made by a call>"))
+            if isinstance(node, ast.Call) and (name := dotted(node.func)):
+                made = project.classify(info, [name])  # Lightning's own callback, made here: ModelPruning(...)
+                if (
+                    made.kind == CALLBACK
+                    and made.via is not None
+                    and hook in hook_names.load()["classes"].get(made.via, ())
+                    and not (stage == "train" and made.via in registry.MONITORING_CALLBACKS)
+                ):
+                    found.append((where, name))
             if not isinstance(node, ast.ClassDef):
                 continue
             kind = project.classify(info, [dotted(base) for base in node.bases])
@@ -471,9 +480,13 @@ def _reads_nothing(hook: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.Clas
         for node in ast.walk(item):
             if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                to_self = any(isinstance(t, ast.Attribute) for t in targets)
+                to_self = any(isinstance(t, ast.Attribute | ast.Subscript) for t in targets)
                 if to_self and kept & {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}:
-                    return False  # self.module = pl_module in setup: read later through self
+                    return False  # self.module = pl_module, self.refs["model"] = pl_module: read later through self
+            if isinstance(node, ast.Call):
+                handed = [*node.args, *(k.value for k in node.keywords)]
+                if any(isinstance(a, ast.Name) and a.id in kept for a in handed):
+                    return False  # self.modules.append(pl_module): kept by a call, read later
     return True
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from collections.abc import Sequence
 
 import libcst as cst
 
@@ -41,7 +42,7 @@ from lightning_migrate.checker.base import (
     plain_signature,
     positional,
 )
-from lightning_migrate.checker.rules._caching import _changes_nothing_outside, _readers
+from lightning_migrate.checker.rules._caching import _changes_nothing_outside, _indented, _readers
 from lightning_migrate.checker.rules._rename import COUNTER, add_count, count_refusal, this
 
 #: The old methods whose order beside their replacement a 1.x release recorded (``training-epoch-end-outputs-
@@ -123,29 +124,38 @@ def _merge(old_name: str, new_hook: str, counted: bool):
     def apply(node: cst.CSTNode) -> cst.CSTNode:
         assert isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock)
         body = list(node.body.body)
-        old = next(s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == old_name)
-        new = next(s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == new_hook)
+        old_def = next(s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == old_name)
+        new_def = next(s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == new_hook)
+        old, new = _indented(old_def), _indented(new_def)  # a one-line body (`def f(self): x = 1`) as a block
         assert isinstance(old.body, cst.IndentedBlock) and isinstance(new.body, cst.IndentedBlock)
         moved = [s for s in old.body.body if not is_docstring(s) and not _is_pass(s)]
-        if moved and isinstance(moved[0], Statement):  # the comments above the old method go with its code
-            comments = [line for line in old.leading_lines if line.comment is not None]
-            moved[0] = moved[0].with_changes(leading_lines=[*comments, *moved[0].leading_lines])
+        # what the old method said of itself goes with its code, as comments: the lines above it, its docstring
+        # (each line a comment), and the comments below its last statement (its block's footer)
+        notes = [line for line in old.leading_lines if line.comment is not None]
+        notes += [_comment_line(text) for text in _docstring_lines(old.body.body)]
+        footer = [line for line in old.body.footer if line.comment is not None]
+        if moved and isinstance(moved[0], Statement):
+            moved[0] = moved[0].with_changes(leading_lines=[*notes, *moved[0].leading_lines])
         if counted and moved:
             above = moved[0].leading_lines if isinstance(moved[0], Statement) else ()
             if isinstance(moved[0], Statement):
                 moved[0] = moved[0].with_changes(leading_lines=[])
             comment = cst.Comment("# a batch was trained this epoch")
             block = cst.IndentedBlock(
-                body=moved, header=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=comment)
+                body=moved,
+                header=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=comment),
+                footer=footer,
             )
             test = cst.parse_expression(f"{this(new)}.{COUNTER}")
-            moved = [cst.If(test=test, body=block, leading_lines=above)]
+            moved, footer = [cst.If(test=test, body=block, leading_lines=above)], []
         own = list(new.body.body)
         head = own[:1] if own and is_docstring(own[0]) else []
         rest = [s for s in own[len(head) :] if not (moved and _is_pass(s))]
+        if moved and footer and rest and isinstance(rest[0], Statement):  # below the moved code, above the hook's
+            rest[0] = rest[0].with_changes(leading_lines=[*footer, *rest[0].leading_lines])
         merged = new.with_changes(body=new.body.with_changes(body=[*head, *moved, *rest]))
-        kept = [merged if s is new else s for s in body if s is not old]
-        if body[0] is old and kept and isinstance(kept[0], Statement):  # now the body's first: no blank line above
+        kept = [merged if s is new_def else s for s in body if s is not old_def]
+        if body[0] is old_def and kept and isinstance(kept[0], Statement):  # now the body's first: no blank line above
             lines = [line for line in kept[0].leading_lines if line.comment is not None]
             kept[0] = kept[0].with_changes(leading_lines=lines)
         if counted and moved:  # an empty old body leaves nothing to skip
@@ -153,6 +163,23 @@ def _merge(old_name: str, new_hook: str, counted: bool):
         return node.with_changes(body=node.body.with_changes(body=kept))
 
     return apply
+
+
+def _docstring_lines(body: Sequence[cst.BaseStatement]) -> list[str]:
+    """The lines of the docstring opening ``body`` (none without one), stripped."""
+    if not body or not is_docstring(body[0]):
+        return []
+    statement = body[0]
+    assert isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Expr)
+    value = statement.body[0].value
+    text = value.evaluated_value if isinstance(value, cst.SimpleString) else None
+    if not isinstance(text, str):
+        return []  # a concatenated or byte docstring: left out
+    return [line.strip() for line in textwrap.dedent(text).strip().splitlines()]
+
+
+def _comment_line(text: str) -> cst.EmptyLine:
+    return cst.EmptyLine(comment=cst.Comment(f"# {text}".rstrip()))
 
 
 def _is_pass(statement: cst.BaseStatement) -> bool:

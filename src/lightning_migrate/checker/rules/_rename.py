@@ -16,8 +16,12 @@ decide the tier:
   last batch); ``on_train_epoch_end`` runs there (claim ``old-training-epoch-end-skipped-without-batches``). The
   rename of a ``training_epoch_end`` therefore counts the epoch's batches and returns at once when it counted none::
 
+      def __init__(self, *args, **kwargs):
+          super().__init__(*args, **kwargs)
+          self.train_batches_this_epoch = 0  # the batches trained this epoch, counted in on_train_batch_end
+
       def on_train_epoch_start(self):
-          self.train_batches_this_epoch = 0  # counted in on_train_batch_end
+          self.train_batches_this_epoch = 0
 
       def on_train_batch_end(self, outputs, batch, batch_idx):
           self.train_batches_this_epoch += 1
@@ -37,6 +41,8 @@ their loop, as it called ``on_validation_epoch_end`` and ``on_test_epoch_end``.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from lightning_migrate import hook_names, registry
@@ -46,11 +52,13 @@ from lightning_migrate.checker.rules._caching import (
     BATCH_END,
     _above,
     _changes_nothing_outside,
+    _insert_in_init,
     _prepend,
     _readers,
     _statement,
     _statements,
     _subclass_defines,
+    _with_new_init,
     epoch_start,
 )
 
@@ -96,7 +104,7 @@ def count_refusal(ctx: ClassContext, new_hook: str) -> str | None:
     ``async`` one, the counter's name taken, or a base, Lightning's class or a subclass defining a hook the count
     would add over it."""
     hooks = (START_HOOK, BATCH_HOOK)
-    for name in hooks:
+    for name in (*hooks, "__init__"):
         if name in ctx.bindings:
             return f"the class binds `{name}` at line {ctx.bindings[name]} other than with a `def`"
         method = ctx.methods.get(name)
@@ -109,6 +117,10 @@ def count_refusal(ctx: ClassContext, new_hook: str) -> str | None:
         for name in hooks:
             if name not in ctx.methods and name in base_info.methods.get(base, set()):
                 return f"base class `{base}` defines `{name}`"
+        path = file.project.by_name.get(base_info.name)
+        source = file.source if base_info.name == file.info.name else file.project.read(path) if path else b""
+        if re.search(rb"\.\s*" + COUNTER.encode() + rb"\b", source):
+            return f"base class `{base}`'s file uses `.{COUNTER}`"
     for name in hooks:
         if name not in ctx.methods and ctx.via is not None and name in hook_names.load()["classes"].get(ctx.via, ()):
             return f"Lightning's `{ctx.via}` defines `{name}`"
@@ -119,7 +131,9 @@ def count_refusal(ctx: ClassContext, new_hook: str) -> str | None:
 
 
 def _method(body: list[cst.BaseStatement], name: str) -> int | None:
-    return next((i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+    """Where the class body defines ``name``: its last ``def``, the one Python binds."""
+    found = [i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == name]
+    return found[-1] if found else None
 
 
 def this(func: cst.FunctionDef) -> str:
@@ -131,10 +145,20 @@ def this(func: cst.FunctionDef) -> str:
 def add_count(body: list[cst.BaseStatement], new_hook: str) -> list[cst.BaseStatement]:
     """``body`` (a class body that defines ``new_hook``) with the count of the epoch's batches: reset in
     :data:`START_HOOK`, counted in :data:`BATCH_HOOK` -- at the head of the class's own hook, or in a new one right
-    above ``new_hook``."""
+    above ``new_hook`` -- and made in ``__init__`` (one is added when the class has none), as the caching rewrite
+    makes its cache: a fit resumed from a checkpoint saved mid-epoch calls no ``START_HOOK`` for the epoch it resumes
+    (the scenario matrix's ``resume-mid-epoch`` runs raised ``AttributeError`` without it)."""
     body = list(body)
+    made = f"{{me}}.{COUNTER} = 0  # the batches trained this epoch, counted in {BATCH_HOOK}\n"
+    init = _method(body, "__init__")
+    if init is not None:
+        func = body[init]
+        assert isinstance(func, cst.FunctionDef)
+        body[init] = _insert_in_init(func, _statement(made.format(me=this(func))))
+    else:
+        body = _with_new_init(body, _statement(made.format(me="self")))
     added = [
-        (START_HOOK, f"{{me}}.{COUNTER} = 0  # counted in {BATCH_HOOK}\n", f"def {START_HOOK}(self):\n"),
+        (START_HOOK, f"{{me}}.{COUNTER} = 0\n", f"def {START_HOOK}(self):\n"),
         (BATCH_HOOK, f"{{me}}.{COUNTER} += 1\n", f"def {BATCH_END_SIGNATURE}:\n"),
     ]
     for name, line, header in added:
