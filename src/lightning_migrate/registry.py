@@ -31,6 +31,10 @@ STEP_METHODS = {
 #: callbacks, instances of ``Checkpoint`` or ``EarlyStopping``, last), where 1.x called every callback after
 #: ``training_epoch_end``; the tests check each is one of those two classes in the installed Lightning.
 MONITORING_CALLBACKS = ("Checkpoint", "ModelCheckpoint", "OnExceptionCheckpoint", "EarlyStopping")
+#: Lightning's progress bars: their epoch-end hooks print what was logged and change nothing a module or another
+#: callback reads, so the order of the module's epoch-end hook beside theirs changes only what the bar shows; the
+#: tests check each is a ``ProgressBar`` of the installed Lightning.
+DISPLAY_CALLBACKS = ("ProgressBar", "TQDMProgressBar", "RichProgressBar")
 #: The class a pattern's ``source`` defines, by owner: the name Lightning's messages quote when the probe runs it.
 PROBE_CLASSES = {"LightningModule": "LitModel", "Callback": "MyCallback"}
 

@@ -256,6 +256,8 @@ def test_lightnings_own_callback_made_in_the_checked_files_may_read_the_module()
     assert "the project's callback `ModelPruning` (<source>) defines `on_train_epoch_end`" in unwrapped(fix(pruned))
     checkpointed = pruned.replace('ModelPruning("l1_unstructured", amount=0.25)', "ModelCheckpoint()")
     assert tier(checkpointed) != UNSAFE
+    shown = pruned.replace('ModelPruning("l1_unstructured", amount=0.25)', "TQDMProgressBar()")
+    assert tier(shown.replace("ModelCheckpoint, ModelPruning", "TQDMProgressBar")) != UNSAFE  # it only prints
 
 
 @pytest.mark.parametrize(

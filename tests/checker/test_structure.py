@@ -186,6 +186,14 @@ def test_the_monitoring_callbacks_the_registry_names_are_checkpoints_or_early_st
         assert issubclass(getattr(callbacks, name), (callbacks.Checkpoint, callbacks.EarlyStopping)), name
 
 
+def test_the_display_callbacks_the_registry_names_are_progress_bars():
+    """``registry.DISPLAY_CALLBACKS`` (never readers of the module) are Lightning's progress bars."""
+    from lightning.pytorch import callbacks
+
+    for name in registry.DISPLAY_CALLBACKS:
+        assert issubclass(getattr(callbacks, name), callbacks.ProgressBar), name
+
+
 SRC = CHECKER.parents[1]
 
 

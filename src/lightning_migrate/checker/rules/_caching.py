@@ -429,12 +429,14 @@ def _find_readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, s
             if isinstance(node, ast.Call) and any(k.arg == hook for k in node.keywords):
                 found.append((where, dotted(node.func) or "<a callback made by a call>"))
             if isinstance(node, ast.Call) and (name := dotted(node.func)):
-                made = project.classify(info, [name])  # Lightning's own callback, made here: ModelPruning(...)
+                # Lightning's own callback, made here (ModelPruning(...)); a progress bar only prints
+                made = project.classify(info, [name])
                 if (
                     made.kind == CALLBACK
                     and made.via is not None
                     and hook in hook_names.load()["classes"].get(made.via, ())
                     and not (stage == "train" and made.via in registry.MONITORING_CALLBACKS)
+                    and made.via not in registry.DISPLAY_CALLBACKS
                 ):
                     found.append((where, name))
             if not isinstance(node, ast.ClassDef):
