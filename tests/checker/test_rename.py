@@ -272,3 +272,19 @@ def test_a_callback_that_keeps_the_module_in_another_hook_may_read_it(keeps):
         "    def on_validation_epoch_end(self, trainer, pl_module):\n        print(self.seen)",
     )
     assert tier(source) == UNSAFE, keeps
+
+
+def test_a_subclass_through_a_module_level_alias_is_a_subclass(tmp_path, capsys):
+    """``LitModel = Classifier`` then ``class Tuned(LitModel)``: ``Tuned`` derives from ``Classifier``, and its own
+    ``on_train_batch_end`` (no ``super()``) would count no batch, so the counted rename is opt-in -- in a snippet and
+    in a project's file alike."""
+    source = SCHEDULED + (
+        "\n\nLitModel = Model\n\n\nclass Tuned(LitModel):\n"
+        "    def on_train_batch_end(self, outputs, batch, batch_idx):\n        pass\n"
+    )
+    assert tier(source) == UNSAFE
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/models.py": source})
+    run(["--fix", tmp_path / "pkg"], capsys)
+    assert "a subclass defines `on_train_batch_end` of its own" in unwrapped(
+        (tmp_path / "pkg" / "models.py").read_text()
+    )

@@ -66,6 +66,8 @@ class ModuleInfo:
     methods: dict[str, set[str]] = field(default_factory=dict)
     #: the names the module binds at its top level (definitions, imports, assignments)
     top_level: set[str] = field(default_factory=set)
+    #: the top-level names bound to another name (``LitModel = Classifier``): name -> the dotted name it is bound to
+    aliases: dict[str, str] = field(default_factory=dict)
 
 
 def dotted(node: ast.expr) -> str | None:
@@ -146,6 +148,9 @@ def module_info(tree: ast.Module, name: str, is_package: bool = False) -> Module
             info.top_level.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
         elif isinstance(node, ast.Assign):
             info.top_level.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            bound = dotted(node.value) if isinstance(node.value, ast.Name | ast.Attribute) else None
+            if bound is not None and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                info.aliases[node.targets[0].id] = bound
         elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
             info.top_level.add(node.target.id)
     return info
@@ -221,6 +226,8 @@ class Project:
         head, _, rest = base.partition(".")
         if not rest and head in info.classes:
             return info, head
+        if not rest and head in info.aliases:  # LitModel = Classifier
+            return self._project_class(info, info.aliases[head], depth + 1)
         if head in info.imports:
             target = info.imports[head] + ("." + rest if rest else "")
         elif not rest and info.star_imports:
