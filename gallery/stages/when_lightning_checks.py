@@ -94,7 +94,7 @@ assert isinstance(error, NotImplementedError) and "validation_epoch_end" in str(
 
 # %%
 # ``test_epoch_end``: after training, at ``trainer.test``
-# -----------------------------------------------------
+# -------------------------------------------------------
 # :claim:`Test-epoch-end-refused-only-by-test` -- typically at the very end of a long run.
 model = WithTestEpochEnd()
 trainer = make_trainer()
