@@ -288,3 +288,13 @@ def test_a_subclass_through_a_module_level_alias_is_a_subclass(tmp_path, capsys)
     assert "a subclass defines `on_train_batch_end` of its own" in unwrapped(
         (tmp_path / "pkg" / "models.py").read_text()
     )
+
+
+def test_a_class_of_an_unresolved_base_with_the_callbacks_hook_may_read_the_module():
+    """``BaseReporter`` comes from another package: the class may be a callback, and its hook of the callback's
+    signature reads the module, so the rename is opt-in; the same class that reads nothing of it does not count."""
+    source = READER.replace(
+        "class Report(pl.Callback):", "from reporting import BaseReporter\n\n\nclass Report(BaseReporter):"
+    )
+    assert tier(source) == UNSAFE
+    assert tier(source.replace("print(pl_module.best)", 'print("done")')) == SAFE

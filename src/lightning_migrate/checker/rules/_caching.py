@@ -442,11 +442,17 @@ def _find_readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, s
             if not isinstance(node, ast.ClassDef):
                 continue
             kind = project.classify(info, [dotted(base) for base in node.bases])
-            if kind.kind != CALLBACK or (stage == "train" and kind.via in registry.MONITORING_CALLBACKS):
-                continue
             own = next(
                 (i for i in node.body if isinstance(i, ast.FunctionDef | ast.AsyncFunctionDef) and i.name == hook), None
             )
+            if kind.kind is None and kind.unknown and own is not None and len(own.args.args) >= 3:
+                # a base the check cannot resolve (another package's) may be a Callback: a hook of the callback's
+                # signature (self, trainer, module) counts
+                if not _reads_nothing(own, node):
+                    found.append((where, node.name))
+                continue
+            if kind.kind != CALLBACK or (stage == "train" and kind.via in registry.MONITORING_CALLBACKS):
+                continue
             inherited = any(
                 hook in a.methods.get(c, set()) for a, c in project.ancestors(info, info.classes.get(node.name, []))
             )
