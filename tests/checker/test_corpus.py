@@ -61,18 +61,14 @@ def test_the_counts_of_a_small_corpus(tmp_path: Path, capsys):
     assert (total.precision, total.recall) == (0.5, 0.5)
     assert (total.crashes, total.files, total.changed, total.parse_failures, total.not_idempotent) == (0, 2, 1, 0, 0)
     assert total.broken_callers == 0
-    # line 5 renamed with the epoch's batch count, line 8 rewritten to module-side caching (both proven: plain --fix
-    # applies them): no marker left
-    assert (total.safe, total.proven, total.unsafe, total.manual, total.markers) == (0, 2, 0, 0, 0)
+    # line 5 renamed (safe), line 8 rewritten to module-side caching (proven: plain --fix applies it): no marker left
+    assert (total.safe, total.proven, total.unsafe, total.manual, total.markers) == (1, 1, 0, 0, 0)
     out = capsys.readouterr().out
     assert (
-        "of the 2 findings that need more than a safe fix, the rewrites rewrite 2 (100%), by a proven rewrite 2 (100%)"
+        "of the 1 findings that need more than a safe fix, the rewrites rewrite 1 (100%), by a proven rewrite 1 (100%)"
         in out
     )
-    assert dict(total.by_shape) == {
-        ("LM001", "training-epoch-end/rename", "proven"): 1,
-        ("LM001", "validation-epoch-end/per-dataloader", "proven"): 1,
-    }
+    assert dict(total.by_shape) == {("LM001", "validation-epoch-end/per-dataloader", "proven"): 1}
     assert "  LM001 validation-epoch-end/per-dataloader: 1 proven" in out
     assert "false positive LM001 at pkg/model.py:8 (unlabelled)" in out
     assert "false negative LM006 at pkg/other.py:2" in out
@@ -88,10 +84,10 @@ def test_a_rewrite_no_row_proves_counts_as_rewritten_but_not_as_proven(tmp_path:
     labels = tmp_path / "labels.toml"
     labels.write_text(LABELS, encoding="utf-8")
     total = corpus.measure(tmp_path / "corpus", labels)
-    assert (total.proven, total.unsafe, total.manual) == (0, 2, 0)
+    assert (total.proven, total.unsafe, total.manual) == (0, 1, 0)
     assert (total.opt_in_share, total.proven_share) == (1.0, 0.0)
     out = capsys.readouterr().out
-    assert "the rewrites rewrite 2 (100%), by a proven rewrite 0 (0%);" in out
+    assert "the rewrites rewrite 1 (100%), by a proven rewrite 0 (0%);" in out
 
 
 def test_an_edit_that_leaves_a_caller_behind_is_counted(tmp_path: Path, monkeypatch):

@@ -298,3 +298,11 @@ def test_a_class_of_an_unresolved_base_with_the_callbacks_hook_may_read_the_modu
     )
     assert tier(source) == UNSAFE
     assert tier(source.replace("print(pl_module.best)", 'print("done")')) == SAFE
+
+
+def test_a_training_epoch_end_that_changes_nothing_is_a_plain_safe_rename():
+    """``pass`` under comments (the lightning-hydra-template's module): running it in one more epoch changes nothing,
+    so it gets no count."""
+    source = SCHEDULED.replace("        self.lr_schedulers().step()", "        # what outputs holds\n\n        pass")
+    assert tier(source) == SAFE
+    assert fix(source) == source.replace("training_epoch_end(self, outputs)", "on_train_epoch_end(self)")

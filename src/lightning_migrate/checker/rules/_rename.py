@@ -36,7 +36,9 @@ decide the tier:
   be added as written (a hook bound otherwise than with a ``def``, defined by a base or a subclass, ``async``).
 
 The rename of ``validation_epoch_end`` and ``test_epoch_end`` is **safe**: 1.9.5 called them at every epoch end of
-their loop, as it called ``on_validation_epoch_end`` and ``on_test_epoch_end``.
+their loop, as it called ``on_validation_epoch_end`` and ``on_test_epoch_end``. So is the rename of a
+``training_epoch_end`` whose body changes nothing outside its call (``pass``, comments, a value computed and
+dropped): running it in one more epoch changes nothing, and no count is added.
 """
 
 from __future__ import annotations
@@ -81,7 +83,8 @@ def rename_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_ho
     rename = with_name(new_hook, set(params))
     dropped = tuple(params)
     description = f"rename to {new_hook}(self)"
-    readers = [] if _changes_nothing_outside(func, ctx.file) else _readers(ctx.file, new_hook, stage)
+    inert = _changes_nothing_outside(func, ctx.file)  # `pass`, or a value computed and dropped
+    readers = [] if inert else _readers(ctx.file, new_hook, stage)
     if readers:
         where, name = readers[0]
         why = (
@@ -89,7 +92,7 @@ def rename_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_ho
             "the other order after the rename"
         )
         return Fix(UNSAFE, rename, description=description, risk=why, withheld=why, dropped=dropped, new_name=new_hook)
-    if pattern_id not in COUNTED:
+    if pattern_id not in COUNTED or inert:  # a body that changes nothing may run in one more epoch
         return Fix(SAFE, rename, description=description, dropped=dropped, new_name=new_hook)
     counted = _counted(ctx, func.name.value, new_hook, params, COUNTED[pattern_id])
     if isinstance(counted, Fix):
