@@ -237,8 +237,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     "callback-side page, wherever a link or a list names it: an instruction to the reader",
     ("*", "Callback-side caching: replace a callback's on_train_epoch_end(..., outputs)"): "the same title where "
     "Sphinx writes it without smart quotes (a card's alt text)",
-    ("checker/rules/LM001.html", "When the body never reads outputs, the method is renamed"): "what the checker's "
-    "fix writes",
+    ("checker/rules/LM001.html", "The body never reads outputs: the method is renamed"): "what the checker's fix "
+    "writes",
     ("examples/caching/detach_cached_tensors.html", "This page trains the same module twice"): "what the page does",
     ("examples/stages/predict_epoch_end.html", "Run trainer.predict; return the exception"): "a docstring of the "
     "page's own helper",
