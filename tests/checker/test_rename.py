@@ -306,3 +306,10 @@ def test_a_training_epoch_end_that_changes_nothing_is_a_plain_safe_rename():
     source = SCHEDULED.replace("        self.lr_schedulers().step()", "        # what outputs holds\n\n        pass")
     assert tier(source) == SAFE
     assert fix(source) == source.replace("training_epoch_end(self, outputs)", "on_train_epoch_end(self)")
+
+
+def test_a_body_that_computes_from_a_global_keeps_its_count():
+    """``torch.stack(RESULTS)`` changes nothing outside its call but may raise on an empty global list in the epoch
+    the old method was skipped: only a body that does nothing is renamed without the count."""
+    source = SCHEDULED.replace("        self.lr_schedulers().step()", "        torch.stack(RESULTS).mean()")
+    assert tier(source) == (PROVEN if COUNTED["training-epoch-end"] in proven.shapes() else UNSAFE)

@@ -37,8 +37,8 @@ decide the tier:
 
 The rename of ``validation_epoch_end`` and ``test_epoch_end`` is **safe**: 1.9.5 called them at every epoch end of
 their loop, as it called ``on_validation_epoch_end`` and ``on_test_epoch_end``. So is the rename of a
-``training_epoch_end`` whose body changes nothing outside its call (``pass``, comments, a value computed and
-dropped): running it in one more epoch changes nothing, and no count is added.
+``training_epoch_end`` whose body does nothing at all (``pass``, a docstring, comments): running it in one more
+epoch changes nothing, and no count is added.
 """
 
 from __future__ import annotations
@@ -83,8 +83,7 @@ def rename_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_ho
     rename = with_name(new_hook, set(params))
     dropped = tuple(params)
     description = f"rename to {new_hook}(self)"
-    inert = _changes_nothing_outside(func, ctx.file)  # `pass`, or a value computed and dropped
-    readers = [] if inert else _readers(ctx.file, new_hook, stage)
+    readers = [] if _changes_nothing_outside(func, ctx.file) else _readers(ctx.file, new_hook, stage)
     if readers:
         where, name = readers[0]
         why = (
@@ -92,7 +91,7 @@ def rename_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_ho
             "the other order after the rename"
         )
         return Fix(UNSAFE, rename, description=description, risk=why, withheld=why, dropped=dropped, new_name=new_hook)
-    if pattern_id not in COUNTED or inert:  # a body that changes nothing may run in one more epoch
+    if pattern_id not in COUNTED or _empty(func):  # `pass` may run in one more epoch
         return Fix(SAFE, rename, description=description, dropped=dropped, new_name=new_hook)
     counted = _counted(ctx, func.name.value, new_hook, params, COUNTED[pattern_id])
     if isinstance(counted, Fix):
@@ -177,6 +176,22 @@ def add_count(body: list[cst.BaseStatement], new_hook: str) -> list[cst.BaseStat
         assert isinstance(hook, cst.FunctionDef)
         body[end : end + 1] = _above(_statement(header + "    " + line.format(me="self")), hook)
     return body
+
+
+def _empty(func: cst.FunctionDef) -> bool:
+    """Whether the body does nothing at all: ``pass``, ``...`` or a docstring, comments around them (a body that
+    computes a value could still raise, reading a global, in the epoch the old method was skipped)."""
+    body = func.body.body if isinstance(func.body, cst.IndentedBlock) else func.body.body
+    for statement in body:
+        if not isinstance(statement, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+            return False
+        for small in statement.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Ellipsis | cst.SimpleString):
+                continue
+            return False
+    return True
 
 
 def _counted(ctx: ClassContext, old_hook: str, new_hook: str, params: list[str], shape: str) -> Fix | str:

@@ -53,7 +53,7 @@ class EpochEndMethods(Rule):
         "The fix depends on what the body reads and what the class already defines.\n\n"
         f"- **The body never reads outputs**: the method is renamed to {_NEW} and loses the parameter -- "
         "unless the class already defines that hook, or code calls the method by its old name: **safe** for "
-        f"the evaluation stages and for a ``{_MERGED}`` whose body changes nothing outside its call (``pass``); "
+        f"the evaluation stages and for a ``{_MERGED}`` whose body does nothing (``pass``); "
         f"any other rename of ``{_MERGED}`` also counts the epoch's batches in "
         f"``self.{COUNTER}`` (made in ``__init__``, reset in ``{START_HOOK}``, counted in ``{BATCH_HOOK}``) "
         "and returns at once when it counted none, where the old method was skipped "
