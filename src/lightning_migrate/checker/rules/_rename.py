@@ -181,8 +181,7 @@ def add_count(body: list[cst.BaseStatement], new_hook: str) -> list[cst.BaseStat
 def _empty(func: cst.FunctionDef) -> bool:
     """Whether the body does nothing at all: ``pass``, ``...`` or a docstring, comments around them (a body that
     computes a value could still raise, reading a global, in the epoch the old method was skipped)."""
-    body = func.body.body if isinstance(func.body, cst.IndentedBlock) else func.body.body
-    for statement in body:
+    for statement in func.body.body:
         if not isinstance(statement, cst.SimpleStatementLine | cst.SimpleStatementSuite):
             return False
         for small in statement.body:
