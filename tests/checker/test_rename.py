@@ -155,6 +155,8 @@ def test_the_counted_rename_skips_the_body_in_an_epoch_without_a_batch_on_the_in
     """Run on the installed Lightning: ``on_train_batch_start`` returns ``-1`` in epoch 1, so that epoch trains no
     batch; the renamed body runs in epochs 0 and 2 only, as 1.9.5 ran ``training_epoch_end`` (its record of
     ``data/rewrites/module_training_epoch_end_unread.py``, run by test_rewrite_equivalence.py)."""
+    # the tests session installs Lightning (requirements.txt), so this runs in CI; a checker-only environment
+    # without Lightning can still run the rest of the file
     pl = pytest.importorskip("lightning.pytorch")
     from lightning.pytorch.demos.boring_classes import BoringModel
 
@@ -193,6 +195,8 @@ def test_the_count_is_made_in_init_so_a_fit_resumed_mid_epoch_runs(tmp_path):
     first version of the count raised ``AttributeError`` there, in the scenario matrix's ``resume-mid-epoch`` runs):
     the count is made in ``__init__``, and the renamed body runs at the end of the resumed epoch and the next, as
     1.9.5 ran ``training_epoch_end``."""
+    # the tests session installs Lightning (requirements.txt), so this runs in CI; a checker-only environment
+    # without Lightning can still run the rest of the file
     pl = pytest.importorskip("lightning.pytorch")
     from lightning.pytorch.callbacks import ModelCheckpoint
     from lightning.pytorch.demos.boring_classes import BoringModel
