@@ -312,6 +312,15 @@ def test_a_training_epoch_end_that_changes_nothing_is_a_plain_safe_rename():
     assert fix(source) == source.replace("training_epoch_end(self, outputs)", "on_train_epoch_end(self)")
 
 
+@pytest.mark.parametrize("body", ["pass", "...", '"""Nothing to do."""'])
+def test_a_one_line_definition_that_does_nothing_is_a_plain_safe_rename(body):
+    """``def training_epoch_end(self, outputs): pass`` on one line: its body is a suite of small statements."""
+    source = SCHEDULED.replace("outputs):\n        self.lr_schedulers().step()", f"outputs): {body}")
+    assert tier(source) == SAFE
+    assert fix(source) == source.replace("training_epoch_end(self, outputs)", "on_train_epoch_end(self)")
+    assert tier(source.replace(f"outputs): {body}", f"outputs): {body}; print(1)")) != SAFE
+
+
 def test_a_body_that_computes_from_a_global_keeps_its_count():
     """``torch.stack(RESULTS)`` changes nothing outside its call but may raise on an empty global list in the epoch
     the old method was skipped: only a body that does nothing is renamed without the count."""

@@ -181,16 +181,18 @@ def add_count(body: list[cst.BaseStatement], new_hook: str) -> list[cst.BaseStat
 def _empty(func: cst.FunctionDef) -> bool:
     """Whether the body does nothing at all: ``pass``, ``...`` or a docstring, comments around them (a body that
     computes a value could still raise, reading a global, in the epoch the old method was skipped)."""
-    for statement in func.body.body:
-        if not isinstance(statement, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+    if isinstance(func.body, cst.SimpleStatementSuite):  # def ...: pass -- the small statements themselves
+        smalls = list(func.body.body)
+    else:
+        lines = func.body.body
+        if not all(isinstance(line, cst.SimpleStatementLine) for line in lines):
             return False
-        for small in statement.body:
-            if isinstance(small, cst.Pass):
-                continue
-            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Ellipsis | cst.SimpleString):
-                continue
-            return False
-    return True
+        smalls = [small for line in lines for small in cst.ensure_type(line, cst.SimpleStatementLine).body]
+    return all(
+        isinstance(small, cst.Pass)
+        or (isinstance(small, cst.Expr) and isinstance(small.value, cst.Ellipsis | cst.SimpleString))
+        for small in smalls
+    )
 
 
 def _counted(ctx: ClassContext, old_hook: str, new_hook: str, params: list[str], shape: str) -> Fix | str:
