@@ -152,7 +152,13 @@ def test_the_cases_cover_every_recorded_release_and_the_examples(site):
 
 
 def test_every_pasted_error_finds_its_fix_first(site, browser, base_url, width):
+    """Every case at the desktop width; on a phone, pasted through the navigation drawer, the first case of each set
+    of fix pages (16 of 31 on the landed site): the results come from the same scripts and index at every width,
+    the phone adds the drawer and the layout."""
     cases = all_cases(site)
+    if width != max(WIDTHS):
+        firsts = {tuple(sorted(fixes)): text for text, fixes in reversed(cases.items())}
+        cases = {text: cases[text] for text in firsts.values()}
     wrong = misses(browser, base_url, cases)
     assert wrong == [], f"{len(wrong)} of {len(cases)} pasted texts at {width}px:\n" + "\n".join(wrong)
 
