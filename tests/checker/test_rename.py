@@ -278,6 +278,40 @@ def test_a_callback_that_keeps_the_module_in_another_hook_may_read_it(keeps):
     assert tier(source) == UNSAFE, keeps
 
 
+@pytest.mark.parametrize("signature", ["self, model", "self, *, model", "self, **kwargs"])
+def test_a_callback_given_the_module_at_construction_may_read_it(signature):
+    """``Report(model=model)``: the hook reads ``self.model.best``, an attribute ``__init__`` set from a parameter
+    (keyword-only too); reading no attribute of it (``self.model`` printed) is reading nothing of the module."""
+    kept = "model" if "model" in signature else 'kwargs["model"]'
+    source = READER.replace(
+        "    def on_validation_epoch_end(self, trainer, pl_module):\n        print(pl_module.best)",
+        f"    def __init__({signature}):\n        self.model = {kept}\n\n"
+        "    def on_validation_epoch_end(self, trainer, pl_module):\n        print(self.model.best)",
+    )
+    assert tier(source) == UNSAFE, signature
+    if signature == "self, *, model":  # (a first or second parameter kept in self counts, whatever is read)
+        assert tier(source.replace("print(self.model.best)", "print(self.model)")) == SAFE
+
+
+@pytest.mark.parametrize(
+    ("state", "read"),
+    [
+        ("STATE = {}", 'STATE.get("best")'),
+        ("BEST = None", "BEST"),
+        ("from .shared import STATE", 'STATE["best"]'),
+    ],
+    ids=["a dict", "a name rebound under global", "imported from the project"],
+)
+def test_a_callback_reading_a_global_the_module_may_write_is_a_reader(state, read):
+    """The module's hook writes shared state (``STATE["best"] = ...``, ``global BEST``) that the callback's hook
+    reads with neither naming the other; a constant (``LIMIT = 3``) is no shared state."""
+    source = READER.replace("import lightning.pytorch as pl\n", f"import lightning.pytorch as pl\n\n{state}\n")
+    source = source.replace("print(pl_module.best)", f"print({read})")
+    assert tier(source) == UNSAFE, state
+    constant = READER.replace("import lightning.pytorch as pl\n", "import lightning.pytorch as pl\n\nLIMIT = 3\n")
+    assert tier(constant.replace("print(pl_module.best)", "print(LIMIT)")) == SAFE
+
+
 def test_a_subclass_through_a_module_level_alias_is_a_subclass(tmp_path, capsys):
     """``LitModel = Classifier`` then ``class Tuned(LitModel)``: ``Tuned`` derives from ``Classifier``, and its own
     ``on_train_batch_end`` (no ``super()``) would count no batch, so the counted rename is opt-in -- in a snippet and

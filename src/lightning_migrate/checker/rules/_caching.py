@@ -41,7 +41,8 @@ import ast
 import functools
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import libcst as cst
 
@@ -425,6 +426,7 @@ def _find_readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, s
         if tree is None or info is None:
             found.append((where, "<a class of a file that does not parse>"))
             continue
+        shared = _shared_globals(tree, project.by_name)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and any(k.arg == hook for k in node.keywords):
                 found.append((where, dotted(node.func) or "<a callback made by a call>"))
@@ -448,7 +450,7 @@ def _find_readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, s
             if kind.kind is None and kind.unknown and own is not None and len(own.args.args) >= 3:
                 # a base the check cannot resolve (another package's) may be a Callback: a hook of the callback's
                 # signature (self, trainer, module) counts
-                if not _reads_nothing(own, node):
+                if not _reads_nothing(own, node, shared):
                     found.append((where, node.name))
                 continue
             if kind.kind != CALLBACK or (stage == "train" and kind.via in registry.MONITORING_CALLBACKS):
@@ -458,20 +460,56 @@ def _find_readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, s
             )
             if own is None and (hook in class_body_names(node) or inherited):
                 found.append((where, node.name))  # bound by assignment, or a project base's hook
-            elif own is not None and not _reads_nothing(own, node):
+            elif own is not None and not _reads_nothing(own, node, shared):
                 found.append((where, node.name))
     return list(dict.fromkeys(found))
 
 
-def _reads_nothing(hook: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.ClassDef) -> bool:
+def _shared_globals(tree: ast.Module, project_modules: Mapping[str, Path]) -> set[str]:
+    """The module-level names of ``tree`` that may hold state another object writes: a name bound by an assignment
+    whose value is not an immutable literal (``STATE = {}``, ``MODEL = None`` rebound under ``global``), a name of
+    a ``global`` statement, and a name imported from a module of the project (``project_modules``: its dotted
+    names; a relative import too) -- what a module's hook may write and a callback's read, with neither naming the
+    other."""
+    shared = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign) and statement.value is not None:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if not _immutable_literal(statement.value):
+                shared |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(statement, ast.ImportFrom):
+            if statement.level or (statement.module or "") in project_modules:
+                shared |= {alias.asname or alias.name for alias in statement.names}
+        elif isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if alias.name in project_modules:
+                    shared.add(alias.asname or alias.name.partition(".")[0])
+    return shared - {"*"}
+
+
+def _immutable_literal(value: ast.expr) -> bool:
+    """A number, string, bytes, bool or tuple of them (a sign before a number too): a value no code can change in
+    place."""
+    if isinstance(value, ast.Constant):
+        return value.value is not None
+    if isinstance(value, ast.UnaryOp):
+        return _immutable_literal(value.operand)
+    return isinstance(value, ast.Tuple) and all(_immutable_literal(item) for item in value.elts)
+
+
+def _reads_nothing(hook: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.ClassDef, shared: set[str]) -> bool:
     """Whether a callback's epoch-end ``hook`` cannot read the module: it never uses its ``trainer`` or module
-    parameter (nor ``*args`` / ``**kwargs``), calls no method of ``self`` (which could) and nothing in
-    :data:`INDIRECT`, and no hook of its class keeps its trainer or module in an attribute of ``self``."""
+    parameter (nor ``*args`` / ``**kwargs``), a name of ``shared`` (:func:`_shared_globals`), calls no method of
+    ``self`` (which could) and nothing in :data:`INDIRECT`; no hook of its class keeps its trainer or module in an
+    attribute of ``self``, and it reads into no attribute of ``self`` that a method of its class set from one of
+    its parameters (``self.model.best``, the module handed to ``__init__``)."""
     params = [a.arg for a in (*hook.args.posonlyargs, *hook.args.args)]
     if hook.args.vararg is not None or hook.args.kwarg is not None:
         return False
     names = {n.id for n in ast.walk(hook) if isinstance(n, ast.Name)}
-    if names & {*params[1:3], *INDIRECT}:
+    if names & {*params[1:3], *INDIRECT, *shared}:
+        return False
+    if params and _reads_into(hook, params[0]) & _from_parameters(owner, hook):
         return False
     for call in ast.walk(hook):
         if (
@@ -496,6 +534,35 @@ def _reads_nothing(hook: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.Clas
                 if any(isinstance(a, ast.Name) and a.id in kept for a in handed):
                     return False  # self.modules.append(pl_module): kept by a call, read later
     return True
+
+
+def _reads_into(hook: ast.FunctionDef | ast.AsyncFunctionDef, this: str) -> set[str]:
+    """The attributes of ``this`` (``self``) that ``hook`` reads into: ``self.model.best``, ``self.model[0]``."""
+    found = set()
+    for node in ast.walk(hook):
+        inner = node.value if isinstance(node, ast.Attribute | ast.Subscript) else None
+        if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) and inner.value.id == this:
+            found.add(inner.attr)
+    return found
+
+
+def _from_parameters(owner: ast.ClassDef, hook: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The attributes of ``self`` that a method of ``owner`` other than ``hook`` sets from one of its parameters,
+    any kind (``def __init__(self, *, model): self.model = model``)."""
+    found = set()
+    for item in owner.body:
+        if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) or item is hook:
+            continue
+        arguments = item.args
+        given = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs][1:]
+        given += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        names = {a.arg for a in given}
+        for node in ast.walk(item):
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if names & {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}:
+                    found |= {t.attr for t in targets if isinstance(t, ast.Attribute)}
+    return found
 
 
 def shape_of(pattern_id: str, per_dataloader: bool, whole_loss: bool) -> str:
