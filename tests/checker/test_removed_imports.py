@@ -8,6 +8,7 @@ import importlib
 import pytest
 
 from lightning_migrate.checker import check_source, lightning_names
+from lightning_migrate.checker.rules import lm009_removed_imports
 
 from ._util import fix
 
@@ -363,6 +364,28 @@ def test_a_nested_import_is_reported_without_a_fix():
     source = "def f():\n    from pytorch_lightning.utilities.types import EPOCH_OUTPUT\n    return EPOCH_OUTPUT\n"
     [finding] = check_source(source.encode(), fix=True).findings
     assert (finding.code, finding.line, finding.col, finding.tier) == ("LM009", 2, 5, None)
+
+
+def test_a_nested_import_of_a_name_without_replacement_says_where_to_look():
+    """Under ``if _PL_GREATER_EQUAL_1_4_0:`` (true on 2.x) the import gets no marker: what the marker would say
+    (no recorded replacement, look it up in the CHANGELOG) is in the message instead."""
+    data = lm009_removed_imports.table()
+
+    def marked(module: str, name: str) -> bool:
+        [top] = check_source(f"from {module} import {name}\n".encode(), fix=True).findings
+        return top.tier == "manual" and "CHANGELOG" in top.fix.description and "CHANGELOG" not in top.message
+
+    module, name = next(
+        (module, name)
+        for module, names in data["removed"].items()
+        for name, target in names.items()
+        if target is None and marked(module, name)
+    )
+    [finding] = check_source(f"if NEW:\n    from {module} import {name}\n".encode(), fix=True).findings
+    assert (finding.line, finding.tier) == (2, None)
+    assert finding.message.endswith(
+        f"; {name}: no name of {data['new']} is recorded as its replacement; look it up in Lightning's CHANGELOG"
+    ), finding.message
 
 
 def test_the_fixed_commonest_import_now_imports_on_the_installed_lightning():

@@ -160,6 +160,8 @@ def detached(outputs):
                         message += "".join(
                             f"; {_had(shim, data)} said: {shim['message']}" for shim in said.values() if shim
                         )
+                        if where == -1:  # a nested import gets no marker (_settle_imports): the message says it
+                            message += "".join(f"; {item}" for item in moved if item not in message)
                         fix = manual_fix(self.code, f"gone in {data['new']}: {'; '.join(moved)}")
                     yield where, Finding(self.code, message, (), line=node.lineno, col=node.col_offset + 1, fix=fix)
                 elif isinstance(node, ast.Import):
