@@ -242,10 +242,9 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     # runs after the callbacks' (measured on 1.9.5 and 2.6.6): a callback of the project that reads what the old
     # hook set would read the epoch before's value,
     # hook, which no row of the matrix shows -- unless the old hook does nothing another object could read
-    quiet = kind != MODULE or new_hook == old_hook or _changes_nothing_outside(func, file)
-    readers = [] if quiet else _readers(file, new_hook, stage)
-    if readers:
-        where, name = readers[0]
+    reader = None if kind != MODULE or new_hook == old_hook else callback_reading(func, file, new_hook, stage)
+    if reader is not None:
+        where, name = reader
         risks.append(
             f"the project's callback `{name}` ({where}) defines `{new_hook}`: `{old_hook}` ran before it in 1.x, "
             f"the renamed hook runs after it, so what it reads of this hook's work is one epoch older"
@@ -256,7 +255,7 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     spec.step = step_name if in_step else None
     shape = shape_of(pattern_id, per_dataloader, whole_loss is not None)
     return Fix(
-        PROVEN if shape in proven.shapes() and not readers and no_predictions is None else UNSAFE,
+        PROVEN if shape in proven.shapes() and reader is None and no_predictions is None else UNSAFE,
         spec.apply,
         on_class=True,
         description=f"{how} in self.{cache}",
@@ -266,9 +265,9 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         imports=tuple(imports),
         shape=shape,
         withheld=(
-            f"{how} in `{cache}`: the project's callback `{readers[0][1]}` defines `{new_hook}`, which ran after "
+            f"{how} in `{cache}`: the project's callback `{reader[1]}` defines `{new_hook}`, which ran after "
             f"`{old_hook}` and runs before the renamed hook"
-            if readers
+            if reader is not None
             else f"{how} in `{cache}`: `{no_predictions}` may predict with `return_predictions=False` (or a spawning "
             "strategy), where 1.x passed empty lists and the rewrite passes the predictions"
             if no_predictions is not None
@@ -388,6 +387,16 @@ def _find_predictions_off(file: FileContext) -> str | None:
 
 #: Calls that reach what a name is bound to without naming it.
 INDIRECT = frozenset({"getattr", "vars", "eval", "exec", "globals", "locals"})
+
+
+def callback_reading(func: cst.FunctionDef, file: FileContext, new_hook: str, stage: str) -> tuple[str, str] | None:
+    """The first callback of the checked files whose ``new_hook`` may read what the body of ``func`` (a module's
+    old epoch-end method) does at that epoch end, as ``(file name, class name)``: ``None`` when the body changes
+    nothing another object could read (:func:`_changes_nothing_outside`) or no callback may read it
+    (:func:`_readers`)."""
+    if _changes_nothing_outside(func, file):
+        return None
+    return next(iter(_readers(file, new_hook, stage)), None)
 
 
 def _readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, str]]:

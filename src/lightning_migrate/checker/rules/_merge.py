@@ -42,7 +42,7 @@ from lightning_migrate.checker.base import (
     plain_signature,
     positional,
 )
-from lightning_migrate.checker.rules._caching import _changes_nothing_outside, _indented, _readers
+from lightning_migrate.checker.rules._caching import _indented, callback_reading
 from lightning_migrate.checker.rules._rename import COUNTER, add_count, count_refusal, this
 
 #: The old methods whose order beside their replacement a 1.x release recorded (``training-epoch-end-outputs-
@@ -88,7 +88,7 @@ def merge_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_hoo
             if file.project.subclasses_defining(file.info, ctx.name, hook):
                 return f"a subclass defines `{hook}`, which decides which of the two runs"
     stage = registry.get(pattern_id).stage
-    readers = [] if _changes_nothing_outside(func, file) else _readers(file, new_hook, stage)
+    reader = callback_reading(func, file, new_hook, stage)
     shape = shape_of(pattern_id)
     old_name = func.name.value
     risk = (
@@ -101,7 +101,7 @@ def merge_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_hoo
         return Fix(UNSAFE, _merge(old_name, new_hook, False), on_class=True, description=f"merge into {new_hook}, "
                    "before its own code", risk=why, removes=True, shape=shape, withheld=why)  # fmt: skip
     return Fix(
-        PROVEN if shape in proven.shapes() and not readers else UNSAFE,
+        PROVEN if shape in proven.shapes() and reader is None else UNSAFE,
         _merge(old_name, new_hook, True),
         on_class=True,
         description=f"merge into {new_hook}, before its own code",
@@ -109,9 +109,9 @@ def merge_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_hoo
         removes=True,
         shape=shape,
         withheld=(
-            f"merge into `{new_hook}`: the project's callback `{readers[0][1]}` defines `{new_hook}`, which ran after "
+            f"merge into `{new_hook}`: the project's callback `{reader[1]}` defines `{new_hook}`, which ran after "
             f"`{old_name}` and runs before the merged hook"
-            if readers
+            if reader is not None
             else f"merge into `{new_hook}`, a shape no row of the scenario matrix proves"
         ),
     )

@@ -7,9 +7,8 @@ decide the tier:
 * **The order beside the callbacks.** Lightning 1.x ran the module's old method before every callback's epoch-end
   hook of the same epoch end; the renamed hook runs after them (the ``*-outputs-lifetime`` observations of
   ``data/compat/1.9.5.json`` list the hook calls in order). Where a callback of the checked files defines that hook
-  and may read the module (:func:`._caching._readers`), and the body changes something it could read
-  (:func:`._caching._changes_nothing_outside`), the callback would read the epoch before's work: the rename is
-  **unsafe**, and the marker names the callback.
+  and may read the module, and the body changes something it could read (:func:`._caching.callback_reading`),
+  the callback would read the epoch before's work: the rename is **unsafe**, and the marker names the callback.
 * **An epoch that trains no batch.** 1.9.5 called ``training_epoch_end`` only when the epoch's outputs list was not
   empty -- one entry per batch that completed, whatever the step returned -- so it skipped the method in an epoch
   that completed no batch (``on_train_batch_start`` returning ``-1`` at the first, a run resumed after the epoch's
@@ -53,14 +52,13 @@ from lightning_migrate.checker.base import MODULE, PROVEN, SAFE, UNSAFE, ClassCo
 from lightning_migrate.checker.rules._caching import (
     BATCH_END,
     _above,
-    _changes_nothing_outside,
     _insert_in_init,
     _prepend,
-    _readers,
     _statement,
     _statements,
     _subclass_defines,
     _with_new_init,
+    callback_reading,
     epoch_start,
 )
 
@@ -83,9 +81,9 @@ def rename_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_ho
     rename = with_name(new_hook, set(params))
     dropped = tuple(params)
     description = f"rename to {new_hook}(self)"
-    readers = [] if _changes_nothing_outside(func, ctx.file) else _readers(ctx.file, new_hook, stage)
-    if readers:
-        where, name = readers[0]
+    reader = callback_reading(func, ctx.file, new_hook, stage)
+    if reader is not None:
+        where, name = reader
         why = (
             f"the project's callback `{name}` ({where}) defines `{new_hook}` and may read what this method does, in "
             "the other order after the rename"
