@@ -100,6 +100,10 @@ def test_landing_page_summary_counts_the_records(site):
     assert " ".join(reference_table.summary(document).split()) in text
     errors = sum(r["outcome"] == "error" for r in document["records"])
     assert f"stops {errors} of the {len(document['records'])} old hook shapes" in text
+    # the errors after a training step: the dataloader_idx of on_train_batch_start raises after the sanity check,
+    # before any step, and is not among them
+    late = [r for r in document["records"] if r["outcome"] == "error" and r["training_steps"] > 0]
+    assert f"({len(late)} of them only after at least one training step)" in text
 
 
 def test_landing_page_tabs_show_the_gallery_code(site):

@@ -45,10 +45,10 @@ class CachingCallback(pl.Callback):
 #
 # .. dropdown:: Why each line
 #
-#    As on :doc:`Callback-side caching </examples/core/callback_side_caching>`, the callback skips a batch whose
-#    ``outputs`` is empty (a step that returned ``None``, manual optimization returning nothing), multiplies back the
-#    loss divided by ``accumulate_grad_batches`` (:doc:`gradient accumulation
-#    </examples/pitfalls/accumulated_loss_scaled>`), and logs nothing for an epoch without a cached loss.
+#    As on :doc:`Callback-side caching </examples/core/callback_side_caching>`, the callback skips an empty
+#    ``outputs`` (:doc:`which batches give one </examples/pitfalls/empty_outputs>`), multiplies ``outputs["loss"]`` by
+#    ``accumulate_grad_batches`` (:doc:`why </examples/pitfalls/accumulated_loss_scaled>`), and logs nothing for an
+#    epoch without a cached loss.
 #
 # The symptom, run today
 # ----------------------

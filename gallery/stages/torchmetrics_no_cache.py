@@ -226,8 +226,8 @@ for run, ((metric, scalar), expected) in enumerate(zip(validated_then_fit, valid
 print(f"inference mode in each validation run: {validate_observer.inference_mode}")
 
 # %%
-# The reset costs nothing (the metric is empty at that point) and makes both values hold after a
-# ``trainer.validate()``, where the module without it stopped at the first validation run inside ``fit``.
+# With the reset, both values hold after a ``trainer.validate()`` too, where the module without it stopped at the
+# first validation run inside ``fit``.
 assert (
     "inference tensor" in str(inference_error)
     and without_reset.val_mean_loss.mean_value.is_inference()

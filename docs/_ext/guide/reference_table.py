@@ -260,7 +260,7 @@ def summary(document: dict[str, Any]) -> str:
     """A sentence counting the probe outcomes of ``document`` (the JSON :func:`probe_records.records` returns).
 
     "Lightning X.Y.Z, the release the examples run on, stops 9 of the 14 old hook shapes with an error
-    (4 of them only after training has started) and silently never calls the other 5." -- with the counts and
+    (4 of them only after at least one training step) and silently never calls the other 5." -- with the counts and
     version of the records, never typed.
     """
     found = document["records"]
@@ -273,7 +273,7 @@ def summary(document: dict[str, Any]) -> str:
         f"stops {len(errors)} of the {len(found)} old hook shapes with an error"
     ]
     if late:
-        parts.append(f" ({len(late)} of them only after training has started)")
+        parts.append(f" ({len(late)} of them only after at least one training step)")  # what `late` counts
     if ignored:
         parts.append(f", and silently never calls {len(ignored)}")
     if called:
