@@ -312,6 +312,27 @@ def test_a_callback_reading_a_global_the_module_may_write_is_a_reader(state, rea
     assert tier(constant.replace("print(pl_module.best)", "print(LIMIT)")) == SAFE
 
 
+@pytest.mark.parametrize(
+    "made",
+    [
+        "trainer = pl.Trainer(callbacks=[MetricsPrinter()])",
+        "printer = MetricsPrinter()\ntrainer = pl.Trainer(callbacks=[printer])",
+    ],
+    ids=["in the list", "named in the list"],
+)
+def test_a_callback_of_another_package_given_to_the_trainer_may_read_the_module(made):
+    """``MetricsPrinter`` comes from an installed package: its ``on_validation_epoch_end`` is in no checked file
+    and may read what the renamed hook does; a listed name bound to anything else is no callback of it."""
+    source = READER.split("\n\n\nclass Report")[0].replace(
+        "import lightning.pytorch as pl\n", "import lightning.pytorch as pl\nfrom printers import MetricsPrinter\n"
+    )
+    assert tier(source) == SAFE
+    assert tier(source + "\n\n" + made + "\n") == UNSAFE
+    assert tier(source + "\n\n" + made.replace("printer = MetricsPrinter()", "printer = 3") + "\n") == (
+        UNSAFE if "[MetricsPrinter()]" in made else SAFE
+    )
+
+
 def test_a_subclass_through_a_module_level_alias_is_a_subclass(tmp_path, capsys):
     """``LitModel = Classifier`` then ``class Tuned(LitModel)``: ``Tuned`` derives from ``Classifier``, and its own
     ``on_train_batch_end`` (no ``super()``) would count no batch, so the counted rename is opt-in -- in a snippet and

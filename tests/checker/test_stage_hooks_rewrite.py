@@ -334,8 +334,75 @@ def test_plain_fix_applies_the_rewrite_the_matrix_proves():
     for owner in ("callback", "module"):
         for hook in ("start", "end"):
             assert proven.proving_rows(f"{owner}-on-epoch-{hook}/stage-hooks"), (owner, hook)
-    source = PAIRS[0][1]
-    assert fix(source) == textwrap.dedent(PAIRS[0][2])
+    module = (
+        "\n\nclass Model(pl.LightningModule):\n    def training_step(self, batch, batch_idx):\n        return batch\n"
+    )
+    source = textwrap.dedent(PAIRS[0][1]) + module  # a module of the checked files that defines no stage hook
+    assert fix(source) == textwrap.dedent(PAIRS[0][2]) + module
+
+
+#: What the callback's ``on_epoch_end`` reads, set by the module in a stage hook (1.4.9 ran the module's
+#: ``on_train_epoch_end`` first, then the callback's ``on_epoch_end``; 2.x runs the callbacks' stage hooks first).
+ORDER = """\
+import pytorch_lightning as pl
+
+
+class Model(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return batch
+
+    def on_train_epoch_end(self):
+        self.summary_text = f"epoch {self.current_epoch}"
+
+
+class Reader(pl.Callback):
+    def on_epoch_end(self, trainer, pl_module):
+        print(pl_module.summary_text)
+"""
+
+
+def test_a_callback_end_hook_that_may_read_what_the_module_sets_in_a_stage_hook_is_opt_in():
+    """Moved into the callback's stage hooks, the body runs before the module's: it would read the epoch before's
+    value. Proven again where the module defines none of the stage hooks, or the body reads nothing of it."""
+    [finding] = [f for f in check_source(ORDER.encode()).findings if f.code == "LM006"]
+    assert finding.tier == UNSAFE
+    assert "`Model` (<source>) may define `on_train_epoch_end`" in finding.fix.withheld
+    assert "1.x ran `on_epoch_end` after the module's stage hooks" in finding.fix.withheld
+    for source in (
+        ORDER.replace("on_train_epoch_end(self)", "on_fit_end(self)"),
+        ORDER.replace("print(pl_module.summary_text)", 'print("epoch over")'),
+    ):
+        [finding] = [f for f in check_source(source.encode()).findings if f.code == "LM006"]
+        assert finding.tier == PROVEN, source
+    training_epoch_end = ORDER.replace("on_train_epoch_end(self)", "training_epoch_end(self, outputs)")
+    assert [f.tier for f in check_source(training_epoch_end.encode()).findings if f.code == "LM006"] == [UNSAFE]
+    alone = ORDER.split("\n\n\nclass Reader")[0].replace("class Model(pl.LightningModule)", "class Other(pl.Callback)")
+    alone += "\n\n\nclass Reader" + ORDER.split("\n\n\nclass Reader")[1]
+    [finding] = [f for f in check_source(alone.encode()).findings if f.code == "LM006"]
+    assert finding.tier == UNSAFE and "the module, defined in no checked file," in finding.fix.withheld
+
+
+def test_a_callback_batch_end_hook_that_may_read_the_module_is_opt_in_beside_its_batch_end():
+    source = ORDER.replace("on_train_epoch_end(self):", "on_train_batch_end(self, outputs, batch, batch_idx):")
+    source = source.replace("on_epoch_end(self, trainer, pl_module)", "on_batch_end(self, trainer, pl_module)")
+    [finding] = [f for f in check_source(source.encode()).findings if f.code == "LM006"]
+    assert (finding.tier, finding.fix.shape) == (UNSAFE, "callback-on-batch-end/rename")
+    assert "may define `on_train_batch_end`" in finding.fix.withheld
+
+
+def test_a_module_start_hook_a_callback_may_read_at_its_stage_start_is_opt_in():
+    """1.4.9 ran the module's ``on_epoch_start`` before every callback's ``on_train_epoch_start``; moved into the
+    module's, it runs after them."""
+    source = ORDER.replace(
+        "    def on_train_epoch_end(self):\n        self.summary_text",
+        "    def on_epoch_start(self):\n        self.tag",
+    ).replace("def on_epoch_end(self, trainer, pl_module)", "def on_train_epoch_start(self, trainer, pl_module)")
+    [finding] = [f for f in check_source(source.encode()).findings if f.code == "LM006"]
+    assert finding.tier == UNSAFE
+    assert "the project's callback `Reader` (<source>) defines `on_train_epoch_start`" in finding.fix.withheld
+    quiet = source.replace("print(pl_module.summary_text)", 'print("start")')
+    [finding] = [f for f in check_source(quiet.encode()).findings if f.code == "LM006"]
+    assert finding.tier == PROVEN
 
 
 def test_the_matrix_truth_of_the_calls():

@@ -66,7 +66,7 @@ from lightning_migrate.checker.base import (
     positional,
     shown_path,
 )
-from lightning_migrate.checker.resolve import ModuleInfo, class_body_names, dotted
+from lightning_migrate.checker.resolve import ModuleInfo, Project, class_body_names, dotted
 from lightning_migrate.checker.rules._common import new_params
 
 #: The registry pattern of each stage's batch-end hook, whose new signature the rewrite writes: (owner, stage) -> id.
@@ -399,6 +399,57 @@ def callback_reading(func: cst.FunctionDef, file: FileContext, new_hook: str, st
     return next(iter(_readers(file, new_hook, stage)), None)
 
 
+def callback_may_read_module(ctx: ClassContext, hook: str) -> bool:
+    """Whether the callback ``ctx``'s own method ``hook`` may read the module or the trainer (:func:`_reads_nothing`
+    says no); ``True`` when its definition cannot be found in the file's tree."""
+    for node in ast.walk(ctx.file.tree):
+        if isinstance(node, ast.ClassDef) and node.name == ctx.name:
+            own = [i for i in node.body if isinstance(i, ast.FunctionDef | ast.AsyncFunctionDef) and i.name == hook]
+            if own:
+                return not _reads_nothing(own[-1], node, _shared_globals(ctx.file.tree, ctx.file.project.by_name))
+    return True
+
+
+def module_defining(file: FileContext, hooks: set[str]) -> tuple[str, str] | None:
+    """A class of the checked files that is or may be a ``LightningModule`` (its base unresolved) and defines one
+    of ``hooks`` (its own, or a project base's), as ``(file name, class name)``; ``("", "")`` when the checked
+    files define no module at all (it is elsewhere, and may define them); ``None`` when every module of the checked
+    files is known not to define them."""
+    project = file.project
+    sources: list[tuple[str, ast.Module | None, ModuleInfo | None]] = [
+        (file.path.name if file.path else "<source>", file.tree, file.info)
+    ]
+    sources += [
+        (path.name, _tree_of(project.read(path)), project.info(path)) for path in project.name_of if path != file.path
+    ]
+    modules = 0
+    for where, tree, info in sources:
+        if tree is None or info is None:
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            kind = project.classify(info, [dotted(base) for base in node.bases])
+            if kind.kind != MODULE and not (kind.kind is None and kind.unknown):
+                continue
+            modules += kind.kind == MODULE
+            own = {i.name for i in node.body if isinstance(i, ast.FunctionDef | ast.AsyncFunctionDef)}
+            own |= class_body_names(node)
+            for base_info, base in project.ancestors(info, info.classes.get(node.name, [])):
+                own |= base_info.methods.get(base, set())
+            if own & hooks:
+                return where, node.name
+    return None if modules else ("", "")
+
+
+def _tree_of(data: bytes) -> ast.Module | None:
+    """``data`` parsed, or ``None`` where it does not parse."""
+    try:
+        return ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
 def _readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, str]]:
     """The callbacks of the checked files (this file included, a notebook's cells too) whose ``hook``
     (``on_validation_epoch_end``) may read what the module did at that epoch end, as ``(file name, class name)``.
@@ -436,9 +487,11 @@ def _find_readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, s
             found.append((where, "<a class of a file that does not parse>"))
             continue
         shared = _shared_globals(tree, project.by_name)
+        listed = _listed_callbacks(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and any(k.arg == hook for k in node.keywords):
                 found.append((where, dotted(node.func) or "<a callback made by a call>"))
+            found += [(where, name) for name in _other_packages_callbacks(node, project, info, listed)]
             if isinstance(node, ast.Call) and (name := dotted(node.func)):
                 # Lightning's own callback, made here (ModelPruning(...)); a progress bar only prints
                 made = project.classify(info, [name])
@@ -472,6 +525,42 @@ def _find_readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, s
             elif own is not None and not _reads_nothing(own, node, shared):
                 found.append((where, node.name))
     return list(dict.fromkeys(found))
+
+
+def _listed_callbacks(tree: ast.Module) -> tuple[set[int], set[str]]:
+    """What a ``callbacks=[...]`` (or ``(...)``) argument of a call lists in ``tree``: the ids of the calls made in
+    it, and the names it lists."""
+    calls, names = set(), set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for value in (k.value for k in node.keywords if k.arg == "callbacks"):
+            for item in value.elts if isinstance(value, ast.List | ast.Tuple) else []:
+                if isinstance(item, ast.Call):
+                    calls.add(id(item))
+                elif isinstance(item, ast.Name):
+                    names.add(item.id)
+    return calls, names
+
+
+def _other_packages_callbacks(
+    node: ast.AST, project: Project, info: ModuleInfo, listed: tuple[set[int], set[str]]
+) -> list[str]:
+    """The class ``node`` makes, when it is a callback of another package than Lightning and the project (a class
+    whose base the check cannot resolve) made in a ``callbacks=`` list, or assigned to a name that one lists: its
+    hooks are in no checked file, so it may read the module."""
+    calls, names = listed
+    made = None
+    if isinstance(node, ast.Call) and id(node) in calls:
+        made = node
+    elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+        if any(isinstance(t, ast.Name) and t.id in names for t in node.targets):
+            made = node.value
+    name = dotted(made.func) if made is not None else None
+    if name is None:
+        return []
+    kind = project.classify(info, [name])
+    return [name] if kind.kind is None and kind.unknown else []
 
 
 def _shared_globals(tree: ast.Module, project_modules: Mapping[str, Path]) -> set[str]:

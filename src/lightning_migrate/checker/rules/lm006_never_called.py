@@ -23,6 +23,7 @@ from lightning_migrate.checker.base import (
     plain_signature,
     positional,
 )
+from lightning_migrate.checker.rules._caching import callback_may_read_module, callback_reading, module_defining
 from lightning_migrate.checker.rules._common import (
     EPOCH_END_METHOD_PATTERNS,
     by_hook,
@@ -143,8 +144,12 @@ class CountBatches(Callback):
             if (simple or absorbed) and new_hook not in ctx.methods and not (names_in(func.body) & set(added)):
                 removed_in = registry.get(pattern_id).removed_in
                 shape = rename_shape(pattern_id)
+                entry = proven.stageless().get("hooks", {}).get(CALLBACK, {}).get(hook, {})
+                moved = order_changes(ctx, func, [new_hook], entry.get("position") == "after")
                 fix = Fix(
-                    PROVEN if shape in proven.shapes() and renames_where_recorded(hook, new_hook) else UNSAFE,
+                    PROVEN
+                    if shape in proven.shapes() and renames_where_recorded(hook, new_hook) and moved is None
+                    else UNSAFE,
                     on_def(
                         lambda node: (
                             _rename(node, new_hook, added) if simple else node.with_changes(name=cst.Name(new_hook))
@@ -157,7 +162,7 @@ class CountBatches(Callback):
                     ),
                     new_name=new_hook,
                     shape=shape,
-                    withheld=f"renamed to `{new_hook}`, a shape no row of the scenario matrix proves",
+                    withheld=moved or f"renamed to `{new_hook}`, a shape no row of the scenario matrix proves",
                 )
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
 
@@ -168,6 +173,51 @@ class CountBatches(Callback):
         )
         fix = manual_fix(self.code, "assigned in the class body: never called, bind a stage hook")
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
+
+
+def module_counterparts(stage_hooks: list[str]) -> set[str]:
+    """The module's methods that run, after a full migration, as the module's ``stage_hooks``: those hooks and the
+    old module hooks the registry replaces by one of them (``training_epoch_end`` for ``on_train_epoch_end``)."""
+    found = set(stage_hooks)
+    for pattern in registry.PATTERNS:
+        if pattern.owner == registry.OWNERS[0] and pattern.new_signature is not None:
+            if new_hook(pattern.id) in stage_hooks:
+                found.add(pattern.hook)
+    return found
+
+
+def order_changes(ctx: ClassContext, func: cst.FunctionDef, stage_hooks: list[str], after: bool) -> str | None:
+    """Why moving the body of ``func`` (a stage-less hook, run ``after`` or before the stage hooks' round, every
+    object's) into the class's own ``stage_hooks`` may change what it, or a callback, reads: 2.x runs one round,
+    the callbacks' before the module's (the ``*-outputs-lifetime`` hook orders of ``data/compat/1.9.5.json``).
+
+    * a callback's ``after`` hook moves before the module's stage hooks: it may read the module, and a module of
+      the checked files defines one of them (or the checked files define no module) -- :func:`module_defining`;
+    * a module's ``before`` hook moves after the callbacks' stage hooks: a callback of the checked files defines
+      one and may read what the body does (:func:`._caching.callback_reading`).
+
+    ``None`` where neither holds; a phrase for the marker otherwise."""
+    hook = func.name.value
+    if ctx.kind == CALLBACK and after and callback_may_read_module(ctx, hook):
+        module = module_defining(ctx.file, module_counterparts(stage_hooks))
+        if module is not None:
+            where, name = module
+            whose = f"`{name}` ({where})" if name else "the module, defined in no checked file,"
+            hooks = ", ".join(f"`{h}`" for h in stage_hooks)
+            return (
+                f"`{hook}` may read the module, and {whose} may define {hooks}: 1.x ran `{hook}` after the module's "
+                "stage hooks, the moved body runs before them"
+            )
+    if ctx.kind == MODULE and not after:
+        for stage_hook in stage_hooks:
+            reader = callback_reading(func, ctx.file, stage_hook, stage_hook.split("_")[1])
+            if reader is not None:
+                where, name = reader
+                return (
+                    f"the project's callback `{name}` ({where}) defines `{stage_hook}` and may read what `{hook}` "
+                    f"does, which ran before it in 1.x and runs after it once moved"
+                )
+    return None
 
 
 def helper_name(hook: str) -> str:
@@ -247,8 +297,9 @@ def stage_hooks_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str) -
     where = ", ".join(f"`{name}`" for name in stages)
     release = recorded["release"]
     edit = _Edit(hook, helper, stages, after, params, arguments, frozenset(inherited))
+    moved = order_changes(ctx, func, stages, after)
     return Fix(
-        PROVEN if shape in proven.shapes() else UNSAFE,
+        PROVEN if shape in proven.shapes() and moved is None else UNSAFE,
         edit.apply,
         on_class=True,
         description=f"call it from {', '.join(stages)}",
@@ -259,7 +310,7 @@ def stage_hooks_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str) -
         ),
         new_name=helper,
         shape=shape,
-        withheld=f"calls from {where}, a shape no row of the scenario matrix proves",
+        withheld=moved or f"calls from {where}, a shape no row of the scenario matrix proves",
     )
 
 
