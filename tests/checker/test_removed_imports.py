@@ -388,6 +388,23 @@ def test_a_nested_import_of_a_name_without_replacement_says_where_to_look():
     ), finding.message
 
 
+def test_an_import_from_the_lightning_packages_copy_is_reported_with_a_marker():
+    """``from lightning.pytorch.utilities.types import EPOCH_OUTPUT``: looked up as the ``pytorch_lightning`` import,
+    named as the file wrote it, and left to a marker (the fixes name ``pytorch_lightning``'s modules); the import
+    fails on the installed release as reported."""
+    source = "from lightning.pytorch.utilities.types import EPOCH_OUTPUT, STEP_OUTPUT\n"
+    [finding] = check_source(source.encode(), fix=True).findings
+    assert finding.code == "LM009" and finding.tier == "manual"
+    assert finding.message.startswith("`EPOCH_OUTPUT` of `lightning.pytorch.utilities.types`:"), finding.message
+    assert "pytorch_lightning" not in finding.message
+    fixed = fix(source)
+    assert fixed.endswith(source) and "# lightning-migrate: LM009 manual fix, define EPOCH_OUTPUT: fix by hand" in fixed
+    module = importlib.import_module("lightning.pytorch.utilities.types")
+    assert not hasattr(module, "EPOCH_OUTPUT") and hasattr(module, "STEP_OUTPUT")
+    assert check_source(b"from lightning.pytorch.utilities.types import STEP_OUTPUT\n").findings == []
+    assert check_source(b"from lightning.pytorch_extra import EPOCH_OUTPUT\n").findings == []
+
+
 def test_the_fixed_commonest_import_now_imports_on_the_installed_lightning():
     fixed = fix("from pytorch_lightning.loops.utilities import recursive_detach\n")
     namespace: dict = {}

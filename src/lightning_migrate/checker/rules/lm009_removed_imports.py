@@ -4,6 +4,7 @@ fails to import before any hook runs."""
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import re
 import sys
@@ -14,6 +15,10 @@ import libcst as cst
 
 from lightning_migrate.checker import lightning_names
 from lightning_migrate.checker.base import MODULE, SAFE, UNSAFE, Finding, Fix, Rule, manual_fix
+
+#: The ``lightning`` package's copy of ``pytorch_lightning`` (``lightning.pytorch``, 1.9 on): the same modules and
+#: names under another prefix. LM009's records are of ``pytorch_lightning``; an import from here is looked up there.
+MIRROR = "lightning.pytorch"
 
 
 @functools.cache
@@ -44,6 +49,9 @@ class RemovedImports(Rule):
         "releases (the ``else`` of ``if _PL_GREATER_EQUAL_1_6_0:``).\n"
         "- An import under ``if TYPE_CHECKING:`` "
         "is reported as one only a type checker reads, which then finds no such name.\n"
+        f"- An import from ``{MIRROR}`` (the ``lightning`` package's copy of ``pytorch_lightning``) is looked up as "
+        "the same import from ``pytorch_lightning`` and reported with a marker: the fixes name "
+        "``pytorch_lightning``'s modules.\n"
     )
     fix_text = (
         "- **safe** when every name the statement imports was moved: the same class or function is bound by a "
@@ -86,12 +94,24 @@ def detached(outputs):
     return recursive_detach(outputs)
 """
     #: a file that imports such a name names the package (the byte prefilter)
-    name_fragments = ("pytorch_lightning",)
+    name_fragments = ("pytorch_lightning", MIRROR)
 
     def check_imports(self, tree: ast.Module) -> Iterator[tuple[int, Finding]]:
         """``(index of the top-level statement or -1 for a nested one, finding)`` for each import of a removed
-        name or module, in source order."""
+        name or module, in source order; an import from :data:`MIRROR` (``from lightning.pytorch.callbacks import
+        ...``) is looked up as the same import from the recorded package, and reported with a marker, not fixed:
+        the fixes name the recorded package's modules."""
         data = table()
+        translated, mirrored = _as_recorded(tree, data["package"])
+        for where, finding in self._check_imports(translated, data):
+            if (finding.line, finding.col) in mirrored:
+                finding.message = _mirrored_text(finding.message, data["package"])
+                why = "an import of the `lightning` package" if finding.fix is None else finding.fix.description
+                finding.fix = manual_fix(self.code, f"{_mirrored_text(why, data['package'])}: fix by hand")
+            yield where, finding
+
+    def _check_imports(self, tree: ast.Module, data: dict) -> Iterator[tuple[int, Finding]]:
+        """:meth:`check_imports` of a tree whose imports name the recorded package."""
         removed, gone = data["removed"], set(data["modules_removed"])
         guarded = _guarded(tree)
         dead = _fallbacks(tree, removed, gone) | _older_release_branches(tree, data["old"])
@@ -175,6 +195,32 @@ def detached(outputs):
                             finding = Finding(self.code, message, (), line=node.lineno, col=node.col_offset + 1)
                             finding.fix = fix
                             yield where, finding
+
+
+def _as_recorded(tree: ast.Module, package: str) -> tuple[ast.Module, set[tuple[int, int]]]:
+    """``tree`` with every import from :data:`MIRROR` made an import from ``package`` (a copy; ``tree`` itself when
+    there is none), and the ``(line, column)`` (1-based column) of each such import."""
+    mirrored = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and _mirrors(node.module):
+            mirrored.add((node.lineno, node.col_offset + 1))
+    if not mirrored:
+        return tree, mirrored
+    recorded = copy.deepcopy(tree)
+    for node in ast.walk(recorded):
+        if isinstance(node, ast.ImportFrom) and not node.level and _mirrors(node.module):
+            node.module = package + (node.module or "")[len(MIRROR) :]
+    return recorded, mirrored
+
+
+def _mirrors(module: str | None) -> bool:
+    return module is not None and (module == MIRROR or module.startswith(MIRROR + "."))
+
+
+def _mirrored_text(text: str, package: str) -> str:
+    """``text`` naming :data:`MIRROR`'s modules where it names ``package``'s (``pytorch_lightning.x`` ->
+    ``lightning.pytorch.x``)."""
+    return re.sub(rf"(?<![\w.]){re.escape(package)}(?=[.`\s]|$)", MIRROR, text)
 
 
 def _release(data: dict, module: str, name: str) -> str:
