@@ -1040,7 +1040,8 @@ def test_a_module_rewrite_read_by_a_project_callback_of_the_same_epoch_end_is_no
     code, lines, _ = run(["--fix", tmp_path], capsys)
     model = unwrapped((tmp_path / "model.py").read_text())
     assert "def validation_epoch_end(self, outputs):" in model
-    assert "the project's callback `PrintAccuracy` defines `on_validation_epoch_end`, which ran after" in model
+    reader = "the project's callback `PrintAccuracy` (callbacks.py) defines `on_validation_epoch_end`, which ran after"
+    assert reader in model
     assert code == 1 and [line.endswith("[unsafe fix not applied] " + line.split()[-1]) for line in lines] == [True], (
         lines
     )
@@ -1117,7 +1118,7 @@ def test_a_callback_that_may_read_the_module_at_the_same_epoch_end_withholds_the
     )
     [finding] = [f for f in check_source(source.encode()).findings if f.code == "LM001"]
     assert finding.tier == "unsafe"
-    assert "the project's callback `Reader` defines `on_validation_epoch_end`" in fix(source)
+    assert "the project's callback `Reader` (<source>) defines `on_validation_epoch_end`" in fix(source)
 
 
 #: Old epoch-end bodies (as public repositories wrote them) that change nothing outside their call: 1.x dropped
@@ -1169,7 +1170,7 @@ def test_a_callback_of_the_same_epoch_end_withholds_no_rewrite_of_a_body_that_ch
     [finding] = [f for f in check_source(source.encode()).findings if f.code == "LM001"]
     assert (finding.fix.shape, finding.tier) == ("validation-epoch-end/per-dataloader", tier)
     if tier == "unsafe":
-        assert "the project's callback `Reader` defines `on_validation_epoch_end`" in fix(source)
+        assert "the project's callback `Reader` (<source>) defines `on_validation_epoch_end`" in fix(source)
 
 
 @pytest.mark.parametrize(

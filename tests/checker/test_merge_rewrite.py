@@ -229,7 +229,7 @@ def test_a_project_callback_that_may_read_the_module_keeps_the_merge_opt_in(tmp_
     code, lines, _ = run(["--fix", tmp_path], capsys)
     text = unwrapped((tmp_path / "model.py").read_text())
     assert code == 1 and "def training_epoch_end(self, outputs):" in text
-    assert "LM001 unsafe fix, merge into `on_train_epoch_end`: the project's callback `Show` defines" in text
+    assert "LM001 unsafe fix, merge into `on_train_epoch_end`: the project's callback `Show` (cb.py) defines" in text
     assert [line for line in lines if "[unsafe fix not applied]" in line]
 
 

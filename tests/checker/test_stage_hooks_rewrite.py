@@ -173,7 +173,7 @@ LOOK_ALIKES = [
             def on_epoch_end(self):
                 self.count += 1
         """,
-        "rewritten to the stage hooks too",
+        "rewritten into the same stage hooks",
     ),
     (
         "an on_train_epoch_end that takes the old outputs, which LM002 rewrites",
@@ -481,3 +481,17 @@ def test_the_matrix_truth_of_the_batch_hooks_calls():
         ["start", "train"],
         ["end", "train"],
     ]
+
+
+def test_the_added_hooks_keep_a_blank_line_above_the_next_method():
+    """The next method has no blank line above it of its own -- the old hook's last line holds spaces alone (a
+    notebook's cell in phlippe/uvadlc_notebooks), or the class has none between methods: the added hooks leave one
+    above it, not glued to their last line."""
+    for tail in ("            print(1)\n            \n", "            print(1)\n"):
+        source = (
+            "import pytorch_lightning as pl\n\n\nclass CB(pl.Callback):\n"
+            "    def on_epoch_end(self, trainer, pl_module):\n        if trainer.current_epoch:\n"
+            f"{tail}    def other(self):\n        pass\n"
+        )
+        fixed = check_source(source.encode(), fix=True, unsafe_fixes=True).new_source.decode()
+        assert "self._on_epoch_end(trainer, pl_module)\n\n    def other(self):" in fixed, fixed

@@ -265,8 +265,8 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         imports=tuple(imports),
         shape=shape,
         withheld=(
-            f"{how} in `{cache}`: the project's callback `{reader[1]}` defines `{new_hook}`, which ran after "
-            f"`{old_hook}` and runs before the renamed hook"
+            f"{how} in `{cache}`: the project's callback `{reader[1]}` ({reader[0]}) defines `{new_hook}`, which "
+            f"ran after `{old_hook}` and runs before the renamed hook"
             if reader is not None
             else f"{how} in `{cache}`: `{no_predictions}` may predict with `return_predictions=False` (or a spawning "
             "strategy), where 1.x passed empty lists and the rewrite passes the predictions"

@@ -109,7 +109,8 @@ def merge_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, new_hoo
         removes=True,
         shape=shape,
         withheld=(
-            f"merge into `{new_hook}`: the project's callback `{reader[1]}` defines `{new_hook}`, which ran after "
+            f"merge into `{new_hook}`: the project's callback `{reader[1]}` ({reader[0]}) defines `{new_hook}`, which "
+            "ran after "
             f"`{old_name}` and runs before the merged hook"
             if reader is not None
             else f"merge into `{new_hook}`, a shape no row of the scenario matrix proves"

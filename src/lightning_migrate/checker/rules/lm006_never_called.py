@@ -275,7 +275,10 @@ def stage_hooks_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str) -
         if after and _returns(existing):
             return f"the class's `{stage_hook}` has a `return` before its end: call `{helper}` from it by hand"
     for name in sorted(EPOCH_END_METHODS & set(ctx.methods)):
-        return f"the class's `{name}` is rewritten to the stage hooks too: fix it first, then run `--fix` again"
+        return (
+            f"the class's `{name}` is rewritten into the same stage hooks (its stage's start and end): fix it "
+            "first, then run `--fix` again"
+        )
     for name in OTHER_STAGE_HOOKS:
         method = ctx.methods.get(name)
         if method is not None and (not plain_signature(method) or len(positional(method)) != count):
@@ -410,6 +413,12 @@ class _Edit:
         old = body[index]
         assert isinstance(old, cst.FunctionDef)
         body[index : index + 1] = [old.with_changes(name=cst.Name(self.helper)), *added]
+        after = index + 1 + len(added)
+        following = body[after] if added and after < len(body) else None
+        if isinstance(following, cst.FunctionDef | cst.ClassDef) and not following.leading_lines:
+            # the next method had no blank line above it (none in the class, or the old hook's block ended in a
+            # line of spaces alone): one between it and the added hooks
+            body[after] = following.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
         return class_node.with_changes(body=class_node.body.with_changes(body=body))
 
 
