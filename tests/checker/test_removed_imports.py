@@ -405,6 +405,41 @@ def test_an_import_from_the_lightning_packages_copy_is_reported_with_a_marker():
     assert check_source(b"from lightning.pytorch_extra import EPOCH_OUTPUT\n").findings == []
 
 
+ATTRIBUTE_USE = """\
+import pytorch_lightning as pl
+
+
+def summarize(outputs: pl.utilities.types.EPOCH_OUTPUT) -> pl.utilities.types.STEP_OUTPUT:
+    return outputs[0]
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "read"),
+    [
+        ("import pytorch_lightning as pl", "pl.utilities.types.EPOCH_OUTPUT"),
+        ("import pytorch_lightning.utilities.types as T", "T.EPOCH_OUTPUT"),
+        ("from pytorch_lightning.utilities import types", "types.EPOCH_OUTPUT"),
+        ("import lightning.pytorch as pl", "pl.utilities.types.EPOCH_OUTPUT"),
+        ("import pytorch_lightning", "pytorch_lightning.utilities.types.EPOCH_OUTPUT"),
+    ],
+)
+def test_a_removed_name_read_as_an_attribute_of_the_package_is_reported(imports, read):
+    """``pl.utilities.types.EPOCH_OUTPUT`` in an annotation raises ``AttributeError`` at the ``def`` on 2.x (the
+    module has no such name there); the kept ``STEP_OUTPUT`` beside it is not reported."""
+    source = ATTRIBUTE_USE.replace("import pytorch_lightning as pl", imports).replace(
+        "pl.utilities.types.EPOCH_OUTPUT", read
+    )
+    [finding] = check_source(source.encode(), fix=True).findings
+    assert (finding.code, finding.line, finding.tier) == ("LM009", 4, None)
+    assert finding.message.startswith(f"`EPOCH_OUTPUT` of `pytorch_lightning.utilities.types`, read as `{read}`:")
+    assert "reading it raises AttributeError; define `EPOCH_OUTPUT` as 1.9.5 did" in finding.message
+    module = importlib.import_module("lightning.pytorch.utilities.types")
+    assert not hasattr(module, "EPOCH_OUTPUT")
+    postponed = check_source(("from __future__ import annotations\n" + source).encode()).findings
+    assert ["only a type checker reads it" in f.message for f in postponed] == [True]
+
+
 def test_the_fixed_commonest_import_now_imports_on_the_installed_lightning():
     fixed = fix("from pytorch_lightning.loops.utilities import recursive_detach\n")
     namespace: dict = {}

@@ -52,6 +52,9 @@ class RemovedImports(Rule):
         f"- An import from ``{MIRROR}`` (the ``lightning`` package's copy of ``pytorch_lightning``) is looked up as "
         "the same import from ``pytorch_lightning`` and reported with a marker: the fixes name "
         "``pytorch_lightning``'s modules.\n"
+        "- A removed name read as an attribute of the package or of one of its modules "
+        "(``pl.utilities.types.EPOCH_OUTPUT`` in an annotation) is reported too, without a fix: reading it raises "
+        "where the code runs (at the ``def``, for an annotation the file does not postpone).\n"
     )
     fix_text = (
         "- **safe** when every name the statement imports was moved: the same class or function is bound by a "
@@ -103,12 +106,63 @@ def detached(outputs):
         the fixes name the recorded package's modules."""
         data = table()
         translated, mirrored = _as_recorded(tree, data["package"])
-        for where, finding in self._check_imports(translated, data):
+        found = list(self._check_imports(translated, data))
+        for _, finding in found:
             if (finding.line, finding.col) in mirrored:
                 finding.message = _mirrored_text(finding.message, data["package"])
                 why = "an import of the `lightning` package" if finding.fix is None else finding.fix.description
                 finding.fix = manual_fix(self.code, f"{_mirrored_text(why, data['package'])}: fix by hand")
-            yield where, finding
+        found += [(-1, finding) for finding in self._attribute_uses(tree, data)]
+        found.sort(key=lambda item: (item[1].line, item[1].col))
+        yield from found
+
+    def _attribute_uses(self, tree: ast.Module, data: dict) -> Iterator[Finding]:
+        """A removed name read as an attribute of the package (``pl.utilities.types.EPOCH_OUTPUT``, the package
+        imported as ``pl``, or a module of it imported as itself or under an alias): the attribute access raises
+        ``AttributeError`` where it runs -- at the ``def`` for an annotation, unless the file postpones annotations
+        (``from __future__ import annotations``: then only a type checker reads it). Reported with what the marker of
+        its import would say, and no fix."""
+        package, removed = data["package"], data["removed"]
+        aliases = _package_aliases(tree, package)
+        if not aliases:
+            return
+        postponed = any(
+            isinstance(s, ast.ImportFrom) and s.module == "__future__" and any(a.name == "annotations" for a in s.names)
+            for s in tree.body
+        )
+        annotations = _annotation_nodes(tree) if postponed else set()
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
+                continue
+            dotted_name = _dotted(node)
+            if dotted_name is None or dotted_name.split(".")[0] not in aliases:
+                continue
+            head, _, rest = dotted_name.partition(".")
+            full = aliases[head] + ("." + rest if rest else "")
+            module, _, name = full.rpartition(".")
+            if name not in removed.get(module, {}):
+                continue
+            target = removed[module][name]
+            said = _shim(data, module, name)
+            message = (
+                f"`{name}` of `{module}`, read as `{dotted_name}`: {_versions(data, {_release(data, module, name)})}; "
+            )
+            message += (
+                "only a type checker reads it (the file postpones annotations), which then finds no such name"
+                if id(node) in annotations
+                else "reading it raises AttributeError"
+            )
+            if target:
+                message += f"; import it from `{target}`"
+            elif said:
+                message += f"; {_had(said, data)} said: {said['message']}"
+            elif name in data.get("definitions", {}).get(module, {}):
+                message += f"; define `{name}` as {_had(data['definitions'][module][name], data)} did"
+            else:
+                message += (
+                    f"; no name of {data['new']} is recorded as its replacement; look it up in Lightning's CHANGELOG"
+                )
+            yield Finding(self.code, message, (), line=node.lineno, col=node.col_offset + 1)
 
     def _check_imports(self, tree: ast.Module, data: dict) -> Iterator[tuple[int, Finding]]:
         """:meth:`check_imports` of a tree whose imports name the recorded package."""
@@ -221,6 +275,55 @@ def _mirrored_text(text: str, package: str) -> str:
     """``text`` naming :data:`MIRROR`'s modules where it names ``package``'s (``pytorch_lightning.x`` ->
     ``lightning.pytorch.x``)."""
     return re.sub(rf"(?<![\w.]){re.escape(package)}(?=[.`\s]|$)", MIRROR, text)
+
+
+def _package_aliases(tree: ast.Module, package: str) -> dict[str, str]:
+    """``{bound name: dotted module}`` for each import of ``package`` or one of its modules (or of :data:`MIRROR`'s,
+    looked up as ``package``'s): ``import pytorch_lightning as pl`` binds ``pl``, ``import pytorch_lightning.utilities
+    .types`` binds ``pytorch_lightning``, ``from pytorch_lightning.utilities import types`` binds ``types``."""
+    found = {}
+
+    def recorded(module: str) -> str | None:
+        if module == package or module.startswith(package + "."):
+            return module
+        return package + module[len(MIRROR) :] if _mirrors(module) else None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                module = recorded(alias.name)
+                if module is not None:
+                    if alias.asname:
+                        found[alias.asname] = module
+                    elif module == alias.name:
+                        found[alias.name.split(".")[0]] = package
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            module = recorded(node.module)
+            for alias in node.names if module is not None else []:
+                found[alias.asname or alias.name] = f"{module}.{alias.name}"
+    return found
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of attributes on a name; ``None`` for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
+def _annotation_nodes(tree: ast.Module) -> set[int]:
+    """The ids of every node inside an annotation (a parameter's, a return's, an annotated assignment's)."""
+    roots: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            roots.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+            roots.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            roots.append(node.annotation)
+    return {id(inner) for root in roots for inner in ast.walk(root)}
 
 
 def _release(data: dict, module: str, name: str) -> str:
