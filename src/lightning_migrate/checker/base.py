@@ -28,6 +28,7 @@ import functools
 import importlib.metadata
 import os
 import re
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
@@ -42,6 +43,19 @@ from lightning_migrate.checker.resolve import LIGHTNING_ROOTS, Reference, Uses, 
 
 if TYPE_CHECKING:  # pragma: no cover
     from lightning_migrate.checker.resolve import ModuleInfo, Project
+
+_NODES: weakref.WeakKeyDictionary[ast.AST, list[ast.AST]] = weakref.WeakKeyDictionary()
+
+
+def nodes_of(tree: ast.AST) -> list[ast.AST]:
+    """Every node of ``tree``, in :func:`ast.walk`'s order, listed once per tree (the rules read a file's whole tree
+    many times: on a 10,000-line file one walk takes about 0.3 s, reading the list again about 0.05 s). The tree
+    must not change shape after the first call."""
+    nodes = _NODES.get(tree)
+    if nodes is None:
+        nodes = _NODES[tree] = list(ast.walk(tree))
+    return nodes
+
 
 #: The two class kinds a rule inspects, as the registry names the owners of hooks.
 MODULE, CALLBACK = registry.OWNERS

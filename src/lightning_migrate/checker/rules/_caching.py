@@ -62,6 +62,7 @@ from lightning_migrate.checker.base import (
     identifiers_in,
     is_docstring,
     names_in,
+    nodes_of,
     plain_signature,
     positional,
     shown_path,
@@ -111,7 +112,7 @@ def _imported_only_conditionally(tree: ast.Module, package: str) -> bool:
     ImportError: import pytorch_lightning``): a new top-level import from it could fail where the file does not."""
     if any(_imports_package(statement, package) for statement in tree.body):
         return False
-    return any(_imports_package(node, package) for node in ast.walk(tree))
+    return any(_imports_package(node, package) for node in nodes_of(tree))
 
 
 def epoch_start(new_hook: str, kind: str) -> str:
@@ -372,7 +373,7 @@ def _find_predictions_off(file: FileContext) -> str | None:
             if b"return_predictions" in data:
                 return where
             continue
-        for node in ast.walk(tree):
+        for node in nodes_of(tree):
             if not isinstance(node, ast.Call):
                 continue
             if isinstance(node.func, ast.Attribute) and node.func.attr == "predict" and len(node.args) >= 4:
@@ -402,7 +403,7 @@ def callback_reading(func: cst.FunctionDef, file: FileContext, new_hook: str, st
 def callback_may_read_module(ctx: ClassContext, hook: str) -> bool:
     """Whether the callback ``ctx``'s own method ``hook`` may read the module or the trainer (:func:`_reads_nothing`
     says no); ``True`` when its definition cannot be found in the file's tree."""
-    for node in ast.walk(ctx.file.tree):
+    for node in nodes_of(ctx.file.tree):
         if isinstance(node, ast.ClassDef) and node.name == ctx.name:
             own = [i for i in node.body if isinstance(i, ast.FunctionDef | ast.AsyncFunctionDef) and i.name == hook]
             if own:
@@ -426,7 +427,7 @@ def module_defining(file: FileContext, hooks: set[str]) -> tuple[str, str] | Non
     for where, tree, info in sources:
         if tree is None or info is None:
             continue
-        for node in ast.walk(tree):
+        for node in nodes_of(tree):
             if not isinstance(node, ast.ClassDef):
                 continue
             kind = project.classify(info, [dotted(base) for base in node.bases])
@@ -488,7 +489,7 @@ def _find_readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, s
             continue
         shared = _shared_globals(tree, project.by_name)
         listed = _listed_callbacks(tree)
-        for node in ast.walk(tree):
+        for node in nodes_of(tree):
             if isinstance(node, ast.Call) and any(k.arg == hook for k in node.keywords):
                 found.append((where, dotted(node.func) or "<a callback made by a call>"))
             found += [(where, name) for name in _other_packages_callbacks(node, project, info, listed)]
@@ -531,7 +532,7 @@ def _listed_callbacks(tree: ast.Module) -> tuple[set[int], set[str]]:
     """What a ``callbacks=[...]`` (or ``(...)``) argument of a call lists in ``tree``: the ids of the calls made in
     it, and the names it lists."""
     calls, names = set(), set()
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         if not isinstance(node, ast.Call):
             continue
         for value in (k.value for k in node.keywords if k.arg == "callbacks"):
@@ -569,7 +570,7 @@ def _shared_globals(tree: ast.Module, project_modules: Mapping[str, Path]) -> se
     a ``global`` statement, and a name imported from a module of the project (``project_modules``: its dotted
     names; a relative import too) -- what a module's hook may write and a callback's read, with neither naming the
     other."""
-    shared = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+    shared = {name for node in nodes_of(tree) if isinstance(node, ast.Global) for name in node.names}
     for statement in tree.body:
         if isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign) and statement.value is not None:
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
@@ -1190,7 +1191,7 @@ def _calls_closure_again(source: bytes) -> bool:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return True
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.name != "step":
             continue
         params = [a.arg for a in node.args.args]
@@ -1223,7 +1224,7 @@ def _inherited_step_refusal(ctx: ClassContext, name: str) -> str | None:
         tree = file.tree
         if base_info is not file.info:
             tree = ast.parse(file.project.read(path)) if path else ast.Module(body=[], type_ignores=[])
-        classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == base]
+        classes = [n for n in nodes_of(tree) if isinstance(n, ast.ClassDef) and n.name == base]
         defs = [f for c in classes for f in c.body if isinstance(f, ast.FunctionDef) and f.name == name]
         node = defs[-1] if defs else None
         if node is None or not (node.args.vararg or len(node.args.posonlyargs) + len(node.args.args) >= 3):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from lightning_migrate.checker import lightning_names
-from lightning_migrate.checker.base import MODULE, SAFE, UNSAFE, Finding, Fix, Rule, manual_fix
+from lightning_migrate.checker.base import MODULE, SAFE, UNSAFE, Finding, Fix, Rule, manual_fix, nodes_of
 
 #: The ``lightning`` package's copy of ``pytorch_lightning`` (``lightning.pytorch``, 1.9 on): the same modules and
 #: names under another prefix. LM009's records are of ``pytorch_lightning``; an import from here is looked up there.
@@ -131,7 +131,7 @@ def detached(outputs):
             for s in tree.body
         )
         annotations = _annotation_nodes(tree) if postponed else set()
-        for node in ast.walk(tree):
+        for node in nodes_of(tree):
             if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
                 continue
             dotted_name = _dotted(node)
@@ -255,7 +255,7 @@ def _as_recorded(tree: ast.Module, package: str) -> tuple[ast.Module, set[tuple[
     """``tree`` with every import from :data:`MIRROR` made an import from ``package`` (a copy; ``tree`` itself when
     there is none), and the ``(line, column)`` (1-based column) of each such import."""
     mirrored = set()
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         if isinstance(node, ast.ImportFrom) and not node.level and _mirrors(node.module):
             mirrored.add((node.lineno, node.col_offset + 1))
     if not mirrored:
@@ -288,7 +288,7 @@ def _package_aliases(tree: ast.Module, package: str) -> dict[str, str]:
             return module
         return package + module[len(MIRROR) :] if _mirrors(module) else None
 
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 module = recorded(alias.name)
@@ -316,7 +316,7 @@ def _dotted(node: ast.expr) -> str | None:
 def _annotation_nodes(tree: ast.Module) -> set[int]:
     """The ids of every node inside an annotation (a parameter's, a return's, an annotated assignment's)."""
     roots: list[ast.expr] = []
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         if isinstance(node, ast.arg) and node.annotation is not None:
             roots.append(node.annotation)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
@@ -355,7 +355,7 @@ _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "
 def _guarded(tree: ast.Module) -> set[int]:
     """The ids of the imports in the body of a ``try`` whose handlers catch an import error (or everything)."""
     guarded: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         if not isinstance(node, ast.Try | ast.TryStar):
             continue
         caught = set()
@@ -405,7 +405,7 @@ def _type_checking_branches(tree: ast.Module) -> set[int]:
 
 def _if_tests(tree: ast.Module) -> Iterator[tuple[ast.If, ast.expr, bool]]:
     """Each ``if`` of the file with its test, a leading ``not`` taken off: ``(node, test, negated)``."""
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         if isinstance(node, ast.If):
             test, negated = node.test, False
             if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -432,7 +432,7 @@ def _fallbacks(tree: ast.Module, removed: dict, gone: set[str]) -> set[int]:
     the body imports on 2.x, so the handler, the older releases' way, never runs there. A body that imports a name
     of another package, or one the table lists, may fail: its handlers' imports are checked as any other."""
     found: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         if not isinstance(node, ast.Try | ast.TryStar) or not node.body:
             continue
         if not all(_lightning_import_kept(statement, removed, gone) for statement in node.body):
@@ -550,12 +550,12 @@ def _only_called(tree: ast.Module, name: str, statement: ast.ImportFrom) -> bool
     """Whether ``name`` is read only as what a call calls (``seed_everything(0)``) or as a decorator
     (``@rank_zero_only``), outside ``statement``."""
     allowed = {id(statement)}
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         if isinstance(node, ast.Call):
             allowed.add(id(node.func))
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             allowed |= {id(d) for d in node.decorator_list}
-    return all(id(n) in allowed for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name)
+    return all(id(n) in allowed for n in nodes_of(tree) if isinstance(n, ast.Name) and n.id == name)
 
 
 def _replacement_fix(node: ast.ImportFrom, found: dict[str, _Replacement], every_name: bool) -> Fix:
@@ -652,7 +652,7 @@ def _annotations_only(tree: ast.Module, name: str, statement: ast.stmt) -> bool:
     """Whether ``name`` is read only in annotations (of parameters, returns and annotated assignments) outside
     ``statement``: where a type alias's value makes no difference when the code runs."""
     annotations = set()
-    for node in ast.walk(tree):
+    for node in nodes_of(tree):
         parts: list[ast.AST | None] = []
         if isinstance(node, ast.arg):
             parts = [node.annotation]
@@ -664,7 +664,7 @@ def _annotations_only(tree: ast.Module, name: str, statement: ast.stmt) -> bool:
     skip = {id(n) for n in ast.walk(statement)}
     return all(
         id(node) in annotations or id(node) in skip
-        for node in ast.walk(tree)
+        for node in nodes_of(tree)
         if isinstance(node, ast.Name) and node.id == name
     )
 
