@@ -492,7 +492,8 @@ def _find_readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, s
         for node in nodes_of(tree):
             if isinstance(node, ast.Call) and any(k.arg == hook for k in node.keywords):
                 found.append((where, dotted(node.func) or "<a callback made by a call>"))
-            found += [(where, name) for name in _other_packages_callbacks(node, project, info, listed)]
+            if (listed[0] or listed[1]) and isinstance(node, ast.Call | ast.Assign):
+                found += [(where, name) for name in _other_packages_callbacks(node, project, info, listed)]
             if isinstance(node, ast.Call) and (name := dotted(node.func)):
                 # Lightning's own callback, made here (ModelPruning(...)); a progress bar only prints
                 made = project.classify(info, [name])
