@@ -93,7 +93,9 @@ class NeverCalled(Rule):
         "hook's own code for an end hook, before it for a start hook): in the stage hook the class defines, or in "
         "one the fix adds, which calls a base class's own first. **proven** (applied by ``--fix``) where the shape is "
         "proven on :doc:`Where each recipe works </reference/scenarios>`, **unsafe** otherwise, for the same reason as "
-        "the rename. **manual** "
+        "the rename. Both are **unsafe** too for a callback's end hook that may read the module while a module of "
+        "the checked files (or one they do not define) may define its stage hooks, and for a module's start hook "
+        "that a callback's stage hook may read; the marker names the class. **manual** "
         "where the class's stage hook returns early, is ``async`` or decorated, a subclass defines one, or "
         f"{literal_list(sorted(EPOCH_END_METHODS))} are rewritten to the same hooks: pick the stage hooks you meant."
     )
