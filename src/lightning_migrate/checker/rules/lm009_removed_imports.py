@@ -53,7 +53,7 @@ class RemovedImports(Rule):
         "the same import from ``pytorch_lightning`` and reported with a marker: the fixes name "
         "``pytorch_lightning``'s modules.\n"
         "- A removed name read as an attribute of the package or of one of its modules "
-        "(``pl.utilities.types.EPOCH_OUTPUT`` in an annotation) is reported too, without a fix: reading it raises "
+        "(``pl.utilities.types.EPOCH_OUTPUT`` in an annotation) is reported too, without a fix: reading it fails "
         "where the code runs (at the ``def``, for an annotation the file does not postpone).\n"
     )
     fix_text = (
@@ -150,7 +150,7 @@ def detached(outputs):
             message += (
                 "only a type checker reads it (the file postpones annotations), which then finds no such name"
                 if id(node) in annotations
-                else "reading it raises AttributeError"
+                else "reading it fails where it runs: the module has no such attribute"
             )
             if target:
                 message += f"; import it from `{target}`"
