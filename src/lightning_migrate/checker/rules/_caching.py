@@ -411,44 +411,35 @@ def callback_may_read_module(ctx: ClassContext, hook: str) -> bool:
     return True
 
 
-def module_defining(file: FileContext, hooks: set[str]) -> tuple[str, str] | None:
+def module_defining(file: FileContext, hooks: frozenset[str]) -> tuple[str, str] | None:
     """A class of the checked files that is or may be a ``LightningModule`` (its base unresolved) and defines one
     of ``hooks`` (its own, or a project base's), as ``(file name, class name)``; ``("", "")`` when the checked
     files define no module at all (it is elsewhere, and may define them); ``None`` when every module of the checked
-    files is known not to define them."""
+    files is known not to define them. Read from each file's resolved names (:class:`ModuleInfo`), no file parsed
+    again; asked once per file and set of hooks (:attr:`FileContext.memo`)."""
+    key = ("module defining", hooks)
+    if key in file.memo:
+        return file.memo[key]
     project = file.project
-    sources: list[tuple[str, ast.Module | None, ModuleInfo | None]] = [
-        (file.path.name if file.path else "<source>", file.tree, file.info)
-    ]
-    sources += [
-        (path.name, _tree_of(project.read(path)), project.info(path)) for path in project.name_of if path != file.path
-    ]
+    infos: list[tuple[str, ModuleInfo | None]] = [(file.path.name if file.path else "<source>", file.info)]
+    infos += [(path.name, project.info(path)) for path in project.name_of if path != file.path]
+    found: tuple[str, str] | None = None
     modules = 0
-    for where, tree, info in sources:
-        if tree is None or info is None:
+    for where, info in infos:
+        if info is None:
             continue
-        for node in nodes_of(tree):
-            if not isinstance(node, ast.ClassDef):
-                continue
-            kind = project.classify(info, [dotted(base) for base in node.bases])
+        for name, bases in info.classes.items():
+            kind = project.classify(info, bases)
             if kind.kind != MODULE and not (kind.kind is None and kind.unknown):
                 continue
             modules += kind.kind == MODULE
-            own = {i.name for i in node.body if isinstance(i, ast.FunctionDef | ast.AsyncFunctionDef)}
-            own |= class_body_names(node)
-            for base_info, base in project.ancestors(info, info.classes.get(node.name, [])):
+            own = set(info.methods.get(name, set()))
+            for base_info, base in project.ancestors(info, bases):
                 own |= base_info.methods.get(base, set())
-            if own & hooks:
-                return where, node.name
-    return None if modules else ("", "")
-
-
-def _tree_of(data: bytes) -> ast.Module | None:
-    """``data`` parsed, or ``None`` where it does not parse."""
-    try:
-        return ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
+            if found is None and own & hooks:
+                found = (where, name)
+    file.memo[key] = found if found is not None or modules else ("", "")
+    return file.memo[key]
 
 
 def _readers(file: FileContext, hook: str, stage: str) -> list[tuple[str, str]]:

@@ -177,7 +177,7 @@ class CountBatches(Callback):
         yield Finding(self.code, message, (pattern_id,) if pattern_id else (), fix=fix)
 
 
-def module_counterparts(stage_hooks: list[str]) -> set[str]:
+def module_counterparts(stage_hooks: list[str]) -> frozenset[str]:
     """The module's methods that run, after a full migration, as the module's ``stage_hooks``: those hooks and the
     old module hooks the registry replaces by one of them (``training_epoch_end`` for ``on_train_epoch_end``)."""
     found = set(stage_hooks)
@@ -185,7 +185,7 @@ def module_counterparts(stage_hooks: list[str]) -> set[str]:
         if pattern.owner == registry.OWNERS[0] and pattern.new_signature is not None:
             if new_hook(pattern.id) in stage_hooks:
                 found.add(pattern.hook)
-    return found
+    return frozenset(found)
 
 
 def order_changes(ctx: ClassContext, func: cst.FunctionDef, stage_hooks: list[str], after: bool) -> str | None:
