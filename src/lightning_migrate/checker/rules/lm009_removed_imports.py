@@ -15,6 +15,7 @@ import libcst as cst
 
 from lightning_migrate.checker import lightning_names
 from lightning_migrate.checker.base import MODULE, SAFE, UNSAFE, Finding, Fix, Rule, manual_fix, nodes_of
+from lightning_migrate.checker.resolve import dotted
 
 #: The ``lightning`` package's copy of ``pytorch_lightning`` (``lightning.pytorch``, 1.9 on): the same modules and
 #: names under another prefix. LM009's records are of ``pytorch_lightning``; an import from here is looked up there.
@@ -134,7 +135,7 @@ def detached(outputs):
         for node in nodes_of(tree):
             if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
                 continue
-            dotted_name = _dotted(node)
+            dotted_name = dotted(node)
             if dotted_name is None or dotted_name.split(".")[0] not in aliases:
                 continue
             head, _, rest = dotted_name.partition(".")
@@ -302,15 +303,6 @@ def _package_aliases(tree: ast.Module, package: str) -> dict[str, str]:
             for alias in node.names if module is not None else []:
                 found[alias.asname or alias.name] = f"{module}.{alias.name}"
     return found
-
-
-def _dotted(node: ast.expr) -> str | None:
-    """``a.b.c`` for a chain of attributes on a name; ``None`` for anything else."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
 
 
 def _annotation_nodes(tree: ast.Module) -> set[int]:
