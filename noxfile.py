@@ -108,7 +108,7 @@ def install_torch(session, index: list[str] | None = None) -> None:
     version ``+cpu`` named so that no index's CUDA build can meet it; else with pip, which finds that wheel itself.
 
     uv unpacks the wheel once into its cache and links it into each environment after that. Measured on this
-    project's 2-core machine, torch 2.13.0 and its dependencies into a new environment, bytecode compiled: 17.8 s
+    project's 2-core machine, the pinned torch and its dependencies into a new environment, bytecode compiled: 17.8 s
     with pip, 7.8 s with uv the first time and 5.5 s the next (``uv pip install --compile-bytecode``); a default
     ``nox`` run makes six environments with torch."""
     uv, folder = shutil.which("uv"), local_cpu_torch()
