@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from build_mechanics import declared_warnings  # the build's one list of accepte
 from builds import GALLERY_SCRIPTS, ROOT
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+from traitlets.config import Config
 
 #: A quantity measured on the machine that ran the example, not computed from seeded data: a time, a process's
 #: memory, a memory growth per step, a ratio of timings ("1.14 x"), or a network port ("[127.0.0.1]:45746").
@@ -55,13 +57,27 @@ def test_printed_numbers_leave_out_what_the_machine_measured():
 
 
 def client(notebook: nbformat.NotebookNode, folder: Path) -> NotebookClient:
-    """nbclient's client of ``notebook``, run in ``folder`` by a fresh ``python3`` kernel.
+    """nbclient's client of ``notebook``, run in ``folder`` by a fresh ``python3`` kernel that talks over Unix
+    sockets and is stopped at once when the last cell has run.
 
-    The kernel is asked to exit when the last cell has run and waited for (nbclient's default, ``"graceful"``).
-    ``shutdown_kernel="immediate"`` saved about 3 s a notebook (7.0 s -> 4.1 s on ``forgetting_to_clear``), but in
-    one CI run of the 45 notebooks on two workers a new kernel found its port taken (``ZMQError: Address already in
-    use``, ``Kernel died before replying to kernel_info``): not kept."""
-    return NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": folder}})
+    ``shutdown_kernel="immediate"`` saves about 3 s a notebook over nbclient's ``"graceful"`` exit (7.0 s -> 4.1 s
+    on ``forgetting_to_clear``). Over TCP, in one CI run of the 45 notebooks on two workers, a new kernel then found
+    its port taken (``ZMQError: Address already in use``: jupyter_client picks free ports and releases them before
+    the kernel binds them). ``transport="ipc"`` (jupyter_client's ``KernelManager`` options, set through nbclient's
+    traitlets ``config``) binds socket files instead: no port to race for. Their ``ip`` (the files' path prefix) is
+    absolute and in a folder of their own: a relative one (jupyter_client's default, ``kernel-ipc``) is read from the
+    kernel's working directory, ``folder``, and from the client's, and the two never meet; and ``folder`` holds the
+    notebook alone."""
+    sockets = Path(tempfile.mkdtemp(prefix="kernel-"))  # short: a Unix socket's path has at most 107 bytes
+    config = Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "ipc")}})
+    return NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": folder}},
+        shutdown_kernel="immediate",
+        config=config,
+    )
 
 
 def run_alone(notebook_path: Path, monkeypatch) -> nbformat.NotebookNode:
