@@ -56,8 +56,8 @@ def test_printed_numbers_leave_out_what_the_machine_measured():
     assert printed_numbers(text) == [["0.25", "4"], [], [], ["127.0", "0.1"]]
 
 
-def client(notebook: nbformat.NotebookNode, folder: Path) -> NotebookClient:
-    """nbclient's client of ``notebook``, run in ``folder`` by a fresh ``python3`` kernel that talks over Unix
+def execute(notebook: nbformat.NotebookNode, folder: Path) -> None:
+    """Execute ``notebook`` with nbclient, in ``folder``, by a fresh ``python3`` kernel that talks over Unix
     sockets and is stopped at once when the last cell has run.
 
     ``shutdown_kernel="immediate"`` saves about 3 s a notebook over nbclient's ``"graceful"`` exit (7.0 s -> 4.1 s
@@ -68,23 +68,23 @@ def client(notebook: nbformat.NotebookNode, folder: Path) -> NotebookClient:
     absolute and in a folder of their own: a relative one (jupyter_client's default, ``kernel-ipc``) is read from the
     kernel's working directory, ``folder``, and from the client's, and the two never meet; and ``folder`` holds the
     notebook alone."""
-    sockets = Path(tempfile.mkdtemp(prefix="kernel-"))  # short: a Unix socket's path has at most 107 bytes
-    config = Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "ipc")}})
-    return NotebookClient(
-        notebook,
-        timeout=600,
-        kernel_name="python3",
-        resources={"metadata": {"path": folder}},
-        shutdown_kernel="immediate",
-        config=config,
-    )
+    with tempfile.TemporaryDirectory(prefix="kernel-") as sockets:  # short: a socket's path has at most 107 bytes
+        config = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "ipc")}})
+        NotebookClient(
+            notebook,
+            timeout=600,
+            kernel_name="python3",
+            resources={"metadata": {"path": folder}},
+            shutdown_kernel="immediate",
+            config=config,
+        ).execute()
 
 
 def run_alone(notebook_path: Path, monkeypatch) -> nbformat.NotebookNode:
     """Execute the notebook at ``notebook_path`` in a fresh kernel started with the build's ``PYTHONWARNINGS``."""
     notebook = nbformat.read(notebook_path, as_version=4)
     monkeypatch.setenv("PYTHONWARNINGS", declared_warnings.pythonwarnings())  # the kernel inherits it
-    client(notebook, notebook_path.parent).execute()
+    execute(notebook, notebook_path.parent)
     return notebook
 
 
@@ -189,7 +189,7 @@ def test_notebook_run_as_a_reader_runs_it_shows_no_warning(site, script, tmp_pat
     assert first.cell_type == "code" and first.source.startswith("# To install what this example ran on")
     assert f"lightning=={metadata.version('lightning')}" in first.source.splitlines()[0].split()
     assert len(first.source.splitlines()) <= 12
-    client(notebook, tmp_path).execute()
+    execute(notebook, tmp_path)
     written = stderr_outputs(notebook, Path("gallery") / script, (ROOT / "gallery" / script).read_text("utf-8"))
     assert written == []
 
