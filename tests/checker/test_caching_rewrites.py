@@ -23,7 +23,8 @@ def unproven(monkeypatch):
 
 PAIRS = [
     (
-        "validation: several returns, one None; __init__ with super(); a decorated hook, docstring, early return",
+        "validation: the class's own step caches before each return but None; __init__ with super(); a decorated hook, "
+        "docstring, early return",
         '''\
 import lightning.pytorch as pl
 import torch
@@ -66,14 +67,12 @@ class LitModel(pl.LightningModule):
         loss = self.layer(batch).mean()
         if batch_idx == 0:
             return None
-        return {"val_loss": loss}
+        output = {"val_loss": loss}
+        self.validation_step_outputs[0].append(output)
+        return output
 
     def on_validation_epoch_start(self):
         self.validation_step_outputs.clear()  # nothing left over from a run that stopped half-way
-
-    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
-        if outputs is not None:  # as in the old outputs: no None
-            self.validation_step_outputs[dataloader_idx].append(outputs)
 
     @torch.no_grad()
     def on_validation_epoch_end(self):
@@ -89,7 +88,7 @@ class LitModel(pl.LightningModule):
 ''',
     ),
     (
-        "several test dataloaders; the class's own batch-end hook keeps its parameter names",
+        "test: the class's own step with dataloader_idx appends to its dataloader's list",
         '''\
 """A module with several test dataloaders and an on_test_batch_end of its own."""
 from collections import defaultdict
@@ -121,7 +120,66 @@ class LitModel(pl.LightningModule):
         self.test_step_outputs = defaultdict(list)  # dataloader_idx -> what its batches returned
 
     def test_step(self, batch, batch_idx, dataloader_idx=0):
+        output = batch.sum()
+        if output is not None:  # as in the old outputs: no None
+            self.test_step_outputs[dataloader_idx].append(output)
+        return output
+
+    def on_test_batch_end(self, out, batch, batch_idx, loader_idx=0):
+        self.last = out
+
+    def on_test_epoch_start(self):
+        self.test_step_outputs.clear()  # nothing left over from a run that stopped half-way
+
+    def on_test_epoch_end(self):
+        # one list per dataloader, as in the old outputs
+        outputs = [self.test_step_outputs[idx] for idx in range(len(self.trainer.num_test_batches))]
+        if len(outputs) == 1:
+            outputs = outputs[0]
+        self.test_step_outputs.clear()
+        for i, per_loader in enumerate(outputs):
+            self.log(f"test_{i}", sum(per_loader))
+''',
+    ),
+    (
+        "several test dataloaders, the step inherited from a base of the project: the class's own batch-end hook "
+        "caches, its parameter names kept",
+        '''\
+"""A module with several test dataloaders and an on_test_batch_end of its own."""
+from collections import defaultdict
+
+import pytorch_lightning as pl
+
+
+class Base(pl.LightningModule):
+    def test_step(self, batch, batch_idx, dataloader_idx=0):
         return batch.sum()
+
+
+class LitModel(Base):
+    def on_test_batch_end(self, out, batch, batch_idx, loader_idx=0):
+        self.last = out
+
+    def test_epoch_end(self, outputs):
+        for i, per_loader in enumerate(outputs):
+            self.log(f"test_{i}", sum(per_loader))
+''',
+        '''\
+"""A module with several test dataloaders and an on_test_batch_end of its own."""
+from collections import defaultdict
+
+import pytorch_lightning as pl
+
+
+class Base(pl.LightningModule):
+    def test_step(self, batch, batch_idx, dataloader_idx=0):
+        return batch.sum()
+
+
+class LitModel(Base):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.test_step_outputs = defaultdict(list)  # dataloader_idx -> what its batches returned
 
     def on_test_batch_end(self, out, batch, batch_idx, loader_idx=0):
         if out is not None:  # as in the old outputs: no None
@@ -667,7 +725,7 @@ def test_a_call_of_the_hook_in_another_class_does_not_block_the_rewrite():
         "        self.validation_epoch_end(outputs)\n\n    def validation_epoch_end(self, outputs):\n        pass\n"
     )
     fixed = fix(source, unsafe_fixes=True)
-    assert "def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):" in fixed  # class M
+    assert "        self.validation_step_outputs[0].append(output)\n" in fixed  # class M's step caches
     assert "manual fix, `validation_epoch_end` is used at line 14 of this file" in fixed  # class Other's own call
 
 
@@ -869,3 +927,65 @@ def test_an_optimizer_of_the_project_that_calls_its_closure_once_does_not_withho
     )
     fixed = fix(source, unsafe_fixes=True)
     assert "self.training_step_outputs[-1] = recursive_detach(" in fixed and "lightning-migrate:" not in fixed
+
+
+EVALUATION_CALLED_BY_TEST = """\
+import lightning.pytorch as pl
+
+
+class LitModel(pl.LightningModule):
+    def validation_step(self, batch, batch_idx):
+        return {"loss": batch.sum()}
+
+    def test_step(self, batch, batch_idx):
+        return self.validation_step(batch, batch_idx)
+
+    def validation_epoch_end(self, outputs):
+        self.log("val_loss", sum(o["loss"] for o in outputs))
+"""
+
+
+def test_an_evaluation_step_other_code_calls_leaves_the_caching_to_the_batch_end_hook():
+    """``test_step`` calling ``validation_step``: a step that cached would fill the validation cache in a test run,
+    so the rewrite caches in ``on_validation_batch_end`` (what Lightning hands it is what the step returned), and
+    the step stays as written."""
+    fixed = fix(EVALUATION_CALLED_BY_TEST, unsafe_fixes=True)
+    assert '    def validation_step(self, batch, batch_idx):\n        return {"loss": batch.sum()}\n' in fixed
+    assert "def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):" in fixed
+    assert "self.validation_step_outputs[dataloader_idx].append(outputs)" in fixed
+    alone = EVALUATION_CALLED_BY_TEST.replace(
+        "        return self.validation_step(batch, batch_idx)\n", "        pass\n"
+    )
+    in_step = fix(alone, unsafe_fixes=True)
+    assert "on_validation_batch_end" not in in_step
+    assert "        self.validation_step_outputs[0].append(output)\n        return output\n" in in_step
+
+
+def test_the_rewritten_evaluation_step_returns_what_it_did_and_caches_it_by_dataloader():
+    """Called alone on the same batches, the rewritten ``test_step`` returns the very objects the old one returned
+    and appends each to its dataloader's list, ``None`` left out (what Lightning 1.x left out of ``outputs``)."""
+    import torch
+
+    source = """\
+import lightning.pytorch as pl
+
+
+class Per(pl.LightningModule):
+    def test_step(self, batch, batch_idx, dataloader_idx=0):
+        if batch is None:
+            return None
+        return batch * 2
+
+    def test_epoch_end(self, outputs):
+        self.seen = outputs
+"""
+    rewritten = rewrite_source(source)
+    assert "self.test_step_outputs[dataloader_idx].append(output)" in rewritten
+    namespace: dict = {}
+    exec(compile(rewritten, "<pair>", "exec"), namespace)  # noqa: S102 - the pair's own module
+    model = namespace["Per"]()
+    batches = [(torch.ones(2), 0, 0), (None, 1, 0), (torch.zeros(3), 0, 1)]
+    returned = [model.test_step(*call) for call in batches]
+    assert returned[1] is None and torch.equal(returned[0], torch.full((2,), 2.0))
+    assert dict(model.test_step_outputs) == {0: [returned[0]], 1: [returned[2]]}
+    assert model.test_step_outputs[0][0] is returned[0]

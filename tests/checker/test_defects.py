@@ -1168,7 +1168,7 @@ def test_a_callback_of_the_same_epoch_end_withholds_no_rewrite_of_a_body_that_ch
         "        print(trainer.callback_metrics, pl_module.layer)\n"
     )
     [finding] = [f for f in check_source(source.encode()).findings if f.code == "LM001"]
-    assert (finding.fix.shape, finding.tier) == ("validation-epoch-end/per-dataloader", tier)
+    assert (finding.fix.shape, finding.tier) == ("validation-epoch-end/per-dataloader/step", tier)
     if tier == "unsafe":
         assert "the project's callback `Reader` (<source>) defines `on_validation_epoch_end`" in fix(source)
 

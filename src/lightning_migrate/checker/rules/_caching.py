@@ -24,10 +24,12 @@ and divides the loss by ``accumulate_grad_batches`` under automatic optimization
 is attached: a test calling the step alone still runs). A class without a step of its own gets one that calls the
 inherited step. What the step returns and computes is unchanged; the rewrite is withheld where code could not be
 added that way (a ``return`` in a ``try``, a decorated step, other code calling the step, an optimizer that calls
-its closure several times a step). Evaluation and callbacks cache in the batch-end hook: it receives exactly what
-1.x collected for the old hook, whatever the step looks like, and the step stays as the user wrote it. Training
-outputs are detached with Lightning's ``recursive_detach`` (1.x kept the graph of every other key alive until
-epoch end); evaluation runs without autograd, so its outputs are cached as they come.
+its closure several times a step). An evaluation module whose class defines its step (``batch, batch_idx`` and at
+most ``dataloader_idx``) caches there too, what each ``return`` hands on except ``None``, in its dataloader's list.
+Callbacks, predictions, and an evaluation module that inherits its step (or whose step could not take the lines)
+cache in the batch-end hook: it receives exactly what 1.x collected for the old hook, whatever the step looks like.
+Training outputs are detached with Lightning's ``recursive_detach`` (1.x kept the graph of every other key alive
+until epoch end); evaluation runs without autograd, so its outputs are cached as they come.
 
 Every fact about hooks (names, signatures, stages, the step of each stage) comes from
 :mod:`lightning_migrate.registry`; the shapes are proven by running them: the equivalence test runs each shape of
@@ -154,9 +156,10 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     batch_hook = batch_end.new_signature.partition("(")[0]
     start_hook = epoch_start(new_hook, kind)
     cache = cache_name(stage)
-    # a module caches in its step, as the module-side recipe does; a callback in its batch-end hook
-    in_step = kind == MODULE and stage == "train"
+    # a module caches in its step, as the module-side recipe does; a callback in its batch-end hook, and so does an
+    # evaluation module whose step is not its own code (inherited) or could not take the added lines
     step_name = registry.STEP_METHODS[stage]
+    in_step = kind == MODULE and (stage == "train" or _evaluation_step_refusal(ctx, stage) is None)
     collector = step_name if in_step else batch_hook
     if new_hook != old_hook and ctx.binds(new_hook) is not None:
         return f"{ctx.binds(new_hook)}: merge by hand"
@@ -194,8 +197,8 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
         why = _step_end_changes_outputs(ctx, step_end)
         if why:
             return why
-    if in_step:
-        why = _step_refusal(ctx)
+    if in_step and stage == "train":
+        why = _step_refusal(ctx, step_name)
         if why:
             return why
     for hook in {collector, new_hook}:
@@ -228,10 +231,10 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     how = "callback-side caching" if kind == CALLBACK else "module-side caching"
     risks = [f"a subclass outside the checked files that overrides `{collector}` without `super()` would cache nothing"]
     if in_step:
+        closure = ", and an optimizer that calls its closure several times a step would cache each call"
         risks.append(
             f"code outside the checked files that calls `{step_name}` (or calls it by a name built at run time) "
-            "would add to the cache, and an optimizer that calls its closure several times a step would cache each "
-            "call"
+            "would add to the cache" + (closure if stage == "train" else "")
         )
     if stage == "train":
         risks.append("the cached tensors are detached (1.x kept the graph of every key but the loss)")
@@ -254,7 +257,9 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     whole_loss = removed_in if stage == "train" and removed_in in WHOLE_LOSS_RELEASES else None
     spec = _Spec(kind, stage, outputs, old_hook, new_hook, batch_end, cache, per_dataloader, whole_loss, start_hook)
     spec.step = step_name if in_step else None
-    shape = shape_of(pattern_id, per_dataloader, whole_loss is not None)
+    if in_step and stage != "train":
+        spec.loader = _loader_name(ctx.methods[step_name])
+    shape = shape_of(pattern_id, per_dataloader, whole_loss is not None, in_step and stage != "train")
     return Fix(
         PROVEN if shape in proven.shapes() and reader is None and no_predictions is None else UNSAFE,
         spec.apply,
@@ -656,10 +661,16 @@ def _from_parameters(owner: ast.ClassDef, hook: ast.FunctionDef | ast.AsyncFunct
     return found
 
 
-def shape_of(pattern_id: str, per_dataloader: bool, whole_loss: bool) -> str:
+def shape_of(pattern_id: str, per_dataloader: bool, whole_loss: bool, evaluation_step: bool = False) -> str:
     """The shape a caching rewrite writes: the registry pattern it rewrites, ``/per-dataloader`` when it keeps one
-    list per dataloader, ``/whole-loss`` when it multiplies the loss back (:mod:`..proven` says which are proven)."""
-    return pattern_id + ("/per-dataloader" if per_dataloader else "") + ("/whole-loss" if whole_loss else "")
+    list per dataloader, ``/whole-loss`` when it multiplies the loss back, ``/step`` when an evaluation module caches
+    in its own step instead of its batch-end hook (:mod:`..proven` says which are proven)."""
+    return (
+        pattern_id
+        + ("/per-dataloader" if per_dataloader else "")
+        + ("/whole-loss" if whole_loss else "")
+        + ("/step" if evaluation_step else "")
+    )
 
 
 def _step_end_changes_outputs(ctx: ClassContext, step_end: str) -> str | None:
@@ -729,6 +740,8 @@ class _Spec:
         self.batch_hook = (batch_end.new_signature or "").partition("(")[0]
         #: the step a module's rewrite caches in (``training_step``); ``None``: the batch-end hook does
         self.step: str | None = None
+        #: an evaluation step's dataloader index, as the step names it (its ``dataloader_idx`` parameter), or ``0``
+        self.loader = "0"
 
     def init_line(self) -> str:
         if self.per_dataloader:
@@ -771,6 +784,9 @@ class _Spec:
         ``value`` holds a dict display, never ``None``; ``entry``: a name the step does not use. The loss is divided
         at epoch end (:meth:`take_lines`), where the trainer is attached."""
         cache = f"self.{self.cache}"
+        if self.stage != "train":  # what the evaluation step returns, as it returns it (1.x left out None)
+            append = f"{cache}[{self.loader}].append({value})\n"
+            return append if known_dict else f"if {value} is not None:  # as in the old outputs: no None\n    {append}"
         if known_dict:
             return f"{cache}[-1] = recursive_detach({value})\n"
         return (
@@ -801,7 +817,7 @@ class _Spec:
         every ``return`` of the step returns a dict display) and the loss divided by ``accumulate_grad_batches``
         under automatic optimization, as Lightning 1.5-1.9 did (whole before, :attr:`whole_loss`)."""
         outputs, cache = self.outputs, f"self.{self.cache}"
-        if self.step is not None:
+        if self.step is not None and self.stage == "train":
             whole = "  # the loss whole, as in the old list" if self.whole_loss else ""
             # the old hook of 1.5 and later (training_epoch_end) was skipped in an epoch in which no step ran; the 1.4
             # hook with outputs (whole_loss) got an empty list: the equivalence runs' epoch_without_batches
@@ -854,7 +870,9 @@ class _Spec:
         step = method(self.step) if self.step is not None else None
         if step is not None:
             cached, every_output_a_dict = _cache_before_returns(step[1], self)
-            body[step[0]] = _prepend(cached, _statements([self.placeholder_line()]))
+            if self.stage == "train":  # an entry per step, to tell an epoch in which no step ran
+                cached = _prepend(cached, _statements([self.placeholder_line()]))
+            body[step[0]] = cached
         old = method(self.old_hook)
         assert old is not None  # the edits above add and change other methods only
         hook = drop_params(old[1], {self.outputs}).with_changes(name=cst.Name(self.new_hook))
@@ -1130,9 +1148,33 @@ def _subclass_defines(ctx: ClassContext, hook: str) -> bool:
     return any(hook in methods and ctx.name in ancestors[name] for name, methods in info.methods.items())
 
 
-def _step_refusal(ctx: ClassContext) -> str | None:
-    """Why a module's step cannot cache what it returns while keeping what it returns and computes, or ``None``."""
-    name = registry.STEP_METHODS["train"]
+def _evaluation_step_refusal(ctx: ClassContext, stage: str) -> str | None:
+    """Why an evaluation module's rewrite caches in its batch-end hook rather than in its step, as the site's recipe
+    does; ``None`` when it caches in the step. The step must be the class's own (a step it inherits is code the
+    rewrite does not edit) and take ``batch, batch_idx`` and at most ``dataloader_idx``; predictions stay in the
+    batch-end hook (1.x kept a ``None`` a step returned by falling off its end), and so does a step that could not
+    take the lines (:func:`_step_refusal`)."""
+    name = registry.STEP_METHODS[stage]
+    step = ctx.methods.get(name)
+    if stage == "predict":
+        return "predictions are cached where 1.x collected them, `None` included"
+    if step is None:
+        return f"the class inherits `{name}`"
+    if not plain_signature(step) or not 3 <= len(positional(step)) <= 4:
+        return f"`{name}` takes other parameters than `batch, batch_idx, dataloader_idx`"
+    return _step_refusal(ctx, name)
+
+
+def _loader_name(step: cst.FunctionDef) -> str:
+    """The dataloader index of an evaluation step: its fourth parameter, or ``0`` (a step without one refuses a
+    second dataloader)."""
+    params = positional(step)
+    return params[3].name.value if len(params) > 3 else "0"
+
+
+def _step_refusal(ctx: ClassContext, name: str) -> str | None:
+    """Why a module's step ``name`` cannot cache what it returns while keeping what it returns and computes, or
+    ``None``. The optimizer's closure is read for ``training_step`` only."""
     file = ctx.file
     step = ctx.methods.get(name)
     if step is not None:
@@ -1156,6 +1198,8 @@ def _step_refusal(ctx: ClassContext) -> str | None:
     where = _step_caller(ctx, name)
     if where:
         return f"{where}: what it returns there would be cached too"
+    if name != registry.STEP_METHODS["train"]:
+        return None
     sources = [file.source]
     if file.path is not None and file.path in file.project.name_of:
         sources += [file.project.read(p) for p in file.project.name_of if p != file.path]

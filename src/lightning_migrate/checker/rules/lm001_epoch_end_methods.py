@@ -76,8 +76,11 @@ class EpochEndMethods(Rule):
         "that calls the inherited one is added when the class has none), as the module-side recipe does: a dict "
         '(a bare loss becomes ``{"loss": loss}``), detached, nothing for ``None``; the renamed hook divides the '
         "loss by ``accumulate_grad_batches`` under automatic optimization, or keeps it whole, as the release did "
-        "(:claim:`old-list-loss-whole-then-divided`). In validation and test, the stage's batch-end hook appends "
-        "each batch's ``outputs``, one list per dataloader. The renamed hook starts by taking the cache as "
+        "(:claim:`old-list-loss-whole-then-divided`). In validation and test, the class's own step appends "
+        "what it returns, before each ``return``, except ``None``, to its dataloader's list; where the class "
+        "inherits its step (or the step takes other parameters than ``batch, batch_idx, dataloader_idx``, is "
+        "decorated, returns inside a ``try`` or is called from other code), the stage's batch-end hook appends "
+        "each batch's ``outputs`` instead. The renamed hook starts by taking the cache as "
         "``outputs`` and clearing it. "
         "The rest of the body is unchanged (:claim:`training-outputs-wrapped-and-detached`; "
         ":claim:`validation-outputs-skipped-none`). In training, each step first adds its entry to the cache, "
