@@ -173,7 +173,9 @@ def cell_record(
     failing = {line.split(": ", 1)[1].split(" × ", 1)[0].split(":", 1)[0] for line in lines}
     record: dict[str, dict[str, Any]] = {}
     for (rid, scenario), result in zip(cells, results, strict=True):
-        entry = record.setdefault(rid, {"cells": cells_digest(space, by_id[rid], release), "runs": {}})
+        if rid not in record:  # the digest generates the recipe's cells again: once per recipe, not per cell
+            record[rid] = {"cells": cells_digest(space, by_id[rid], release), "runs": {}}
+        entry = record[rid]
         entry["runs"][scenario.id.removeprefix(f"release-{release}-{rid}-")] = result["outcome"]
     for rid, entry in record.items():
         entry["as_declared"] = rid not in failing
