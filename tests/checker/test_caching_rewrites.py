@@ -989,3 +989,99 @@ class Per(pl.LightningModule):
     assert returned[1] is None and torch.equal(returned[0], torch.full((2,), 2.0))
     assert dict(model.test_step_outputs) == {0: [returned[0]], 1: [returned[2]]}
     assert model.test_step_outputs[0][0] is returned[0]
+
+
+def _validation_module(step: str, extra: str = "") -> str:
+    """A module whose ``validation_step`` is ``step`` (its lines, indented as in the class) and whose
+    ``validation_epoch_end`` reads the outputs."""
+    return (
+        "import pytorch_lightning as pl\n\n\nclass M(pl.LightningModule):\n"
+        + step
+        + extra
+        + "\n    def validation_epoch_end(self, outputs):\n        print(outputs)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        # with one dataloader Lightning passes no index: the step would append under None
+        "    def validation_step(self, batch, batch_idx, dataloader_idx=None):\n        return batch_idx\n",
+        "    def validation_step(self, batch, batch_idx, dataloader_idx=0):\n"
+        '        dataloader_idx = ["a", "b"][dataloader_idx]\n        return batch_idx\n',
+        "    def validation_step(self, batch, batch_idx, dataloader_idx=0):\n"
+        "        for dataloader_idx in range(2):\n            pass\n        return batch_idx\n",
+    ],
+    ids=["index-defaults-to-none", "index-bound-again", "index-a-loop-variable"],
+)
+def test_a_step_whose_dataloader_index_is_not_the_loaders_caches_in_the_batch_end_hook(step):
+    """Found by trying to break the rewrite: the step appended under ``None`` (1.9.5 passed ``[0, 1]``, the rewrite
+    ``[]``) or under the name it gave the index. The batch-end hook gets the loader's index from Lightning."""
+    source = _validation_module(step)
+    fixed = fix(source)  # plain --fix: the batch-end shape is proven
+    assert "self.validation_step_outputs[dataloader_idx].append(outputs)" in fixed
+    assert step in fixed  # the step as written
+
+
+def test_a_step_end_that_changes_its_input_in_place_withholds_the_caching_rewrite():
+    """Found by trying to break the rewrite: ``step_output["seen"] = True`` in ``validation_step_end`` returned the
+    same object, changed; 1.x collected it changed, 2.x never calls the hook. Logging an item of it changes nothing."""
+    changed = _validation_module(
+        "    def validation_step(self, batch, batch_idx):\n        return {'idx': batch_idx}\n",
+        "\n    def validation_step_end(self, step_output):\n        step_output['seen'] = True\n"
+        "        return step_output\n",
+    )
+    [finding] = [f for f in check_source(changed.encode()).findings if f.code == "LM001"]
+    assert finding.tier == "manual" and "reshapes each step's output" in finding.fix.description
+    logged = changed.replace("step_output['seen'] = True", "self.log('idx', step_output['idx'])")
+    [finding] = [f for f in check_source(logged.encode()).findings if f.code == "LM001"]
+    assert finding.tier == "proven"
+    for call in ("step_output.update(seen=True)", "mark(step_output)", "self.log('i', step_output.pop('idx'))"):
+        source = changed.replace("step_output['seen'] = True", call)
+        [finding] = [f for f in check_source(source.encode()).findings if f.code == "LM001"]
+        assert finding.tier == "manual", call
+
+
+def test_a_step_defined_twice_caches_in_the_one_the_class_keeps():
+    source = _validation_module(
+        "    def validation_step(self, batch, batch_idx):\n        return 0\n\n"
+        "    def validation_step(self, batch, batch_idx):\n        return batch_idx\n"
+    )
+    fixed = fix(source)
+    first, second = fixed.split("    def validation_step(self, batch, batch_idx):\n")[1:]
+    assert first.startswith("        return 0\n")
+    assert second.startswith(
+        "        if batch_idx is not None:  # as in the old outputs: no None\n"
+        "            self.validation_step_outputs[0].append(batch_idx)\n        return batch_idx\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "(\n            batch_idx,\n            batch_idx + 1,\n        )",
+        "(\n            batch_idx\n            + 1\n        )",
+        "(  # the index, as an int\n            batch_idx\n        )",
+        "(y := batch_idx * 2)",
+        "(batch_idx * k for k in range(2))",
+        "(batch_idx + 1)",
+    ],
+    ids=["tuple-over-lines", "sum-over-lines", "comment-inside", "walrus", "generator", "one-line"],
+)
+def test_a_parenthesized_return_value_keeps_the_parentheses_it_needs(value):
+    """Found by trying to break the rewrite: the parentheses were dropped, so a value over several lines (or a ``:=``,
+    a generator) made a file that does not parse, and a comment inside them was lost."""
+    source = _validation_module(f"    def validation_step(self, batch, batch_idx):\n        return {value}\n")
+    fixed = fix(source)
+    ast.parse(fixed)
+    assert "self.validation_step_outputs[0].append(output)" in fixed
+    kept = value if value != "(batch_idx + 1)" else "batch_idx + 1"
+    assert f"        output = {kept}\n" in fixed
+
+
+def test_a_step_that_uses_every_preferred_name_gets_a_numbered_one():
+    taken = "        output = step_output = step_output_ = step_output__ = entry = cached = cached_entry = 1\n"
+    source = _validation_module(f"    def validation_step(self, batch, batch_idx):\n{taken}        return (1)\n")
+    fixed = fix(source)
+    assert "        step_output_1 = 1\n" in fixed and "append(step_output_1)" in fixed
+    ast.parse(fixed)

@@ -691,9 +691,58 @@ def _step_end_changes_outputs(ctx: ClassContext, step_end: str) -> str | None:
     returns = _Returns()
     func.body.visit(returns)
     if returns.values and all(isinstance(v, cst.Name) and v.value == name for v in returns.values):
-        if name not in returns.assigned:
+        if name not in returns.assigned and _only_read(func, name, len(returns.values)):
             return None
     return f"`{step_end}` reshapes each step's output, and the rewrite caches what the step returns"
+
+
+#: Calls that read their arguments and change none: a step-end hook may hand them its input (``self.log("loss",
+#: out["loss"])``) and still hand the input on unchanged.
+_READING_CALLS = frozenset({"self.log", "self.log_dict", "print"})
+
+
+class _Mentions(cst.CSTVisitor):
+    """How often a function's body names ``name``, and how often as an argument of a reading call
+    (:data:`_READING_CALLS`), itself or one item of it (``out`` or ``out["loss"]``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.all, self.read = name, 0, 0
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.all += 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        callee = cst.Module([]).code_for_node(node.func)
+        if callee not in _READING_CALLS:
+            return
+        for arg in node.args:
+            value = arg.value
+            if isinstance(value, cst.Subscript) and not any(n.value == self.name for n in _all_names(value.slice)):
+                value = value.value
+            if isinstance(value, cst.Name) and value.value == self.name:
+                self.read += 1
+
+
+def _all_names(nodes: Sequence[cst.CSTNode]) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            found.append(node)
+
+    for node in nodes:
+        node.visit(_Collect())
+    return found
+
+
+def _only_read(func: cst.FunctionDef, name: str, returns: int) -> bool:
+    """Whether the body of ``func`` names ``name`` only to return it (``returns`` times) and to hand it, or one item
+    of it, to a reading call: anything else (``out["seen"] = True``, ``out.update(...)``, ``f(out)``) may change
+    the output the step returned, which 1.x collected changed."""
+    mentions = _Mentions(name)
+    func.body.visit(mentions)
+    return mentions.all == returns + mentions.read
 
 
 class _Returns(cst.CSTVisitor):
@@ -761,7 +810,7 @@ class _Spec:
         if self.stage == "train" and self.whole_loss:
             trainer = params[1] if self.kind == CALLBACK else "self.trainer"
             taken = set(params) | (names_in(existing) if existing is not None else set())
-            kept = next(name for name in ("cached", "cached_output", "cached_output_") if name not in taken)
+            kept = _free_name(("cached", "cached_output"), taken)
             return (
                 f"if {outputs}:  # as in the old outputs: no None\n"
                 f"    {kept} = recursive_detach({outputs})\n"
@@ -853,9 +902,9 @@ class _Spec:
         body: list[cst.BaseStatement] = list(class_node.body.body)
 
         def method(name: str) -> tuple[int, cst.FunctionDef] | None:
-            return next(
-                ((i, s) for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == name), None
-            )
+            """The class's ``def name``: the last one, which the class keeps (as :attr:`ClassContext.methods` does)."""
+            found = [(i, s) for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value == name]
+            return found[-1] if found else None
 
         old = method(self.old_hook)
         if old is None:  # pragma: no cover - the rule found the hook in this class
@@ -1103,11 +1152,28 @@ class _CacheBeforeReturns(cst.CSTTransformer):
         else:
             name = self.name
             target = cst.AssignTarget(cst.Name(name))
-            added.append(cst.SimpleStatementLine([cst.Assign([target], value.with_changes(lpar=(), rpar=()))]))
+            added.append(cst.SimpleStatementLine([cst.Assign([target], _unparenthesized(value))]))
             small = small.with_changes(value=cst.Name(name))
         added += _statements([self.spec.step_lines(name, _dict_display(value), self.entry)])
         added[0] = added[0].with_changes(leading_lines=updated_node.leading_lines)
         return cst.FlattenSentinel([*added, updated_node.with_changes(body=[small], leading_lines=())])
+
+
+def _free_name(preferred: tuple[str, ...], taken: set[str]) -> str:
+    """The first of ``preferred``, then of ``<last>_1``, ``<last>_2``, ..., that is not in ``taken``."""
+    numbered = (f"{preferred[-1]}_{n}" for n in range(1, len(taken) + 2))
+    return next(name for name in (*preferred, *numbered) if name not in taken)
+
+
+def _unparenthesized(value: cst.BaseExpression) -> cst.BaseExpression:
+    """``value`` without the parentheses around it where the right side of an assignment reads the same without
+    them: one line, no comment, not a ``:=`` nor a generator expression (which need them); else as written."""
+    if not value.lpar:
+        return value
+    bare = value.with_changes(lpar=(), rpar=())
+    if isinstance(value, cst.NamedExpr | cst.GeneratorExp) or "\n" in cst.Module([]).code_for_node(value):
+        return value
+    return bare
 
 
 def _cache_before_returns(func: cst.FunctionDef, spec: _Spec) -> tuple[cst.FunctionDef, bool]:
@@ -1116,8 +1182,7 @@ def _cache_before_returns(func: cst.FunctionDef, spec: _Spec) -> tuple[cst.Funct
     returns = _StepReturns()
     func.body.visit(returns)
     taken = identifiers_in(func)
-    name = next(n for n in ("output", "step_output", "step_output_", "step_output__") if n not in taken)
-    entry = next(n for n in ("entry", "cached", "cached_entry", "cached_entry_") if n not in taken)
+    name, entry = _free_name(("output", "step_output"), taken), _free_name(("entry", "cached", "cached_entry"), taken)
     body = func.body.visit(_CacheBeforeReturns(spec, name, entry))
     assert isinstance(body, cst.BaseSuite)
     return func.with_changes(body=body), bool(returns.values) and all(map(_dict_display, returns.values))
@@ -1160,9 +1225,78 @@ def _evaluation_step_refusal(ctx: ClassContext, stage: str) -> str | None:
         return "predictions are cached where 1.x collected them, `None` included"
     if step is None:
         return f"the class inherits `{name}`"
-    if not plain_signature(step) or not 3 <= len(positional(step)) <= 4:
+    params = positional(step)
+    if not plain_signature(step) or not 3 <= len(params) <= 4:
         return f"`{name}` takes other parameters than `batch, batch_idx, dataloader_idx`"
+    if len(params) == 4:
+        loader = params[3]
+        if loader.default is not None and not (isinstance(loader.default, cst.Integer) and loader.default.value == "0"):
+            # with one dataloader Lightning passes no index: the step would append under its default, not 0
+            return f"`{name}`'s `{loader.name.value}` defaults to another index than 0"
+        if loader.name.value in _bound_names(step):
+            return f"`{name}` binds `{loader.name.value}` again: the index it appends under would not be the loader's"
     return _step_refusal(ctx, name)
+
+
+class _Bindings(cst.CSTVisitor):
+    """The names a function's body binds in its own scope: assignment, ``for``, ``with ... as``, ``:=``, ``except
+    ... as``, ``import``, ``del``, ``global``/``nonlocal`` (nested functions and classes left out, but their names)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def _targets(self, node: cst.CSTNode | None) -> None:
+        if node is not None:
+            self.names |= {n.value for n in _names(node)}
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._targets(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._targets(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._targets(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._targets(node.target)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.names |= {item.name.value for item in node.names}
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.names |= {item.name.value for item in node.names}
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is None and isinstance(node.name, cst.Name):
+            self.names.add(node.name.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def _bound_names(func: cst.FunctionDef) -> set[str]:
+    """The names the body of ``func`` binds (:class:`_Bindings`)."""
+    visitor = _Bindings()
+    func.body.visit(visitor)
+    return visitor.names
 
 
 def _loader_name(step: cst.FunctionDef) -> str:
