@@ -691,7 +691,7 @@ def _step_end_changes_outputs(ctx: ClassContext, step_end: str) -> str | None:
     returns = _Returns()
     func.body.visit(returns)
     if returns.values and all(isinstance(v, cst.Name) and v.value == name for v in returns.values):
-        if name not in returns.assigned and _only_read(func, name, len(returns.values)):
+        if name not in _bound_names(func) and _only_read(func, name, len(returns.values)):
             return None
     return f"`{step_end}` reshapes each step's output, and the rewrite caches what the step returns"
 
@@ -718,22 +718,10 @@ class _Mentions(cst.CSTVisitor):
             return
         for arg in node.args:
             value = arg.value
-            if isinstance(value, cst.Subscript) and not any(n.value == self.name for n in _all_names(value.slice)):
+            if isinstance(value, cst.Subscript) and not any(self.name in names_in(item) for item in value.slice):
                 value = value.value
             if isinstance(value, cst.Name) and value.value == self.name:
                 self.read += 1
-
-
-def _all_names(nodes: Sequence[cst.CSTNode]) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            found.append(node)
-
-    for node in nodes:
-        node.visit(_Collect())
-    return found
 
 
 def _only_read(func: cst.FunctionDef, name: str, returns: int) -> bool:
@@ -746,20 +734,13 @@ def _only_read(func: cst.FunctionDef, name: str, returns: int) -> bool:
 
 
 class _Returns(cst.CSTVisitor):
-    """The values of a function's ``return`` statements and the names it assigns (nested scopes left out)."""
+    """The values of a function's ``return`` statements (nested scopes left out)."""
 
     def __init__(self) -> None:
         self.values: list[cst.BaseExpression | None] = []
-        self.assigned: set[str] = set()
 
     def visit_Return(self, node: cst.Return) -> None:
         self.values.append(node.value)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self.assigned |= {n.value for n in _names(node.target)}
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.assigned |= {n.value for n in _names(node.target)}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False
