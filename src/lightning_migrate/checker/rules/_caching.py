@@ -1149,12 +1149,9 @@ def _free_name(preferred: tuple[str, ...], taken: set[str]) -> str:
 def _unparenthesized(value: cst.BaseExpression) -> cst.BaseExpression:
     """``value`` without the parentheses around it where the right side of an assignment reads the same without
     them: one line, no comment, not a ``:=`` nor a generator expression (which need them); else as written."""
-    if not value.lpar:
+    if not value.lpar or isinstance(value, cst.NamedExpr | cst.GeneratorExp):
         return value
-    bare = value.with_changes(lpar=(), rpar=())
-    if isinstance(value, cst.NamedExpr | cst.GeneratorExp) or "\n" in cst.Module([]).code_for_node(value):
-        return value
-    return bare
+    return value if "\n" in cst.Module([]).code_for_node(value) else value.with_changes(lpar=(), rpar=())
 
 
 def _cache_before_returns(func: cst.FunctionDef, spec: _Spec) -> tuple[cst.FunctionDef, bool]:
