@@ -18,6 +18,7 @@ is left as it is.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import sys
@@ -63,6 +64,14 @@ def imported_modules(source: str) -> list[str]:
     return list(found)
 
 
+@functools.cache
+def _packages_distributions() -> dict[str, list[str]]:
+    """:func:`importlib.metadata.packages_distributions`, read once per process: it reads the file list of every
+    installed distribution (0.07 s each time on the build's environment), and the installed packages do not change
+    during a build. The build asks for it once per example page and once per download (108 times)."""
+    return metadata.packages_distributions()
+
+
 def _normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -76,7 +85,7 @@ def install_line(source: str, requirements: str, own: tuple[str, str] | None = N
     Raises:
         LookupError: the script imports a third-party module whose distribution ``requirements`` does not pin.
     """
-    pinned, distributions = pins(requirements), metadata.packages_distributions()
+    pinned, distributions = pins(requirements), _packages_distributions()
     line: dict[str, None] = {}
     needs_own = False
     for module in imported_modules(source):

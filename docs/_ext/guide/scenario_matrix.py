@@ -31,6 +31,7 @@ recipes are taken from); both default to this project's.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -308,16 +309,28 @@ def release_records(app: Sphinx, document: dict[str, Any]) -> Results:
     their recipes' runs, :func:`migration_guide.scenarios.releases.checked_on`): each record file is noted as a
     dependency of the page, which is re-read when it changes."""
     from migration_guide import compat
-    from migration_guide.scenarios import releases
 
-    records = {}
+    texts = {}
     for version, entry in compat.load_matrix()["versions"].items():
         path = compat.data_path(version)
         if entry["group"] == "matrix" and version != document["lightning"] and path.is_file():
             app.env.note_dependency(str(path))
-            records[version] = json.loads(path.read_text(encoding="utf-8"))
-    space = scenarios.load_space(_matrix_file(app))
-    return Results(document, records, releases.checked_on(space, records) if records else {})
+            texts[version] = path.read_text(encoding="utf-8")
+    records = {version: json.loads(text) for version, text in texts.items()}
+    matrix_file = _matrix_file(app)
+    checked = _checked_on(matrix_file, matrix_file.read_text(encoding="utf-8"), tuple(texts.items())) if texts else {}
+    return Results(document, records, {recipe: list(found) for recipe, found in checked.items()})
+
+
+@functools.lru_cache(maxsize=4)
+def _checked_on(matrix_file: Path, matrix_text: str, records: tuple[tuple[str, str], ...]) -> dict[str, list[str]]:
+    """:func:`migration_guide.scenarios.releases.checked_on` of the matrix file and the record texts ``(release,
+    JSON text)``, computed once per process for the same texts: it generates every recipe's cells for every release,
+    and each page that shows a recipe asks for it (32 times in a build, about half of a build's reading before)."""
+    from migration_guide.scenarios import releases
+
+    space = scenarios.load_space(matrix_file)
+    return releases.checked_on(space, {version: json.loads(text) for version, text in records})
 
 
 def checked_releases(results: Results, recipe_id: str) -> list[str]:
