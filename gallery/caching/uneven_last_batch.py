@@ -112,8 +112,8 @@ print(f"mean of batch means {mean_of_means:.6f}, weighted by batch size {weighte
 
 # %%
 # The recipe logs the mean over the 10 samples; the unweighted mean of batch means is another number.
-# ``PredictionCache`` also holds with an uneven last batch, the sanity check, several validation runs and
-# ``trainer.validate()``, against the mean over the dataset's samples (:doc:`where it works </reference/scenarios>`).
+# Where else ``PredictionCache`` held, against the mean over the dataset's samples: the box above the recipe
+# (:doc:`where it works </reference/scenarios>`).
 # With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
 # :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
 # </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`

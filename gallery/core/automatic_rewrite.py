@@ -156,7 +156,7 @@ assert model.training_step_outputs == []
 # * under DDP each rank averages its own batches: :claim:`old-ddp-lists-per-rank`
 #   (:doc:`per-rank caches </examples/distributed/ddp_per_rank_caches>`);
 # * where the old code raised -- every step returning nothing under manual optimization:
-#   :claim:`empty-outputs-for-none-and-manual` -- the rewritten code raises the same error;
+#   :claim:`empty-outputs-for-none-and-manual` -- the rewritten code hands the old body the same empty list;
 # * it caches detached outputs, so nothing at epoch end back-propagates through them; and a subclass whose own
 #   ``training_step`` leaves out ``super().training_step`` caches nothing;
 # * in an epoch in which no step ran, it skips the old body:

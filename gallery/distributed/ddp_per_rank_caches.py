@@ -403,14 +403,12 @@ for name, (recipe_model, options) in runs.items():
 # %%
 # What the recipe delivered
 # -------------------------
-# In all three runs the logged value is the mean over the 21 samples, each once, at the weights of the last
-# validation run, and the cache is empty afterwards. The same class also holds with the sanity check, several
-# validation runs per epoch, two validation dataloaders, ``trainer.validate()`` and DDP over 21 validation
-# samples, against a mean computed from the dataset without Lightning (:doc:`where it works
-# </reference/scenarios>`). Every rank must make the same logging calls with ``sync_dist=True``, in the same
-# order -- never only ``if self.trainer.is_global_zero`` (:doc:`Every rank must make the same sync_dist calls
-# </examples/distributed/ddp_same_log_calls>`); for predictions, see
-# :doc:`Predictions under DDP </examples/distributed/ddp_predict>`.
+# In all three runs the logged value is the mean over the 21 samples, each once, at the weights of the last validation
+# run, and the cache is empty afterwards. Where else the same class held, against a mean computed from the dataset
+# without Lightning: the box above the recipe (:doc:`where it works </reference/scenarios>`). Every rank must make the
+# same logging calls with ``sync_dist=True``, in the same order -- never only ``if self.trainer.is_global_zero``
+# (:doc:`Every rank must make the same sync_dist calls </examples/distributed/ddp_same_log_calls>`); for predictions,
+# see :doc:`Predictions under DDP </examples/distributed/ddp_predict>`.
 for logged, by_hand, recipe_model in recipe_results.values():
     assert math.isclose(logged, by_hand, rel_tol=1e-5)
     assert recipe_model.sample_losses == {}

@@ -183,8 +183,8 @@ for epoch, (logged, expected) in enumerate(zip(fixed_logged, reference, strict=T
 # %%
 # What the fix delivers
 # ---------------------
-# One mean per epoch, equal to the mean of the losses computed by hand, and an empty cache at the end. The
-# callback-side recipe also holds with ``accumulate_grad_batches=3`` over 5 batches (:doc:`where it works
+# One mean per epoch, equal to the mean of the losses computed by hand, and an empty cache at the end. Where
+# else the callback-side recipe held, gradient accumulation included: the box above the recipe (:doc:`where it works
 # </reference/scenarios>`).
 assert len(fixed_logged) == EPOCHS
 for logged, expected in zip(fixed_logged, reference, strict=True):

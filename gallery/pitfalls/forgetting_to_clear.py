@@ -176,8 +176,7 @@ for seen, epoch in zip(overwrite_logged, by_hand, strict=True):
 # The fix
 # -------
 # ``append`` in the step, ``clear()`` in ``on_validation_epoch_end`` after reducing -- as ``ClearedCache``
-# does above. ``ClearedCache`` also holds with the sanity check, several validation runs per epoch,
-# ``trainer.validate()`` on its own and around ``fit``, and three epochs (:doc:`where it works
+# does above. Where else ``ClearedCache`` held: the box above the recipe (:doc:`where it works
 # </reference/scenarios>`). The full example with a real model:
 # :doc:`validation_epoch_end becomes on_validation_epoch_end </examples/stages/validation_epoch_end>`.
 # With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:

@@ -13,7 +13,7 @@ shows the error without it, the keyed cache, the same for test dataloaders and f
 # %%
 # The fix: a cache keyed by ``dataloader_idx``
 # --------------------------------------------
-# ``dataloader_idx=0`` as a default keeps the same method usable with a single loader. The epoch-end hook logs
+# The epoch-end hook logs
 # one mean per loader, under a name that carries the loader's index. The cache is also emptied when each
 # validation run starts, so that a run that stopped half-way leaves nothing behind.
 from collections import defaultdict
@@ -284,7 +284,7 @@ assert math.isclose(pooled[1], both, rel_tol=1e-6) and not math.isclose(pooled[1
 )
 
 # %%
-# The fix is one metric object per loader, in a ``torch.nn.ModuleList`` so that it moves with the module. The module
+# The fix is one metric object per loader, in a ``torch.nn.ModuleList`` of the module. The module
 # adds the metrics it needs when a validation run starts, and resets them there, so every run starts from fresh states
 # (see :doc:`No cache at all </examples/stages/torchmetrics_no_cache>`, on ``trainer.validate()`` before ``fit``).
 # The module passes ``metric_attribute`` to ``self.log``: the name of the attribute that holds each metric it

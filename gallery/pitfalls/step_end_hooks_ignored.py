@@ -3,9 +3,8 @@
 ==================================================
 
 Instead of ``training_step_end(self, step_output)``, ``validation_step_end`` and ``test_step_end``: code that
-changes what the step returns (a loss reduced over devices, say) goes at the end of ``training_step`` and friends,
-before their ``return``; code that only reads the step's output (logging it, collecting it) goes in the batch-end
-hooks, below.
+changes what the step returns goes at the end of ``training_step`` and friends, before their ``return``; code that
+only reads the step's output (logging it, collecting it) goes in the batch-end hooks, below.
 
 .. code-block:: python
    :caption: Before (Lightning 1.x)

@@ -179,11 +179,11 @@ for epoch, ((metric, scalar), state) in enumerate(zip(unweighted, unweighted_obs
 
 # %%
 # The unweighted metric is the mean of batch means, not the dataset mean: the two disagree in every epoch.
-# ``MetricModel`` (with the weight) holds in every configuration of :doc:`where it works </reference/scenarios>`; with
-# an uneven last batch both of its values match the mean over every sample. Two configurations need a variant: several
-# validation dataloaders, where :claim:`validation-step-needs-dataloader-idx` and :claim:`one-metric-pools-loaders`
-# (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>` keeps one metric per loader),
-# and DDP, where :claim:`meanmetric-counts-the-repeated-sample`
+# Where ``MetricModel`` (with the weight) held: the box above the recipe (:doc:`where it works </reference/scenarios>`);
+# with an uneven last batch both of its values match the mean over every sample. Two configurations need a variant:
+# several validation dataloaders, where :claim:`validation-step-needs-dataloader-idx` and
+# :claim:`one-metric-pools-loaders` (:doc:`Several validation dataloaders </examples/pitfalls/multiple_val_dataloaders>`
+# keeps one metric per loader), and DDP, where :claim:`meanmetric-counts-the-repeated-sample`
 # (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>`).
 assert all(
     math.isclose(metric, batch_means_mean(state), rel_tol=1e-6)
@@ -197,8 +197,8 @@ assert all(
 #
 # ``trainer.validate()`` before ``trainer.fit()``
 # -----------------------------------------------
-# :claim:`Validate-runs-in-inference-mode`: the next validation run inside ``fit`` cannot update them in place. The
-# module without its own reset at the start of each run:
+# :claim:`Validate-runs-in-inference-mode`. Below, the module without its own reset at the start of each run, run
+# through ``trainer.validate()`` and then ``trainer.fit()``, and what it printed:
 
 
 class NoResetAtStart(MetricModel):

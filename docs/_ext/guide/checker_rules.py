@@ -172,7 +172,7 @@ class CheckerRule(SphinxDirective):
             "",
         ]
         if rule.patterns or rule.why:
-            lines += ["Why Lightning breaks", "--------------------", ""]
+            lines += ["What Lightning does with it", "---------------------------", ""]
         if rule.patterns:
             lines += [f"What {version} does with each old shape:", ""]
             lines += [".. rst-class:: from-records", ""]  # every sentence of the list is rendered from a record

@@ -589,7 +589,12 @@ def domain_lines(
     outside = _outside(results, recipe_id, traps)
     held = held_cells(results, [recipe_id]) if held is None else held
     lightning = results.document["lightning"]
-    lines = [f"{indent}{held} runs held on Lightning {lightning}, with these settings:", ""]
+    lines = [
+        f"{indent}{held} runs held on Lightning {lightning}, with these settings (a run holds when it gives the values "
+        "of a reference computed without the recipe, from the batches that ran: after a resume, those of the resumed "
+        "run):",
+        "",
+    ]
     whole = []  # settings whose every value is inside the domain and held in some run: named together, one line
     for axis in axes:
         relevant = _relevant(results, recipe_id, axis)
@@ -605,7 +610,7 @@ def domain_lines(
         gap = f" (not run yet with: {unproven})" if missing else ""
         lines.append(f"{indent}- {results.axes[axis]['title']}: {shown}{gap}")
     if whole:
-        others = "Every value of" if len(lines) == 2 else "Every value of the others"
+        others = "Every value of" if len(lines) == 2 else "Every value of the others"  # 2: the heading and its blank
         lines.append(f"{indent}- {others}: {'; '.join(title[0].lower() + title[1:] for title in whole)}")
     return [*lines, ""]
 

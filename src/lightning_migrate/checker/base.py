@@ -489,7 +489,7 @@ class Rule:
     fix_text: str = ""
     example: str = ""
     #: for a rule without registry patterns: why Lightning breaks on what it finds (reST, claims only; the rule page's
-    #: "Why Lightning breaks" section, which a rule without patterns or ``why`` does not have)
+    #: "What Lightning does with it" section, which a rule without patterns or ``why`` does not have)
     why: str = ""
     #: reported only when nothing in the project uses the method's name (the hook is dead code unless called)
     never_called: bool = False

@@ -47,8 +47,7 @@ class TrainBatchDataloaderIdx(Rule):
     )
     fix_text = (
         "**safe** when the body never reads the extra parameters: they are dropped. **safe** too when the body "
-        "reads the one extra parameter: it gets the default ``0``, so the body reads ``0``. **manual** "
-        "otherwise."
+        "reads the one extra parameter: the fix gives it the default ``0``. **manual** otherwise."
     )
     example = """\
 import lightning as L

@@ -43,7 +43,7 @@ class EvalBatchDataloaderIdx(Rule):
         "default value."
     )
     fix_text = (
-        "**safe** when ``dataloader_idx`` is the last positional parameter: it gets the default ``0``. "
+        "**safe** when ``dataloader_idx`` is the last positional parameter: the fix gives it the default ``0``. "
         "**manual** otherwise."
     )
     example = """\
