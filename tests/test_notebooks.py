@@ -111,6 +111,19 @@ def downloaded(site, script: Path, suffix: str) -> Path:
     return (site.outdir / docname).parent.joinpath(href).resolve()
 
 
+def test_no_downloaded_notebook_shows_an_empty_code_cell(site):
+    """Where a page's hidden checks stand, sphinx-gallery leaves an empty code cell; the reader's download has none."""
+    blank = [
+        f"{script.with_suffix('.ipynb')}: cell {number}"
+        for script in GALLERY_SCRIPTS
+        for number, cell in enumerate(nbformat.read(downloaded(site, script, ".ipynb"), as_version=4).cells)
+        if cell.cell_type == "code" and not cell.source.strip()
+    ]
+    assert blank == []
+    hidden = [s for s in GALLERY_SCRIPTS if "sphinx_gallery_start_ignore" in (ROOT / "gallery" / s).read_text("utf-8")]
+    assert hidden, "no page hides a check: this test checks nothing"
+
+
 @pytest.mark.parametrize("script", GALLERY_SCRIPTS, ids=str)
 def test_notebook_runs_alone(site, script, tmp_path, monkeypatch):
     generated = downloaded(site, script, ".ipynb")

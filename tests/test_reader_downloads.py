@@ -59,3 +59,28 @@ def test_the_notebook_gets_the_cell_after_its_title_once():
     assert reader_downloads.notebook_with_cell(once, cell) == once
     with pytest.raises(ValueError, match="no title cell"):
         reader_downloads.notebook_with_cell({**notebook, "cells": notebook["cells"][1:]}, cell)
+
+
+def test_the_notebook_loses_its_blank_code_cells_and_keeps_every_other_cell():
+    code = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": []}
+    notebook = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": "# Title"},
+            {**code, "source": 'print("hello")'},
+            {**code, "source": ["\n", "  "]},  # where a hidden check stood
+            {"cell_type": "markdown", "metadata": {}, "source": ""},
+            {**code, "source": ""},
+            {**code, "source": ["x = 1\n", "print(x)"]},
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 0,
+    }
+    kept = reader_downloads.without_blank_code_cells(notebook)
+    assert [(c["cell_type"], c["source"]) for c in kept["cells"]] == [
+        ("markdown", "# Title"),
+        ("code", 'print("hello")'),
+        ("markdown", ""),
+        ("code", ["x = 1\n", "print(x)"]),
+    ]
+    assert kept["metadata"] == notebook["metadata"] and len(notebook["cells"]) == 6  # the input is left as it was

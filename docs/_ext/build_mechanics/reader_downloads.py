@@ -11,8 +11,9 @@ docstring -- comes :func:`reader_cell`: a comment with the ``pip install`` line 
 at the versions ``requirements.txt`` pins, and this project from its repository at its release tag when the script
 imports or runs it (:func:`install_line`), and
 :func:`build_mechanics.declared_warnings.reader_lines`. The sources sphinx-gallery works from are not touched.
-Sphinx copies the downloads again at every build, so this runs at every build; a download that already has the cell
-is left as it is.
+The notebook also loses the empty code cells sphinx-gallery leaves where a page's hidden checks stand
+(:func:`without_blank_code_cells`). Sphinx copies the downloads again at every build, so this runs at every build; a
+download that already has the cell is left as it is.
 """
 
 from __future__ import annotations
@@ -152,6 +153,14 @@ def notebook_with_cell(notebook: dict[str, Any], cell: str) -> dict[str, Any]:
     return {**notebook, "cells": [*cells[: title + 1], code, *cells[title + 1 :]]}
 
 
+def without_blank_code_cells(notebook: dict[str, Any]) -> dict[str, Any]:
+    """``notebook`` (nbformat 4 JSON) without its code cells of whitespace only: where a page's hidden check stood
+    (sphinx-gallery's ``sphinx_gallery_start_ignore`` block, which it leaves out of the notebook's code), the notebook
+    showed an empty cell (7 of the site's notebooks had 1 to 3)."""
+    cells = [c for c in notebook["cells"] if c["cell_type"] != "code" or "".join(c["source"]).strip()]
+    return {**notebook, "cells": cells}
+
+
 def gallery_downloads(app: Sphinx) -> list[tuple[Path, Path]]:
     """``(source in the build's source tree, copy in _downloads/)`` of every gallery page's script and notebook."""
     prefixes = tuple(f"{d}/" for d in app.config.sphinx_gallery_conf.get("gallery_dirs", []))
@@ -173,7 +182,9 @@ def _on_build_finished(app: Sphinx, exception: BaseException | None) -> None:
             if download.suffix == ".py":
                 download.write_text(script_with_cell(download.read_text(encoding="utf-8"), cell), encoding="utf-8")
             else:
-                notebook = notebook_with_cell(json.loads(download.read_text(encoding="utf-8")), cell)
+                notebook = without_blank_code_cells(
+                    notebook_with_cell(json.loads(download.read_text(encoding="utf-8")), cell)
+                )
                 download.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         except (LookupError, ValueError) as err:
             raise ExtensionError(f"{source}: {err}") from None
