@@ -153,9 +153,8 @@ print(f"logged val_loss_0: {logged}; by hand: {expected}")
 
 # %%
 # One value per real validation run -- none for the sanity check -- each equal to the hand-computed mean of
-# its 3 batches, and an empty cache afterwards. Every other Trainer setting the same class ran
-# with in this build's scenario matrix, and held with: the box above the recipe (:doc:`where it works
-# </reference/scenarios>`).
+# its 3 batches, and an empty cache afterwards. Where else the same class held: the box above the
+# recipe (:doc:`where it works </reference/scenarios>`).
 # Under DDP :claim:`ddp-module-cache-differs`
 # (:doc:`Per-rank caches under DDP </examples/distributed/ddp_per_rank_caches>` shows the variant that gathers).
 assert len(logged) == len(expected) == 2

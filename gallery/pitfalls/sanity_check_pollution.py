@@ -230,8 +230,8 @@ assert not any(math.isclose(v, mean_loss(sanity_weights, sanity_batches)) for v 
 assert guarded.validation_step_losses == []
 
 # %%
-# Below, the best value is saved in ``last.ckpt``, and a new module restores it in its own ``on_load_checkpoint``: it
-# starts from the saved best, not from infinity.
+# Below, a new ``Guarded`` loads the saved best value back from ``last.ckpt``: the assert checks that it starts from
+# it, not from infinity.
 last = Path(tempfile.mkdtemp(), "last.ckpt")
 trainer.save_checkpoint(last)
 restored = Guarded()
@@ -266,9 +266,8 @@ for model in (GlobalStepGuard(), Guarded()):
         assert math.isclose(metrics["val_loss"], mean_loss(model.state_dict(), val_loader), rel_tol=1e-6)
 
 # %%
-# Where else ``Guarded`` held, against means and best values computed from the data without Lightning (after a
-# resume, from the batches the resumed run ran): the box above the recipe (:doc:`where it works
-# </reference/scenarios>`).
+# Where else ``Guarded`` held, against means and best values computed from the data without Lightning: the box above
+# the recipe (:doc:`where it works </reference/scenarios>`).
 # With several validation dataloaders this ``validation_step`` needs a ``dataloader_idx`` argument:
 # :claim:`validation-step-needs-dataloader-idx` (:doc:`Several validation dataloaders
 # </examples/pitfalls/multiple_val_dataloaders>`). Under DDP :claim:`ddp-module-cache-differs`
