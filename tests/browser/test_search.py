@@ -33,13 +33,12 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
 from test_site import script_outputs
 
 from lightning_migrate import registry
 from migration_guide import compat
 
-from ._util import SCREENSHOT_DIR, WAIT, WIDTHS, click, open_page, results_shown, search_results, set_width
+from ._util import SCREENSHOT_DIR, WIDTHS, click, open_page, results_shown, search_results, set_width, wait
 
 #: The class name a reader's code uses: on no page of the site.
 READERS_CLASS = "ReadersOwnNet"
@@ -115,13 +114,11 @@ def paste_into_search(browser, base_url: str, text: str, first: int | None = Non
     box = browser.find_element(By.CSS_SELECTOR, "input.sidebar-search")
     if not box.is_displayed():
         click(browser, browser.find_element(By.CSS_SELECTOR, "label.nav-overlay-icon"))
-        WebDriverWait(browser, WAIT).until(lambda d: box.is_displayed())
+        wait(browser).until(lambda d: box.is_displayed())
     box.click()
     browser.execute_script("arguments[0].value = arguments[1]", box, text)  # what a paste puts in the box
     box.send_keys(Keys.ENTER)
-    WebDriverWait(browser, WAIT).until(
-        lambda d: urlsplit(d.current_url).path.endswith("/search.html") and results_shown(d, first)
-    )
+    wait(browser).until(lambda d: urlsplit(d.current_url).path.endswith("/search.html") and results_shown(d, first))
     # A text box drops the line breaks of what is pasted into it (HTML's value sanitization of <input type=text>).
     sent = text.replace("\r", "").replace("\n", "")
     assert parse_qs(urlsplit(browser.current_url).query)["q"] == [sent], "the pasted text did not reach the search"
@@ -256,7 +253,7 @@ def test_landing_page_quotes_recorded_errors_beside_their_signature(site, browse
     first = items[0]
     signature = first.find_element(By.CSS_SELECTOR, "code").text
     click(browser, first.find_element(By.CSS_SELECTOR, "a.reference.internal"))
-    WebDriverWait(browser, WAIT).until(lambda d: "index.html" not in d.current_url)
+    wait(browser).until(lambda d: "index.html" not in d.current_url)
     [pattern] = [p for p in registry.PATTERNS if p.old_signature == signature]
     assert urlsplit(browser.current_url).path.endswith(f"/{pattern.example}.html")
     block = browser.find_element(By.ID, "if-you-saw-this-error")
@@ -437,9 +434,7 @@ SHORT_PIECES = (
 @pytest.mark.parametrize("query", SHORT_PIECES, ids=["runtime-error", "hook-and-class", "letters"])
 def test_snippets_never_highlight_a_single_letter_inside_a_word(site, browser, base_url, query):
     search_results(browser, base_url, quote(query))
-    WebDriverWait(browser, WAIT).until(
-        lambda d: d.find_elements(By.CSS_SELECTOR, "#search-results li p.context span.highlighted")
-    )
+    wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#search-results li p.context span.highlighted"))
     marked = browser.execute_script(
         """return Array.from(document.querySelectorAll('#search-results span.highlighted')).map(span => {
              const before = span.previousSibling ? span.previousSibling.textContent.slice(-1) : '';

@@ -12,9 +12,8 @@ from urllib.parse import urlsplit
 
 import pytest
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
-from ._util import SCREENSHOT_DIR, WAIT, WIDTHS, broken_images, click, open_page, set_width, unloaded_stylesheets
+from ._util import SCREENSHOT_DIR, WIDTHS, broken_images, click, open_page, set_width, unloaded_stylesheets, wait
 
 
 @pytest.fixture
@@ -47,7 +46,7 @@ def test_missing_page_at_any_depth_is_styled_and_links_home(browser, base_url, w
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     assert browser.save_screenshot(str(SCREENSHOT_DIR / f"404-{width}.png"))
     click(browser, browser.find_element(By.LINK_TEXT, "the table of removed and changed hooks"))
-    WebDriverWait(browser, WAIT).until(lambda d: d.current_url == f"{base_url}reference/hooks.html")
+    wait(browser).until(lambda d: d.current_url == f"{base_url}reference/hooks.html")
     assert browser.find_element(By.CSS_SELECTOR, "article h1").text.startswith("Removed and changed hooks")
 
 

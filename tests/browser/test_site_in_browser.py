@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from ._util import (
     GALLERY_PAGES,
@@ -38,6 +37,7 @@ from ._util import (
     search_results,
     unloaded_stylesheets,
     visible_code,
+    wait,
 )
 
 
@@ -68,7 +68,7 @@ def test_reference_row_anchor_targets_its_row(browser, base_url):
     row = browser.execute_script("return document.querySelector(':target').closest('tr')")
     assert pattern.old_signature in row.text
     in_view = "const r = arguments[0].getBoundingClientRect(); return 0 <= r.top && r.top < window.innerHeight"
-    WebDriverWait(browser, WAIT).until(lambda d: d.execute_script(in_view, row))  # scrolling may be smooth
+    wait(browser).until(lambda d: d.execute_script(in_view, row))  # scrolling may be smooth
 
 
 def test_new_tab_shows_the_replacement_and_syncs_across_the_page(browser, base_url):
@@ -183,7 +183,7 @@ def test_missing_page_gets_the_styled_404_page(browser, base_url):
     assert unloaded_stylesheets(browser) == []
     assert broken_images(browser) == []
     click(browser, browser.find_element(By.LINK_TEXT, "Go to the start page"))
-    WebDriverWait(browser, WAIT).until(lambda d: d.find_elements(By.CSS_SELECTOR, "article .sd-tab-set"))
+    wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, "article .sd-tab-set"))
     assert browser.current_url.rstrip("/") == base_url.rstrip("/") or browser.current_url.endswith("index.html")
 
 
@@ -200,9 +200,7 @@ def test_landing_page_screenshots_light_and_dark(browser, base_url):
         open_page(browser, f"{base_url}index.html")
         browser.execute_script("localStorage.setItem('theme', arguments[0])", theme)
         browser.refresh()
-        WebDriverWait(browser, WAIT).until(
-            lambda d, t=theme: d.execute_script("return document.body.dataset.theme") == t
-        )
+        wait(browser).until(lambda d, t=theme: d.execute_script("return document.body.dataset.theme") == t)
         luminance[theme] = background_luminance(browser)
         path = SCREENSHOT_DIR / f"landing-{theme}.png"
         assert browser.save_screenshot(str(path))
