@@ -141,31 +141,23 @@ def search_results(browser, base_url: str, query: str, first: int | None = None)
 
 
 def set_width(browser, width: int, height: int = 900) -> None:
-    """Resize the window so that the page's layout viewport is ``width`` CSS pixels wide.
-
-    Chromium applies a resize asynchronously: the viewport width is read once it has stopped changing, and the
-    window is corrected for its frame (at most three tries).
+    """Make the page's layout viewport ``width`` x ``height`` CSS pixels, until :func:`reset_width`: Chromium's
+    device metrics override (the DevTools command ``Emulation.setDeviceMetricsOverride``, sent with selenium's
+    ``execute_cdp_cmd``), in effect when the command returns and across the pages loaded after it. Resizing the
+    window instead is applied asynchronously and had to be read until it settled: a width and its reset took 0.17 s
+    that way, 0.08 s with the override.
 
     Raises:
-        AssertionError: the viewport could not be made ``width`` pixels wide.
+        AssertionError: the viewport is not ``width`` pixels wide after it.
     """
-    outer, inner = width, None
-    for _ in range(3):
-        browser.set_window_size(outer, height)
-        inner = settled_inner_width(browser)
-        if inner == width:
-            return
-        outer = max(width, outer + (width - inner))
-    raise AssertionError(f"the window's viewport is {inner} CSS pixels wide, not {width}")
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    inner = browser.execute_script("return [window.innerWidth, window.innerHeight]")
+    assert inner == [width, height], (
+        f"the window's viewport is {inner[0]} x {inner[1]} CSS pixels, not {width} x {height}"
+    )
 
 
-def settled_inner_width(browser) -> int:
-    """``window.innerWidth`` once two reads 0.1 s apart agree."""
-    last = [None]
-
-    def settled(driver):
-        now = driver.execute_script("return window.innerWidth")
-        done, last[0] = now == last[0], now
-        return now if done else False
-
-    return WebDriverWait(browser, WAIT, poll_frequency=0.1).until(settled)
+def reset_width(browser) -> None:
+    """End :func:`set_width`: the viewport is the window's again (1280 x 900, as the ``browser`` fixture opens it)."""
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from selenium.webdriver.common.by import By
 
-from ._util import GALLERY_PAGES, ROOT, SCREENSHOT_DIR, WIDTHS, WRITTEN_PAGES, open_page, set_width
+from ._util import GALLERY_PAGES, ROOT, SCREENSHOT_DIR, WIDTHS, WRITTEN_PAGES, open_page, reset_width, set_width
 
 #: Output blocks of sphinx-gallery (``sphx-glr-script-out``) and myst-nb (``cell_output``).
 OUTPUT_BLOCKS = ".sphx-glr-script-out pre, .cell_output pre"
@@ -41,7 +41,7 @@ def width(browser, request):
     """The window at ``request.param`` CSS pixels; restored to 1280x900 afterwards, as the other tests expect."""
     set_width(browser, request.param)
     yield request.param
-    browser.set_window_size(1280, 900)
+    reset_width(browser)
 
 
 @pytest.mark.parametrize("width", WIDTHS, indirect=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from fix_pages import fix_pages
 
-from ._util import SCREENSHOT_DIR, open_page, set_width
+from ._util import SCREENSHOT_DIR, open_page, reset_width, set_width
 
 #: (width, height, screens): the window, in CSS pixels, and how many of its heights the first line may lie within.
 #: Measured with the symptoms folded: at most 507 px at 1400 and 680 px at 390 (867 and 1,422 px when three of
@@ -54,7 +54,7 @@ def test_new_code_starts_within_the_first_screens(browser, base_url, docname, wi
         SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
         assert browser.save_screenshot(str(SCREENSHOT_DIR / f"fix-first-{docname.replace('/', '-')}-{width}.png"))
     finally:
-        browser.set_window_size(1280, 900)
+        reset_width(browser)
     assert found is not None, f"{docname}: no code block right after a fix-label line"
     print(f"{docname} at {width}px: new code's first line {found['text']!r} at y = {found['top']:.0f}")
     assert found["text"].strip(), f"{docname}: the fix block starts with an empty line"

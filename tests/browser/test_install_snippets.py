@@ -8,7 +8,7 @@ import tomllib
 
 import pytest
 
-from ._util import ROOT, SCREENSHOT_DIR, WIDTHS, open_page, set_width
+from ._util import ROOT, SCREENSHOT_DIR, WIDTHS, open_page, reset_width, set_width
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 COMMAND = f"pip install git+{PROJECT['urls']['Repository']}@v{PROJECT['version']}"
@@ -18,7 +18,7 @@ COMMAND = f"pip install git+{PROJECT['urls']['Repository']}@v{PROJECT['version']
 def width(request, browser):
     set_width(browser, request.param)
     yield request.param
-    browser.set_window_size(1280, 900)
+    reset_width(browser)
 
 
 BLOCKS = """

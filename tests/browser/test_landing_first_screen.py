@@ -14,7 +14,7 @@ import tomllib
 import pytest
 from selenium.webdriver.common.by import By
 
-from ._util import ROOT, SCREENSHOT_DIR, open_page, set_width
+from ._util import ROOT, SCREENSHOT_DIR, open_page, reset_width, set_width
 
 #: (width, height) of the windows the first screen is measured in, in CSS pixels.
 SCREENS = ((1400, 900), (390, 900), (390, 844))
@@ -24,7 +24,7 @@ SCREENS = ((1400, 900), (390, 900), (390, 844))
 def screen(request, browser):
     set_width(browser, *request.param)
     yield request.param
-    browser.set_window_size(1280, 900)
+    reset_width(browser)
 
 
 def test_the_answer_opens_on_the_new_code_within_the_first_screen(site, browser, base_url, screen):
@@ -68,4 +68,4 @@ def test_the_checker_page_starts_with_the_install_line_and_a_command(site, brows
         SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(str(SCREENSHOT_DIR / "checker-first-screen-390px.png"))
     finally:
-        browser.set_window_size(1280, 900)
+        reset_width(browser)

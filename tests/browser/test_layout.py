@@ -20,7 +20,18 @@ from PIL import Image, ImageChops
 from lightning_migrate import registry
 from migration_guide import compat
 
-from ._util import GALLERY_PAGES, ROOT, RULE_PAGES, SCREENSHOT_DIR, WIDTHS, WRITTEN_PAGES, fetch, open_page, set_width
+from ._util import (
+    GALLERY_PAGES,
+    ROOT,
+    RULE_PAGES,
+    SCREENSHOT_DIR,
+    WIDTHS,
+    WRITTEN_PAGES,
+    fetch,
+    open_page,
+    reset_width,
+    set_width,
+)
 
 COMPAT = "reference/compatibility"
 MEMORY = "examples/performance/retained_memory"
@@ -32,21 +43,21 @@ def width(request, browser):
     """The window at each width of ``WIDTHS``; put back to 1280 x 900 afterwards (other tests assume it)."""
     set_width(browser, request.param)
     yield request.param
-    browser.set_window_size(1280, 900)
+    reset_width(browser)
 
 
 @pytest.fixture
 def desktop(browser):
     set_width(browser, 1400)
     yield 1400
-    browser.set_window_size(1280, 900)
+    reset_width(browser)
 
 
 @pytest.fixture
 def phone(browser):
     set_width(browser, 390)
     yield 390
-    browser.set_window_size(1280, 900)
+    reset_width(browser)
 
 
 def released_versions() -> list[str]:

@@ -17,7 +17,7 @@ import pytest
 from markdown_it import MarkdownIt
 from selenium.webdriver.common.by import By
 
-from ._util import SCREENSHOT_DIR, WIDTHS, fetch, open_page, set_width
+from ._util import SCREENSHOT_DIR, WIDTHS, fetch, open_page, reset_width, set_width
 
 PAGE = "examples/core/old_outputs_hooks"
 TARGET = "examples/core/callback_side_caching"
@@ -29,7 +29,7 @@ def width(browser, request):
     """The window at ``request.param`` CSS pixels wide; 1280x900 again afterwards, as the other tests expect."""
     set_width(browser, request.param)
     yield request.param
-    browser.set_window_size(1280, 900)
+    reset_width(browser)
 
 
 def notebook_link(browser):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from ._util import GALLERY_PAGES, SCREENSHOT_DIR, WIDTHS, WRITTEN_PAGES, open_page, set_width
+from ._util import GALLERY_PAGES, SCREENSHOT_DIR, WIDTHS, WRITTEN_PAGES, open_page, reset_width, set_width
 
 #: The grids that scroll sideways under a sticky first column on a phone (docs/_static/site.css).
 STICKY_GRIDS = ("compat-table",)
@@ -23,7 +23,7 @@ SMALLEST_TEXT = 12
 def width(request, browser):
     set_width(browser, request.param)
     yield request.param
-    browser.set_window_size(1280, 900)
+    reset_width(browser)
 
 
 def rule_pages(site) -> list[str]:
@@ -59,7 +59,7 @@ def test_every_table_fits_or_scrolls_under_a_fixed_column_on_a_phone(site, brows
                 problems.append(f"{docname}: {table['overflow']} px wider than its box: {table['text']!r}")
             if table["smallest"] < SMALLEST_TEXT:
                 problems.append(f"{docname}: text of {table['smallest']} px: {table['text']!r}")
-    browser.set_window_size(1280, 900)
+    reset_width(browser)
     assert seen >= 8 and sticky == len(STICKY_GRIDS)
     assert problems == [], "\n".join(problems)
 
@@ -94,7 +94,7 @@ def test_nothing_scrolled_shows_beside_the_fixed_column_on_a_phone(browser, base
     state = browser.execute_script(FIXED_COLUMN, grid)
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOT_DIR / f"tables-{docname.replace('/', '-')}-scrolled-390px.png"))
-    browser.set_window_size(1280, 900)
+    reset_width(browser)
     assert state["scrolled"] > 0, "the grid fits a phone: nothing to check"
     for gap in state["gaps"]:
         assert abs(gap["left"]) <= 0.5 and gap["covered"], state

@@ -15,7 +15,7 @@ from guide.scenario_matrix import page_docname, recipe_anchor
 
 from migration_guide.scenarios import load_space
 
-from ._util import SCREENSHOT_DIR, WIDTHS, open_page, set_width
+from ._util import SCREENSHOT_DIR, WIDTHS, open_page, reset_width, set_width
 
 #: Rows that are not recipes to copy: the trap a pitfall page runs as evidence (its page shows no box for it).
 TRAPS = {"naive_callback"}
@@ -67,7 +67,7 @@ def test_every_recipe_page_shows_its_domain_before_the_recipe(browser, base_url,
         assert open_page(browser, f"{base_url}{docname}.html") == []
         found = browser.execute_script(BOXES, sorted({recipe_class(r) for r in recipes}))
     finally:
-        browser.set_window_size(1280, 900)
+        reset_width(browser)
     boxes = found["boxes"]
     assert boxes, f"{docname}: no recipe-domain box"
     for box in boxes:
@@ -101,4 +101,4 @@ def test_recipe_domain_screenshots(browser, base_url, docname, width):
         name = docname.replace("/", "-")
         assert browser.save_screenshot(str(SCREENSHOT_DIR / f"recipe-domain-{name}-{width}.png"))
     finally:
-        browser.set_window_size(1280, 900)
+        reset_width(browser)

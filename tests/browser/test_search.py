@@ -38,7 +38,7 @@ from test_site import script_outputs
 from lightning_migrate import registry
 from migration_guide import compat
 
-from ._util import SCREENSHOT_DIR, WIDTHS, click, open_page, results_shown, search_results, set_width, wait
+from ._util import SCREENSHOT_DIR, WIDTHS, click, open_page, reset_width, results_shown, search_results, set_width, wait
 
 #: The class name a reader's code uses: on no page of the site.
 READERS_CLASS = "ReadersOwnNet"
@@ -51,7 +51,7 @@ def width(request, browser):
     """Each test at every width of :data:`WIDTHS`; the window goes back to 1280x900 afterwards."""
     set_width(browser, request.param)
     yield request.param
-    browser.set_window_size(1280, 900)
+    reset_width(browser)
 
 
 def renamed(text: str, names: set[str]) -> str:

@@ -13,14 +13,24 @@ from urllib.parse import urlsplit
 import pytest
 from selenium.webdriver.common.by import By
 
-from ._util import SCREENSHOT_DIR, WIDTHS, broken_images, click, open_page, set_width, unloaded_stylesheets, wait
+from ._util import (
+    SCREENSHOT_DIR,
+    WIDTHS,
+    broken_images,
+    click,
+    open_page,
+    reset_width,
+    set_width,
+    unloaded_stylesheets,
+    wait,
+)
 
 
 @pytest.fixture
 def width(request, browser):
     set_width(browser, request.param)
     yield request.param
-    browser.set_window_size(1280, 900)
+    reset_width(browser)
 
 
 def html_baseurl(site) -> str:
