@@ -2,11 +2,11 @@
 ``on_epoch_end``, ``on_batch_end`` and friends on Lightning 2.x
 ===============================================================
 
-Rename the stage-less hooks after their stage: ``on_epoch_start`` and ``on_epoch_end`` (of modules and callbacks) become
-``on_train_epoch_start`` and ``on_train_epoch_end``, and the same body goes in ``on_validation_epoch_end`` and the other
-stages' hooks where it was meant for their loops too (:claim:`epoch-hooks-ran-for-every-loop`); a callback's
-``on_batch_start`` and ``on_batch_end`` become ``on_train_batch_start`` and ``on_train_batch_end``, which take the
-batch.
+Rename the stage-less hooks after their stage: ``on_epoch_start`` and ``on_epoch_end`` (of modules and callbacks)
+become ``on_train_epoch_start`` and ``on_train_epoch_end``, and a callback's ``on_batch_start`` and ``on_batch_end``
+become ``on_train_batch_start`` and ``on_train_batch_end``, which take the batch. Where the old body was meant for
+every loop, put it in ``on_validation_epoch_end`` and the other stages' hooks too:
+:claim:`epoch-hooks-ran-for-every-loop`.
 
 .. code-block:: python
    :caption: Before (Lightning 1.x)
