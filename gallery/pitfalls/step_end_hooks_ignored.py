@@ -37,8 +37,8 @@ class BatchEndHooks(BoringModel):
 #
 # .. dropdown:: Why they are silently skipped
 #
-#    Lightning's changelog: :claim:`step-end-hooks-removed-in-2-0`. Unlike the old epoch-end hooks
-#    (``training_epoch_end`` and the like), :claim:`step-end-hooks-ignored`. :claim:`Step-end-hooks-ran-on-1-x`.
+#    Lightning's changelog: :claim:`step-end-hooks-removed-in-2-0`. :claim:`Step-end-hooks-ignored`.
+#    :claim:`Step-end-hooks-ran-on-1-x`.
 #
 # The old code, run today: nothing happens
 # -----------------------------------------

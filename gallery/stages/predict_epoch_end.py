@@ -55,7 +55,7 @@ class PredictionsReader(pl.Callback):
 #
 # .. dropdown:: Why each line
 #
-#    Both keep one tensor per predict dataloader in ``all_predictions``, one list per dataloader as before:
+#    Both keep one tensor per predict dataloader in ``all_predictions``:
 #    :claim:`predict-loop-predictions-shape`, and the module keys its list by ``dataloader_idx``. The
 #    module also empties its list when each predict run starts, so a run that stopped half-way leaves nothing
 #    behind. The return value of ``trainer.predict`` is a third way: :claim:`predict-returns-one-entry-per-batch`.

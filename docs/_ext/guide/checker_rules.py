@@ -129,9 +129,11 @@ def _outcome(record: dict[str, Any]) -> str:
     outcome = record["outcome"]
     if outcome == "error":
         batches = sum(record["batches"].values())
+        names = {"train": "training", "sanity_check": "sanity-check"}  # the probes' loops, as the page words them
+        loops = ", ".join(f"{n} {names.get(loop, loop)}" for loop, n in record["batches"].items() if n)
         return (
             f"raised ``{record['error_type']}`` during ``{record['failed_during']}`` after {batches} "
-            f"batch{'es' * (batches != 1)} "
+            f"batch{'es' * (batches != 1)}{f' ({loops})' if loops else ''} "
             f"and {record['training_steps']} training steps::\n\n    {record['error_type']}: "
             + "\n    ".join(str(record["error_message"]).splitlines())
         )

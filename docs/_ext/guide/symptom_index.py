@@ -416,7 +416,7 @@ class SymptomIndexDirective(SphinxDirective):
         section = nodes.section(ids=["symptoms-ignored"], classes=["from-records"])  # the probes' ignored patterns
         section += nodes.title(text="Old hooks Lightning silently never calls")
         section += nodes.paragraph(
-            text=f"Lightning {current} runs these without an error or a warning, and never calls them:"
+            text=f"Lightning {current} runs these without an error and never calls them; no warning names them:"
         )
         listing = nodes.bullet_list(classes=["symptom-index"])
         for signature, docname in sorted(ignored):
