@@ -101,11 +101,11 @@ def test_a_claim_renders_on_the_page_and_in_the_notebook(tmp_path):
     project = claims_project(tmp_path)
     build(project)
     page = (project / "_build" / "html" / "examples" / "two.html").read_text(encoding="utf-8")
-    lightning = claims.installed_versions()["lightning"]
+    lightning, torch = claims.installed_versions()["lightning"], claims.installed_versions()["torch"]
 
-    assert (
-        f'data-claim="sum-is-two" title="Checked on Lightning {lightning} · 1 process: the assert &quot;one plus one '
-        "is two&quot;" in page
+    assert (  # the tooltip names the torch of this build's run, which the marker leaves out
+        f'data-claim="sum-is-two" title="Checked on Lightning {lightning} · 1 process (with torch {torch}): the assert '
+        "&quot;one plus one is two&quot;" in page
     )
     assert f"on Python with Lightning {lightning} installed, in one process, <code" in page
     # the marker: the claim's releases and configuration, linking to its row of the claims table

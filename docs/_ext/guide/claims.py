@@ -1372,8 +1372,11 @@ def claims(app: Sphinx) -> dict[str, Claim]:
 
 
 def note(claim_data: Claim, versions: dict[str, str]) -> str:
-    """The tooltip of a rendered claim: where it was checked, and its evidence."""
+    """The tooltip of a rendered claim: where it was checked (with the build's torch, for evidence run by this build,
+    where the marker leaves it out), and its evidence."""
     where = claim_data.marker(versions)
+    if claim_data.on_build and "torch" not in where and "torch" in versions:
+        where += f" (with torch {versions['torch']})"
     evidence = "; ".join(e.describe() for e in claim_data.evidence)
     return (
         f"From {evidence}"
