@@ -69,12 +69,12 @@ class TwoLossesModel(BoringModel):
         return {"g_loss": g_loss, "d_loss": d_loss}
 
     def on_train_epoch_end(self):
-        reduce = self.trainer.strategy.reduce  # a sum over every process (DDP); one process: the value itself
+        reduce = self.trainer.strategy.reduce  # with reduce_op="sum": every process's sum, added up
         for name, losses in self.step_losses.items():
             total = torch.stack(losses).float().sum() if losses else torch.zeros((), device=self.device)
             total = reduce(total, reduce_op="sum")
             count = reduce(torch.tensor(float(len(losses)), device=self.device), reduce_op="sum")
-            if count > 0:  # an epoch resumed after its last batch has none
+            if count > 0:  # no process cached a loss this epoch: nothing to log
                 self.log(f"{name}_epoch_mean", total / count, sync_dist=True)
             losses.clear()
 

@@ -201,7 +201,10 @@ PATTERNS: tuple[OldPattern, ...] = (
         stage="predict",
         deprecated_in=None,
         removed_in="2.0",
-        replacement="Collect predictions in ``on_predict_batch_end``, or read ``trainer.predict_loop.predictions``.",
+        replacement=(
+            "Collect predictions in ``on_predict_batch_end``, or read ``trainer.predict_loop.predictions`` "
+            "(with ``return_predictions=False``, collect them in ``on_predict_batch_end``)."
+        ),
         example="examples/stages/predict_epoch_end",
         run="predict",
         body="self.calls.append(outputs)",

@@ -1,5 +1,5 @@
-"""LM008: a hook of a Lightning class written ``async def``: Lightning calls it without awaiting it, so its body
-never runs."""
+"""LM008: a hook of a Lightning class written ``async def``: calling it only makes a coroutine, whose body runs only
+where something awaits it (see the rule's summary)."""
 
 from __future__ import annotations
 
