@@ -793,8 +793,11 @@ def reasons(sentence: str, context: str = "") -> list[str]:
         if CHANGE.search(part) or (named and STATE.search(part)):
             found.append("change")  # "the hook no longer receives outputs", "autograd is off in validation"
         words = part.split()
-        if RELEASE.search(part) and (
-            PRESENCE.search(part) or any(_verb_at(words, i, CONCEPT_VERBS) for i in range(len(words)))
+        upgrade = {w.lower().strip(",.;:'’") for w in words} & (READERS | {"readers", "upgrade", "upgrading"})
+        if (
+            RELEASE.search(part)
+            and not upgrade  # the reader's own release ("If you are still on 1.9", "Upgrade to 2.0 ...")
+            and (PRESENCE.search(part) or any(_verb_at(words, i, CONCEPT_VERBS) for i in range(len(words))))
         ):
             found.append("release")  # "on 1.4.9 the callback received an empty list", "in 1.5 it was still there"
         if (
@@ -848,6 +851,7 @@ def reasons(sentence: str, context: str = "") -> list[str]:
         found += [
             reason for reason, rule in (SIXTH_ROUND | SEVENTH_ROUND | EIGHTH_ROUND | TENTH_ROUND).items() if rule(part)
         ]
+        found += [f"{reason} (11)" for reason, rule in ELEVENTH_ROUND.items() if rule(part)]
     return found
 
 
@@ -897,8 +901,8 @@ def _library_verb(part: str) -> bool:
         if part[match.end() : match.end() + 2] in ("'s", "’s"):
             continue  # "torch's log line"
         before, after = part[: match.start()].split(), part[match.end() :].split()
-        if before and before[-1].lower() in EMBEDDED:
-            continue
+        if before and before[-1].lower() in EMBEDDED | {"a", "an", "each", "every", "one"}:
+            continue  # a topic, or an adjective ("For a DDP run, launch ...")
         words = [*before, "\x01", *after]
         for index in range(len(before) + 1, len(words)):
             word = words[index].strip(".,;:()'\"`’”").lower()
@@ -943,6 +947,8 @@ def _verb_near(part: str, names_: re.Pattern[str], verbs: re.Pattern[str], reaso
                 break
         if reason != "subject" and any(w.lower().strip(".,'’`") in READERS for w in words[max(low, at - 3) : at]):
             continue  # "your on_train_batch_end", "your loss": the reader's own
+        if reason == "hook" and re.search(r"\b(?:checker|lightning-migrate|--fix)\b", part):
+            continue  # what the checker finds, reports or rewrites: a hook of the reader's code
         window = [*range(low, at), *range(at + 1, high)] if reason == "hook" else [*range(at + 1, high)]
         if any(_verb_at(words, i, verbs) for i in window):
             return True
@@ -1921,6 +1927,279 @@ def _outcome(part: str) -> bool:
 
 
 TENTH_ROUND = {"outcome": _outcome}
+
+
+# -- Eleventh round: a subject named in more ways, a finite verb off the lists ---------------------------------------
+#: More names of what Lightning, torch, torchmetrics and DDP are, as the subject of a clause: Lightning under other
+#: names, its mechanisms named as nouns ("the progress bar", "gradient clipping"), a hook named through its class
+#: (``Callback.on_train_epoch_end``) or by its kind without hyphens, torch's autograd and tensors, torchmetrics'
+#: classes and methods, and the devices and replicas of a distributed run.
+ENTITY_WORDS = [
+    "Lightning", "PL", "PyTorch Lightning", "the framework", "Fabric", "the Trainer", "the trainer", "Trainer",
+    "the progress bar", "progress bar", "the logger", "the loop", "the optimizer", "the scheduler",
+    "the LR scheduler", "gradients", "the gradients", "gradient clipping", "checkpointing", "early stopping",
+    "logging", "mixed precision", "AMP", "GradScaler", "the scaler", "backward", "loss.backward()", ".backward()",
+    ".item()", "requires_grad", "grad_fn", "no_grad", "autograd", "the graph", "a view", "views",
+    "in-place operations", "a tensor", "tensors", "a float32 scalar tensor", "a scalar tensor", "torch", "PyTorch",
+    "MetricCollection", "Metric", "a Metric", "a torchmetrics Metric", "MeanMetric", "SumMetric", "metric.compute()",
+    "compute()", "metric states", "torchmetrics", "DistributedDataParallel", "DDP", "every GPU", "each GPU",
+    "each device", "every device", "each replica", "every replica", "the batch size", "the sampler",
+    "the old outputs list", "the old hook", "the old hooks", "the old signature", "the validation run",
+    "the sanity check", "sanity checking", "the validation loop", "the training loop",
+]  # fmt: skip
+ENTITIES = re.compile(
+    "|".join(
+        [
+            "(?i:" + _alternatives(sorted(ENTITY_WORDS, key=len, reverse=True)).pattern + ")",
+            SUBJECTS.pattern,
+            HOOKS.pattern,
+            CONCEPT_NAMES.pattern,
+            # a hook through its class ("Callback.on_train_epoch_end")
+            r"(?<![\w.])(?:pl\.)?(?:LightningModule|Callback|Trainer|trainer)\.\w+(?:\(\))?",
+            r"\b(?:epoch|batch) (?:end|start) hooks?\b",  # a hook kind without its hyphens
+        ]
+    )
+)
+#: Words that make a clause's subject the reader's, the page's or the checker's: what they do is not Lightning's.
+OWN_SUBJECT = {
+    "you", "your", "yours", "we", "our", "this", "these", "page", "page's", "page’s", "checker", "checker's",
+    "lightning-migrate", "recipe", "recipe's", "recipe’s", "rewrite", "rewritten", "fix", "check", "example",
+    "examples", "gallery", "matrix", "table", "box", "guide", "notebook", "readers", "users", "section", "cell",
+    "documentation", "docs", "changelog", "notes",
+}  # fmt: skip
+#: Phrases that open a clause on the reader's behalf and leave a fact after them ("Note that autograd frees ...").
+LEAD_INS = re.compile(
+    r"^(?:note|notice|remember|recall|mind|beware|be aware|keep in mind|bear in mind|know|expect|observe)"
+    r"(?:\s+that)?[:,]?\s+",
+    re.I,
+)
+#: Words that open an introductory phrase, which a comma ends before the clause's subject ("Under DDP, ...").
+INTRO_OPENERS = {
+    "under", "with", "from", "starting", "as", "in", "on", "after", "before", "when", "whenever", "if", "unless",
+    "once", "right", "by", "during", "at", "for", "since", "until", "while", "out", "without", "then",
+}  # fmt: skip
+#: Forms that open a verb phrase whatever the verb: a modal, ``be``, ``have``, ``get`` and ``do`` as auxiliaries.
+AUXILIARIES = {
+    "will", "would", "can", "cannot", "could", "may", "might", "won't", "can't", "is", "are", "was", "were", "gets",
+    "get", "got", "has", "have", "had", "does", "did", "doesn't", "don't", "didn't", "isn't", "aren't", "wasn't",
+    "keeps", "stays", "remains", "becomes",
+}  # fmt: skip
+#: Past forms of verbs the lists hold only in their base form.
+IRREGULAR_PAST = set(
+    "took came went made got held kept ran sat grew gave threw fell left began brought broke stood saw blew hit put "
+    "set cut spread dropped stopped".split()
+)
+#: Verbs whose subject a hook name may be as the reader's own code ("``training_step`` appends ...").
+READER_FORMS = {form for stem in READER_VERBS for form in _inflections(stem)}
+
+
+def _finite(words: list[str], index: int) -> bool:
+    """Whether ``words[index]`` is the finite verb of a clause whose subject ends right before it: an auxiliary, a
+    behaviour verb's third-person or past form, or any third-person or ``-ed`` form right after the subject."""
+    word = words[index].strip(".,;:()`'\"“”").lower()
+    if not word or not word.isalpha() and "'" not in word and "’" not in word:
+        return False
+    raw = words[index].strip('.,;:()`"“”')
+    if raw.endswith(("'s", "’s", "s'", "s’")):
+        return False  # a possessive ("the last validation run's vectors")
+    if index + 1 < len(words) and words[index + 1].startswith("("):
+        return False  # a noun and its list ("the Trainer calls (fit, validate, ...)")
+    if word in AUXILIARIES or word in IRREGULAR_PAST or word in PRO_VERBS:
+        return True
+    if word in PLURAL_NOUNS - NOUNS_TOO or word in NOUNS_TOO and index and _noun_after(words[:index]):
+        return False  # "Lightning users", "a run", "the calls"
+    if ENTITIES.fullmatch(words[index].strip(".,;:()`'\"“”")) or LIBRARY_NAMES.fullmatch(word):
+        return False  # a name ("torchmetrics"), not a verb
+    if VERBS.fullmatch(word) and not word.endswith("ing") and word not in VERB_STEMS:
+        return True
+    previous = words[index - 1].strip(",.()`'\"“”") if index else ""
+    if word in VERB_STEMS and previous.endswith("s") and not previous.endswith(("ss", "'s", "’s")):
+        return True  # a plural subject's verb ("gradients accumulate", "the epoch-end hooks take")
+    if word.endswith("ed"):  # a past form, unless a participle with its agent ("weighted by batch size")
+        following = words[index + 1].lower() if index + 1 < len(words) else ""
+        return bool(VERBS.fullmatch(word)) and following != "by"
+    return word.endswith("s") and not word.endswith(("ss", "us", "is", "ous")) and len(word) > 3
+
+
+def _clauses_of(part: str) -> list[list[str]]:
+    """The words of each clause of ``part`` from its subject on: a clause ends at a semicolon, a colon or a dash; a
+    lead-in (:data:`LEAD_INS`: "Note that") is left out, and an introductory phrase (:data:`INTRO_OPENERS`) up to its
+    comma, or for a preposition with no comma up to the determiner that opens the subject ("Under DDP the batch size
+    ..."). A condition without a comma ("If you return None") has no subject of its own."""
+    found = []
+    for clause in re.split(r"[;:]\s|\s(?:[—–]|--)\s|\x00", part):
+        words = LEAD_INS.sub("", clause.strip()).split()
+        if not words or words[0].lower() not in INTRO_OPENERS:
+            found.append(words)
+            continue
+        comma = next((i for i, w in enumerate(words[:12]) if w.endswith(",")), None)
+        determiner = next((i for i, w in enumerate(words[1:5], 1) if w.lower() in DETERMINERS), None)
+        opener_is_preposition = words[0].lower() in PREPOSITIONS
+        if opener_is_preposition and determiner is not None and (comma is None or determiner < comma):
+            if not any(_finite(words, i) for i in range(1, determiner)):
+                found.append(words[determiner:])  # "Under DDP the batch size is per process, not global"
+                continue
+        if comma is not None:
+            found.append(words[comma + 1 :])  # "With two GPUs, every GPU receives ..."
+    return found
+
+
+#: Words that may stand before a name that opens a clause's subject ("the old", "a running"), and between the name
+#: and its verb ("The trainer object exposes", "torch itself frees").
+SUBJECT_LEAD = DETERMINERS | {"old", "older", "new", "same", "plain", "default", "running", "own", "whole", "single"}
+SUBJECT_TAIL = ADVERBS | {"object", "instance", "class", "itself", "alone", "too", "again", "usually", "often"}
+
+
+def _entity_subject(part: str) -> bool:
+    """Whether a clause opens with a name of Lightning, torch, torchmetrics or DDP (:data:`ENTITIES`: the
+    ``Trainer``, autograd, a torchmetrics class, "every GPU") as its subject -- only :data:`SUBJECT_LEAD` words before
+    it, at most one :data:`SUBJECT_TAIL` word (or a parenthesis between commas) after it -- followed by a finite verb
+    (:func:`_finite`): "The Trainer zeroes the gradients", "backward frees the graph", "MetricCollection syncs across
+    ranks", "Note that autograd frees ...", "Expect the trainer to call ...". A possessive hands the subject to its
+    noun ("Lightning's progress bar refreshes": the progress bar is a name too). A hook name is left to the hook
+    rule, and an instruction, the reader's, the page's and the checker's own subjects (:data:`OWN_SUBJECT`) are left
+    out."""
+    expected = re.match(r"(?i)\s*expect\s+(.{1,40}?)\s+to\s+[a-z]+", part)
+    if expected and ENTITIES.search(expected[1]) and not {w.lower() for w in expected[1].split()} & OWN_SUBJECT:
+        return True  # "Expect the trainer to call on_fit_end exactly once"
+    for words in _clauses_of(part):
+        if not words or _instruction(words):
+            continue
+        text = " ".join(words)
+        for match in ENTITIES.finditer(text):
+            before = text[: match.start()].split()
+            lead = [w for w in before if not w.endswith(("'s", "’s")) and not (w.istitle() and w.endswith("ing"))]
+            if len(before) > 3 or any(w.lower() not in SUBJECT_LEAD for w in lead):
+                break  # only the clause's first name can be its subject ("Calling .item()", "Lightning's ...")
+            if {w.lower() for w in before} & OWN_SUBJECT or HOOKS.fullmatch(match[0]):
+                break
+            rest = text[match.end() :]
+            if rest.startswith(("'s", "’s")):
+                continue  # the possessive's noun is the subject: the next name, if it is one
+            if rest.startswith(","):  # "The Trainer, after the last batch of every epoch, resets ..."
+                close = rest.find(",", 1)
+                tail = rest[close + 1 :].split() if close > 0 else []
+                if tail and close < 80 and _finite([match[0].split()[-1], *tail], 1):
+                    return True
+                break
+            after = [match[0].split()[-1], *rest.split()]  # the name's last word: a plural takes the base form
+            at = 2 if len(after) > 2 and after[1].lower() in SUBJECT_TAIL else 1
+            if at < len(after) and _finite(after, at) and after[at].lower() not in OWN_SUBJECT:
+                return True
+            break
+    return False
+
+
+#: A reader who meets Lightning's behaviour ("You will see ...", "You get a ``TypeError``") or a callback handed
+#: something ("the callback gets the loss", "arrives in the callback"): what is handed is Lightning's to hand.
+EXPERIENCED = re.compile(
+    r"\byou(?:['’]ll| will)?\s+(?:see|get|hit|notice|find|receive|observe|run into)\b"
+    r"|\b(?:callbacks?|modules?|hooks?|steps?)\s+(?:\w+\s+)?(?:gets|got|receives|received|sees|saw)\s+(?:the|a|an|"
+    r"its|every|each|no|only)\b"
+    r"|\barriv(?:es|ed|e)\s+(?:in|at)\b",
+    re.I,
+)
+
+
+def _experienced(part: str) -> bool:
+    """Whether the clause says what the reader will meet or what a callback or module is handed
+    (:data:`EXPERIENCED`), with a name of Lightning, torch or an exception in it; pointing at the page's own run
+    ("below", "above") or an instruction is not."""
+    words = part.split()
+    if not EXPERIENCED.search(part) or _instruction(words):
+        return False
+    lowered = {w.lower().strip(",.;:()`") for w in words}
+    if lowered & {"below", "above", "printed", "here", "can", "should", "must"}:
+        return False
+    return bool(ENTITIES.search(part) or re.search(ERROR_NAME, part) or re.search(r"\b(?:loss|batch|outputs)\b", part))
+
+
+#: An error met with other verbs than :data:`OUTCOME`'s ("errors out", "ends with a ``ValueError``", "triggers a
+#: ``RuntimeError``", "blows up").
+OUTCOME_MORE = re.compile(
+    r"\b(?:errors?\s+out|errored\s+out|blows?\s+up|blew\s+up|ends?\s+with|ended\s+with|triggers?|triggered|throws?|"
+    r"threw|thrown)\b(?:\s+(?:a|an|the))?(?:\s+" + ERROR_NAME + r"|\s+(?:at|in|before|during|as)\b)",
+)
+
+
+def _outcome_more(part: str) -> bool:
+    """Whether the clause states an error with a verb :data:`OUTCOME` does not hold (:data:`OUTCOME_MORE`), read as
+    :func:`_outcome` reads its own."""
+    words = part.split()
+    if not OUTCOME_MORE.search(part) or _instruction(words):
+        return False
+    lowered = {w.lower().strip(",.;:()`") for w in words}
+    return not (lowered & OUTCOME_MODALS or lowered & {"below", "above", "printed", "prints"})
+
+
+#: A release named in other ways: ``v2.0``, "Version 2.0", "PL 1.6", "From 1.5 on", "As of 2.0", or a release opening
+#: its clause ("2.0 dropped ...").
+RELEASE_MORE = re.compile(
+    r"(?<![\w.])v[12]\.\d+(?:\.\d+)?\b|\b(?:[Vv]ersion|PL|[Ff]rom|[Ww]ith|[Aa]s of)\s+v?[12]\.(?:\d{1,2}|x)\b"
+    r"|^\s*[12]\.(?:\d{1,2}|x)(?:\.\d+)?\s+[a-z]+(?:ed|s)\b"
+)
+#: What a release has or lacks ("There's no ``outputs`` argument on 2.x", "Nothing of it is left in 2.0").
+ABSENCE = re.compile(r"\bthere(?:['’]s| is| are| was| were)\s+no\b|\b(?:is|are|was|were)\s+left\b|\bnothing\b", re.I)
+
+
+def _release_more(part: str) -> bool:
+    """Whether the clause names a release (:data:`RELEASE`, :data:`RELEASE_MORE`) with a finite verb or what it has
+    or lacks (:data:`ABSENCE`), and is not the reader's (an instruction, the reader's own upgrade or the page's own
+    runs: "Upgrade to 2.0 ...", "If you are still on 1.9", "were run on 2.1")."""
+    if not (RELEASE_MORE.search(part) or (RELEASE.search(part) and ABSENCE.search(part))):
+        return False
+    words = part.split()
+    lowered = {w.lower().strip(",.;:()`'’") for w in words}
+    if _instruction(words) or lowered & (OWN_SUBJECT | {"upgrade", "upgrading", "install", "pin", "run"}):
+        return False
+    return ABSENCE.search(part) is not None or any(_finite(words, i) for i in range(1, len(words)))
+
+
+#: A size, a share of memory or a speed, said of what something costs or does ("Each cached loss costs 4 bytes",
+#: "halves activation memory", "uses about three times the memory").
+QUANTITY = re.compile(
+    r"\b(?:costs?|occup(?:ies|y)|uses|needs|takes|grows|halves|doubles|saves|adds)\b\s+(?:\S+\s+){0,4}?"
+    r"(?:\d[\d,.]*\s*(?:bytes?|B|KB|MB|GB|KiB|MiB|GiB)\b|memory\b|bytes\b|times\b|half\b|twice\b)"
+    r"|\b(?:grows|grew)\s+by\b|\bhalves\b|\bdoubles\b",
+    re.I,
+)
+
+
+def _quantity(part: str) -> bool:
+    """Whether the clause states a size, a share of memory or a speed as a fact (:data:`QUANTITY`), not the page's own
+    measurement ("here", "this page", "below", "measured") nor an instruction."""
+    words = part.split()
+    if not QUANTITY.search(part) or _instruction(words):
+        return False
+    lowered = {w.lower().strip(",.;:()`") for w in words}
+    return not lowered & (OWN_SUBJECT | {"here", "below", "above", "measured", "measures", "printed"})
+
+
+#: A caption or a table cell with no subject: a behaviour verb's third-person or past form opening it ("Called once
+#: per epoch, after validation", "Receives the batch outputs", "Runs before the optimizer step").
+CAPTION = re.compile(
+    r"^\s*(?:Called|Calls|Receives|Received|Runs|Ran|Fires|Fired|Gets|Passed|Passes|Ignored|Skipped|Removed|"
+    r"Deprecated|Raises|Raised|Happens|Triggered|Invoked)\s+(?:once|twice|before|after|at|when|with|by|in|on|the|a|"
+    r"an|every|each|no|only|during|between|for)\b"
+)
+#: A default said in other words ("Out of the box, ``max_epochs`` is 1000", "the default for", "enabled unless you
+#: turn it off").
+DEFAULT_MORE = re.compile(
+    r"\bout of the box\b|\bdefault (?:for|of)\b|\b(?:is|are)\s+(?:enabled|disabled|on|off)\s+unless\b"
+    r"|\bunless you (?:turn|change|pass|set|disable|enable)\b",
+    re.I,
+)
+
+
+ELEVENTH_ROUND = {
+    "entity subject": _entity_subject,
+    "experienced": _experienced,
+    "outcome": _outcome_more,
+    "release": _release_more,
+    "quantity": _quantity,
+    "caption": lambda part: CAPTION.search(part) is not None,
+    "default": lambda part: DEFAULT_MORE.search(part) is not None and not _instruction(part.split()),
+}
 
 
 @dataclass(frozen=True)
@@ -3315,6 +3594,146 @@ ORDINARY_TENTH = [
 def test_the_tenth_rounds_rule_flags_a_typed_outcome_and_passes_ordinary_ones():
     missed = [s for s in TYPED_TENTH if not any("outcome" in reasons(p) for p in sentences(unmarked(s), heading=False))]
     wrong = [(s, reasons(p)) for s in ORDINARY_TENTH for p in sentences(unmarked(s), heading=False) if flagged(p)]
+    assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+
+
+# -- The eleventh round's phrasings: how a contributor writes a behaviour sentence the earlier rounds missed -------
+#: Sentences the eleventh round flags (:data:`ELEVENTH_ROUND`, with the earlier rounds' fixes): a name of Lightning,
+#: torch, torchmetrics or DDP under another form or with a verb off the lists, a lead-in ("Note that"), a reader who
+#: meets a behaviour, an error met with another verb, a release written another way, a size, a caption, a default.
+TYPED_ELEVENTH = [
+    "Lightning will zero the gradients before each optimizer step.",
+    "The Trainer wipes the progress-bar metrics when an epoch closes.",
+    "Older Lightning took an outputs argument here.",
+    "The Trainer, after the last validation batch of every single epoch, resets all metrics.",
+    "Lightning's progress bar refreshes every 20 batches.",
+    "PL skips the backward pass when the step returns None.",
+    "The framework calls your hook once per epoch, after validation.",
+    "Fabric launches one process per device.",
+    "Right after validation ends, the loop dispatches on_train_epoch_end.",
+    "Callback.on_train_epoch_end fires after the module's on_train_epoch_end.",
+    "LightningModule.training_epoch_end was removed.",
+    "The training-epoch-end hook fires once per epoch.",
+    "The epoch end hook sees no outputs.",
+    "You will see on_train_epoch_end fire twice during the sanity check.",
+    "Gradients get zeroed before every optimizer step.",
+    "The scheduler is stepped once per epoch unless told otherwise.",
+    "You will see the loss arrive in the callback already detached.",
+    "The callback gets the loss after it has been divided.",
+    "Your callback gets the batch already on the GPU.",
+    "The step's loss arrives in the callback without its graph.",
+    "Every callback gets the batch before the module does.",
+    "There's no outputs argument on 2.x.",
+    "There is no epoch-level list in 2.x.",
+    "On 2.x the trainer keeps no per-step results for you.",
+    "Nothing of the old contract is left in 2.0.",
+    "Note that autograd frees the graph after backward.",
+    "Keep in mind that gradients accumulate across calls to backward.",
+    "Expect the trainer to call on_fit_end exactly once.",
+    "Remember that the sampler pads the last shard.",
+    "Each cached loss costs 4 bytes.",
+    "A float32 scalar tensor occupies 4 bytes of storage plus a few hundred bytes of overhead.",
+    "The old outputs list grows by one dict per batch.",
+    "Caching losses with their graphs uses about three times the memory.",
+    "A running MeanMetric needs far less memory than a list.",
+    "Mixed precision halves activation memory.",
+    "The default progress bar updates every step.",
+    "backward frees the graph.",
+    "loss.backward() releases the intermediate buffers.",
+    "Calling .item() synchronises the GPU with the CPU.",
+    "requires_grad spreads to every tensor computed from a leaf.",
+    "In-place operations on a leaf that requires grad throw a RuntimeError.",
+    "A view shares memory with its base tensor.",
+    "Tensors created under no_grad have no grad_fn.",
+    "MetricCollection syncs across ranks.",
+    "A torchmetrics Metric keeps its state on the module's device.",
+    "metric.compute() caches its result until the next update.",
+    "SumMetric accumulates in float64 by default.",
+    "Metric states are summed over processes before compute.",
+    "Under DDP, gradients are all-reduced during backward.",
+    "Every GPU holds a full replica of the model.",
+    "With two GPUs, every GPU receives half the samples.",
+    "Each device ends up with a different shard of the data.",
+    "DistributedDataParallel registers hooks that all-reduce gradients during backward.",
+    "Under DDP the batch size is per process, not global.",
+    "From 1.5 on, the callback hook takes no outputs argument.",
+    "Starting with v2.0, the epoch-end hooks take no outputs.",
+    "2.0 dropped support for the outputs argument.",
+    "Version 2.0 removed it.",
+    "PL 1.6 deprecated the old signature.",
+    "In v1.9 the callback got every output.",
+    "As of 2.0 validation_epoch_end is gone.",
+    "Lightning 2 stopped passing outputs to the callbacks.",
+    "Defining training_epoch_end now errors out at fit time.",
+    "You'll hit a NotImplementedError as soon as the hook runs.",
+    "The combination ends with a ValueError at setup.",
+    "An integer loss triggers a RuntimeError in backward.",
+    "A module with training_epoch_end blows up before the first batch.",
+    "You get a MisconfigurationException if the hook is still defined.",
+    "If you return None, the optimizer is skipped.",
+    "If no loss is returned, backward does not run.",
+    "When accumulate_grad_batches is 4, the optimizer steps every fourth batch.",
+    "Unless you pass sync_dist, every rank logs its own value.",
+    "Called once per epoch, after validation.",
+    "Receives the batch outputs.",
+    "Runs before the optimizer step.",
+    "Out of the box, max_epochs is 1000.",
+    "The trainer's default for max_epochs is 1000.",
+    "Checkpointing is enabled unless you turn it off.",
+    "Gradient clipping happens before the optimizer step.",
+    "Early stopping kicks in after three epochs without improvement.",
+    "Logging happens every 50 steps unless you change it.",
+]
+#: Sentences a page must be allowed to say: the reader's code, the page, the checker, the reader's own upgrade.
+ORDINARY_ELEVENTH = [
+    "Append the loss in training_step.",
+    "Your callback reads the module's list.",
+    "Move the cache to the CPU before you store it.",
+    "In on_train_epoch_end, compute the mean and log it.",
+    "Call self.log in on_validation_epoch_end to record the mean.",
+    "Next, pass the callback to the Trainer.",
+    "The next page covers DDP.",
+    "This section walks through the callback-side recipe.",
+    "The recipe below keeps one float per batch.",
+    "Your on_train_epoch_end clears the list after reading it.",
+    "If you use DDP, gather the losses before you average them.",
+    "With torchmetrics, update the metric in training_step and compute it at epoch end.",
+    "Under FSDP, wrap the model yourself.",
+    "To run on two GPUs, set devices=2 and strategy='ddp'.",
+    "The checker reports every file that still defines training_epoch_end.",
+    "The checker removes the outputs argument from on_train_epoch_end.",
+    "Run the checker; it rewrites each training_epoch_end it finds.",
+    "Delete training_step_end and move its body into training_step.",
+    "Rename your validation_epoch_end to on_validation_epoch_end.",
+    "This guide was written for readers who upgrade from 1.9.",
+    "Readers on 1.9 can skip to the checker.",
+    "If you are still on 1.9, pin the version and run the checker first.",
+    "Upgrade to 2.0 after the checker reports no findings.",
+    "Each example on this page runs in under a minute.",
+    "Scroll down for the full table.",
+    "Open the dropdown to see the recorded output.",
+    "Store the predictions on the CPU to save GPU memory.",
+    "You can also keep a running sum instead of a list.",
+    "When you have several loaders, add a dataloader_idx argument to your hooks.",
+    "The previous page explained why the hook changed.",
+    "Pick the module-side recipe if only the module reads the values.",
+    "Lightning users upgrading from 1.x should start here.",
+    "Lightning's documentation describes each hook.",
+    "For a DDP run, launch the script with torchrun.",
+    "Our torchmetrics example keeps two metrics.",
+    "The gallery examples call trainer.fit once each.",
+    "Your training_step returns the loss; your callback reads it.",
+    "Once you have migrated, delete the old hook.",
+    "Before you upgrade to 2.0, run the checker on your code.",
+    "The recipe's callback skips a batch whose loss is missing.",
+    "Torch users new to Lightning should read the overview first.",
+    "Save the figure next to your notebook.",
+]
+
+
+def test_the_eleventh_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
+    missed = [s for s in TYPED_ELEVENTH if not any(flagged(p) for p in sentences(s, heading=False))]
+    wrong = [(s, reasons(p)) for s in ORDINARY_ELEVENTH for p in sentences(s, heading=False) if flagged(p)]
     assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
 
 

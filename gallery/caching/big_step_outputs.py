@@ -2,7 +2,7 @@
 Big per-step outputs: what a cache holds until it is cleared
 ============================================================
 
-The old ``outputs`` list was Lightning's; a cache is yours, and it holds every tensor you append until you
+A cache you write in place of the old ``outputs`` list is yours: it holds every tensor you append until you
 clear it. This page measures the bytes five caches hold during one epoch -- whole per-step tensors, a slice
 of them, a copy of the slice, one scalar per step in two ways -- and after ``.clear()``.
 """

@@ -75,7 +75,7 @@ def recorded_fit(**trainer_kwargs):
 # %%
 # One epoch: three training batches, two validation batches
 # ---------------------------------------------------------
-# The sanity check is switched off so the record shows one training epoch only.
+# This run switches the sanity check off (``num_sanity_val_steps=0``), so the record shows one training epoch only.
 trainer, record = recorded_fit(limit_train_batches=3, limit_val_batches=2, num_sanity_val_steps=0)
 callback_calls = [call["hook"] for call in record if call["owner"] == "callback"]
 print(f"{len(record)} hook calls recorded; the callback hooks from the last training batch on:")
