@@ -273,6 +273,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("checker/rules/LM009.html", "safe when every name the statement imports was moved"): "the fix the rule writes, "
     "from the recorded module listings",
     ("checker/index.html", "that 2.x removed"): "LM009's title in the rules table (see its page)",
+    ("checker/rules/LM009.html", "Likewise when the old release itself exported"): "the rule's definition, from "
+    "the recorded module listings",
     (
         "reference/compatibility.html",
         "on each 2.x release the table lists, the two replacements run",
@@ -726,6 +728,10 @@ NOUNS_TOO = set(
 def _instruction(words: list[str]) -> bool:
     """Whether the sentence is an instruction to the reader: it starts with a verb's base form ("Create ...")."""
     first = next((w for w in words if w != "\x01"), "")
+    if first.lower() in CONDITION_OPENERS:  # "If you use DDP, add sync_dist=True ...": the clause after the comma
+        comma = next((i for i, w in enumerate(words[:12]) if w.endswith(",")), None)
+        if comma is not None and comma + 1 < len(words):
+            return _instruction([words[comma + 1].capitalize(), *words[comma + 2 :]])
     return first[:1].isupper() and first.lower().strip(",") in {
         *VERB_STEMS,
         *READER_VERBS,
@@ -741,6 +747,8 @@ def _instruction(words: list[str]) -> bool:
     }
 
 
+#: Words that open a condition or a setting before an instruction ("If you use DDP, add ...").
+CONDITION_OPENERS = {"if", "when", "whenever", "once", "with", "under", "for", "before", "after"}
 #: Words that make a hook the reader's own code ("your ``on_train_batch_end``", "you define ..."), not Lightning's.
 READERS = {"your", "you", "yours", "you'll", "you've"}
 
@@ -778,6 +786,11 @@ def reasons(sentence: str, context: str = "") -> list[str]:
       and they never run"), read with ``context``: what comes before the sentence under its heading;
     - ``fragment``: a clause with no subject after a colon, a semicolon or a dash, opened by a behaviour verb's
       participle, in a sentence or ``context`` that names Lightning (:func:`_fragment`: "...: refused all the same").
+
+    The later rounds (:data:`ELEVENTH_ROUND`, read part by part) add, among others, ``entity subject``: a clause whose
+    subject names Lightning, torch, torchmetrics or DDP in any of :data:`ENTITIES`' ways, or is an action on one, with
+    any finite verb (:func:`_entity_subject`); ``experienced``, ``setting``, ``quantity``, ``caption`` and more forms
+    of ``outcome``, ``release`` and ``default``.
 
     A colon or semicolon ends the clause; a hook or concept the sentence calls the reader's (:data:`READERS`) is the
     reader's code; a modal ("must", "should") makes the rest of the clause what the reader's code must do; a name
@@ -1946,6 +1959,11 @@ ENTITY_WORDS = [
     "each device", "every device", "each replica", "every replica", "the batch size", "the sampler",
     "the old outputs list", "the old hook", "the old hooks", "the old signature", "the validation run",
     "the sanity check", "sanity checking", "the validation loop", "the training loop",
+    # twelfth round: precision modes, the trainer's counters, Lightning's packages, a hook named as "the hook"
+    "16-mixed", "bf16", "bf16-mixed", "bf16 training", "autocast", "global_step", "current_epoch", "callback_metrics",
+    "logged_metrics", "is_global_zero", "sanity_checking", "pytorch_lightning", "the pytorch_lightning package",
+    "lightning.pytorch", "the hook", "the hooks", "each hook", "every hook", "checkpoint callbacks",
+    "the checkpoint callback", "rank zero", "global rank 0",
 ]  # fmt: skip
 ENTITIES = re.compile(
     "|".join(
@@ -1957,6 +1975,12 @@ ENTITIES = re.compile(
             # a hook through its class ("Callback.on_train_epoch_end")
             r"(?<![\w.])(?:pl\.)?(?:LightningModule|Callback|Trainer|trainer)\.\w+(?:\(\))?",
             r"\b(?:epoch|batch) (?:end|start) hooks?\b",  # a hook kind without its hyphens
+            r"\bLightning[A-Z]\w+",  # Lightning's classes ("LightningLite", "the LightningModule hook")
+            # a method of torch, torchmetrics or Lightning called on anything ("detach()", "metric.reset()")
+            r"(?<![\w])(?:\w+\.)*(?:detach|clone|item|backward|compute|update|reset|forward|eval|zero_grad|"
+            r"all_gather|to|cpu|tolist)\(\)",
+            r"\b(?:" + "|".join(map(re.escape, probes.TRAINER_DEFAULTS)) + r")\b",  # a Trainer argument's name
+            LIBRARY_NAMES.pattern,
         ]
     )
 )
@@ -1965,7 +1989,7 @@ OWN_SUBJECT = {
     "you", "your", "yours", "we", "our", "this", "these", "page", "page's", "page’s", "checker", "checker's",
     "lightning-migrate", "recipe", "recipe's", "recipe’s", "rewrite", "rewritten", "fix", "check", "example",
     "examples", "gallery", "matrix", "table", "box", "guide", "notebook", "readers", "users", "section", "cell",
-    "documentation", "docs", "changelog", "notes",
+    "documentation", "docs", "changelog", "notes", "entry", "entries", "record", "records", "recorded", "here",
 }  # fmt: skip
 #: Phrases that open a clause on the reader's behalf and leave a fact after them ("Note that autograd frees ...").
 LEAD_INS = re.compile(
@@ -1989,6 +2013,8 @@ IRREGULAR_PAST = set(
     "took came went made got held kept ran sat grew gave threw fell left began brought broke stood saw blew hit put "
     "set cut spread dropped stopped".split()
 )
+#: Base forms a plural subject takes that :data:`VERB_STEMS` does not hold ("Checkpoint callbacks always go last").
+BASE_VERBS = set("go come stay need have sit end start happen arrive differ share see reach stop".split())
 #: Verbs whose subject a hook name may be as the reader's own code ("``training_step`` appends ...").
 READER_FORMS = {form for stem in READER_VERBS for form in _inflections(stem)}
 
@@ -2013,7 +2039,11 @@ def _finite(words: list[str], index: int) -> bool:
     if VERBS.fullmatch(word) and not word.endswith("ing") and word not in VERB_STEMS:
         return True
     previous = words[index - 1].strip(",.()`'\"“”") if index else ""
-    if word in VERB_STEMS and previous.endswith("s") and not previous.endswith(("ss", "'s", "’s")):
+    if (
+        (word in VERB_STEMS or word in BASE_VERBS)
+        and previous.endswith("s")
+        and not previous.endswith(("ss", "'s", "’s"))
+    ):
         return True  # a plural subject's verb ("gradients accumulate", "the epoch-end hooks take")
     if word.endswith("ed"):  # a past form, unless a participle with its agent ("weighted by batch size")
         following = words[index + 1].lower() if index + 1 < len(words) else ""
@@ -2027,7 +2057,7 @@ def _clauses_of(part: str) -> list[list[str]]:
     comma, or for a preposition with no comma up to the determiner that opens the subject ("Under DDP the batch size
     ..."). A condition without a comma ("If you return None") has no subject of its own."""
     found = []
-    for clause in re.split(r"[;:]\s|\s(?:[—–]|--)\s|\x00", part):
+    for clause in re.split(r"[;:]\s|\s(?:[—–]|--)\s|\x00|,?\s(?:which means|which is why|because|so that|so)\s", part):
         words = LEAD_INS.sub("", clause.strip()).split()
         if not words or words[0].lower() not in INTRO_OPENERS:
             found.append(words)
@@ -2046,8 +2076,34 @@ def _clauses_of(part: str) -> list[list[str]]:
 
 #: Words that may stand before a name that opens a clause's subject ("the old", "a running"), and between the name
 #: and its verb ("The trainer object exposes", "torch itself frees").
-SUBJECT_LEAD = DETERMINERS | {"old", "older", "new", "same", "plain", "default", "running", "own", "whole", "single"}
+SUBJECT_LEAD = DETERMINERS | {"old", "older", "new", "same", "plain", "default", "running", "own", "whole", "single",
+                              "only"}  # fmt: skip
 SUBJECT_TAIL = ADVERBS | {"object", "instance", "class", "itself", "alone", "too", "again", "usually", "often"}
+#: Nouns a name may take after it as a compound ("the progress bar values", "the LightningModule hook").
+SUBJECT_COMPOUND = (PLURAL_NOUNS - NOUNS_TOO) | {
+    "hook",
+    "value",
+    "argument",
+    "method",
+    "package",
+    "training",
+    "callback",
+}
+
+
+#: A clause whose subject is an action ("Setting ``max_epochs=-1`` makes ...", "Holding on to the loss keeps ..."):
+#: an ``-ing`` word opening it, a name of Lightning or torch, a setting or a tensor inside it, then a finite verb.
+GERUND_OBJECTS = re.compile(r"\b(?:tensors?|loss|losses|outputs|graph|ckpt_path|checkpoints?)\b|\w=\S")
+
+
+def _gerund_subject(words: list[str]) -> bool:
+    if not words or not re.fullmatch(r"[A-Z][a-z]+ing", words[0]) or words[0].lower() in ("during", "according"):
+        return False
+    for index in range(2, min(len(words), 9)):  # the word after the -ing word is its object ("Storing detached")
+        if _finite(words, index) and not words[index].lower().endswith(("ing", "ed")):
+            phrase = " ".join(words[:index])
+            return bool(ENTITIES.search(phrase) or GERUND_OBJECTS.search(phrase) or KEYWORDS.search(phrase))
+    return False
 
 
 def _entity_subject(part: str) -> bool:
@@ -2065,17 +2121,21 @@ def _entity_subject(part: str) -> bool:
     for words in _clauses_of(part):
         if not words or _instruction(words):
             continue
+        if _gerund_subject(words):
+            return True  # "Resuming with ckpt_path restores the epoch", "Storing detached tensors still keeps ..."
         text = " ".join(words)
         for match in ENTITIES.finditer(text):
-            before = text[: match.start()].split()
+            before = [w for w in text[: match.start()].split() if w.strip("\"'“”‘’`(")]
             lead = [w for w in before if not w.endswith(("'s", "’s")) and not (w.istitle() and w.endswith("ing"))]
             if len(before) > 3 or any(w.lower() not in SUBJECT_LEAD for w in lead):
                 break  # only the clause's first name can be its subject ("Calling .item()", "Lightning's ...")
             if {w.lower() for w in before} & OWN_SUBJECT or HOOKS.fullmatch(match[0]):
                 break
+            generic_hook = match[0].lower().split()[-1] in ("hook", "hooks")
             rest = text[match.end() :]
             if rest.startswith(("'s", "’s")):
                 continue  # the possessive's noun is the subject: the next name, if it is one
+            rest = rest.lstrip('"”’`)')  # a closing quote or parenthesis ("'ddp_spawn' pickles ...")
             if rest.startswith(","):  # "The Trainer, after the last batch of every epoch, resets ..."
                 close = rest.find(",", 1)
                 tail = rest[close + 1 :].split() if close > 0 else []
@@ -2083,9 +2143,14 @@ def _entity_subject(part: str) -> bool:
                     return True
                 break
             after = [match[0].split()[-1], *rest.split()]  # the name's last word: a plural takes the base form
-            at = 2 if len(after) > 2 and after[1].lower() in SUBJECT_TAIL else 1
+            at = 1
+            while at < min(len(after), 4) and (
+                after[at].lower() in SUBJECT_TAIL | SUBJECT_COMPOUND or re.fullmatch(r"[A-Z][a-z]+[A-Z]?\w*", after[at])
+            ):
+                at += 1  # "torchmetrics Accuracy now requires", "the progress bar values are"
             if at < len(after) and _finite(after, at) and after[at].lower() not in OWN_SUBJECT:
-                return True
+                if not (generic_hook and (at > 1 or after[at].lower().strip(".,;:") in READER_FORMS)):
+                    return True  # ("the hook logs the mean": the reader's hook doing what the reader's code does)
             break
     return False
 
@@ -2136,6 +2201,7 @@ def _outcome_more(part: str) -> bool:
 #: its clause ("2.0 dropped ...").
 RELEASE_MORE = re.compile(
     r"(?<![\w.])v[12]\.\d+(?:\.\d+)?\b|\b(?:[Vv]ersion|PL|[Ff]rom|[Ww]ith|[Aa]s of)\s+v?[12]\.(?:\d{1,2}|x)\b"
+    r"|\b(?:[Ss]ince|[Ii]n|[Bb]efore|[Aa]fter|[Ff]rom)\s+(?:torch|torchmetrics|PyTorch|Lightning)?\s*v?\d+\.\d+\b"
     r"|^\s*[12]\.(?:\d{1,2}|x)(?:\.\d+)?\s+[a-z]+(?:ed|s)\b"
 )
 #: What a release has or lacks ("There's no ``outputs`` argument on 2.x", "Nothing of it is left in 2.0").
@@ -2146,13 +2212,28 @@ def _release_more(part: str) -> bool:
     """Whether the clause names a release (:data:`RELEASE`, :data:`RELEASE_MORE`) with a finite verb or what it has
     or lacks (:data:`ABSENCE`), and is not the reader's (an instruction, the reader's own upgrade or the page's own
     runs: "Upgrade to 2.0 ...", "If you are still on 1.9", "were run on 2.1")."""
-    if not (RELEASE_MORE.search(part) or (RELEASE.search(part) and ABSENCE.search(part))):
+    if not (RELEASE_MORE.search(part) or RELEASE.search(part)):
         return False
     words = part.split()
     lowered = {w.lower().strip(",.;:()`'’") for w in words}
     if _instruction(words) or lowered & (OWN_SUBJECT | {"upgrade", "upgrading", "install", "pin", "run"}):
         return False
-    return ABSENCE.search(part) is not None or any(_finite(words, i) for i in range(1, len(words)))
+    if words and words[0].lower() in TOPIC_OPENERS | EMBEDDED:
+        return False  # a topic ("What Lightning 2.x does with it is shown on ...")
+
+    def verb(i: int) -> bool:  # a finite verb outside a relative clause ("Code that still asks ...")
+        word = words[i].strip(".,;:").lower()
+        if (
+            words[i - 1].lower() in ("that", "which", "who", "to")
+            or i > 1
+            and words[i - 2].lower() in ("that", "which")
+        ):
+            return False
+        if word in PLURAL_NOUNS or word in NOUNS_TOO or word.endswith(("'s", "’s")):
+            return False
+        return word in AUXILIARIES or word in IRREGULAR_PAST or bool(VERBS.fullmatch(word)) or word.endswith("ed")
+
+    return ABSENCE.search(part) is not None or any(verb(i) for i in range(1, len(words)))
 
 
 #: A size, a share of memory or a speed, said of what something costs or does ("Each cached loss costs 4 bytes",
@@ -2186,19 +2267,35 @@ CAPTION = re.compile(
 #: turn it off").
 DEFAULT_MORE = re.compile(
     r"\bout of the box\b|\bdefault (?:for|of)\b|\b(?:is|are)\s+(?:enabled|disabled|on|off)\s+unless\b"
-    r"|\bunless you (?:turn|change|pass|set|disable|enable)\b",
+    r"|\bunless you (?:turn|change|pass|set|disable|enable)\b|\b\w+\s+defaults?\s+to\b|^\s*Default:\s*\S"
+    r"|\b[a-z]+_[a-z_]+\b.*\bby default\b|\bby default\b.*\b[a-z]+_[a-z_]+\b",
     re.I,
 )
 
 
+def _setting_passive(part: str) -> bool:
+    """Whether a clause with a setting of Lightning's (:data:`KEYWORDS`: ``sync_dist=True``) says in the passive what is
+    done to a value ("With ``sync_dist=True`` the logged value is reduced across all processes")."""
+    words = part.split()
+    if not KEYWORDS.search(part) or _instruction(words) or {w.lower() for w in words} & (READERS | OWN_SUBJECT):
+        return False
+    return re.search(r"\b(?:is|are|was|were|gets?|got)\s+(?:\w+ly\s+)?\w+ed\b", part) is not None
+
+
 ELEVENTH_ROUND = {
+    "setting": _setting_passive,
     "entity subject": _entity_subject,
     "experienced": _experienced,
     "outcome": _outcome_more,
     "release": _release_more,
     "quantity": _quantity,
     "caption": lambda part: CAPTION.search(part) is not None,
-    "default": lambda part: DEFAULT_MORE.search(part) is not None and not _instruction(part.split()),
+    "default": lambda part: (
+        DEFAULT_MORE.search(part) is not None
+        and not _instruction(part.split())
+        and not {w.lower().strip(".,;:") for w in part.split()} & {"your", "yours", "this", "page", "recipe"}
+        and not re.search(r"\b(?:checker|lightning-migrate)\b|\s--[a-z]", part)  # the checker's own defaults
+    ),
 }
 
 
@@ -3734,6 +3831,194 @@ ORDINARY_ELEVENTH = [
 def test_the_eleventh_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
     missed = [s for s in TYPED_ELEVENTH if not any(flagged(p) for p in sentences(s, heading=False))]
     wrong = [(s, reasons(p)) for s in ORDINARY_ELEVENTH for p in sentences(s, heading=False) if flagged(p)]
+    assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+
+
+# -- The twelfth round's phrasings: a second helper's, written without reading the lists above ----------------------
+#: Sentences the twelfth round flags: an action as the subject ("Setting ``max_epochs=-1`` makes ..."), a fact after
+#: "which means", "because" or "so", a setting with a passive, a default said of any name, a release with any verb,
+#: Lightning's classes and packages, torch's methods, a precision mode, the trainer's counters.
+TYPED_TWELFTH = [
+    "on_train_epoch_end now runs after the checkpoint callback.",
+    "In 2.0, validation_epoch_end was removed outright.",
+    "The outputs argument is gone from on_train_epoch_end since Lightning 2.0.",
+    "Trainer raises a NotImplementedError if your module still overrides training_epoch_end.",
+    "By default, self.log in training_step logs on every step and not per epoch.",
+    "Inside validation_step, self.log defaults to on_epoch=True.",
+    "With sync_dist=True the logged value is reduced across all processes before it is stored.",
+    "sync_dist averages by default, it doesn't sum.",
+    "Lightning calls on_validation_epoch_end before on_train_epoch_end when validation runs at the end of an epoch.",
+    "The sanity check runs two validation batches before training starts.",
+    "num_sanity_val_steps defaults to 2.",
+    "Calling trainer.test() without a checkpoint path used the last weights in 1.x but now warns.",
+    "predict_step returns are collected into a list per dataloader.",
+    'With precision="16-mixed", the forward pass runs under torch.autocast.',
+    "GradScaler skips the optimizer step whenever it finds inf gradients.",
+    "bf16 training doesn't need a grad scaler at all.",
+    'The precision flag "16" was renamed to "16-mixed" in 2.0.',
+    "accumulate_grad_batches=4 means the optimizer steps once every four batches.",
+    "With gradient accumulation, global_step counts optimizer steps, not batches.",
+    "Lightning divides the loss by accumulate_grad_batches for you.",
+    "Checkpoints saved by ModelCheckpoint include the optimizer state and the loop progress.",
+    "Resuming with ckpt_path restores the epoch and global step too.",
+    "resume_from_checkpoint was dropped from the Trainer in 2.0.",
+    "ModelCheckpoint saves on_train_epoch_end by default unless you monitor a validation metric.",
+    "save_last=True writes last.ckpt every time a checkpoint is saved.",
+    "Callbacks run in the order you pass them, except ModelCheckpoint which is moved to the end.",
+    "Checkpoint callbacks always go last in the callback list.",
+    "EarlyStopping checks its monitored metric at the end of validation.",
+    "The DistributedSampler is injected automatically when you train with DDP.",
+    "use_distributed_sampler replaced replace_sampler_ddp in 2.0.",
+    "Each rank gets a different shard of the dataset, so the per-rank epoch is shorter.",
+    "DDP averages the gradients across ranks during backward.",
+    "Gradients are all-reduced in buckets while backward is still running.",
+    "Only rank zero writes the checkpoint file.",
+    "The logger is a no-op on every rank except zero.",
+    "self.all_gather returns a tensor with an extra leading dimension for world size.",
+    "loss.backward() frees the graph unless you pass retain_graph=True.",
+    "Autograd keeps every intermediate activation alive until backward is called.",
+    "Holding on to the loss tensor keeps the whole graph in memory, which means memory grows every batch.",
+    ".item() synchronises with the GPU.",
+    "A float32 tensor with a million elements takes about 4 MB.",
+    "torch.no_grad() does not change the behaviour of dropout.",
+    "model.eval() is called for you before the validation loop starts.",
+    "Lightning puts the model back into train mode after validation.",
+    "Validation runs under torch.no_grad, so you don't need to wrap anything.",
+    "Actually, in 2.x validation and test run under torch.inference_mode.",
+    "torchmetrics Accuracy now requires the task argument.",
+    "metric.compute() syncs states across processes before computing.",
+    "A torchmetrics metric keeps running state, so memory stays constant regardless of the number of batches.",
+    "Logging a Metric object lets Lightning call compute and reset for you.",
+    "metric.reset() is called automatically at the end of the epoch when you log the metric object.",
+    "The trainer calls on_train_batch_end once per batch, even when accumulating.",
+    "optimizer_step is called only on accumulation boundaries.",
+    "on_before_optimizer_step receives the optimizer as its only argument now.",
+    "The optimizer_idx argument was removed from training_step.",
+    "Multiple optimizers need manual optimization since 2.0.",
+    "training_step receives batch and batch_idx.",
+    "on_train_batch_end gets the outputs of training_step.",
+    "In 1.9 this emitted a deprecation warning; in 2.0 it's an error.",
+    'The error reads "Support for training_epoch_end has been removed in v2.0.0".',
+    "You'll get a RuntimeError saying the hook is no longer supported.",
+    "Setting max_epochs=-1 makes the Trainer train forever.",
+    "max_epochs defaults to 1000 if neither max_epochs nor max_steps is set.",
+    "The default for max_epochs changed to None, which Lightning then treats as 1000.",
+    "log_every_n_steps is 50 by default.",
+    "val_check_interval=0.25 runs validation four times per epoch.",
+    "check_val_every_n_epoch defaults to 1.",
+    "Test results are returned as a list of dicts, one per dataloader.",
+    "trainer.validate returns the same structure as trainer.test.",
+    "The predict loop doesn't call any logging hooks.",
+    "You can't call self.log from predict_step; it raises a MisconfigurationException.",
+    "Calling self.log in on_train_epoch_end logs only on epoch, whatever you pass.",
+    "on_step=True inside an epoch-end hook raises an error.",
+    "Lightning logs under the key name with _step and _epoch suffixes when both flags are True.",
+    "Progress bar values are taken from the last logged step.",
+    "The Trainer moves batches to the device before training_step is called.",
+    "transfer_batch_to_device runs before on_after_batch_transfer.",
+    "Lightning seeds each worker differently when workers=True is passed to seed_everything.",
+    'The strategy defaults to "auto", which picks DDP when you have several GPUs.',
+    '"ddp_spawn" pickles the module, which is why lambdas in it break.',
+    "On interactive environments Lightning falls back to ddp_notebook.",
+    "GPU memory isn't freed when a tensor goes out of scope; the caching allocator keeps it.",
+    "torch.cuda.empty_cache releases cached blocks back to the driver but not tensors still referenced.",
+    "Appending outputs to a list in every step grows CPU memory linearly with the dataset.",
+    "Storing detached tensors still keeps them on GPU.",
+    "detach() shares storage with the original tensor.",
+    "The whole epoch of outputs was kept in memory by Lightning before 2.0.",
+    "That's why the hook was removed: the outputs list could grow to gigabytes.",
+    "Lightning used to accumulate every step's output to pass to training_epoch_end.",
+    "Epoch-end hooks: no longer receive outputs.",
+    "Removed in 2.0.",
+    "Runs after validation, before checkpointing.",
+    "Hooks are called in this order: on_train_epoch_start, training_step, on_train_epoch_end.",
+    "The order of epoch-end hooks changed in 2.0",
+    "on_validation_epoch_end is called on every rank",
+    "Note that the LightningModule hook runs before the callback hook of the same name.",
+    "Callback.on_train_epoch_end is called before LightningModule.on_train_epoch_end.",
+    "Well, strictly speaking the module hook fires after the callbacks' hooks.",
+    "We moved to on_validation_epoch_end because validation_epoch_end no longer exists.",
+    "Keep it short, because the trainer only keeps the last value anyway.",
+    "Note the double call, which means the hook runs twice under sanity checking.",
+    "It's slower because autocast casts the weights to half precision on every forward.",
+    "Mixed precision roughly halves activation memory.",
+    "A bfloat16 number uses 2 bytes.",
+    "torch.compile works with Lightning 2.0 out of the box.",
+    "LightningLite was renamed to Fabric.",
+    "The pytorch_lightning package is still published alongside lightning.",
+    "Importing from lightning.pytorch and pytorch_lightning gives you two different Trainer classes.",
+    "Gradient clipping happens after unscaling under AMP.",
+    "on_after_backward is called before gradients are unscaled.",
+    "The trainer's current_epoch starts at 0.",
+    "Lightning warns once per run when the dataloader has fewer workers than CPUs.",
+]
+#: What the same helper wrote as sentences a page must be allowed to say.
+ORDINARY_TWELFTH = [
+    "Log the mean with self.log in on_validation_epoch_end.",
+    "Your callback keeps one float per batch.",
+    "The checker rewrites validation_epoch_end into on_validation_epoch_end.",
+    "This page trains for two epochs on the CPU.",
+    "Move the body of training_epoch_end into on_train_epoch_end.",
+    "Store each step's loss in self.losses inside training_step.",
+    "Clear the list at the end of on_train_epoch_end.",
+    "Our recipe accumulates predictions in a list on the module.",
+    "In this example the model logs its validation loss with sync_dist=True.",
+    'Pass precision="16-mixed" to the Trainer if you want to follow along on a GPU.',
+    "Set accumulate_grad_batches=4 in the snippet below.",
+    "Next, we save a checkpoint and resume from it.",
+    "Run lightning-migrate check on your project to find the removed hooks.",
+    "lightning-migrate reports each file and line where training_epoch_end is defined.",
+    "The checker exits with status 1 when it finds something to fix.",
+    "lightning-migrate only reads your files; it never modifies them unless you pass --fix.",
+    "See the next section for the predict loop.",
+    "Go back to the overview if you skipped the setup.",
+    "The table below lists the hooks you need to rename.",
+    "This guide covers the move from Lightning 1.9 to 2.0.",
+    "In the rest of this page, we call the module LitClassifier.",
+    "Replace outputs with your own attribute, say self.validation_step_outputs.",
+    "Our callback writes the metrics to a CSV file after every epoch.",
+    "The example dataset has 1,000 rows, so the run takes under a minute.",
+    "Use torchmetrics if you'd rather not keep the outputs yourself.",
+    "Call metric.update in validation_step and log the metric object.",
+    "Wrap the computation in torch.no_grad() in your own helper.",
+    "If you use DDP, add sync_dist=True to the self.log call.",
+    "Pick a monitor key that your validation_step actually logs.",
+    "Your on_train_epoch_end now reads from self.training_step_outputs.",
+    "Our module stacks the collected tensors with torch.stack before averaging them.",
+    "Then free the list with self.training_step_outputs.clear().",
+    "The snippet above detaches the loss before appending it.",
+    "Compare your output with the one shown here.",
+    "Try it: change max_epochs to 3 and run the script again.",
+    "Before migrating, pin your current version in requirements.txt.",
+    "Upgrade with pip install -U lightning.",
+    "Replace every import of pytorch_lightning with lightning.pytorch.",
+    "Our test suite runs this example on two CPU processes.",
+    "Keep the callback order as in the snippet.",
+    "Add the EarlyStopping callback after your own callback in the list.",
+    "Your predict_step should return the predictions for one batch.",
+    "Return the loss from training_step, as before.",
+    "Use self.trainer.global_rank if you only want to print on one process.",
+    "Guard the print with if self.trainer.is_global_zero.",
+    "The next example uses gradient accumulation with four batches.",
+    "Here the recipe keeps only the running sum and the count.",
+    "This keeps the example short; a real project would use torchmetrics.",
+    "The checker also flags the optimizer_idx argument in your training_step.",
+    "Run lightning-migrate with --format json to get machine-readable output.",
+    "Step 3: rename the hooks.",
+    "Validation loop",
+    "If anything on this page is unclear, open an issue.",
+    "We recommend reading the hooks chapter first.",
+    "Your custom callback should subclass Callback and override on_validation_epoch_end.",
+    "In our recipe, the epoch-end hook computes the mean of the stored losses and logs it.",
+    "Write the result to disk in on_test_epoch_end if you need it later.",
+    "Note that our example uses bf16 only to keep the figures small.",
+    "Feel free to skip this section if you never used multiple optimizers.",
+]
+
+
+def test_the_twelfth_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
+    missed = [s for s in TYPED_TWELFTH if not any(flagged(p) for p in sentences(s, heading=False))]
+    wrong = [(s, reasons(p)) for s in ORDINARY_TWELFTH for p in sentences(s, heading=False) if flagged(p)]
     assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
 
 

@@ -149,7 +149,7 @@ def caching_fix(ctx: ClassContext, func: cst.FunctionDef, pattern_id: str, outpu
     if len(params) != outputs_index + 1 or not plain_signature(func):
         return "the hook takes other parameters than the old signature's"
     if pattern.new_signature is None or batch_end.new_signature is None:
-        return "Lightning 2.x has no hook of its own for it"
+        return "the registry names no 2.x hook in its place"
     outputs = params[outputs_index].name.value
     old_hook = func.name.value
     new_hook = pattern.new_signature.partition("(")[0]
