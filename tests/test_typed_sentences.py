@@ -314,6 +314,8 @@ def names() -> tuple[list[str], list[str]]:
     hooks = {pattern.hook for pattern in registry.PATTERNS} | set(HOOK_KINDS)
     for kind in ("LightningModule", "Callback"):
         hooks |= {name for name in recorded[kind]["hooks"] if "_" in name}
+    for name in subjects & set(recorded["classes"]):  # the methods of Lightning's callback classes
+        hooks |= {method for method in recorded["classes"][name] if "_" in method}
     return sorted(subjects, key=len, reverse=True), sorted(hooks, key=len, reverse=True)
 
 
@@ -735,6 +737,7 @@ def _instruction(words: list[str]) -> bool:
     return first[:1].isupper() and first.lower().strip(",") in {
         *VERB_STEMS,
         *READER_VERBS,
+        *INSTRUCTION_VERBS,
         "define",
         "create",
         "add",
@@ -747,6 +750,12 @@ def _instruction(words: list[str]) -> bool:
     }
 
 
+#: Base forms that open an instruction, beside the behaviour verbs' ("Give ``ModelCheckpoint`` the same key", "Switch
+#: to a ``MeanMetric``").
+INSTRUCTION_VERBS = set(
+    "give set switch use delete override subclass import install change try open pick choose wrap register "
+    "follow avoid prefer start".split()
+)
 #: Words that open a condition or a setting before an instruction ("If you use DDP, add ...").
 CONDITION_OPENERS = {"if", "when", "whenever", "once", "with", "under", "for", "before", "after"}
 #: Words that make a hook the reader's own code ("your ``on_train_batch_end``", "you define ..."), not Lightning's.
@@ -962,6 +971,11 @@ def _verb_near(part: str, names_: re.Pattern[str], verbs: re.Pattern[str], reaso
             continue  # "your on_train_batch_end", "your loss": the reader's own
         if reason == "hook" and re.search(r"\b(?:checker|lightning-migrate|--fix)\b", part):
             continue  # what the checker finds, reports or rewrites: a hook of the reader's code
+        clause = [w for w in words[low:at] if w != "\x01"]
+        if (_instruction(clause) and "that" not in (w.lower() for w in clause)) or (
+            clause and clause[0].lower() in ("your", "our", "you")
+        ):
+            continue  # the clause is an instruction ("Give ModelCheckpoint the same key") or the reader's own
         window = [*range(low, at), *range(at + 1, high)] if reason == "hook" else [*range(at + 1, high)]
         if any(_verb_at(words, i, verbs) for i in window):
             return True
@@ -1435,6 +1449,8 @@ def _hook_agent(part: str) -> bool:
     made again every epoch by a hook", "the cache emptied by ``on_train_epoch_end``"): what a hook is made to do is
     Lightning calling it. A hook of the reader's ("by a hook of your module", "by your hook") is not."""
     words = part.split()
+    if _instruction(words):
+        return False  # "Append the dictionary returned by validation_step to ...": the reader's code
     for index, word in enumerate(words):
         if word.lower() != "by" or index == 0:
             continue
@@ -1964,6 +1980,8 @@ ENTITY_WORDS = [
     "logged_metrics", "is_global_zero", "sanity_checking", "pytorch_lightning", "the pytorch_lightning package",
     "lightning.pytorch", "the hook", "the hooks", "each hook", "every hook", "checkpoint callbacks",
     "the checkpoint callback", "rank zero", "global rank 0",
+    # thirteenth round: Lightning's utilities named as a subject
+    "CombinedLoader", "rank_zero_only", "all_gather", "the prediction writer", "a prediction writer",
 ]  # fmt: skip
 ENTITIES = re.compile(
     "|".join(
@@ -1981,6 +1999,7 @@ ENTITIES = re.compile(
             r"all_gather|to|cpu|tolist)\(\)",
             r"\b(?:" + "|".join(map(re.escape, probes.TRAINER_DEFAULTS)) + r")\b",  # a Trainer argument's name
             LIBRARY_NAMES.pattern,
+            r"(?<![\w.])[a-z_]+=(?:\"[^\"]*\"|'[^']*'|[\w.-]+)",  # a setting opening a clause ('precision="16-mixed"')
         ]
     )
 )
@@ -2148,6 +2167,9 @@ def _entity_subject(part: str) -> bool:
                 after[at].lower() in SUBJECT_TAIL | SUBJECT_COMPOUND or re.fullmatch(r"[A-Z][a-z]+[A-Z]?\w*", after[at])
             ):
                 at += 1  # "torchmetrics Accuracy now requires", "the progress bar values are"
+            setting = "=" in match[0]  # a setting is the reader's: only what it does counts ("wraps", not "is")
+            if setting and after[at : at + 1] and after[at].lower() in AUXILIARIES:
+                break
             if at < len(after) and _finite(after, at) and after[at].lower() not in OWN_SUBJECT:
                 if not (generic_hook and (at > 1 or after[at].lower().strip(".,;:") in READER_FORMS)):
                     return True  # ("the hook logs the mean": the reader's hook doing what the reader's code does)
@@ -2277,7 +2299,11 @@ def _setting_passive(part: str) -> bool:
     """Whether a clause with a setting of Lightning's (:data:`KEYWORDS`: ``sync_dist=True``) says in the passive what is
     done to a value ("With ``sync_dist=True`` the logged value is reduced across all processes")."""
     words = part.split()
-    if not KEYWORDS.search(part) or _instruction(words) or {w.lower() for w in words} & (READERS | OWN_SUBJECT):
+    if not KEYWORDS.search(part) or _instruction(words):
+        return False
+    if words and words[0].lower() in CONDITION_OPENERS | {"unless"} and any(w.endswith(",") for w in words):
+        words = words[next(i for i, w in enumerate(words) if w.endswith(",")) + 1 :]  # the main clause after "If ...,"
+    if {w.lower() for w in words} & (READERS | OWN_SUBJECT):
         return False
     return re.search(r"\b(?:is|are|was|were|gets?|got)\s+(?:\w+ly\s+)?\w+ed\b", part) is not None
 
@@ -4019,6 +4045,325 @@ ORDINARY_TWELFTH = [
 def test_the_twelfth_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
     missed = [s for s in TYPED_TWELFTH if not any(flagged(p) for p in sentences(s, heading=False))]
     wrong = [(s, reasons(p)) for s in ORDINARY_TWELFTH for p in sentences(s, heading=False) if flagged(p)]
+    assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+
+
+# -- The thirteenth round's phrasings: a third helper's page-like sentences, written without reading the lists -----
+#: Sentences the thirteenth round flags: the methods of Lightning's callback classes (``write_on_epoch_end``), its
+#: utilities (``CombinedLoader``), a setting opening a clause with what it does, a passive after a condition.
+TYPED_THIRTEENTH = [
+    (
+        "In 1.x, training_epoch_end was handed the full list of every dictionary your training_step returned "
+        "during the epoch."
+    ),
+    "The replacement hook, on_train_epoch_end, takes no outputs argument at all; only the module itself is passed in.",
+    (
+        "Because test_epoch_end disappeared in the 2.0 release, a module that still defines it fails at fit "
+        "time with a NotImplementedError."
+    ),
+    (
+        "Defining training_epoch_end on a LightningModule under Lightning 2.x makes the Trainer refuse to "
+        "start, with an error that points at the migration PR."
+    ),
+    (
+        "The outputs list that used to arrive at the epoch-end hook held one entry per batch, in the order "
+        "the batches were processed."
+    ),
+    "With several validation dataloaders the old validation_epoch_end got a list of lists, one inner list per loader.",
+    (
+        "on_validation_epoch_end fires after the last validation batch of every loader has been processed, "
+        "not once per loader."
+    ),
+    (
+        "Note: on_train_epoch_end on the module runs after the callbacks' on_train_epoch_end, so anything a "
+        "callback logs there is already recorded."
+    ),
+    (
+        "Warning: the trainer raises a NotImplementedError, not a deprecation warning, when it finds "
+        "training_epoch_end on a 2.x module."
+    ),
+    (
+        "The batch-end hook for training is given the outputs of training_step, the batch, and the batch "
+        "index, in that order."
+    ),
+    (
+        "What on_train_batch_end gets as outputs is whatever training_step returned, normalised to a dict if "
+        "you returned a bare loss tensor."
+    ),
+    (
+        "If training_step returns a dictionary, on_train_batch_end receives that same dictionary with the "
+        "loss already detached."
+    ),
+    "In on_validation_batch_end the outputs argument carries the object returned by validation_step, unchanged.",
+    (
+        "For a model with more than one validation dataloader, on_validation_batch_end is called with a "
+        "dataloader_idx argument as well."
+    ),
+    "The dataloader_idx parameter of on_validation_batch_end defaults to 0 when only one loader is attached.",
+    "When training_step returns None, the batch is skipped and on_train_batch_end still runs with outputs set to None.",
+    (
+        "Under automatic optimization, the loss seen in on_train_batch_end has been divided by "
+        "accumulate_grad_batches, though the value you log is not."
+    ),
+    "During fit, the callback's on_train_batch_end runs before the LightningModule's own on_train_batch_end.",
+    (
+        "The trainer calls on_train_start once, after the sanity check finishes and before the first training"
+        " epoch begins."
+    ),
+    (
+        "Validation runs inside the training epoch, so on_validation_epoch_end happens before "
+        "on_train_epoch_end for that epoch."
+    ),
+    "On every epoch, on_train_epoch_start is invoked before the first batch is fetched from the dataloader.",
+    (
+        "Callbacks are called in the order they appear in the callbacks list, except that checkpoint "
+        "callbacks are moved to the end."
+    ),
+    (
+        "ModelCheckpoint is always run last among the callbacks so that it sees the metrics the other "
+        "callbacks have logged."
+    ),
+    "- setup is called on every process, whereas prepare_data is only run on local rank zero by default.",
+    "- on_before_backward is triggered right before loss.backward() is performed by the automatic optimization loop.",
+    "- on_after_backward runs once gradients exist, but before the optimizer step and before they are zeroed.",
+    "- on_before_optimizer_step only fires on the batch where the accumulated gradients are actually applied.",
+    (
+        "The sanity check executes two validation batches before training starts, because "
+        "num_sanity_val_steps defaults to 2."
+    ),
+    "Metrics logged during the sanity check are discarded, and ModelCheckpoint does not save anything from it.",
+    (
+        "While the sanity check is running, trainer.sanity_checking is True and the progress bar shows a "
+        'separate "Sanity Checking" bar.'
+    ),
+    "Setting num_sanity_val_steps=-1 makes the trainer run the entire validation set before the first training step.",
+    (
+        "Your on_validation_epoch_end hook is also executed at the end of the sanity check, so it sees a "
+        "partial epoch of two batches."
+    ),
+    (
+        "With accumulate_grad_batches=4, the optimizer steps once every four batches and gradients are summed"
+        " over those batches."
+    ),
+    (
+        "Lightning divides the loss by the number of accumulation steps before calling backward, so the "
+        "effective gradient is a mean."
+    ),
+    "In manual optimization, no scaling of the loss happens for you, and accumulate_grad_batches is ignored.",
+    "Gradient clipping is applied after the gradients have been unscaled when mixed precision is in use.",
+    'precision="16-mixed" wraps the forward pass in torch.autocast and scales the loss with a GradScaler.',
+    (
+        'The precision string "16" was renamed to "16-mixed" in 2.0, though the short form is still accepted '
+        "with a warning."
+    ),
+    'Note: by default the Trainer trains in 32-bit precision ("32-true").',
+    "GradScaler skips the optimizer step when it finds inf or NaN in the gradients, and lowers the scale factor.",
+    (
+        "A checkpoint written by ModelCheckpoint contains the model state_dict, the optimizer and scheduler "
+        "states, the epoch, the global step and the callback states."
+    ),
+    (
+        "When you resume from a checkpoint saved in the middle of an epoch, the fit loop restarts that epoch "
+        "at the batch after the one that was saved."
+    ),
+    'ckpt_path="last" tells the trainer to pick up the most recent last.ckpt written by a ModelCheckpoint callback.',
+    "Passing resume_from_checkpoint to the Trainer constructor was deprecated in 1.5 and removed in 2.0.",
+    (
+        "The on_save_checkpoint hook receives the checkpoint dictionary and may add keys to it before it is "
+        "written to disk."
+    ),
+    "on_load_checkpoint is called with the checkpoint dictionary before the model's state_dict is restored.",
+    "self.log in training_step defaults to on_step=True and on_epoch=False.",
+    "In validation_step and test_step, self.log defaults to on_step=False and on_epoch=True.",
+    "With on_epoch=True, the logged values are averaged over the epoch, weighted by batch size.",
+    "If you pass sync_dist=True, the value is reduced across processes with a mean before it is logged.",
+    "self.log raises a MisconfigurationException if you pass a value that is not a number, a tensor, or a Metric.",
+    "Logging a torchmetrics Metric object lets Lightning call compute() and reset() for you at the end of the epoch.",
+    "prog_bar=True adds the metric to the progress bar but does not change what is sent to the logger.",
+    "Calling self.log inside on_train_batch_end is allowed, but logging from on_train_end raises an error.",
+    "Unless you set add_dataloader_idx=False, each metric logged from a second loader is stored under a separate name.",
+    (
+        "A module whose validation_step lacks dataloader_idx fails with a RuntimeError once two validation "
+        "loaders are attached."
+    ),
+    "trainer.predict returns a list of the values returned by predict_step, one per batch.",
+    "return_predictions defaults to True except when using a strategy that spawns processes, where it is forced off.",
+    "When return_predictions=False, trainer.predict returns None and the predictions are not kept in memory.",
+    "predict_step falls back to calling forward when you do not override it.",
+    "In prediction mode, gradients are disabled and the model is switched to eval mode before the first batch.",
+    'BasePredictionWriter calls write_on_batch_end after every predict batch when write_interval is "batch".',
+    'With write_interval="epoch", write_on_epoch_end receives all predictions and all batch indices from the epoch.',
+    (
+        "The write_on_epoch_end method of BasePredictionWriter is only given the predictions if "
+        "return_predictions is left enabled."
+    ),
+    "Under DDP, every rank's prediction writer writes its own shard; no gathering happens before write_on_epoch_end.",
+    (
+        "The batch_indices passed to write_on_epoch_end refer to positions in the dataset as seen by the "
+        "distributed sampler."
+    ),
+    "ModelCheckpoint monitors the metric named by monitor, and with monitor=None it just keeps the latest checkpoint.",
+    (
+        "If the monitored key was never logged, ModelCheckpoint raises a MisconfigurationException at the end"
+        " of the epoch."
+    ),
+    (
+        "EarlyStopping checks its metric at the end of each validation epoch by default, not at the end of "
+        "the training epoch."
+    ),
+    (
+        "The patience of EarlyStopping counts validation checks, not training epochs, so with "
+        "val_check_interval=0.5 it runs out twice as fast."
+    ),
+    'EarlyStopping\'s mode defaults to "min", which is wrong for accuracy-like metrics.',
+    "save_top_k defaults to 1, so only the best checkpoint is kept on disk.",
+    (
+        "When check_on_train_epoch_end is left unset, EarlyStopping decides where to run based on whether "
+        "there is a validation loop."
+    ),
+    "EarlyStopping raises a RuntimeError when the monitored metric is missing and strict is True.",
+    "A ModelCheckpoint with every_n_epochs=0 never saves at epoch end.",
+    "In DDP each process runs its own copy of the model and gradients are averaged with an all-reduce during backward.",
+    "Lightning inserts a DistributedSampler for you, so each rank sees a disjoint slice of the dataset.",
+    "The DistributedSampler pads the dataset by repeating samples so that every rank gets the same number of batches.",
+    "self.all_gather returns a tensor with a new leading dimension of size world_size.",
+    "Only the process with global rank 0 writes checkpoints; the other ranks wait at a barrier.",
+    "Each rank runs the sanity check independently, but logging is restricted to rank zero.",
+    (
+        "With use_distributed_sampler=False, Lightning leaves your sampler alone and every rank iterates over"
+        " the whole dataset."
+    ),
+    "The replace_sampler_ddp argument was renamed to use_distributed_sampler in 2.0.",
+    "DDP broadcasts the model parameters from rank zero when the model is wrapped, so all ranks start identical.",
+    "A torchmetrics Metric accumulates its state across update calls and only computes the final value in compute().",
+    (
+        "Calling compute() on a metric that has not been updated emits a warning and returns a value from the"
+        " default state."
+    ),
+    "torchmetrics synchronises metric states across processes before compute(), so the result is global.",
+    "When a Metric is logged with self.log, it is reset automatically after the epoch-level value is computed.",
+    "MeanMetric weights each update by the number of elements, unlike a plain mean of batch means.",
+    "torchmetrics.Accuracy requires the task argument since version 0.11, and omitting it raises a TypeError.",
+    (
+        "A Metric stored in a plain Python list is not moved to the right device, because it is not "
+        "registered as a submodule."
+    ),
+    "Keeping a loss tensor that still requires grad keeps the entire autograd graph of that step alive.",
+    (
+        "Appending un-detached outputs to a list makes memory grow linearly with the number of batches, since"
+        " every graph is retained."
+    ),
+    (
+        "Autograd frees a step's saved intermediate tensors as soon as backward completes unless "
+        "retain_graph=True is passed."
+    ),
+    "Calling .item() copies the scalar to the host and forces a CUDA synchronisation.",
+    "The tensor returned by .detach() has requires_grad set to False and no grad_fn.",
+    "Storing the outputs of validation_step does not hold a graph, because validation runs under torch.no_grad.",
+    "Calling backward twice through the same graph raises a RuntimeError about freed buffers.",
+    "torch.no_grad prevents the creation of a graph, while inference_mode also skips version counter tracking.",
+    "Lightning runs validation under torch.inference_mode by default since 2.0.",
+    "The per-step outputs held for training_epoch_end were one of the biggest sources of memory growth in 1.x.",
+    "In 1.3, the result object API was deprecated in favour of self.log.",
+    "The 2.0 release removed training_epoch_end, validation_epoch_end and test_epoch_end from the LightningModule.",
+    "Release 1.5 deprecated the on_epoch_start and on_epoch_end hooks, which were removed in 2.0.",
+    "Lightning 2.0 dropped support for passing gpus= to the Trainer; you must use accelerator and devices.",
+    'Between 1.9 and 2.0, the default value of the strategy argument changed from None to "auto".',
+    "Up to 1.9, the Trainer still accepted the epoch-end hooks and only warned about them.",
+    "In 1.x the trainer called validation_epoch_end on every rank with that rank's local outputs only.",
+    "In the 2.0 release, the LightningModule.on_epoch_end hook no longer exists.",
+    "| training_epoch_end | removed in 2.0 | raises NotImplementedError |",
+    "| on_train_batch_end | receives outputs, batch, batch_idx | called after each training batch |",
+    "Note: the dataloader_idx argument is only passed when the module has more than one dataloader for that stage.",
+    "Note: Lightning moves each batch to the device before on_train_batch_start is called.",
+    (
+        "Warning: in 2.0 a LightningModule that still overrides test_epoch_end cannot be tested at all; "
+        "trainer.test raises immediately."
+    ),
+    "Warning: outputs returned from training_step are detached by the time they reach on_train_batch_end.",
+    "Warning: DDP pads the last batch, so metrics computed on rank-local outputs may include duplicates.",
+    "The LearningRateMonitor callback logs the learning rate of each optimizer param group at every interval you set.",
+    (
+        "Because ModelCheckpoint hooks on_validation_end, a checkpoint is saved even when the training epoch "
+        "is not finished."
+    ),
+    "If on_train_batch_start returns -1, the remaining batches of the current epoch are skipped.",
+]
+#: What the same helper wrote as sentences a page must be allowed to say: instructions naming a callback class, and
+#: the reader's own code.
+ORDINARY_THIRTEENTH = [
+    "Append the dictionary returned by validation_step to self.validation_step_outputs in validation_step.",
+    "Pass sync_dist=True to self.log when you want the epoch-level value to reflect every rank.",
+    "If you resume from a mid-epoch checkpoint, clear the list in on_train_epoch_start.",
+    "Your callback sums the losses and logs their mean.",
+    "This example trains BoringModel for three epochs.",
+    "lightning-migrate reports LM001 for every validation_epoch_end it finds.",
+    "Move the body of your training_epoch_end into on_train_epoch_end and read the outputs from the list you kept.",
+    "In on_validation_epoch_end, stack the stored predictions, compute your metric, and then free the list.",
+    "Remember to call self.validation_step_outputs.clear() at the end of the hook so the next epoch starts empty.",
+    "Detach the loss before you append it, so that your list holds plain values rather than graphs.",
+    "Rename test_epoch_end to on_test_epoch_end and drop its outputs parameter.",
+    "Add a dataloader_idx parameter to your validation_step if you return two validation loaders.",
+    "Keep one list per dataloader in your module, indexed by dataloader_idx.",
+    "Set accumulate_grad_batches=4 on the Trainer if your GPU cannot fit the larger batch.",
+    'Choose precision="bf16-mixed" on Ampere GPUs and newer.',
+    "Run lightning-migrate on your package before you upgrade.",
+    "The checker prints the file, the line and the rule code for each finding.",
+    "lightning-migrate exits with status 1 when it finds at least one LM001 or LM002.",
+    "Use --fix to let lightning-migrate rewrite the hook names in place.",
+    "lightning-migrate does not execute your code; it only parses the source files.",
+    "This page walks through the migration of a classification model from 1.9 to 2.0.",
+    "The next section covers multiple dataloaders.",
+    "See the checkpoint section below for resuming mid-epoch.",
+    "The table below lists each removed hook next to its replacement.",
+    "In the snippet above, the model keeps its outputs in self.training_step_outputs.",
+    "Our example module logs val_loss and val_acc from validation_step.",
+    "Write a small callback that collects predictions in on_predict_batch_end and saves them when prediction ends.",
+    "Subclass BasePredictionWriter and implement write_on_batch_end if your predictions do not fit in memory.",
+    "Set return_predictions=False when you write predictions to disk with your writer.",
+    'Give ModelCheckpoint the same key that you pass to self.log, for example monitor="val_loss".',
+    'Set mode="max" on EarlyStopping when you monitor an accuracy.',
+    "Call self.all_gather on the stacked predictions before computing the metric on rank zero.",
+    "Wrap the print in an if self.trainer.is_global_zero check so it appears once.",
+    "Create your metrics in __init__ as attributes so they move with the module.",
+    "Update the metric in validation_step and log the metric object itself in on_validation_epoch_end.",
+    "Replace your hand-written accuracy with torchmetrics.classification.MulticlassAccuracy.",
+    "Call .detach().cpu() on the tensors you keep if you only need them for logging.",
+    "Use torch.cat on the collected tensors rather than building a Python list of floats.",
+    "Free the stored outputs once you have logged the epoch metric.",
+    "If your validation_epoch_end returned a dictionary, log each entry with self.log instead.",
+    "Delete the outputs argument from the signature; the new hook takes only self.",
+    "Before upgrading, pin lightning<2.0 and fix the deprecation warnings first.",
+    "After upgrading, run your test suite with the warnings turned into errors.",
+    "Our recipe averages the per-batch losses that the module stored during the epoch.",
+    "The module in this guide stores one tensor per batch and concatenates them at epoch end.",
+    "In the example, the callback writes a CSV file with one row per predicted sample.",
+    "If you used the outputs only for a mean, switch to a MeanMetric and remove the list altogether.",
+    'To resume, pass ckpt_path="last" to trainer.fit.',
+    "Restore that list in on_load_checkpoint with the key you chose.",
+    "Set num_sanity_val_steps=0 while you debug your new epoch-end code.",
+    "Guard your epoch-end code with if self.trainer.sanity_checking: return if the partial epoch confuses your metric.",
+    "Read the migration notes for 2.0 alongside this page.",
+    "The code listing uses three validation loaders to show the dataloader_idx pattern.",
+    "This guide assumes you use automatic optimization.",
+    "For manual optimization, scale the loss yourself before calling self.manual_backward.",
+    "Compare your logged values before and after the change to make sure nothing moved.",
+    "Run the example with devices=2 to see the per-rank lists.",
+    "Our callback reads trainer.callback_metrics in on_validation_end and sends them to Slack.",
+    "lightning-migrate flags a training_epoch_end even when it is defined on a mixin class.",
+    "The checker skips files listed in the exclude option of pyproject.toml.",
+    "Open an issue on the guide's repository if a pattern here does not fit your code.",
+    "Warning: do not keep the loss tensor without detaching it in your list.",
+    "Note: the code on this page targets Lightning 2.1 and torchmetrics 1.2.",
+    "- Rename the hook.",
+    "- Remove the outputs argument.",
+    "- Add a list attribute in __init__ and clear it at the end of each epoch.",
+]
+
+
+def test_the_thirteenth_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
+    missed = [s for s in TYPED_THIRTEENTH if not any(flagged(p) for p in sentences(s, heading=False))]
+    wrong = [(s, reasons(p)) for s in ORDINARY_THIRTEENTH for p in sentences(s, heading=False) if flagged(p)]
     assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
 
 

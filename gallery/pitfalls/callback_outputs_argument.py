@@ -118,7 +118,7 @@ assert error is not None and counter.batches == trainer.global_step == 2, (
 # %%
 # A default value hides the problem
 # ---------------------------------
-# ``outputs=None`` makes the call valid: :claim:`outputs-default-never-fails-receives-none`.
+# The same callback with ``outputs=None`` in its signature: :claim:`outputs-default-never-fails-receives-none`.
 
 
 class SilentCallback(pl.Callback):
