@@ -904,14 +904,14 @@ CALLBACK_MONITORING_TRAP = (
 
 
 def test_a_trap_declared_with_values_sends_the_reader_where_a_recipe_holds_them(tmp_path):
-    """The callback recipe's trap {manual optimization returning nothing, the monitoring callbacks} sent to the page
+    """The empty-outputs fix's trap {manual optimization returning nothing, the monitoring callbacks} sent to the page
     whose module reads ``output["loss"]`` of its parent's step, which is outside a step returning nothing and sends
     the reader back: a circle, named; the page of several losses, whose recipe caches its losses in training_step,
     holds there."""
     gan, module, callback = (
         "examples/caching/several_losses_manual_optimization",
         "examples/caching/hook_order",
-        "examples/core/callback_side_caching",
+        "examples/pitfalls/empty_outputs",
     )
     trap = f'{CALLBACK_MONITORING_TRAP}see = "{gan}"'
     reader_entry = '[[recipe.separate_caches_train.outside]]\naxis = "train_step"\nvalues = ["manual-nothing"]\n'
@@ -921,9 +921,9 @@ def test_a_trap_declared_with_values_sends_the_reader_where_a_recipe_holds_them(
     circle = _replaced(tmp_path, (trap, trap.replace(gan, module)), (entry, entry.replace(gan, callback)))
     message = _load_problems(circle)
     assert (
-        "[recipe.callback_side] sends train_step = 'manual-nothing' with callbacks = 'monitoring' to "
+        "[recipe.empty_outputs_fix] sends train_step = 'manual-nothing' with callbacks = 'monitoring' to "
         f"{module}, where no recipe holds it (a recipe there sends it back to "
-        "examples/core/callback_side_caching: a circle)"
+        "examples/pitfalls/empty_outputs: a circle)"
     ) in message
     assert message.count(f"to {module}, where no recipe holds it") == 1  # the trap's; the file's other referrals
     # ... and the module recipe's own, back (two settings with DDP at once are named as well)
@@ -948,14 +948,15 @@ def test_two_outside_values_at_once_need_a_page_that_holds_both(tmp_path):
     message = _load_problems(one_process)
     assert (
         "[recipe.callback_side] sends strategy in ['ddp-2', 'ddp-3', 'ddp-2-own-split', 'ddp-3-own-split'] with "
-        "train_step in ['manual-no-loss', 'manual-gan-losses'] to examples/distributed/ddp_training_epoch_mean and "
+        "train_step in ['manual-no-loss', 'manual-gan-losses', 'manual-nothing'] to "
+        "examples/distributed/ddp_training_epoch_mean and "
         "examples/caching/several_losses_manual_optimization, where no recipe holds them together"
     ) in message
     # as committed: the several-losses page holds there, and the callback page says so beside that referral
     together = space.referrals_by_recipe(space.load_space())["callback_side"]["together"]
     gan = "examples/caching/several_losses_manual_optimization"
     assert {"values": {"strategy": "ddp-3", "train_step": "manual-gan-losses"}, "see": gan} in together
-    assert len(together) == 8 and {t["see"] for t in together} == {gan}
+    assert len(together) == 12 and {t["see"] for t in together} == {gan}  # 4 DDP values, 3 steps without "loss"
 
 
 def test_a_gap_is_declared_where_no_page_holds_and_only_there(tmp_path):
