@@ -257,9 +257,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("examples/core/automatic_rewrite.html", "lightning-migrate --fix rewrites"): "what the checker's rewrite writes",
     ("examples/core/automatic_rewrite.html", "A module written for Lightning 1.x, saved in a file"): "the page's own "
     "old module",
-    ("examples/pitfalls/multiple_val_dataloaders.html", "With several validation dataloaders, give validation_step"): (
-        "an instruction to the reader"
-    ),
     ("examples/stages/predict_epoch_end.html", "Instead of the results of a module’s on_predict_epoch_end"): "an "
     "instruction to the reader",
     ("examples/core/callback_side_caching.html", "Instead of the outputs argument of a callback’s"): "an instruction "
