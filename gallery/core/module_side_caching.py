@@ -3,7 +3,7 @@ Module-side caching
 ===================
 
 Replace ``training_epoch_end(self, outputs)``: append each step's loss in ``training_step``, then reduce, log and
-clear the list in ``on_train_epoch_end(self)``, which takes no arguments.
+clear the list in ``on_train_epoch_end(self)``.
 
 .. code-block:: python
    :caption: Before (Lightning 1.x)

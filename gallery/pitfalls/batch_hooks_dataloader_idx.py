@@ -130,8 +130,8 @@ assert [type(err) for err in errors] == [TypeError, RuntimeError] and all(
 # %%
 # The proof: each hook's calls, batch by batch
 # --------------------------------------------
-# The same classes, each hook noting the ``dataloader_idx`` it received (the training hooks note ``None``: their new
-# signatures take no ``dataloader_idx``).
+# The same classes, each hook noting the ``dataloader_idx`` it received (the training hooks, written with the new
+# signatures above, have no ``dataloader_idx`` parameter and note ``None``).
 
 
 class RecordedModule(BatchHooksModule):

@@ -137,8 +137,8 @@ assert polluted.epoch_means == [(6, torch.tensor(13 / 6).item())]
 # %%
 # The symptom: a best-value tracker that counts the sanity check
 # --------------------------------------------------------------
-# This hook clears correctly, but feeds every mean to the tracker -- including the sanity check's 1.5, which
-# on a real model comes from the untrained weights and from a partial run of the validation set.
+# This hook clears correctly, but feeds every mean to the tracker -- including the sanity check's 1.5, this page's
+# scripted stand-in for the value a real model's sanity check gives before it has trained.
 
 
 class TracksSanityCheck(Scripted):

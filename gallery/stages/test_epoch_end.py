@@ -3,7 +3,7 @@
 ================================================
 
 Instead of ``test_epoch_end(self, outputs)``, append each batch's loss to a list of your own in ``test_step``, then
-reduce, log and clear it in ``on_test_epoch_end(self)``, which takes no arguments.
+reduce, log and clear it in ``on_test_epoch_end(self)``.
 
 .. code-block:: python
    :caption: Before (Lightning 1.x)

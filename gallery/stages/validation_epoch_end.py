@@ -3,7 +3,7 @@
 ============================================================
 
 Instead of ``validation_epoch_end(self, outputs)``, append each batch's loss to a list of your own in
-``validation_step``, then reduce, log and clear it in ``on_validation_epoch_end(self)``, which takes no arguments.
+``validation_step``, then reduce, log and clear it in ``on_validation_epoch_end(self)``.
 
 .. code-block:: python
    :caption: Before (Lightning 1.x)

@@ -68,7 +68,7 @@ EPOCH_CALL = {MODULE: ("self", ""), CALLBACK: ("self, trainer, pl_module", "trai
 class NeverCalled(Rule):
     code = "LM006"
     name = "never-called-hooks"
-    title = f"{literal_list(sorted(HOOKS)).replace('``', '')}: the removed stage-less hooks"
+    title = f"{literal_list(sorted(HOOKS)).replace('``', '')}: the stage-less hooks"
     hooks = HOOKS
     patterns = tuple(PATTERNS.values())
     summary = (
