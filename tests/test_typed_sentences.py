@@ -603,6 +603,8 @@ def topic(part: str, heading: bool | None = None) -> bool:
 def sentences(text: str, heading: bool | None = None) -> list[str]:
     """The sentences of a block that state something (:func:`topic`: questions, and headings and lead-ins that ask,
     are topics). ``heading``: whether the block is a heading (``None``: unknown)."""
+    text = re.sub(r"^\s*[-*+]\s+", "", text)  # a list item's marker, as a plain-text list writes it
+    text = re.sub(r"^\s*(?:FWIW|IIRC|AFAIK|IMO|IMHO|Yeah|Yes|\+1),?\s+", "", text)  # a comment's opener
     return [part for part in SENTENCE_END.split(text) if part.strip(" \x00") and not topic(part, heading)]
 
 
@@ -727,6 +729,10 @@ NOUNS_TOO = set(
 def _instruction(words: list[str]) -> bool:
     """Whether the sentence is an instruction to the reader: it starts with a verb's base form ("Create ...")."""
     first = next((w for w in words if w != "\x01"), "")
+    if " ".join(words[:2]).lower() in ("make sure", "be sure", "let us", "i would", "we would") or first.lower() in (
+        "let's", "let’s", "ensure", "i'd", "i’d", "we'd", "we’d"
+    ):  # fmt: skip
+        return True  # "Make sure your EarlyStopping monitors a key ...", "Let's start by opening your module"
     if first.lower() in CONDITION_OPENERS:  # "If you use DDP, add sync_dist=True ...": the clause after the comma
         comma = next((i for i, w in enumerate(words[:12]) if w.endswith(",")), None)
         if comma is not None and comma + 1 < len(words):
@@ -968,10 +974,16 @@ def _verb_near(part: str, names_: re.Pattern[str], verbs: re.Pattern[str], reaso
             continue  # "your on_train_batch_end", "your loss": the reader's own
         if reason == "hook" and re.search(r"\b(?:checker|lightning-migrate|--fix)\b", part):
             continue  # what the checker finds, reports or rewrites: a hook of the reader's code
-        clause = [w for w in words[low:at] if w != "\x01"]
+        start = next((i + 1 for i in range(at - 1, -1, -1) if words[i].endswith((":", ";"))), 0)
+        clause = [w for w in words[start:at] if w != "\x01"]
+        after_name = [w.lower().strip(".,;:()`") for w in words[start:high] if w != "\x01"]
+        done_to = any(  # a passive: what is done to the reader's hook ("Your hook is also executed at ...")
+            w in PASSIVE and any(VERBS.fullmatch(v) for v in after_name[i + 1 : i + 3])
+            for i, w in enumerate(after_name)
+        )
         if (_instruction(clause) and "that" not in (w.lower() for w in clause)) or (
-            clause and clause[0].lower() in ("your", "our", "you")
-        ):
+            clause and clause[0].lower() in ("your", "our", "you") and not done_to
+        ):  # the reader's own code as the subject ("Your save step now happens in on_train_epoch_end")
             continue  # the clause is an instruction ("Give ModelCheckpoint the same key") or the reader's own
         window = [*range(low, at), *range(at + 1, high)] if reason == "hook" else [*range(at + 1, high)]
         if any(_verb_at(words, i, verbs) for i in window):
@@ -1967,7 +1979,7 @@ ENTITY_WORDS = [
     "logging", "mixed precision", "AMP", "GradScaler", "the scaler", "backward", "loss.backward()", ".backward()",
     ".item()", "requires_grad", "grad_fn", "no_grad", "autograd", "the graph", "a view", "views",
     "in-place operations", "a tensor", "tensors", "a float32 scalar tensor", "a scalar tensor", "torch", "PyTorch",
-    "MetricCollection", "Metric", "a Metric", "a torchmetrics Metric", "MeanMetric", "SumMetric", "metric.compute()",
+    "a torchmetrics Metric", "metric.compute()",
     "compute()", "metric states", "torchmetrics", "DistributedDataParallel", "DDP", "every GPU", "each GPU",
     "each device", "every device", "each replica", "every replica", "the batch size", "the sampler",
     "the old outputs list", "the old hook", "the old hooks", "the old signature", "the validation run",
@@ -1979,11 +1991,14 @@ ENTITY_WORDS = [
     "the checkpoint callback", "rank zero", "global rank 0",
     # thirteenth round: Lightning's utilities named as a subject
     "CombinedLoader", "rank_zero_only", "all_gather", "the prediction writer", "a prediction writer",
+    # fourteenth round: Lightning's mechanisms named by what they do, a bare tensor
+    "gradient accumulation", "manual optimization", "automatic optimization", "tensor", "the tensor",
 ]  # fmt: skip
 ENTITIES = re.compile(
     "|".join(
         [
             "(?i:" + _alternatives(sorted(ENTITY_WORDS, key=len, reverse=True)).pattern + ")",
+            r"(?<![\w.])(?:MetricCollection|Metric|MeanMetric|SumMetric|MaxMetric|MinMetric|CatMetric)\b",  # their case
             SUBJECTS.pattern,
             HOOKS.pattern,
             CONCEPT_NAMES.pattern,
@@ -1996,6 +2011,7 @@ ENTITIES = re.compile(
             r"all_gather|to|cpu|tolist)\(\)",
             r"\b(?:" + "|".join(map(re.escape, probes.TRAINER_DEFAULTS)) + r")\b",  # a Trainer argument's name
             LIBRARY_NAMES.pattern,
+            API_PATHS.pattern,  # "torch.no_grad() is active", "self.trainer.strategy.reduce sums"
             r"(?<![\w.])[a-z_]+=(?:\"[^\"]*\"|'[^']*'|[\w.-]+)",  # a setting opening a clause ('precision="16-mixed"')
         ]
     )
@@ -2137,13 +2153,15 @@ def _entity_subject(part: str) -> bool:
     for words in _clauses_of(part):
         if not words or _instruction(words):
             continue
+        if {w.lower().strip(".,;:()") for w in words} & {"above", "below", "printed", "prints"}:
+            continue  # the page's own run ("Every cached tensor has a graph, as the output above counts")
         if _gerund_subject(words):
             return True  # "Resuming with ckpt_path restores the epoch", "Storing detached tensors still keeps ..."
         text = " ".join(words)
         for match in ENTITIES.finditer(text):
             before = [w for w in text[: match.start()].split() if w.strip("\"'“”‘’`(")]
             lead = [w for w in before if not w.endswith(("'s", "’s")) and not (w.istitle() and w.endswith("ing"))]
-            if len(before) > 3 or any(w.lower() not in SUBJECT_LEAD for w in lead):
+            if len(before) > 3 or any(w.lower() not in SUBJECT_LEAD and not w.endswith("ed") for w in lead):
                 break  # only the clause's first name can be its subject ("Calling .item()", "Lightning's ...")
             if {w.lower() for w in before} & OWN_SUBJECT or HOOKS.fullmatch(match[0]):
                 break
@@ -2278,7 +2296,8 @@ def _quantity(part: str) -> bool:
 #: A caption or a table cell with no subject: a behaviour verb's third-person or past form opening it ("Called once
 #: per epoch, after validation", "Receives the batch outputs", "Runs before the optimizer step").
 CAPTION = re.compile(
-    r"^\s*(?:Called|Calls|Receives|Received|Runs|Ran|Fires|Fired|Gets|Passed|Passes|Ignored|Skipped|Removed|"
+    r"^\s*Raises\s+" + ERROR_NAME + r"|^\s*Defaults?\s+to\b"
+    r"|^\s*(?:Called|Calls|Receives|Received|Runs|Ran|Fires|Fired|Gets|Passed|Passes|Ignored|Skipped|Removed|"
     r"Deprecated|Raises|Raised|Happens|Triggered|Invoked)\s+(?:once|twice|before|after|at|when|with|by|in|on|the|a|"
     r"an|every|each|no|only|during|between|for)\b"
 )
@@ -2305,18 +2324,29 @@ def _setting_passive(part: str) -> bool:
     return re.search(r"\b(?:is|are|was|were|gets?|got)\s+(?:\w+ly\s+)?\w+ed\b", part) is not None
 
 
+#: A passive whose agent is Lightning, torch or DDP, whatever the verb ("the model is put back into train mode by the
+#: trainer").
+AGENT_PASSIVE = re.compile(
+    r"\b(?:is|are|was|were|gets?|got|been)\s+\w+(?:\s+\w+){0,4}?\s+by\s+(?:the\s+)?(?:trainer|Trainer|Lightning|"
+    r"torch|PyTorch|DDP|the strategy|autograd)\b"
+)
+
+
 ELEVENTH_ROUND = {
+    "agent": lambda part: AGENT_PASSIVE.search(part) is not None and not _instruction(part.split()),
     "setting": _setting_passive,
     "entity subject": _entity_subject,
     "experienced": _experienced,
     "outcome": _outcome_more,
     "release": _release_more,
     "quantity": _quantity,
-    "caption": lambda part: CAPTION.search(part) is not None,
+    "caption": lambda part: (
+        CAPTION.search(part) is not None and not {w.lower().strip(".,;:") for w in part.split()} & OWN_SUBJECT
+    ),
     "default": lambda part: (
         DEFAULT_MORE.search(part) is not None
         and not _instruction(part.split())
-        and not {w.lower().strip(".,;:") for w in part.split()} & {"your", "yours", "this", "page", "recipe"}
+        and not re.search(r"\b(?:your|yours|this|page|recipe)\b(?:\s+\S+){0,2}\s+defaults?\b", part, re.I)
         and not re.search(r"\b(?:checker|lightning-migrate)\b|\s--[a-z]", part)  # the checker's own defaults
     ),
 }
@@ -4361,6 +4391,232 @@ ORDINARY_THIRTEENTH = [
 def test_the_thirteenth_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
     missed = [s for s in TYPED_THIRTEENTH if not any(flagged(p) for p in sentences(s, heading=False))]
     wrong = [(s, reasons(p)) for s in ORDINARY_THIRTEENTH for p in sentences(s, heading=False) if flagged(p)]
+    assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+
+
+# -- The fourteenth round's phrasings: a fourth helper's, in the voices of changelogs, issue comments, answers and ----
+# -- docstrings, written without reading the lists ------------------------------------------------------------------
+#: Sentences the fourteenth round flags: a list item's marker and a comment's opener left out, a docstring's
+#: "Raises ..." and "Defaults to ...", a passive with Lightning or torch as its agent, a name after an adjective
+#: ("A detached tensor shares ..."), torch's API paths, Lightning's mechanisms named by what they do.
+TYPED_FOURTEENTH = [
+    "- Removed `outputs` from `on_train_epoch_end`; the hook now receives only the module.",
+    "- Dropped support for returning a dict from `validation_epoch_end` in 2.0.",
+    "- `training_epoch_end` was removed in v2.0.0 and defining it now raises a `NotImplementedError`.",
+    "- Deprecated `on_epoch_end` in 1.6 and removed it in 1.8.",
+    "- Renamed `dataloader_idx` handling so that it is only passed when there is more than one dataloader.",
+    "- `LightningModule.training_step_end` no longer exists as of 2.0.",
+    "- Changed the default of `sync_dist` to remain `False`, so values are not reduced across processes.",
+    "- `EarlyStopping` now checks its monitor at the end of the validation loop by default.",
+    "- Fixed `ModelCheckpoint` so that `save_last` writes a symlink-free copy on every save.",
+    "- Removed the `dataloader_idx` argument from `on_train_batch_start`.",
+    "FWIW the trainer only calls this on rank 0.",
+    "Heads up, `on_validation_epoch_end` doesn't get the step outputs anymore, you have to stash them yourself.",
+    "I checked and Lightning calls `on_train_epoch_end` after the validation loop when `val_check_interval` is 1.0.",
+    "IIRC `trainer.predict` doesn't run the sanity check at all.",
+    "Confirmed: the batch-end hook receives `outputs` as a dict when `training_step` returns a dict.",
+    "Just a note that `sync_dist=True` triggers an all-reduce on every call, which is slow per step.",
+    "Pretty sure `DistributedSampler` is injected automatically unless you set `use_distributed_sampler=False`.",
+    "From what I can tell the checkpoint is saved before `on_train_epoch_end` of the callbacks runs.",
+    "AFAIK manual optimization disables automatic gradient accumulation entirely.",
+    "The sanity check runs two validation batches by default, so your metric state gets touched before epoch 0.",
+    "Lightning will raise a `MisconfigurationException` if you set `accumulate_grad_batches` with manual optimization.",
+    (
+        "What happens under the hood is that Lightning calls `optimizer.zero_grad()` right before "
+        "`training_step` when accumulation is off."
+    ),
+    "Under the hood, the trainer wraps your model in `DistributedDataParallel` after `setup` runs.",
+    "What you'll notice is that the validation epoch ends before the training epoch-end hook fires.",
+    "The neat thing here is that `self.log` automatically accumulates values and averages them at epoch end.",
+    "Behind the scenes, each rank gets a disjoint shard of the dataset.",
+    "Here's the catch: keeping every step's output alive keeps every step's autograd graph alive too.",
+    "Internally the loop detaches the loss before handing it to `on_train_batch_end`.",
+    'The trick is that `BasePredictionWriter` is invoked with `write_interval="batch"` after every predict step.',
+    "Under the hood `LearningRateMonitor` reads the scheduler's last learning rate at each logging step.",
+    "This is because Lightning no longer collects outputs for you.",
+    "This happens because `torch.no_grad()` is active during validation, so no graph is built.",
+    "The reason is that `validation_step_end` was removed in 2.0.",
+    "That's expected: the trainer calls `on_validation_epoch_end` on every rank, not just rank zero.",
+    (
+        "You're seeing this since torchmetrics resets the metric state only when `compute` has been logged "
+        "through `self.log`."
+    ),
+    "It fails because the `outputs` argument is no longer passed, so the signature mismatch raises a `TypeError`.",
+    "This error comes from the trainer checking that `training_epoch_end` is not overridden.",
+    "That's because `ModelCheckpoint` saves according to `every_n_epochs`, which defaults to one.",
+    "Called when the train epoch ends.",
+    "Called at the end of each validation batch with the outputs of `validation_step`.",
+    "Called once per predict batch after `predict_step` returns.",
+    "Called before the optimizer step, after gradients have been accumulated.",
+    "Invoked by the trainer at the very end of `fit`.",
+    "Runs on every process, including non-zero ranks.",
+    "Receives the trainer and the LightningModule as its only arguments.",
+    "Returns nothing; the return value is ignored by the trainer.",
+    "Raises `RuntimeError` if called outside of a fit loop.",
+    "Defaults to `None`, in which case no dataloader index is passed.",
+    "Tip: `on_train_epoch_end` fires after validation has finished for that epoch.",
+    "Caution: `self.log` with `on_step=True` in validation raises a `MisconfigurationException`.",
+    "Note: the `outputs` argument was removed from all epoch-end hooks in 2.0.",
+    "Warning: calling `self.all_gather` inside an epoch-end hook blocks until every rank reaches it.",
+    "Important: the trainer always sets `model.eval()` before the validation loop starts.",
+    "Tip: torchmetrics metrics are moved to the right device automatically when registered as attributes.",
+    "Caution: storing tensors that require grad in a list retains their graphs and grows GPU memory.",
+    "Note: `EarlyStopping` checks `stopping_threshold` before `patience`.",
+    "Warning: in DDP, logging without `sync_dist=True` records only rank zero's value.",
+    "Heads up: `on_batch_end` was removed in 1.8.",
+    "Important: `LearningRateMonitor` raises an error if the trainer has no logger.",
+    "Note that the manual optimization flag disables `optimizer_step` hooks on the module.",
+    "The `on_train_batch_end` hook receives `outputs`, `batch` and `batch_idx`.",
+    "Since 2.0 the `on_validation_batch_end` hook takes `dataloader_idx` with a default of zero.",
+    "The trainer calls `on_validation_epoch_end` before `on_train_epoch_end`.",
+    "When the loss is returned from `training_step`, Lightning calls `backward` on it for you.",
+    "`self.log` reduces values with `torch.mean` unless `reduce_fx` is given.",
+    "Gradient accumulation divides the loss by the number of accumulated batches.",
+    "`ModelCheckpoint` keeps the top-k checkpoints according to the monitored metric.",
+    "Resuming from a checkpoint restores the optimizer state, the loop counters and the callback states.",
+    "The sanity check does not call `on_validation_epoch_end` of callbacks when `num_sanity_val_steps=0`.",
+    "In 16-mixed precision a `GradScaler` scales the loss before backward.",
+    "The predict loop does not run under `torch.no_grad`; it uses `torch.inference_mode`.",
+    "Metric objects from torchmetrics accumulate state across `update` calls until `reset`.",
+    "Calling `compute` on a torchmetrics metric syncs the state across processes.",
+    "Appending `loss` to a list without detaching keeps the whole computational graph in memory.",
+    "A detached tensor shares storage with the original but has no gradient history.",
+    "`EarlyStopping` will stop training once the monitored quantity fails to improve for `patience` checks.",
+    "The `LearningRateMonitor` logs one value per parameter group.",
+    "`trainer.validate` runs the validation loop without any training.",
+    "The trainer zeros gradients at the start of each optimization step.",
+    "In 1.x, `validation_epoch_end` got a list of every `validation_step` output.",
+    "In Lightning 2.0, the epoch-end hooks lost their `outputs` parameter.",
+    "Lightning 1.5 added `on_train_batch_end` with the `unused` argument removed.",
+    "Before 2.0, `test_epoch_end` received a list of lists when there were several dataloaders.",
+    "Lightning 2.1 made `use_distributed_sampler` the replacement for `replace_sampler_ddp`.",
+    "`replace_sampler_ddp` was renamed in 2.0.",
+    "The v1.9 release deprecated `training_epoch_end` with a warning.",
+    "Version 2.0 removed the `tpu_cores`, `gpus` and `ipus` Trainer arguments.",
+    "Lightning raises `MisconfigurationException` when `monitor` names a metric that was never logged.",
+    "An unknown key in `monitor` makes `ModelCheckpoint` raise at the end of the first validation.",
+    "Returning `None` from `training_step` in automatic optimization skips the optimizer step for that batch.",
+    "`self.log` raises a `ValueError` when the value is a tensor with more than one element.",
+    "Overriding `optimizer_zero_grad` in manual optimization has no effect.",
+    "`loss.backward()` frees the graph unless `retain_graph=True` is passed.",
+    "The predict loop returns a list of batch predictions per dataloader.",
+    "With multiple predict dataloaders, `predict_step` is given a `dataloader_idx`.",
+    "With a single dataloader, `dataloader_idx` is not passed to `validation_step` at all.",
+    "On rank 1 and higher, `trainer.is_global_zero` is `False`.",
+    "Checkpoints are written only by the global zero process.",
+    "The `DistributedSampler` pads the dataset so that every rank gets the same number of samples.",
+    "`on_save_checkpoint` is called right before the checkpoint dictionary is written.",
+    "`on_load_checkpoint` runs before the model weights are restored.",
+    "The `last.ckpt` file is overwritten every time a checkpoint is saved.",
+    (
+        "When resuming mid-epoch, Lightning restarts from the beginning of that epoch unless the loop state "
+        "is fault-tolerant."
+    ),
+    "`on_train_start` is called after the sanity check finishes.",
+    "Setting `num_sanity_val_steps=-1` runs the full validation set before training.",
+    "`on_epoch_end` used to run after both training and validation epochs.",
+    "The `on_step` flag defaults to `True` in `training_step` and `False` in `validation_step`.",
+    "Logged values with `on_epoch=True` are averaged weighted by batch size.",
+    "A torchmetrics `Metric` passed to `self.log` is computed and reset by Lightning at epoch end.",
+    "`MetricCollection` forwards the call to each of its metrics.",
+    "`torchmetrics.Accuracy` requires a `task` argument since torchmetrics 0.11.",
+    "`torch.cuda.empty_cache` does not free memory held by live tensors.",
+    "Holding a Python reference to a CUDA tensor keeps its memory allocated.",
+    "In bf16, each element takes two bytes.",
+    "Mixed precision keeps the master weights in float32.",
+    '`precision="16-true"` casts the model weights to half.',
+    "Gradient clipping is applied after unscaling in mixed precision.",
+    "The `on_before_optimizer_step` hook is called after gradients are unscaled.",
+    "`on_after_backward` runs once per backward call, including accumulated ones.",
+    "Callbacks' hooks run before the LightningModule's hook of the same name.",
+    "Hmm, the LightningModule hook actually runs after the callback hooks, not before.",
+    "Lightning's `Callback.on_train_epoch_end` takes `trainer` and `pl_module` only.",
+    "`EarlyStopping` with `check_on_train_epoch_end=True` checks at the end of the training epoch instead.",
+    "`ModelCheckpoint(save_top_k=-1)` keeps every checkpoint.",
+    "`save_top_k=0` disables saving entirely.",
+    "Interesting side effect: predict-epoch-end only sees predictions when they were returned.",
+    "In practice the trainer calls `setup` on every rank, while `prepare_data` only runs on local rank zero.",
+    'So basically `trainer.test` loads the best checkpoint when you pass `ckpt_path="best"`.',
+    "Once validation is done, the model is put back into train mode by the trainer.",
+    "After `fit` returns, `trainer.callback_metrics` holds the last logged values.",
+]
+#: What the same helper wrote as sentences a page must be allowed to say.
+ORDINARY_FOURTEENTH = [
+    "- Removed the outdated screenshot from this page.",
+    "- Added a section on migrating your `validation_epoch_end` code.",
+    "- Fixed a typo in the `on_train_epoch_end` example.",
+    '- Renamed this page from "Epoch hooks" to "Migrating epoch-end hooks".',
+    "- `lightning-migrate` now reports the line number of each `training_epoch_end` it finds.",
+    "- Dropped the Python 3.7 notes from the install section of this guide.",
+    "FWIW I'd move the `self.log` call into your `on_validation_epoch_end` override.",
+    "+1, rename your list to `self.validation_step_outputs` so the diff is easier to review.",
+    "Could you paste the output of `lightning-migrate check` for your project?",
+    "Feel free to open a PR against this page if the example does not match your code.",
+    "I'd suggest you keep the `dataloader_idx` argument in your signature while migrating.",
+    "What we'll do next is move the body of your old `training_epoch_end` into `on_train_epoch_end`.",
+    "The idea here is to keep your recipe working while you port one hook at a time.",
+    "In this tutorial you will rewrite a small classifier that uses `validation_epoch_end`.",
+    "Let's start by opening your `LightningModule` and finding every epoch-end hook.",
+    "Here's the plan: first run the checker, then fix each finding, then rerun your tests.",
+    "Next, we'll add a `ModelCheckpoint` to the callbacks list in your trainer.",
+    "Under the heading below, you'll find the full diff for the example module.",
+    "You can fix this by storing your outputs in a list attribute and clearing it yourself.",
+    "To fix it, replace `outputs` in your signature with nothing and read from your own list.",
+    "The easiest workaround is to call `self.log` with `sync_dist=True` in your code.",
+    "Try passing `ckpt_path` to `trainer.fit` instead of the old trainer argument.",
+    "If that still fails, run `lightning-migrate` with `--verbose` and post the output.",
+    "Your `training_step` should return the loss as before.",
+    "Your callback's `on_train_epoch_end` can read `self.outputs` from the module.",
+    'In your recipe, `reduce_fx` is set to `"sum"` on purpose.',
+    "Your `BasePredictionWriter` subclass writes one file per batch in this example.",
+    "Pass `every_n_epochs=2` to your `ModelCheckpoint` if you want fewer files.",
+    "Tip: run `lightning-migrate` before you upgrade, not after.",
+    "Tip: keep your old branch around until the metrics match.",
+    "Note: this page assumes you have already read the logging guide.",
+    "Caution: do not copy the snippet below verbatim; adapt the metric names to your project.",
+    'Warning: the example uses `precision="16-mixed"`, so adjust it if your hardware lacks fp16 support.',
+    "Important: commit your changes before running the automatic fixer.",
+    "Note: the code on this page is written for readability, not speed.",
+    "See also the section on gradient accumulation below.",
+    "Continue with the next page, which covers manual optimization.",
+    "Back to the overview of epoch-end hooks.",
+    "Jump to the DDP section if you only train on one node.",
+    "The full example is in the appendix at the end of this guide.",
+    "This section walks through migrating `test_epoch_end` in your module.",
+    "This guide covers hooks, logging and checkpoints, in that order.",
+    "The table below lists each old hook next to the snippet we recommend.",
+    "The following example shows a module with two validation dataloaders.",
+    "In the snippet above, we clear `self.validation_step_outputs` at the end of our hook.",
+    "Our example stores predictions in `self.preds` and concatenates them in `on_predict_epoch_end`.",
+    "The checker flags any method named `training_epoch_end` in your code.",
+    "`lightning-migrate` exits with status 1 when it finds an unported hook.",
+    "The `--fix` option of `lightning-migrate` rewrites the signature of your epoch-end hooks.",
+    "`lightning-migrate` does not look at your callbacks unless you pass `--callbacks`.",
+    "The checker prints one line per finding, with the file and the hook name.",
+    "Run `lightning-migrate check src/` from the root of your repository.",
+    "Install the checker with `pip install lightning-migrate`.",
+    "Add `lightning-migrate` to your pre-commit hooks to catch regressions.",
+    'Replace `Trainer(gpus=1)` with `Trainer(accelerator="gpu", devices=1)` in your script.',
+    'Change `precision=16` to `precision="16-mixed"` in your config file.',
+    "Set `use_distributed_sampler=False` if your code already builds its own sampler.",
+    "Detach the loss before you append it to your list.",
+    "Call `.reset()` on your torchmetrics metric at the end of your hook.",
+    "Wrap your evaluation code in `torch.no_grad()` if you run it outside the trainer.",
+    "Log your epoch metric with `on_epoch=True` in your `on_validation_epoch_end`.",
+    "Move the `LearningRateMonitor` into the callbacks list of your trainer.",
+    "Make sure your `EarlyStopping` monitors a key that your module logs.",
+    "Check that your `ModelCheckpoint` `dirpath` exists on every node.",
+    "We recommend keeping your step outputs small, for example by storing only the loss.",
+    "We suggest you test the migration on a single GPU before moving to DDP.",
+    "If you use manual optimization, keep your `optimizer.step()` calls where they are.",
+    "Once you've done that, rerun your training and compare the logged values with your old run.",
+    "Compare your new `on_train_batch_end` signature with the one in the example above.",
+]
+
+
+def test_the_fourteenth_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
+    missed = [s for s in TYPED_FOURTEENTH if not any(flagged(p) for p in sentences(s, heading=False))]
+    wrong = [(s, reasons(p)) for s in ORDINARY_FOURTEENTH for p in sentences(s, heading=False) if flagged(p)]
     assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
 
 

@@ -427,7 +427,8 @@ del keep_alive
 # %%
 # Bytes retained at epoch end
 # ---------------------------
-# The figure at the top of this page: tensor bytes each approach keeps at epoch end, for each epoch length.
+# The figure at the top of this page plots, for each epoch length, the bytes of the tensors each approach keeps at
+# epoch end.
 for shape in SHAPES:
     print(f"training_step returns {shape}: tensor bytes at epoch end, by steps in the epoch")
     print(f"{'':<26}" + "".join(f"{n:>11,}" for n in CHECKPOINTS))

@@ -45,8 +45,8 @@ class ValidationLossCache(BoringModel):
 #
 # .. dropdown:: Why each line
 #
-#    * :claim:`Validation-runs-without-autograd`, so the cached tensors hold no graph and need no ``.detach()``;
-#      the step caches ``loss.clone()``, a copy of the loss, not the loss itself:
+#    * no ``.detach()``: :claim:`Validation-runs-without-autograd`, and the check below finds no cached loss that
+#      requires grad; the step caches ``loss.clone()``, a copy of the loss, not the loss itself:
 #      :claim:`mse-loss-keeps-elementwise-buffer`.
 #    * The ``.clear()`` in ``on_validation_epoch_start``: a validation run that stopped half-way leaves nothing
 #      behind.
