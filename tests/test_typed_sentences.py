@@ -605,7 +605,19 @@ def sentences(text: str, heading: bool | None = None) -> list[str]:
     are topics). ``heading``: whether the block is a heading (``None``: unknown)."""
     text = re.sub(r"^\s*[-*+]\s+", "", text)  # a list item's marker, as a plain-text list writes it
     text = re.sub(r"^\s*(?:FWIW|IIRC|AFAIK|IMO|IMHO|Yeah|Yes|\+1),?\s+", "", text)  # a comment's opener
-    return [part for part in SENTENCE_END.split(text) if part.strip(" \x00") and not topic(part, heading)]
+    parts = SENTENCE_END.split(text)
+    # a question answered by the next sentence states its answer: "Is the model in eval mode? No, it comes back in
+    # train mode." reads as the question's statement, its answer's words after it
+    answered = {i for i, part in enumerate(parts[:-1]) if part.rstrip().endswith("?") and ANSWER.match(parts[i + 1])}
+    return [
+        part.rstrip().rstrip("?") + "." if i in answered else part
+        for i, part in enumerate(parts)
+        if part.strip(" \x00") and (i in answered or not topic(part, heading))
+    ]
+
+
+#: The opening of a sentence that answers the question before it ("Yes.", "No, it ...", "It is setup, ...").
+ANSWER = re.compile(r"\s*(?:Yes|No|Never|Always|Only|It is|It's|It’s|They are|They're)\b")
 
 
 #: A default of Lightning named in prose: a default's value ("2 by default", "defaults to", "the default value") in a
@@ -4618,6 +4630,19 @@ def test_the_fourteenth_rounds_rules_flag_their_shapes_and_pass_ordinary_ones():
     missed = [s for s in TYPED_FOURTEENTH if not any(flagged(p) for p in sentences(s, heading=False))]
     wrong = [(s, reasons(p)) for s in ORDINARY_FOURTEENTH for p in sentences(s, heading=False) if flagged(p)]
     assert missed == [] and wrong == [], f"missed: {missed}; flagged: {wrong}"
+
+
+def test_a_question_answered_by_the_next_sentence_is_read_as_a_statement():
+    """A question is a topic, unless the next sentence answers it ("Yes.", "No, ...", "It is ..."): then the
+    question states the answer, and is read as a statement; a question answered in other words stays a topic."""
+    answered = "Does Lightning call on_train_epoch_end after ModelCheckpoint saves? Yes."
+    assert sentences(answered, heading=False) == [
+        "Does Lightning call on_train_epoch_end after ModelCheckpoint saves.",
+        "Yes.",
+    ]
+    assert any(flagged(part) for part in sentences(answered, heading=False))
+    asked = "What does the checker do? It reads your files."
+    assert sentences(asked, heading=False) == ["It reads your files."]
 
 
 if __name__ == "__main__":
