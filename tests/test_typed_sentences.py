@@ -1057,11 +1057,12 @@ def _antecedent(text: str) -> str | None:
             candidates.append((match.end(), kind))
     for match in re.finditer(r"\x00", joined):
         candidates.append((match.end(), "subject"))  # a claim: a statement of Lightning's
+    spans = _spans(joined)
     for index, word in enumerate(words):
         if word.lower() in DETERMINERS and index + 1 < len(words):
             noun = words[index + 1]
             at = len(" ".join(words[: index + 1])) + 1
-            if not any(start <= at < end for start, end in _spans(joined)):
+            if not any(start <= at < end for start, end in spans):
                 candidates.append((at + len(noun), None))
         elif word.lower().strip(",;:") in READERS:
             candidates.append((len(" ".join(words[: index + 1])), None))
