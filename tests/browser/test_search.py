@@ -33,6 +33,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.expected_conditions import staleness_of
 from test_site import script_outputs
 
 from lightning_migrate import registry
@@ -131,16 +132,13 @@ def paste_into_search(browser, base_url: str, text: str, first: int | None = Non
         wait(browser).until(lambda d: box.is_displayed())
     box.click()
     browser.execute_script("arguments[0].value = arguments[1]", box, text)  # what a paste puts in the box
+    left = browser.find_element(By.TAG_NAME, "html")
     box.send_keys(Keys.ENTER)
+    wait(browser).until(staleness_of(left))  # the page Enter loaded has replaced this one (maybe a search page too)
+    wait(browser).until(lambda d: urlsplit(d.current_url).path.endswith("/search.html") and results_shown(d, first))
     # A text box drops the line breaks of what is pasted into it (HTML's value sanitization of <input type=text>).
     sent = text.replace("\r", "").replace("\n", "")
-    wait(browser).until(
-        lambda d: (
-            urlsplit(d.current_url).path.endswith("/search.html")
-            and parse_qs(urlsplit(d.current_url).query).get("q") == [sent]
-            and results_shown(d, first)
-        )
-    )
+    assert parse_qs(urlsplit(browser.current_url).query)["q"] == [sent], "the pasted text did not reach the search"
     links = browser.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a")
     return [urlsplit(link.get_attribute("href")).path.removeprefix(urlsplit(base_url).path) for link in links]
 
