@@ -123,10 +123,11 @@ def visible_code(tab_set) -> str:
 
 
 def results_shown(browser, first: int | None = None) -> bool:
-    """Whether the search page shows its results: Sphinx's search adds them one by one, best first (each with its
-    summary, which it fetches from the result's page), then says "Search finished, found N pages ..." (or "did not
-    match"). ``first``: enough once the first ``first`` results are there -- the ones a test reads, which the
-    results after them never reorder (about 0.2 s where the whole list takes up to 1.4 s)."""
+    """Whether the search page shows its results: Sphinx's search adds them one by one, best first (each with a
+    summary it fetches from the result's page, unless :func:`without_search_summaries` blocks it), then says "Search
+    finished, found N pages ..." (or "did not match"). ``first``: enough once the first ``first`` results are there
+    -- the ones a test reads, which the results after them never reorder (with the summaries, about 0.2 s where the
+    whole list took up to 1.4 s)."""
     if first is not None and len(browser.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a")) >= first:
         return True
     text = browser.find_element(By.ID, "search-results").text
@@ -149,7 +150,7 @@ def without_search_summaries(browser, base_url: str, site) -> Iterator[None]:
 
     Sphinx's search places each result in the list in the order of its score, then fetches the result's page to
     write a summary under it (``_displayItem`` in ``searchtools.js``); the summaries never reorder the results, and
-    fetching and parsing every result's page took most of a search's time. Blocked through the DevTools command
+    fetching and parsing the results' pages took about half of a search's time. Blocked through the DevTools command
     ``Network.setBlockedURLs`` (sent with selenium's ``execute_cdp_cmd``), one search of the search page took 0.18 s
     where it took 0.29-0.37 s with the summaries (60 searches on this project's 2-core machine)."""
     pages = sorted(path.relative_to(site.outdir).as_posix() for path in site.outdir.rglob("*.html"))
@@ -160,6 +161,7 @@ def without_search_summaries(browser, base_url: str, site) -> Iterator[None]:
     try:
         yield
     finally:
+        browser.get("about:blank")  # the last results page is gone: no blocked request of it is logged later
         browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
         browser.execute_cdp_cmd("Network.disable", {})
 
