@@ -147,7 +147,7 @@ def test_declared_filters_make_other_warnings_errors_naming_file_and_line():
 def test_declared_filters_ignore_lightnings_worker_suggestion():
     """Lightning's "does not have many workers" (machines with more than 2 CPUs) is declared: the text it emits
     (lightning/pytorch/trainer/connectors/data_connector.py) for each of the four dataloaders raises nothing and
-    writes nothing to standard error. One process emits all four (each process imports Lightning: about 5 s apiece
+    writes nothing to standard error. One process emits all four (each process imports Lightning: 2.5 to 5.6 s apiece
     on 2 cores)."""
     from lightning.fabric.utilities.warnings import PossibleUserWarning
 
