@@ -6,12 +6,17 @@ its runs."""
 from __future__ import annotations
 
 import ast
+import html
+import json
 import re
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 from build_mechanics import preview
-from builds import GALLERY_CONF, ROOT, project, sphinx_build
+from builds import GALLERY_CONF, ROOT, example_stubs, project, sphinx_build
+
+from migration_guide import compat
 
 #: A claim of the changelog kind (the wording needs no run): the role prints it in a preview too.
 CLAIMS = """
@@ -67,6 +72,44 @@ def test_a_preview_renders_every_page_and_executes_nothing(tmp_path, monkeypatch
     assert not [p.name for p in doctrees.glob("*.json") if p.stem in {"probe-records", "scenario-matrix"}]
     # the gallery page exists, without output: the script was converted, not run
     assert "sphx-glr-script-out" not in build.page("examples/example")
+
+
+#: The compatibility page's directives that read the probe records, as docs/reference/compatibility.rst gives them
+#: (``compat-examples`` reads the examples' runs, and needs the gallery's scripts).
+COMPAT_PAGE = """Compatibility
+=============
+
+.. compat-table::
+
+.. compat-received::
+   :patterns: callback-on-train-epoch-end-outputs module-on-train-epoch-end-outputs training-epoch-end
+
+.. compat-equivalence::
+"""
+
+
+def test_a_preview_renders_the_compatibility_tables_from_the_committed_records(tmp_path, monkeypatch):
+    """The compatibility tables read every release's committed record and, in a real build, this build's probe
+    records for the installed release; a preview runs no probe, so its tables show the committed records, where they
+    once stopped the preview (``FileNotFoundError`` on the build's ``probe-records.json``)."""
+    monkeypatch.setenv(preview.VARIABLE, "1")
+    conf = (
+        "extensions = [e for e in extensions if e.startswith(('sphinx_gallery', 'myst_nb', 'build_mechanics'))\n"
+        "              or e in ('sphinx_design', 'guide.probe_records', 'guide.compat_table')]\n"
+        "extensions = [e for e in extensions if e not in ('build_mechanics.project_links',)]\n"
+        f"claims_file = 'claims.toml'\n{GALLERY_CONF}"
+    )
+    files = example_stubs()  # the pages the tables link
+    files["index.rst"] += "   compatibility\n"
+    files |= {"compatibility.rst": COMPAT_PAGE, "gallery/README.txt": "Gallery\n=======\n", "claims.toml": CLAIMS}
+    root = project(tmp_path / "project", files, conf)
+    build = sphinx_build(root, source=".", ci=False)
+    assert build.returncode == 0, build.output[-4000:]
+    page = build.page("compatibility")
+    committed = json.loads(compat.data_path(metadata.version("lightning")).read_text(encoding="utf-8"))
+    error = next(r["error_message"] for r in committed["probes"]["records"] if r["error_message"])
+    assert html.escape(error, quote=False) in page or error in page, error
+    assert not (build.outdir / ".doctrees" / "probe-records.json").exists()  # no probe ran
 
 
 def test_a_preview_is_never_a_ci_build(tmp_path, monkeypatch):

@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from build_mechanics import current_app
+from build_mechanics import current_app, preview
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
@@ -86,9 +86,11 @@ def load_all(directive: SphinxDirective, warn: bool = False) -> tuple[dict[str, 
 def with_this_builds_probes(directive: SphinxDirective, version: str, item: dict[str, Any]) -> dict[str, Any]:
     """The data of ``version`` with, for the release this build runs (the installed Lightning), the probe records
     of this build (:mod:`guide.probe_records`) instead of the committed ones: its column shows what the installed
-    release does now, as the examples and the reference table do. Other releases, and a build without the probe
-    extension, keep the committed records."""
+    release does now, as the examples and the reference table do. Other releases, a build without the probe
+    extension, and a preview (:mod:`build_mechanics.preview`: it runs no probe) keep the committed records."""
     if version != metadata.version("lightning") or "guide.probe_records" not in current_app.get().extensions:
+        return item
+    if preview.active():
         return item
     from guide import probe_records
 
