@@ -34,7 +34,8 @@ logger = logging.getLogger(__name__)
 VARIABLE = "GUIDE_PREVIEW"
 #: The extensions a preview leaves out: each runs Lightning (the probes, the scenario matrix, the witnesses, the
 #: claims' cells and checks) or renders what such a run recorded. ``guide.probe_records`` stays loaded (the checker's
-#: rule pages load it) but starts no probe in a preview.
+#: rule pages load it) but starts no probe in a preview; ``guide.compat_table`` stays loaded, and its tables show the
+#: committed records of every release, the installed one's too.
 EXECUTING = (
     "guide.symptom_index",
     "guide.symptom_search",
