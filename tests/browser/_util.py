@@ -75,9 +75,10 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def wait(browser) -> WebDriverWait:
-    """A wait of at most :data:`WAIT` seconds that checks its condition every :data:`POLL` seconds."""
-    return WebDriverWait(browser, WAIT, poll_frequency=POLL)
+def wait(browser, ignoring: tuple[type[Exception], ...] = ()) -> WebDriverWait:
+    """A wait of at most :data:`WAIT` seconds that checks its condition every :data:`POLL` seconds, reading again
+    when a check raises one of ``ignoring``."""
+    return WebDriverWait(browser, WAIT, poll_frequency=POLL, ignored_exceptions=ignoring)
 
 
 def open_page(browser, url: str) -> list[dict]:

@@ -34,16 +34,13 @@ import pytest
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
 from test_site import script_outputs
 
 from lightning_migrate import registry
 from migration_guide import compat
 
 from ._util import (
-    POLL,
     SCREENSHOT_DIR,
-    WAIT,
     WIDTHS,
     click,
     open_page,
@@ -140,8 +137,9 @@ def paste_into_search(browser, base_url: str, text: str, first: int | None = Non
     # The page Enter loaded has replaced this one (a search page too, when pasting again). Read while the pages
     # change, the window may answer with an error of the page being left (chromedriver: "Node with given id does not
     # belong to the document"): the wait reads again.
-    left = WebDriverWait(browser, WAIT, poll_frequency=POLL, ignored_exceptions=(WebDriverException,))
-    left.until(lambda d: d.execute_script("return window.pastedHere === undefined"))
+    wait(browser, ignoring=(WebDriverException,)).until(
+        lambda d: d.execute_script("return window.pastedHere === undefined")
+    )
     wait(browser).until(lambda d: urlsplit(d.current_url).path.endswith("/search.html") and results_shown(d, first))
     # A text box drops the line breaks of what is pasted into it (HTML's value sanitization of <input type=text>).
     sent = text.replace("\r", "").replace("\n", "")

@@ -88,9 +88,11 @@ def with_this_builds_probes(directive: SphinxDirective, version: str, item: dict
     of this build (:mod:`guide.probe_records`) instead of the committed ones: its column shows what the installed
     release does now, as the examples and the reference table do. Other releases, a build without the probe
     extension, and a preview (:mod:`build_mechanics.preview`: it runs no probe) keep the committed records."""
-    if version != metadata.version("lightning") or "guide.probe_records" not in current_app.get().extensions:
-        return item
-    if preview.active():
+    if (
+        version != metadata.version("lightning")
+        or "guide.probe_records" not in current_app.get().extensions
+        or preview.active()
+    ):
         return item
     from guide import probe_records
 
